@@ -1,0 +1,343 @@
+//! JSON-RPC 2.0 messages kept as their original bytes.
+//!
+//! mcpx forwards messages byte-faithfully: unknown fields and unknown methods
+//! survive. A [`Message`] is the message's own JSON text plus the byte spans of
+//! the few members the daemon must read or rewrite (`id`, `method`, the progress
+//! token). Rewriting splices new text into a span and leaves every other byte alone.
+//!
+//! Source: JSON-RPC 2.0 specification, sections 4 (request object), 4.1
+//! (notification), 5 (response object) and 6 (batch).
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// What a message is, by JSON-RPC's rules: a request has `method` and `id`, a
+/// notification `method` and no `id`, a response `id` and no `method`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A request: expects a response carrying the same id.
+    Request,
+    /// A notification: no response.
+    Notification,
+    /// A response (`result` or `error`).
+    Response,
+}
+
+/// Why a line is not a JSON-RPC message.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ParseError {
+    /// The bytes are not one JSON value.
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    /// The JSON value is not a JSON-RPC message object.
+    #[error("not a JSON-RPC message: {0}")]
+    NotMessage(&'static str),
+}
+
+/// One JSON-RPC message: its exact JSON text and where its interesting parts are.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Message {
+    text: String,
+    kind: Kind,
+    method: Option<String>,
+    id: Option<Range<usize>>,
+    progress_token: Option<Range<usize>>,
+}
+
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown: String = self.text.chars().take(200).collect();
+        f.debug_struct("Message").field("kind", &self.kind).field("text", &shown).finish()
+    }
+}
+
+#[derive(Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<PeekParams<'a>>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+/// `params` is peeked only for `_meta.progressToken` (MCP 2025-11-25, Utilities,
+/// "Progress"); anything that is not an object is accepted and ignored.
+#[derive(Default)]
+struct PeekParams<'a> {
+    progress_token: Option<&'a RawValue>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for PeekParams<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Obj<'a> {
+            #[serde(borrow, rename = "_meta", default)]
+            meta: Option<Meta<'a>>,
+        }
+        #[derive(Deserialize)]
+        struct Meta<'a> {
+            #[serde(borrow, rename = "progressToken", default)]
+            progress_token: Option<&'a RawValue>,
+        }
+        // Borrow `params` whole, then look inside only when it is an object; the
+        // token stays a sub-slice of the message text, which `span` relies on.
+        let raw: &'a RawValue = Deserialize::deserialize(d)?;
+        let text: &'a str = raw.get();
+        if !text.starts_with('{') {
+            return Ok(PeekParams::default());
+        }
+        let obj: Obj<'a> = serde_json::from_str(text).map_err(serde::de::Error::custom)?;
+        Ok(PeekParams { progress_token: obj.meta.and_then(|m| m.progress_token) })
+    }
+}
+
+/// The byte range of `part` inside `whole`; `part` must be a sub-slice of `whole`
+/// (serde_json's borrowed `RawValue`s are).
+fn span(whole: &str, part: &str) -> Range<usize> {
+    let start = part.as_ptr() as usize - whole.as_ptr() as usize;
+    start..start + part.len()
+}
+
+impl Message {
+    /// Parses one JSON text holding a single message. A batch (a JSON array) is
+    /// split with [`Message::parse_line`].
+    ///
+    /// Errors: [`ParseError::NotJson`] when the text is not JSON,
+    /// [`ParseError::NotMessage`] when it is JSON but not a message object.
+    pub fn parse(text: impl Into<String>) -> Result<Message, ParseError> {
+        let text: String = text.into();
+        let trimmed = text.trim();
+        if !trimmed.starts_with('{') {
+            // Still report malformed JSON as such.
+            serde_json::from_str::<serde::de::IgnoredAny>(trimmed).map_err(|e| ParseError::NotJson(e.to_string()))?;
+            return Err(ParseError::NotMessage("not an object"));
+        }
+        let text = if trimmed.len() == text.len() { text } else { trimmed.to_owned() };
+        let peek: Peek<'_> = serde_json::from_str(&text).map_err(|e| ParseError::NotJson(e.to_string()))?;
+        let kind = match (&peek.method, &peek.id) {
+            (Some(_), Some(_)) => Kind::Request,
+            (Some(_), None) => Kind::Notification,
+            (None, _) if peek.result.is_some() || peek.error.is_some() => Kind::Response,
+            (None, _) => return Err(ParseError::NotMessage("no method, result or error")),
+        };
+        let id = peek.id.map(|r| span(&text, r.get()));
+        let progress_token = peek.params.and_then(|p| p.progress_token).map(|r| span(&text, r.get()));
+        let method = peek.method.map(Cow::into_owned);
+        Ok(Message { kind, method, id, progress_token, text })
+    }
+
+    /// Parses one line of a stream: a message, or a JSON-RPC batch (an array of
+    /// messages, allowed by MCP 2025-03-26 only). Surrounding whitespace (a `\r`)
+    /// is ignored.
+    pub fn parse_line(line: &[u8]) -> Result<Vec<Message>, ParseError> {
+        let text = std::str::from_utf8(line).map_err(|e| ParseError::NotJson(e.to_string()))?;
+        let trimmed = text.trim();
+        if trimmed.starts_with('[') {
+            let items: Vec<&RawValue> =
+                serde_json::from_str(trimmed).map_err(|e| ParseError::NotJson(e.to_string()))?;
+            return items.into_iter().map(|r| Message::parse(r.get())).collect();
+        }
+        Message::parse(trimmed).map(|m| vec![m])
+    }
+
+    /// Builds a request `{"jsonrpc":"2.0","id":<id>,"method":<method>,"params":<params>}`;
+    /// `id` and `params` are JSON texts.
+    pub fn request(id: &str, method: &str, params: Option<&str>) -> Message {
+        let method_json = serde_json::to_string(method).unwrap_or_default();
+        let text = match params {
+            Some(p) => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":{method_json},"params":{p}}}"#),
+            None => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":{method_json}}}"#),
+        };
+        Message::parse(text).unwrap_or_else(|e| unreachable!("built request does not parse: {e}"))
+    }
+
+    /// Builds a notification; `params` is a JSON text.
+    pub fn notification(method: &str, params: Option<&str>) -> Message {
+        let method_json = serde_json::to_string(method).unwrap_or_default();
+        let text = match params {
+            Some(p) => format!(r#"{{"jsonrpc":"2.0","method":{method_json},"params":{p}}}"#),
+            None => format!(r#"{{"jsonrpc":"2.0","method":{method_json}}}"#),
+        };
+        Message::parse(text).unwrap_or_else(|e| unreachable!("built notification does not parse: {e}"))
+    }
+
+    /// Builds a success response; `id` and `result` are JSON texts.
+    pub fn response(id: &str, result: &str) -> Message {
+        Message::parse(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#))
+            .unwrap_or_else(|e| unreachable!("built response does not parse: {e}"))
+    }
+
+    /// Builds an error response (JSON-RPC 2.0 section 5.1); `id` is a JSON text.
+    pub fn error_response(id: &str, code: i64, message: &str) -> Message {
+        let message = serde_json::to_string(message).unwrap_or_default();
+        Message::parse(format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":{message}}}}}"#))
+            .unwrap_or_else(|e| unreachable!("built error does not parse: {e}"))
+    }
+
+    /// Request, notification or response.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The method of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        self.method.as_deref()
+    }
+
+    /// The raw JSON text of the id (`1`, `"1"`), exactly as sent.
+    pub fn id(&self) -> Option<&str> {
+        self.id.clone().map(|r| &self.text[r])
+    }
+
+    /// The raw JSON text of `params._meta.progressToken`, if present.
+    pub fn progress_token(&self) -> Option<&str> {
+        self.progress_token.clone().map(|r| &self.text[r])
+    }
+
+    /// The whole message as JSON text, without a newline.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The message's JSON text.
+    pub fn into_string(self) -> String {
+        self.text
+    }
+
+    /// The message with its id replaced by `id` (a JSON text); a message without an
+    /// id is returned unchanged. Every other byte stays as it was.
+    pub fn with_id(self, id: &str) -> Message {
+        match self.id.clone() {
+            Some(r) => self.splice(r, id),
+            None => self,
+        }
+    }
+
+    /// The message with its progress token replaced by `token` (a JSON text).
+    pub fn with_progress_token(self, token: &str) -> Message {
+        match self.progress_token.clone() {
+            Some(r) => self.splice(r, token),
+            None => self,
+        }
+    }
+
+    fn splice(self, range: Range<usize>, new: &str) -> Message {
+        let mut text = String::with_capacity(self.text.len() + new.len());
+        text.push_str(&self.text[..range.start]);
+        text.push_str(new);
+        text.push_str(&self.text[range.end..]);
+        let shift = |r: Range<usize>| -> Range<usize> {
+            if r.start >= range.end {
+                let d = new.len() as isize - range.len() as isize;
+                (r.start as isize + d) as usize..(r.end as isize + d) as usize
+            } else {
+                r
+            }
+        };
+        let replaced = |r: Range<usize>| -> Range<usize> {
+            if r == range { range.start..range.start + new.len() } else { shift(r) }
+        };
+        Message {
+            kind: self.kind,
+            method: self.method,
+            id: self.id.map(replaced),
+            progress_token: self.progress_token.map(replaced),
+            text,
+        }
+    }
+}
+
+/// An id the daemon puts on a request it sends upstream. It carries the daemon's
+/// attach epoch so a reply to an earlier daemon's request is recognised and dropped
+/// instead of being handed to a new caller.
+///
+/// On the wire it is a JSON number, `epoch * 2^32 + seq`. Epochs stay below 2^21 so
+/// the number is exact in a JavaScript double (servers written in JS parse ids as
+/// doubles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct UpstreamId {
+    /// The attach epoch of the daemon that sent the request (at least 1).
+    pub epoch: u32,
+    /// A per-instance sequence number (at least 1).
+    pub seq: u32,
+}
+
+impl UpstreamId {
+    /// The largest epoch that keeps ids exact in a double.
+    pub const MAX_EPOCH: u32 = (1 << 21) - 1;
+
+    /// The JSON text of this id.
+    pub fn to_json(self) -> String {
+        ((u64::from(self.epoch) << 32) | u64::from(self.seq)).to_string()
+    }
+
+    /// Reads an id back from its JSON text; `None` when it is not a number mcpx
+    /// could have sent.
+    pub fn from_json(text: &str) -> Option<UpstreamId> {
+        let n: u64 = text.trim().parse().ok()?;
+        let epoch = u32::try_from(n >> 32).ok()?;
+        let seq = (n & 0xffff_ffff) as u32;
+        (epoch >= 1 && epoch <= Self::MAX_EPOCH && seq >= 1).then_some(UpstreamId { epoch, seq })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_fields() {
+        let m = Message::parse(r#"{"jsonrpc":"2.0","id":"7","method":"tools/call","params":{"name":"x","_meta":{"progressToken":5}},"extra":[1]}"#).unwrap();
+        assert_eq!(m.kind(), Kind::Request);
+        assert_eq!(m.method(), Some("tools/call"));
+        assert_eq!(m.id(), Some(r#""7""#));
+        assert_eq!(m.progress_token(), Some("5"));
+        let n = Message::parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert_eq!(n.kind(), Kind::Notification);
+        let r = Message::parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#).unwrap();
+        assert_eq!(r.kind(), Kind::Response);
+        assert_eq!(r.id(), None);
+        assert!(matches!(Message::parse("{"), Err(ParseError::NotJson(_))));
+        assert!(matches!(Message::parse("Processing request"), Err(ParseError::NotJson(_))));
+        assert!(matches!(Message::parse("[]"), Err(ParseError::NotMessage(_))));
+        assert!(matches!(Message::parse(r#"{"jsonrpc":"2.0"}"#), Err(ParseError::NotMessage(_))));
+    }
+
+    #[test]
+    fn rewriting_keeps_every_other_byte() {
+        let text = r#"{ "jsonrpc": "2.0", "id" : 1, "method":"tools/call", "params":{"_meta":{"progressToken":"tok"},"z":{"id":2}}, "unknown": true }"#;
+        let m = Message::parse(text).unwrap();
+        let up = m.clone().with_id("4294967297").with_progress_token("\"p-9\"");
+        assert_eq!(
+            up.as_str(),
+            r#"{ "jsonrpc": "2.0", "id" : 4294967297, "method":"tools/call", "params":{"_meta":{"progressToken":"p-9"},"z":{"id":2}}, "unknown": true }"#
+        );
+        assert_eq!(up.progress_token(), Some("\"p-9\""));
+        let back = up.with_progress_token("\"tok\"").with_id("1");
+        assert_eq!(back.as_str(), text);
+    }
+
+    #[test]
+    fn batches_split_into_messages() {
+        let v = Message::parse_line(br#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}]"#).unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1].kind(), Kind::Notification);
+    }
+
+    #[test]
+    fn upstream_ids_round_trip_and_reject_others() {
+        let id = UpstreamId { epoch: 3, seq: 17 };
+        assert_eq!(UpstreamId::from_json(&id.to_json()), Some(id));
+        assert_eq!(UpstreamId::from_json("1"), None);
+        assert_eq!(UpstreamId::from_json("\"1\""), None);
+        assert!(id.to_json().parse::<u64>().unwrap() < (1u64 << 53));
+    }
+}
