@@ -1,14 +1,15 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! The mcpx daemon library: configuration, instances and their transports, the
+//! pool, the schema cache and the control API. The `mcpx` binary is a thin front
+//! end over it.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub mod api;
+pub mod client;
+pub mod config;
+pub mod daemon;
+pub mod instance;
+pub mod paths;
+pub mod pool;
+pub mod process;
+pub mod ring;
+pub mod schema;
+pub mod transport;

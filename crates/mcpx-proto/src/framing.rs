@@ -47,7 +47,11 @@ struct Discard {
 impl LineDecoder {
     /// A decoder that accepts lines of up to `max_line` bytes (the newline excluded).
     pub fn new(max_line: usize) -> Self {
-        LineDecoder { max_line, buf: Vec::new(), discard: None }
+        LineDecoder {
+            max_line,
+            buf: Vec::new(),
+            discard: None,
+        }
     }
 
     /// Bytes held for an incomplete line.
@@ -68,7 +72,11 @@ impl LineDecoder {
                 scanner.feed(&self.buf);
                 let bytes = self.buf.len() as u64;
                 self.buf = Vec::new();
-                self.discard = Some(Discard { scanner, bytes, reported: false });
+                self.discard = Some(Discard {
+                    scanner,
+                    bytes,
+                    reported: false,
+                });
             }
             match self.discard.as_mut() {
                 Some(d) => {
@@ -148,7 +156,10 @@ mod tests {
 
     #[test]
     fn unterminated_last_line_is_kept() {
-        assert_eq!(decode(10, &[b"{}\n{\"a\":1}"]).last(), Some(&Frame::Line(b"{\"a\":1}".to_vec())));
+        assert_eq!(
+            decode(10, &[b"{}\n{\"a\":1}"]).last(),
+            Some(&Frame::Line(b"{\"a\":1}".to_vec()))
+        );
     }
 
     proptest! {

@@ -1,3 +1,12 @@
+//! `mcpx`: every MCP server you have configured, behind one daemon, one CLI and one
+//! endpoint. This binary is the command-line front end and, as `mcpx daemon`, the
+//! daemon itself.
+
+mod cli;
+mod foreground;
+mod logs;
+mod output;
+
 fn main() {
-    println!("Hello, world!");
+    std::process::exit(cli::main());
 }

@@ -1,0 +1,203 @@
+//! The control API's request and response shapes (HTTP/1.1 + JSON under `/v1/` on
+//! `daemon.sock`; route by route in `docs/api.md`). Shared by the daemon, which
+//! answers them, and the CLI, which sends them.
+//!
+//! Both sides ignore unknown fields, so a newer CLI and an older daemon (or the
+//! reverse) keep working for the fields they share.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// Who is asking: what the daemon needs to resolve the caller's configuration.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Caller {
+    /// The caller's working directory (absolute); config files are found from it.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// An explicit config file (`--config` or `MCPX_CONFIG`): the only file read.
+    #[serde(default)]
+    pub config: Option<PathBuf>,
+}
+
+/// `POST /v1/ls`, `/v1/search`, `/v1/tools`, `/v1/call`, `/v1/restart`, `/v1/refresh`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Request {
+    /// The caller.
+    #[serde(default)]
+    pub caller: Caller,
+    /// A server name (`tools`, `restart`, `refresh`, `call` with `tool`).
+    #[serde(default)]
+    pub server: Option<String>,
+    /// A tool name (`tools`, `call`).
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// `call`: `<server>.<tool>`, split after the longest configured server name.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// `call`: the tool's arguments, a JSON object.
+    #[serde(default)]
+    pub arguments: Option<Box<RawValue>>,
+    /// `call`: a deadline in milliseconds, replacing the server's `callTimeout`; 0 means none.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// `search`: the words to look for.
+    #[serde(default)]
+    pub words: Vec<String>,
+    /// `stop`: also stop every server.
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// One row of `mcpx ls --json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerRow {
+    /// Server name.
+    pub name: String,
+    /// Tool count from the schema cache; `null` when never listed.
+    pub tools: Option<usize>,
+    /// `shared` or `exclusive`.
+    pub sharing: String,
+    /// The scope.
+    pub scope: String,
+    /// Live instances.
+    pub live: usize,
+    /// `unread`, `ready`, `running`, `error`, `crash-loop` or `disabled`.
+    pub state: String,
+    /// The `mcpx.description`, else the server's instructions' first line.
+    pub description: Option<String>,
+    /// Why the state is `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The file that defines it.
+    pub source: PathBuf,
+}
+
+/// One hit of `mcpx search --json`, best first.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SearchHit {
+    /// Server name.
+    pub server: String,
+    /// Tool name.
+    pub tool: String,
+    /// Tool description.
+    pub description: Option<String>,
+}
+
+/// `GET /v1/status`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Status {
+    /// The daemon.
+    pub daemon: DaemonStatus,
+    /// Every instance, live or failed.
+    pub instances: Vec<InstanceStatus>,
+}
+
+/// The daemon part of `status`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DaemonStatus {
+    /// Its pid.
+    pub pid: u32,
+    /// Package version.
+    pub version: String,
+    /// Build id (version plus build tag).
+    pub build: String,
+    /// Seconds since it started.
+    pub uptime_s: u64,
+    /// The control socket.
+    pub socket: PathBuf,
+    /// The TCP URL of `/mcp`, when enabled.
+    pub http_url: Option<String>,
+    /// Every configuration file the daemon has resolved.
+    pub config_files: Vec<PathBuf>,
+    /// The log file.
+    pub log_file: PathBuf,
+}
+
+/// One instance in `status`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InstanceStatus {
+    /// Server name.
+    pub server: String,
+    /// Pool key.
+    pub key: String,
+    /// The server process's pid.
+    pub pid: Option<u32>,
+    /// `starting`, `running`, `stopping`, `exited`, or `error` (the last start failed).
+    pub state: String,
+    /// Calls in flight.
+    pub calls: u64,
+    /// Whether a supervisor owns the process.
+    pub supervised: bool,
+    /// The supervisor's pid.
+    pub supervisor_pid: Option<u32>,
+    /// The supervisor's attach protocol version.
+    pub supervisor_protocol: Option<String>,
+    /// Bytes of the server's output discarded (oversize messages, non-JSON lines).
+    pub dropped_bytes: u64,
+    /// Non-JSON lines skipped on stdout.
+    pub skipped_lines: u64,
+    /// The last error.
+    pub last_error: Option<String>,
+    /// The end of the server's stderr.
+    pub stderr_tail: String,
+    /// Seconds since the last call started or ended.
+    pub idle_s: Option<u64>,
+    /// Seconds since it started.
+    pub uptime_s: Option<u64>,
+}
+
+/// The error body of every failed request: `{"error": {"kind", "message", "code"?}}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ApiError,
+}
+
+/// An error as the API and `--json` output show it.
+#[derive(Debug, Clone, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct ApiError {
+    /// `usage`, `config`, `unknown_server`, `unknown_tool`, `daemon`, `server`,
+    /// `protocol`, `rpc` or `timeout`.
+    pub kind: String,
+    /// One line saying what happened and what to do.
+    pub message: String,
+    /// For `rpc`: the JSON-RPC error code the server answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i64>,
+}
+
+impl ApiError {
+    /// An error of `kind`.
+    pub fn new(kind: &str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            kind: kind.to_owned(),
+            message: message.into(),
+            code: None,
+        }
+    }
+
+    /// The CLI's exit status for this error (interface contract: 2 usage or
+    /// configuration, 3 daemon, 4 server, 5 timeout).
+    pub fn exit_code(&self) -> i32 {
+        match self.kind.as_str() {
+            "usage" | "config" | "unknown_server" | "unknown_tool" => 2,
+            "daemon" => 3,
+            "timeout" => 5,
+            _ => 4,
+        }
+    }
+
+    /// The HTTP status the daemon answers with.
+    pub fn http_status(&self) -> u16 {
+        match self.kind.as_str() {
+            "usage" | "config" => 400,
+            "unknown_server" | "unknown_tool" => 404,
+            "daemon" => 503,
+            "timeout" => 504,
+            _ => 502,
+        }
+    }
+}

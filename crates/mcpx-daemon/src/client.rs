@@ -1,0 +1,192 @@
+//! The control API client: HTTP/1.1 over the daemon's unix socket, and starting a
+//! daemon when none answers. Used by the CLI (and by `mcpx serve`).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+pub use hyper::Method;
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use tokio::net::UnixStream;
+
+use crate::api::{ApiError, ErrorBody};
+use crate::paths::Dirs;
+use crate::process::{self, Detach, SpawnSpec};
+
+/// How long a CLI waits for a daemon it started to listen.
+pub const START_DEADLINE: Duration = Duration::from_secs(15);
+
+/// A connection target: the daemon's socket.
+#[derive(Debug, Clone)]
+pub struct Client {
+    socket: PathBuf,
+}
+
+/// A request that failed before an answer came back.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Nothing listens on the socket (missing, or connection refused): the request
+    /// provably never reached a daemon, so it is safe to retry.
+    #[error("no daemon is listening on {0}")]
+    NotRunning(PathBuf),
+    /// The connection broke after the request may have reached the daemon.
+    #[error("the daemon connection failed: {0}")]
+    Broken(String),
+}
+
+impl Client {
+    /// A client for the daemon listening on `socket`.
+    pub fn new(socket: PathBuf) -> Client {
+        Client { socket }
+    }
+
+    /// Sends one request and returns the HTTP status and body.
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<(u16, Bytes), ClientError> {
+        let stream = UnixStream::connect(&self.socket)
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+                    ClientError::NotRunning(self.socket.clone())
+                }
+                _ => ClientError::Broken(e.to_string()),
+            })?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| ClientError::Broken(e.to_string()))?;
+        tokio::spawn(conn);
+        let request = Request::builder()
+            .method(method)
+            .uri(format!("http://localhost{path}"))
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .map_err(|e| ClientError::Broken(e.to_string()))?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| ClientError::Broken(e.to_string()))?;
+        let status = response.status().as_u16();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| ClientError::Broken(e.to_string()))?
+            .to_bytes();
+        Ok((status, body))
+    }
+
+    /// Sends a JSON request and returns the JSON body of a success, or the API error.
+    /// A broken connection becomes a `daemon` error (exit 3).
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&impl serde::Serialize>,
+    ) -> Result<Bytes, ApiError> {
+        let body = body
+            .map(|b| serde_json::to_vec(b))
+            .transpose()
+            .map_err(|e| ApiError::new("usage", e.to_string()))?;
+        let (status, bytes) = self.send(method, path, body).await.map_err(|e| {
+            ApiError::new(
+                "daemon",
+                format!("{e}; the daemon may have died during the request (see `mcpx logs`)"),
+            )
+        })?;
+        if (200..300).contains(&status) {
+            return Ok(bytes);
+        }
+        match serde_json::from_slice::<ErrorBody>(&bytes) {
+            Ok(e) => Err(e.error),
+            Err(_) => Err(ApiError::new(
+                "daemon",
+                format!(
+                    "the daemon answered HTTP {status}: {}",
+                    String::from_utf8_lossy(&bytes).trim()
+                ),
+            )),
+        }
+    }
+
+    /// Whether a daemon answers `GET /v1/health`.
+    pub async fn is_up(&self) -> bool {
+        matches!(
+            self.send(Method::GET, "/v1/health", None).await,
+            Ok((200, _))
+        )
+    }
+}
+
+/// Finds the running daemon, or starts one detached (its own session, stdio to
+/// `/dev/null`, logging to the state directory) and waits until it answers.
+/// `exe` is the mcpx binary; the daemon inherits this process's environment.
+///
+/// Racing callers may each start one; the daemon lock lets exactly one of them run
+/// and the others exit, and every caller ends up talking to the winner.
+///
+/// Errors (`daemon`, exit 3): the directories are unusable, the binary cannot be
+/// started, or no daemon answers within [`START_DEADLINE`].
+pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiError> {
+    let client = Client::new(dirs.socket());
+    if client.is_up().await {
+        return Ok(client);
+    }
+    dirs.prepare()
+        .map_err(|e| ApiError::new("daemon", e.to_string()))?;
+    let env = std::env::vars_os().collect();
+    let mut child = process::spawn(&SpawnSpec {
+        program: exe.to_owned(),
+        args: vec!["daemon".into()],
+        env,
+        cwd: Some(PathBuf::from("/")),
+        piped: false,
+        detach: Detach::Session,
+    })
+    .map_err(|e| {
+        ApiError::new(
+            "daemon",
+            format!("cannot start the daemon ({}): {e}", exe.display()),
+        )
+    })?;
+    let deadline = Instant::now() + START_DEADLINE;
+    let mut delay = Duration::from_millis(2);
+    loop {
+        if client.is_up().await {
+            // Reap the launcher-side handle in the background; the daemon lives on.
+            tokio::spawn(async move { child.wait().await });
+            return Ok(client);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            // It exited: either another daemon won the lock (keep waiting for it) or it failed.
+            if !status.success() && !dirs.socket().exists() && !dirs.lock().exists() {
+                return Err(ApiError::new(
+                    "daemon",
+                    format!(
+                        "the daemon exited at start ({status}); see {}",
+                        dirs.log_file().display()
+                    ),
+                ));
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(ApiError::new(
+                "daemon",
+                format!(
+                    "the daemon did not answer on {} within {}s; see {}",
+                    dirs.socket().display(),
+                    START_DEADLINE.as_secs(),
+                    dirs.log_file().display()
+                ),
+            ));
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_millis(50));
+    }
+}

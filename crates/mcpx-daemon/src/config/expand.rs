@@ -1,0 +1,347 @@
+//! `${VAR}` templates and the expanded (secret-bearing) transport specs.
+//!
+//! Template rules, applied to `command`, `args`, `env` values, `cwd`, `url` and header values:
+//! - `${NAME}` is replaced by the daemon's environment variable `NAME` (names are ASCII letters,
+//!   digits and `_`, not starting with a digit); unset is an error.
+//! - `${NAME:-default}` is replaced by `NAME` if it is set (even if empty), else by the literal
+//!   `default` (which cannot contain `}`), as in Claude Code.
+//! - `${env:NAME}` (VS Code spelling) is the same as `${NAME}`.
+//! - `$${` is a literal `${`, so `$${VAR}` stays `${VAR}`. Any other `$` is literal (`$HOME`
+//!   without braces is not expanded).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::PathBuf;
+
+use super::{ConfigError, RemoteKind, TransportSpec};
+
+/// One piece of a parsed template.
+#[derive(Debug, PartialEq, Eq)]
+enum Segment<'a> {
+    Literal(&'a str),
+    Var {
+        name: &'a str,
+        default: Option<&'a str>,
+    },
+}
+
+/// Parses a template; the error is a message for [`ConfigError::InvalidValue`] that quotes only
+/// the offending `${...}` reference, never the whole value.
+fn parse(template: &str) -> Result<Vec<Segment<'_>>, String> {
+    let mut segments = Vec::new();
+    let mut rest = template;
+    while let Some(pos) = rest.find('$') {
+        let after = &rest[pos + 1..];
+        if let Some(tail) = after.strip_prefix("${") {
+            // `$${` → literal `${`.
+            segments.push(Segment::Literal(&rest[..pos + 1]));
+            segments.push(Segment::Literal("{"));
+            rest = tail;
+        } else if let Some(body_start) = after.strip_prefix('{') {
+            segments.push(Segment::Literal(&rest[..pos]));
+            let Some(end) = body_start.find('}') else {
+                return Err(
+                    "unterminated `${` (close it with `}`, or write `$${` for a literal `${`)"
+                        .to_owned(),
+                );
+            };
+            let body = &body_start[..end];
+            segments.push(parse_reference(body)?);
+            rest = &body_start[end + 1..];
+        } else {
+            segments.push(Segment::Literal(&rest[..pos + 1]));
+            rest = after;
+        }
+    }
+    segments.push(Segment::Literal(rest));
+    segments.retain(|s| *s != Segment::Literal(""));
+    Ok(segments)
+}
+
+fn parse_reference(body: &str) -> Result<Segment<'_>, String> {
+    let (name, default) = match body.split_once(":-") {
+        Some((name, default)) => (name, Some(default)),
+        None => (body, None),
+    };
+    let name = match name.split_once(':') {
+        Some(("env", var)) => var,
+        Some(("input", _)) => {
+            return Err(format!(
+                "`${{{body}}}` is a VS Code input variable, which mcpx does not support (use `${{VAR}}` with a variable from the daemon's environment)"
+            ));
+        }
+        Some(_) => {
+            return Err(format!(
+                "`${{{body}}}` is not a supported variable reference (use `${{VAR}}` or `${{VAR:-default}}`, or write `$${{` for a literal `${{`)"
+            ));
+        }
+        None => name,
+    };
+    if !is_var_name(name) {
+        return Err(format!(
+            "`${{{body}}}` is not a valid variable reference: names are letters, digits and `_` (write `$${{` for a literal `${{`)"
+        ));
+    }
+    Ok(Segment::Var { name, default })
+}
+
+fn is_var_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Checks a template's syntax at load time.
+pub(super) fn check(template: &str) -> Result<(), String> {
+    parse(template).map(|_| ())
+}
+
+/// Expands a template checked by [`check`]. Errors name only the variable and the server.
+pub(super) fn expand(
+    template: &str,
+    env: &HashMap<String, String>,
+    server: &str,
+) -> Result<String, ConfigError> {
+    let segments = parse(template).map_err(|_| ConfigError::UnsetVariable {
+        // Unreachable for entries built by the parser, which checks every template.
+        variable: template.to_owned(),
+        server: server.to_owned(),
+    })?;
+    let mut out = String::with_capacity(template.len());
+    for segment in segments {
+        match segment {
+            Segment::Literal(s) => out.push_str(s),
+            Segment::Var { name, default } => match (env.get(name), default) {
+                (Some(value), _) => out.push_str(value),
+                (None, Some(default)) => out.push_str(default),
+                (None, None) => {
+                    return Err(ConfigError::UnsetVariable {
+                        variable: name.to_owned(),
+                        server: server.to_owned(),
+                    });
+                }
+            },
+        }
+    }
+    Ok(out)
+}
+
+/// A server's transport after `${VAR}` expansion: what the daemon actually spawns or connects
+/// to. Values may contain secrets; the `Debug` output shows the unexpanded templates instead.
+#[derive(Clone, Debug)]
+pub enum ExpandedTransport {
+    /// Spawn a local process and speak MCP over its stdin/stdout.
+    Stdio(ExpandedStdio),
+    /// Connect to a remote MCP server over HTTP.
+    Remote(ExpandedRemote),
+}
+
+/// An expanded stdio server: the program, its arguments, extra environment and working
+/// directory. `Debug` prints the templates as written in the config file, never expanded values.
+#[derive(Clone)]
+pub struct ExpandedStdio {
+    /// The program as written after expansion (a bare name to look up on `PATH`, or a path);
+    /// see [`resolve_command`](super::resolve_command).
+    pub command: String,
+    /// Arguments after the program name.
+    pub args: Vec<String>,
+    /// Environment variables to set for the process, on top of the daemon's environment.
+    pub env: BTreeMap<String, String>,
+    /// Working directory; a relative `cwd` in the file is resolved against the directory of the
+    /// config file. `None` when the entry has no `cwd`.
+    pub cwd: Option<PathBuf>,
+    template: TransportSpec,
+}
+
+impl ExpandedStdio {
+    /// Builds a spec from literal, non-secret values (for tests and programmatic servers); its
+    /// `Debug` output shows these values.
+    pub fn literal(
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+    ) -> Self {
+        let template = TransportSpec::Stdio {
+            command: command.clone(),
+            args: args.clone(),
+            env: env.clone(),
+            cwd: cwd.as_ref().map(|p| p.display().to_string()),
+        };
+        Self {
+            command,
+            args,
+            env,
+            cwd,
+            template,
+        }
+    }
+}
+
+impl fmt::Debug for ExpandedStdio {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.template {
+            TransportSpec::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => f
+                .debug_struct("ExpandedStdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", env)
+                .field("cwd", cwd)
+                .finish(),
+            TransportSpec::Remote { .. } => f.write_str("ExpandedStdio { <redacted> }"),
+        }
+    }
+}
+
+/// An expanded remote server: URL, extra request headers and HTTP flavour. `Debug` prints the
+/// templates as written in the config file, never expanded values.
+#[derive(Clone)]
+pub struct ExpandedRemote {
+    /// The server's endpoint URL after expansion.
+    pub url: String,
+    /// Extra HTTP headers (name → value) sent with every request.
+    pub headers: BTreeMap<String, String>,
+    /// Streamable HTTP or legacy SSE.
+    pub kind: RemoteKind,
+    template: TransportSpec,
+}
+
+impl ExpandedRemote {
+    /// Builds a spec from literal, non-secret values (for tests and programmatic servers); its
+    /// `Debug` output shows these values.
+    pub fn literal(url: String, headers: BTreeMap<String, String>, kind: RemoteKind) -> Self {
+        let template = TransportSpec::Remote {
+            url: url.clone(),
+            headers: headers.clone(),
+            kind,
+        };
+        Self {
+            url,
+            headers,
+            kind,
+            template,
+        }
+    }
+}
+
+impl fmt::Debug for ExpandedRemote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.template {
+            TransportSpec::Remote { url, headers, kind } => f
+                .debug_struct("ExpandedRemote")
+                .field("url", url)
+                .field("headers", headers)
+                .field("kind", kind)
+                .finish(),
+            TransportSpec::Stdio { .. } => f.write_str("ExpandedRemote { <redacted> }"),
+        }
+    }
+}
+
+/// Expands every template of `spec`; `base_dir` resolves a relative `cwd`.
+pub(super) fn expand_transport(
+    spec: &TransportSpec,
+    env: &HashMap<String, String>,
+    server: &str,
+    base_dir: Option<&std::path::Path>,
+) -> Result<ExpandedTransport, ConfigError> {
+    match spec {
+        TransportSpec::Stdio {
+            command,
+            args,
+            env: vars,
+            cwd,
+        } => {
+            let command = expand(command, env, server)?;
+            let args = args
+                .iter()
+                .map(|a| expand(a, env, server))
+                .collect::<Result<Vec<_>, _>>()?;
+            let vars = vars
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), expand(v, env, server)?)))
+                .collect::<Result<BTreeMap<_, _>, ConfigError>>()?;
+            let cwd = match cwd {
+                Some(c) => {
+                    let path = PathBuf::from(expand(c, env, server)?);
+                    Some(match base_dir {
+                        Some(base) if path.is_relative() => base.join(path),
+                        _ => path,
+                    })
+                }
+                None => None,
+            };
+            Ok(ExpandedTransport::Stdio(ExpandedStdio {
+                command,
+                args,
+                env: vars,
+                cwd,
+                template: spec.clone(),
+            }))
+        }
+        TransportSpec::Remote { url, headers, kind } => {
+            let url = expand(url, env, server)?;
+            let headers = headers
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), expand(v, env, server)?)))
+                .collect::<Result<BTreeMap<_, _>, ConfigError>>()?;
+            Ok(ExpandedTransport::Remote(ExpandedRemote {
+                url,
+                headers,
+                kind: *kind,
+                template: spec.clone(),
+            }))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env() -> HashMap<String, String> {
+        [
+            ("A".to_owned(), "1".to_owned()),
+            ("EMPTY".to_owned(), String::new()),
+        ]
+        .into_iter()
+        .collect()
+    }
+
+    #[test]
+    fn expansion_rules() {
+        let e = env();
+        assert_eq!(expand("x${A}y", &e, "s").unwrap(), "x1y");
+        assert_eq!(expand("${env:A}", &e, "s").unwrap(), "1");
+        assert_eq!(expand("${B:-dflt}", &e, "s").unwrap(), "dflt");
+        assert_eq!(expand("${EMPTY:-dflt}", &e, "s").unwrap(), "");
+        assert_eq!(expand("$${A}", &e, "s").unwrap(), "${A}");
+        // Leftmost match: `$` then `$${` → `$${A}`.
+        assert_eq!(expand("$$${A}", &e, "s").unwrap(), "$${A}");
+        assert_eq!(expand("$HOME $ $1 $", &e, "s").unwrap(), "$HOME $ $1 $");
+        assert_eq!(expand("", &e, "s").unwrap(), "");
+    }
+
+    #[test]
+    fn bad_templates() {
+        assert!(check("${A").unwrap_err().contains("unterminated"));
+        assert!(
+            check("${}")
+                .unwrap_err()
+                .contains("not a valid variable reference")
+        );
+        assert!(check("${1A}").is_err());
+        assert!(
+            check("${input:key}")
+                .unwrap_err()
+                .contains("VS Code input variable")
+        );
+        assert!(check("${workspaceFolder}").is_ok());
+        assert!(check("$${not closed").is_ok());
+    }
+}

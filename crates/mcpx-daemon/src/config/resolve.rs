@@ -1,0 +1,250 @@
+//! Finding the config files for a request, and caching parsed files.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::{ConfigError, ResolvedConfig, ServerEntry, parse};
+
+/// Name of the project config file shared with Claude Code, Cursor and others.
+pub const PROJECT_FILE: &str = ".mcp.json";
+/// Name of the mcpx-only project config file; beats [`PROJECT_FILE`] in the same directory.
+pub const MCPX_PROJECT_FILE: &str = ".mcpx.json";
+
+/// The parts of the daemon's captured environment that locate the user config file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConfigEnv {
+    /// `$HOME`.
+    pub home: Option<PathBuf>,
+    /// `$XDG_CONFIG_HOME`; ignored unless absolute (as the XDG spec says).
+    pub xdg_config_home: Option<PathBuf>,
+}
+
+impl ConfigEnv {
+    /// Reads `HOME` and `XDG_CONFIG_HOME` from a captured environment; empty values count as
+    /// unset.
+    pub fn from_vars(vars: &HashMap<String, String>) -> Self {
+        let get = |name: &str| vars.get(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        Self {
+            home: get("HOME"),
+            xdg_config_home: get("XDG_CONFIG_HOME"),
+        }
+    }
+
+    /// The user config file: `$XDG_CONFIG_HOME/mcpx/config.json`, else
+    /// `$HOME/.config/mcpx/config.json`; `None` when neither variable is usable.
+    pub fn user_file(&self) -> Option<PathBuf> {
+        let base = match &self.xdg_config_home {
+            Some(xdg) if xdg.is_absolute() => xdg.clone(),
+            _ => self.home.as_ref()?.join(".config"),
+        };
+        Some(base.join("mcpx").join("config.json"))
+    }
+}
+
+/// What one request resolves against.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResolveRequest {
+    /// The caller's working directory (absolute); `None` for callers without one.
+    pub cwd: Option<PathBuf>,
+    /// The explicit config file (`--config` or `MCPX_CONFIG`); when set it is the only file.
+    /// A relative path is taken relative to `cwd`.
+    pub explicit: Option<PathBuf>,
+}
+
+impl ResolveRequest {
+    /// The files this request reads, nearest (highest precedence) first, and whether a missing
+    /// file is an error (only for the explicit file).
+    ///
+    /// Explicit: just that file. Else, for `cwd` and each ancestor up to `/`: `.mcpx.json` then
+    /// `.mcp.json`; then [`ConfigEnv::user_file`].
+    pub fn search_paths(&self, env: &ConfigEnv) -> Vec<(PathBuf, bool)> {
+        if let Some(explicit) = &self.explicit {
+            let path = match &self.cwd {
+                Some(cwd) if explicit.is_relative() => cwd.join(explicit),
+                _ => explicit.clone(),
+            };
+            return vec![(path, true)];
+        }
+        let mut paths = Vec::new();
+        if let Some(cwd) = &self.cwd {
+            for dir in cwd.ancestors() {
+                paths.push((dir.join(MCPX_PROJECT_FILE), false));
+                paths.push((dir.join(PROJECT_FILE), false));
+            }
+        }
+        if let Some(user) = env.user_file() {
+            if !paths.iter().any(|(p, _)| *p == user) {
+                paths.push((user, false));
+            }
+        }
+        paths
+    }
+}
+
+/// What a file looked like when we parsed it; a different stamp means re-read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileStamp {
+    mtime_sec: i64,
+    mtime_nsec: i64,
+    size: u64,
+    ino: u64,
+    dev: u64,
+}
+
+impl FileStamp {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        Self {
+            mtime_sec: meta.mtime(),
+            mtime_nsec: meta.mtime_nsec(),
+            size: meta.size(),
+            ino: meta.ino(),
+            dev: meta.dev(),
+        }
+    }
+}
+
+struct CachedFile {
+    stamp: FileStamp,
+    servers: Arc<BTreeMap<String, ServerEntry>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    files: HashMap<PathBuf, CachedFile>,
+    known: BTreeSet<PathBuf>,
+}
+
+/// Resolves requests to configurations, re-reading a file only when its
+/// (mtime, size, inode, device) changes. Safe to share between threads (`&self` methods, an
+/// internal mutex that is never held during file I/O).
+///
+/// Parse errors are not cached: a broken file is re-read on every request until it is fixed.
+pub struct ConfigCache {
+    env: ConfigEnv,
+    inner: Mutex<Inner>,
+    reads: AtomicU64,
+}
+
+impl std::fmt::Debug for ConfigCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigCache")
+            .field("env", &self.env)
+            .field("reads", &self.reads())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConfigCache {
+    /// An empty cache resolving the user file from `env`.
+    pub fn new(env: ConfigEnv) -> Self {
+        Self {
+            env,
+            inner: Mutex::new(Inner::default()),
+            reads: AtomicU64::new(0),
+        }
+    }
+
+    /// The environment this cache was created with.
+    pub fn env(&self) -> &ConfigEnv {
+        &self.env
+    }
+
+    /// Resolves `req`: reads (or reuses) every existing file from
+    /// [`ResolveRequest::search_paths`] and merges their servers by name, nearer files winning.
+    ///
+    /// Missing files are skipped, except an explicit one. Errors: [`ConfigError::Io`] for a
+    /// file that exists but cannot be read (or a missing explicit file), and any parse error of
+    /// any contributing file ([`ConfigError::Syntax`], [`ConfigError::UnknownKey`], ...).
+    pub fn resolve(&self, req: &ResolveRequest) -> Result<ResolvedConfig, ConfigError> {
+        let mut resolved = ResolvedConfig::default();
+        for (path, required) in req.search_paths(&self.env) {
+            let Some(servers) = self.load(&path, required)? else {
+                continue;
+            };
+            for (name, entry) in servers.iter() {
+                resolved
+                    .servers
+                    .entry(name.clone())
+                    .or_insert_with(|| entry.clone());
+            }
+            resolved.files.push(path);
+        }
+        self.lock().known.extend(resolved.files.iter().cloned());
+        Ok(resolved)
+    }
+
+    /// Every file that has contributed to a successful resolution (plus any added with
+    /// [`add_known_files`](Self::add_known_files)), sorted.
+    pub fn known_files(&self) -> Vec<PathBuf> {
+        self.lock().known.iter().cloned().collect()
+    }
+
+    /// Adds files to [`known_files`](Self::known_files), e.g. the set persisted by a previous
+    /// daemon.
+    pub fn add_known_files(&self, files: impl IntoIterator<Item = PathBuf>) {
+        self.lock().known.extend(files);
+    }
+
+    /// How many times a file has been read and parsed since creation (diagnostics, tests).
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // The data stays consistent even if a holder panicked: every update is one insert.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The servers of one file, from cache when its stamp is unchanged. `Ok(None)` when the file
+    /// does not exist and is not `required`.
+    fn load(
+        &self,
+        path: &Path,
+        required: bool,
+    ) -> Result<Option<Arc<BTreeMap<String, ServerEntry>>>, ConfigError> {
+        let io_err = |error: io::Error| ConfigError::Io {
+            file: path.to_owned(),
+            error,
+        };
+        let meta = match std::fs::metadata(path) {
+            Ok(meta) => meta,
+            Err(e) if !required && is_absent(&e) => {
+                self.lock().files.remove(path);
+                return Ok(None);
+            }
+            Err(e) => return Err(io_err(e)),
+        };
+        let stamp = FileStamp::of(&meta);
+        if let Some(cached) = self.lock().files.get(path) {
+            if cached.stamp == stamp {
+                return Ok(Some(Arc::clone(&cached.servers)));
+            }
+        }
+        // Stat before reading: if the file changes in between, the next stat differs from the
+        // recorded stamp and we read again.
+        let text = std::fs::read_to_string(path).map_err(io_err)?;
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(file = %path.display(), "reading mcpx config file");
+        let servers = Arc::new(parse::parse_file(path, &text)?);
+        self.lock().files.insert(
+            path.to_owned(),
+            CachedFile {
+                stamp,
+                servers: Arc::clone(&servers),
+            },
+        );
+        Ok(Some(servers))
+    }
+}
+
+/// Errors that mean "there is no such file" while walking directories.
+fn is_absent(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}

@@ -1,0 +1,766 @@
+//! The daemon: its shared state, one handler per control API route, and `run`.
+//!
+//! Handlers are plain async functions from the state and a request to a response,
+//! so they are tested without a socket; `run` takes the listener and the shutdown
+//! signal as parameters, so tests inject both.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use mcpx_proto::Message;
+use serde_json::value::RawValue;
+use tokio::net::UnixListener;
+use tokio::sync::{Notify, mpsc};
+
+use crate::api::{
+    ApiError, DaemonStatus, ErrorBody, InstanceStatus, Request, SearchHit, ServerRow, Status,
+};
+use crate::config::{
+    ConfigCache, ConfigError, ExpandedTransport, ResolveRequest, ResolvedConfig, ServerEntry,
+    exe_identity, resolve_command,
+};
+use crate::instance::{CallError, ERROR_TAIL_BYTES, InstanceEvent, response_result};
+use crate::paths::Dirs;
+use crate::pool::{Pool, Target};
+use crate::schema::SchemaCache;
+use crate::transport::{LaunchSpec, Launcher};
+
+/// The build id reported in `status`: the version, plus `MCPX_BUILD_TAG` when the
+/// binary was built with one (tests use it to tell two builds apart).
+pub const BUILD: &str = match option_env!("MCPX_BUILD_TAG") {
+    Some(tag) => tag,
+    None => env!("CARGO_PKG_VERSION"),
+};
+
+/// Everything a running daemon holds.
+pub struct Daemon {
+    /// Its directories.
+    pub dirs: Dirs,
+    /// The environment captured at start: `${VAR}` expansion and children's base environment.
+    pub env: HashMap<String, String>,
+    /// Parsed configuration files.
+    pub config: ConfigCache,
+    /// Instances.
+    pub pool: Pool,
+    /// The schema cache.
+    pub schema: Arc<SchemaCache>,
+    started: Instant,
+    /// Notified when a `stop` request asks the daemon to exit.
+    pub shutdown: Notify,
+}
+
+impl std::fmt::Debug for Daemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Daemon")
+            .field("dirs", &self.dirs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Daemon {
+    /// A daemon over `dirs`, with the captured environment `env`, starting servers
+    /// through `launcher`. Spawns the task that handles instance events, so it must be
+    /// called inside a tokio runtime.
+    pub fn new(
+        dirs: Dirs,
+        env: HashMap<String, String>,
+        launcher: Arc<dyn Launcher>,
+    ) -> Arc<Daemon> {
+        let schema = Arc::new(SchemaCache::new(dirs.cache.clone()));
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let config = ConfigCache::new(crate::config::ConfigEnv::from_vars(&env));
+        if let Ok(bytes) = std::fs::read(dirs.known_configs()) {
+            if let Ok(files) = serde_json::from_slice::<Vec<PathBuf>>(&bytes) {
+                config.add_known_files(files);
+            }
+        }
+        let daemon = Arc::new(Daemon {
+            pool: Pool::new(launcher, schema.clone(), 1, events_tx),
+            schema,
+            config,
+            env,
+            dirs,
+            started: Instant::now(),
+            shutdown: Notify::new(),
+        });
+        tokio::spawn(handle_events(Arc::downgrade(&daemon), events_rx));
+        daemon
+    }
+
+    /// The configuration the caller sees; records newly seen files in the state directory.
+    fn resolve(&self, req: &Request) -> Result<ResolvedConfig, ApiError> {
+        let before = self.config.known_files().len();
+        let resolved = self
+            .config
+            .resolve(&ResolveRequest {
+                cwd: req.caller.cwd.clone(),
+                explicit: req.caller.config.clone(),
+            })
+            .map_err(config_error)?;
+        let known = self.config.known_files();
+        if known.len() != before {
+            if let Ok(bytes) = serde_json::to_vec_pretty(&known) {
+                let _ = std::fs::write(self.dirs.known_configs(), bytes);
+            }
+        }
+        Ok(resolved)
+    }
+
+    /// The entry named `name`, or an `unknown_server` error listing the names that exist.
+    fn server<'a>(
+        &self,
+        config: &'a ResolvedConfig,
+        name: &str,
+    ) -> Result<&'a ServerEntry, ApiError> {
+        config.get(name).ok_or_else(|| unknown_server(config, name))
+    }
+
+    /// Resolves how to start `entry`: `${VAR}`s expanded, the command found on the
+    /// daemon's PATH, the environment assembled.
+    ///
+    /// Errors: an unset variable is a configuration error (exit 2); a command that is
+    /// not found is kept in the target, so the start fails as a server error (exit 4)
+    /// and the server shows `error`.
+    pub fn target(&self, entry: &ServerEntry) -> Result<Target, ApiError> {
+        let cache_key = entry.fingerprint(None);
+        let expanded = entry.expand(&self.env).map_err(config_error)?;
+        let ExpandedTransport::Stdio(stdio) = expanded else {
+            return Err(ApiError::new(
+                "config",
+                format!(
+                    "server `{}`: remote (`url`) servers are not supported yet; remove it or use a stdio command",
+                    entry.name
+                ),
+            ));
+        };
+        let cwd = stdio
+            .cwd
+            .clone()
+            .or_else(|| self.env.get("HOME").map(PathBuf::from));
+        let path_var = self.env.get("PATH").map(String::as_str);
+        let (fingerprint, launch) = match resolve_command(&stdio.command, path_var, cwd.as_deref())
+        {
+            Ok(program) => {
+                let identity = exe_identity(&program).ok();
+                let mut env: BTreeMap<OsString, OsString> = self
+                    .env
+                    .iter()
+                    .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+                    .collect();
+                env.extend(
+                    stdio
+                        .env
+                        .iter()
+                        .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+                );
+                let spec = LaunchSpec {
+                    server: entry.name.clone(),
+                    command: stdio.command.clone(),
+                    program,
+                    args: stdio.args.iter().map(OsString::from).collect(),
+                    env,
+                    cwd,
+                    max_message_bytes: usize::try_from(entry.options.max_message_bytes)
+                        .unwrap_or(usize::MAX),
+                };
+                (entry.fingerprint(identity.as_ref()), Ok(spec))
+            }
+            Err(e) => (cache_key.clone(), Err(e.to_string())),
+        };
+        Ok(Target {
+            entry: entry.clone(),
+            cache_key,
+            fingerprint,
+            launch,
+        })
+    }
+
+    /// `POST /v1/ls`: every configured server with its state, from the schema cache.
+    pub fn ls(&self, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
+        let config = self.resolve(req)?;
+        let live: Vec<_> = self
+            .pool
+            .instances()
+            .into_iter()
+            .filter(|i| i.is_alive())
+            .collect();
+        let mut rows = Vec::new();
+        for entry in config.servers.values() {
+            let key = entry.fingerprint(None);
+            let cached = self.schema.get(&key);
+            let n_live = live.iter().filter(|i| i.cache_key == key).count();
+            let error = cached.as_ref().and_then(|c| c.error.clone());
+            let state = if entry.options.disabled {
+                "disabled"
+            } else if n_live > 0 {
+                "running"
+            } else if error.is_some() {
+                "error"
+            } else if cached.as_ref().is_some_and(|c| c.tools.is_some()) {
+                "ready"
+            } else {
+                "unread"
+            };
+            let instructions = cached
+                .as_ref()
+                .and_then(|c| c.session.as_ref())
+                .and_then(|s| s.instructions.clone());
+            let description = entry
+                .options
+                .description
+                .clone()
+                .or_else(|| instructions.and_then(|i| i.lines().next().map(str::to_owned)));
+            let tools = cached.as_ref().and_then(|c| c.tools.as_ref()).map(|_| {
+                cached
+                    .as_ref()
+                    .map(|c| {
+                        c.tool_summaries()
+                            .iter()
+                            .filter(|t| entry.options.tool_allowed(&t.name))
+                            .count()
+                    })
+                    .unwrap_or(0)
+            });
+            rows.push(ServerRow {
+                name: entry.name.clone(),
+                tools,
+                sharing: entry.options.sharing.as_str().to_owned(),
+                scope: entry.options.scope.as_str().to_owned(),
+                live: n_live,
+                state: state.to_owned(),
+                description,
+                error: if state == "error" { error } else { None },
+                source: entry.source.clone(),
+            });
+        }
+        Ok(rows)
+    }
+
+    /// `POST /v1/tools`: a server's tool objects exactly as it sent them, or one tool.
+    pub fn tools(&self, req: &Request) -> Result<Box<RawValue>, ApiError> {
+        let config = self.resolve(req)?;
+        let name = req
+            .server
+            .as_deref()
+            .ok_or_else(|| ApiError::new("usage", "name a server: `mcpx tools <server>`"))?;
+        let entry = self.server(&config, name)?;
+        let cached = self.schema.get(&entry.fingerprint(None));
+        let Some(tools) = cached.as_ref().and_then(|c| c.tools.as_ref()) else {
+            return Err(ApiError::new(
+                "server",
+                format!(
+                    "server `{name}` has not been listed yet; run `mcpx refresh {name}` to start it and read its tools"
+                ),
+            ));
+        };
+        let allowed: Vec<&RawValue> = tools
+            .iter()
+            .filter(|t| {
+                serde_json::from_str::<crate::schema::ToolSummary>(t.get()).is_ok_and(|s| {
+                    entry.options.tool_allowed(&s.name)
+                        && req.tool.as_ref().is_none_or(|want| *want == s.name)
+                })
+            })
+            .map(|t| &**t)
+            .collect();
+        if let Some(tool) = &req.tool {
+            return match allowed.first() {
+                Some(t) => Ok((*t).to_owned()),
+                None => Err(unknown_tool(name, tool, cached.as_ref())),
+            };
+        }
+        raw(&allowed)
+    }
+
+    /// `POST /v1/search`: tools whose name or description holds every word, best first.
+    pub fn search(&self, req: &Request) -> Result<Vec<SearchHit>, ApiError> {
+        let config = self.resolve(req)?;
+        let words: Vec<String> = req
+            .words
+            .iter()
+            .map(|w| w.to_lowercase())
+            .filter(|w| !w.is_empty())
+            .collect();
+        if words.is_empty() {
+            return Err(ApiError::new(
+                "usage",
+                "give at least one word: `mcpx search <words>...`",
+            ));
+        }
+        let mut hits: Vec<(u32, SearchHit)> = Vec::new();
+        for entry in config.enabled() {
+            let Some(cached) = self.schema.get(&entry.fingerprint(None)) else {
+                continue;
+            };
+            for tool in cached.tool_summaries() {
+                if !entry.options.tool_allowed(&tool.name) {
+                    continue;
+                }
+                if let Some(score) =
+                    score(&words, &entry.name, &tool.name, tool.description.as_deref())
+                {
+                    hits.push((
+                        score,
+                        SearchHit {
+                            server: entry.name.clone(),
+                            tool: tool.name,
+                            description: tool.description,
+                        },
+                    ));
+                }
+            }
+        }
+        hits.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then_with(|| (&a.1.server, &a.1.tool).cmp(&(&b.1.server, &b.1.tool)))
+        });
+        Ok(hits.into_iter().map(|(_, h)| h).collect())
+    }
+
+    /// `POST /v1/call`: calls a tool and returns its `CallToolResult` exactly as the
+    /// server sent it.
+    pub async fn call(&self, req: &Request) -> Result<Box<RawValue>, ApiError> {
+        let config = self.resolve(req)?;
+        let (server, tool) = split_target(&config, req)?;
+        let entry = self.server(&config, &server)?;
+        if entry.options.disabled {
+            return Err(ApiError::new(
+                "config",
+                format!(
+                    "server `{server}` is disabled in {}; remove `disabled` from its `mcpx` block to use it",
+                    entry.source.display()
+                ),
+            ));
+        }
+        if !entry.options.tool_allowed(&tool) {
+            return Err(ApiError::new(
+                "unknown_tool",
+                format!(
+                    "tool `{tool}` of server `{server}` is excluded by includeTools/excludeTools in {}",
+                    entry.source.display()
+                ),
+            ));
+        }
+        let arguments = match &req.arguments {
+            Some(a) if a.get().trim_start().starts_with('{') => a.get().to_owned(),
+            Some(_) => {
+                return Err(ApiError::new(
+                    "usage",
+                    "the tool's arguments must be a JSON object, like '{\"message\":\"hi\"}'",
+                ));
+            }
+            None => "{}".to_owned(),
+        };
+        let target = self.target(entry)?;
+        check_tool_listed(&self.schema, &target, &tool)?;
+        let inst = self
+            .pool
+            .acquire(&target)
+            .await
+            .map_err(|e| server_error(&server, e))?;
+        check_tool_listed(&self.schema, &target, &tool)?;
+        let timeout = match req.timeout_ms {
+            Some(0) => None,
+            Some(ms) => Some(Duration::from_millis(ms)),
+            None => entry.options.call_timeout,
+        };
+        let name = serde_json::to_string(&tool).unwrap_or_default();
+        let params = format!(r#"{{"name":{name},"arguments":{arguments}}}"#);
+        let response = inst
+            .request(Message::request("0", "tools/call", Some(&params)), timeout)
+            .await
+            .map_err(|e| server_error(&server, e))?;
+        response_result(&response).map_err(|e| ApiError {
+            kind: "rpc".into(),
+            message: format!(
+                "server `{server}` answered tools/call with an error: {}",
+                e.message
+            ),
+            code: Some(e.code),
+        })
+    }
+
+    /// `GET /v1/status`.
+    pub fn status(&self) -> Status {
+        let mut instances: Vec<InstanceStatus> = self
+            .pool
+            .instances()
+            .into_iter()
+            .map(|i| {
+                let state = i.state();
+                InstanceStatus {
+                    server: i.server.clone(),
+                    key: i.key.clone(),
+                    pid: i.info.pid,
+                    state: state.as_str().to_owned(),
+                    calls: i.in_flight(),
+                    supervised: false,
+                    supervisor_pid: None,
+                    supervisor_protocol: None,
+                    dropped_bytes: i.info.dropped(),
+                    skipped_lines: i
+                        .info
+                        .skipped_lines
+                        .load(std::sync::atomic::Ordering::Relaxed),
+                    last_error: match state {
+                        crate::instance::State::Exited(e) => Some(format!("server {e}")),
+                        _ => None,
+                    },
+                    stderr_tail: i.info.stderr_tail(ERROR_TAIL_BYTES),
+                    idle_s: Some(i.idle_for().as_secs()),
+                    uptime_s: Some(i.started.elapsed().as_secs()),
+                }
+            })
+            .collect();
+        for (server, key, error) in self.pool.failures() {
+            let stderr_tail = match &error {
+                CallError::Exited { stderr_tail, .. } => stderr_tail.clone(),
+                _ => String::new(),
+            };
+            instances.push(InstanceStatus {
+                server,
+                key,
+                pid: None,
+                state: "error".into(),
+                calls: 0,
+                supervised: false,
+                supervisor_pid: None,
+                supervisor_protocol: None,
+                dropped_bytes: 0,
+                skipped_lines: 0,
+                last_error: Some(error.to_string()),
+                stderr_tail,
+                idle_s: None,
+                uptime_s: None,
+            });
+        }
+        instances.sort_by(|a, b| (&a.server, &a.key).cmp(&(&b.server, &b.key)));
+        Status {
+            daemon: DaemonStatus {
+                pid: std::process::id(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                build: BUILD.to_owned(),
+                uptime_s: self.started.elapsed().as_secs(),
+                socket: self.dirs.socket(),
+                http_url: None,
+                config_files: self.config.known_files(),
+                log_file: self.dirs.log_file(),
+            },
+            instances,
+        }
+    }
+
+    /// `POST /v1/restart`: stops the server's instances, then starts it again.
+    pub async fn restart(&self, req: &Request) -> Result<serde_json::Value, ApiError> {
+        let config = self.resolve(req)?;
+        let name = req
+            .server
+            .as_deref()
+            .ok_or_else(|| ApiError::new("usage", "name a server: `mcpx restart <server>`"))?;
+        let target = self.target(self.server(&config, name)?)?;
+        let stopped = self.pool.stop_server(&target.fingerprint).await;
+        let inst = self
+            .pool
+            .acquire(&target)
+            .await
+            .map_err(|e| server_error(name, e))?;
+        Ok(serde_json::json!({ "server": name, "stopped": stopped, "pid": inst.info.pid }))
+    }
+
+    /// `POST /v1/refresh`: re-reads the schema of one server, or of every enabled one,
+    /// starting those that are not running.
+    pub async fn refresh(&self, req: &Request) -> Result<serde_json::Value, ApiError> {
+        let config = self.resolve(req)?;
+        let entries: Vec<&ServerEntry> = match req.server.as_deref() {
+            Some(name) => vec![self.server(&config, name)?],
+            None => config.enabled().collect(),
+        };
+        let mut results = serde_json::Map::new();
+        for entry in entries {
+            let outcome = async {
+                let target = self.target(entry)?;
+                let timeout = entry.options.start_timeout;
+                match self.pool.relist(&target.fingerprint, timeout).await {
+                    Ok(true) => Ok(()),
+                    Ok(false) => self
+                        .pool
+                        .acquire(&target)
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| server_error(&entry.name, e)),
+                    Err(e) => Err(ApiError::new("server", e)),
+                }
+            }
+            .await;
+            let value = match outcome {
+                Ok(()) => serde_json::json!({ "ok": true }),
+                Err(e) => serde_json::json!({ "ok": false, "error": e.message }),
+            };
+            results.insert(entry.name.clone(), value);
+        }
+        Ok(serde_json::Value::Object(results))
+    }
+}
+
+/// Handles list changes (re-read the schema) and exits (logged) from instances.
+async fn handle_events(
+    daemon: std::sync::Weak<Daemon>,
+    mut rx: mpsc::UnboundedReceiver<(String, InstanceEvent)>,
+) {
+    while let Some((fingerprint, event)) = rx.recv().await {
+        let Some(daemon) = daemon.upgrade() else {
+            return;
+        };
+        if event == InstanceEvent::ListChanged {
+            tokio::spawn(async move {
+                if let Err(e) = daemon
+                    .pool
+                    .relist(&fingerprint, Some(Duration::from_secs(60)))
+                    .await
+                {
+                    tracing::warn!(fingerprint, error = %e, "re-reading a schema after list_changed failed");
+                }
+            });
+        }
+    }
+}
+
+/// Fails when the schema cache lists the server's tools and `tool` is not among them.
+fn check_tool_listed(schema: &SchemaCache, target: &Target, tool: &str) -> Result<(), ApiError> {
+    let Some(cached) = schema.get(&target.cache_key) else {
+        return Ok(());
+    };
+    if cached.tools.is_none() || cached.error.is_some() {
+        return Ok(());
+    }
+    if cached.tool_summaries().iter().any(|t| t.name == tool) {
+        return Ok(());
+    }
+    Err(unknown_tool(&target.entry.name, tool, Some(&cached)))
+}
+
+fn unknown_tool(server: &str, tool: &str, cached: Option<&crate::schema::CacheEntry>) -> ApiError {
+    let names: Vec<String> = cached
+        .map(|c| c.tool_summaries().into_iter().map(|t| t.name).collect())
+        .unwrap_or_default();
+    let list = if names.is_empty() {
+        String::from("(none listed)")
+    } else {
+        names.join(", ")
+    };
+    ApiError::new(
+        "unknown_tool",
+        format!(
+            "server `{server}` has no tool `{tool}`; its tools: {list} (see `mcpx tools {server}`)"
+        ),
+    )
+}
+
+fn unknown_server(config: &ResolvedConfig, name: &str) -> ApiError {
+    let names: Vec<&str> = config.servers.keys().map(String::as_str).collect();
+    let hint = if names.is_empty() {
+        "no servers are configured here (see `mcpx ls`; configure them in .mcp.json or ~/.config/mcpx/config.json)".to_owned()
+    } else {
+        format!("configured servers: {}", names.join(", "))
+    };
+    ApiError::new(
+        "unknown_server",
+        format!("no server named `{name}`; {hint}"),
+    )
+}
+
+/// Splits `<server>.<tool>` after the longest configured server name followed by a
+/// dot, or takes `server` and `tool` as given.
+fn split_target(config: &ResolvedConfig, req: &Request) -> Result<(String, String), ApiError> {
+    if let (Some(s), Some(t)) = (&req.server, &req.tool) {
+        return Ok((s.clone(), t.clone()));
+    }
+    let target = req.target.as_deref().ok_or_else(|| {
+        ApiError::new(
+            "usage",
+            "name the tool as <server>.<tool>, like `mcpx call everything.echo '{}'`",
+        )
+    })?;
+    let best = config
+        .servers
+        .keys()
+        .filter(|name| {
+            target.len() > name.len() + 1
+                && target.starts_with(name.as_str())
+                && target.as_bytes()[name.len()] == b'.'
+        })
+        .max_by_key(|name| name.len());
+    match best {
+        Some(name) => Ok((name.clone(), target[name.len() + 1..].to_owned())),
+        None => {
+            let server = target.split_once('.').map_or(target, |(s, _)| s);
+            if target.contains('.') {
+                Err(unknown_server(config, server))
+            } else {
+                Err(ApiError::new(
+                    "usage",
+                    format!(
+                        "`{target}` is not <server>.<tool>; try `mcpx tools {target}` to see its tools"
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// Scores a tool against lowercase search words; `None` unless every word matches.
+fn score(words: &[String], server: &str, tool: &str, description: Option<&str>) -> Option<u32> {
+    let tool_l = tool.to_lowercase();
+    let server_l = server.to_lowercase();
+    let desc_l = description.unwrap_or_default().to_lowercase();
+    let mut total = 0;
+    for w in words {
+        total += if tool_l == *w {
+            100
+        } else if tool_l.starts_with(w.as_str()) {
+            60
+        } else if tool_l.contains(w.as_str()) {
+            40
+        } else if server_l.contains(w.as_str()) {
+            20
+        } else if desc_l.contains(w.as_str()) {
+            10
+        } else {
+            return None;
+        };
+    }
+    Some(total)
+}
+
+fn raw<T: serde::Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, ApiError> {
+    serde_json::value::to_raw_value(value).map_err(|e| ApiError::new("daemon", e.to_string()))
+}
+
+fn config_error(e: ConfigError) -> ApiError {
+    ApiError::new("config", e.to_string())
+}
+
+fn server_error(server: &str, e: CallError) -> ApiError {
+    let kind = match e {
+        CallError::Timeout(_) => "timeout",
+        CallError::Protocol(_) | CallError::TooLarge { .. } => "protocol",
+        CallError::Exited { .. } | CallError::Launch(_) => "server",
+    };
+    let hint = match e {
+        CallError::Exited { .. } | CallError::Launch(_) => {
+            format!(" (see `mcpx status` and `mcpx logs {server}`)")
+        }
+        _ => String::new(),
+    };
+    ApiError::new(kind, format!("server `{server}`: {e}{hint}"))
+}
+
+// ---- HTTP layer ----
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status =
+            StatusCode::from_u16(self.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, Json(ErrorBody { error: self })).into_response()
+    }
+}
+
+/// A JSON body that is already serialized (kept byte-faithful).
+fn raw_json(raw: Box<RawValue>) -> Response {
+    let body: Box<str> = raw.into();
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        String::from(body),
+    )
+        .into_response()
+}
+
+type S = State<Arc<Daemon>>;
+
+/// The control API's routes (`docs/api.md`).
+pub fn router(daemon: Arc<Daemon>) -> Router {
+    Router::new()
+        .route(
+            "/v1/health",
+            get(|| async {
+                Json(serde_json::json!({ "pid": std::process::id(), "build": BUILD }))
+            }),
+        )
+        .route(
+            "/v1/status",
+            get(|State(d): S| async move { Json(d.status()) }),
+        )
+        .route(
+            "/v1/ls",
+            post(|State(d): S, Json(r): Json<Request>| async move { d.ls(&r).map(Json) }),
+        )
+        .route(
+            "/v1/search",
+            post(|State(d): S, Json(r): Json<Request>| async move { d.search(&r).map(Json) }),
+        )
+        .route(
+            "/v1/tools",
+            post(|State(d): S, Json(r): Json<Request>| async move { d.tools(&r).map(raw_json) }),
+        )
+        .route(
+            "/v1/call",
+            post(
+                |State(d): S, Json(r): Json<Request>| async move { d.call(&r).await.map(raw_json) },
+            ),
+        )
+        .route(
+            "/v1/restart",
+            post(
+                |State(d): S, Json(r): Json<Request>| async move { d.restart(&r).await.map(Json) },
+            ),
+        )
+        .route(
+            "/v1/refresh",
+            post(
+                |State(d): S, Json(r): Json<Request>| async move { d.refresh(&r).await.map(Json) },
+            ),
+        )
+        .route(
+            "/v1/stop",
+            post(|State(d): S, Json(r): Json<Request>| async move {
+                tracing::info!(all = r.all, "stop requested");
+                // Direct children cannot outlive the daemon, so both forms stop every server.
+                d.pool.stop_all().await;
+                d.shutdown.notify_one();
+                Json(serde_json::json!({ "stopping": true }))
+            }),
+        )
+        .with_state(daemon)
+}
+
+/// Serves the control API on `listener` until `shutdown` completes or a `stop`
+/// request arrives, then stops every instance.
+pub async fn run(
+    listener: UnixListener,
+    daemon: Arc<Daemon>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let stop = {
+        let daemon = daemon.clone();
+        async move {
+            tokio::select! {
+                () = shutdown => {}
+                () = daemon.shutdown.notified() => {}
+            }
+        }
+    };
+    axum::serve(listener, router(daemon.clone()))
+        .with_graceful_shutdown(stop)
+        .await?;
+    daemon.pool.stop_all().await;
+    Ok(())
+}

@@ -1,0 +1,515 @@
+//! One running server instance: its MCP session over a [`Link`], the map from
+//! upstream request ids to waiting callers, and the messages the server sends
+//! on its own.
+//!
+//! Every request to the server gets an [`UpstreamId`] carrying this daemon's epoch;
+//! the caller's own id is put back by whoever answers the caller. A response whose
+//! id is unknown (late, duplicate, or from an earlier daemon) is dropped and logged.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcpx_proto::mcp::{self, error_code};
+use mcpx_proto::{Kind, Message, UpstreamId};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::transport::{ExitInfo, Inbound, Link, LinkInfo, Outbound};
+
+/// How many bytes of stderr an error message carries.
+pub const ERROR_TAIL_BYTES: usize = 2048;
+
+/// Why a request to an instance did not get a response.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CallError {
+    /// The server process ended before answering.
+    #[error("server {exit}{}", tail_suffix(.stderr_tail))]
+    Exited {
+        /// How it ended.
+        exit: ExitInfo,
+        /// The end of its stderr.
+        stderr_tail: String,
+    },
+    /// The answer was larger than `maxMessageBytes` and was discarded.
+    #[error(
+        "the server's reply is larger than maxMessageBytes ({limit} bytes) and was discarded; raise `maxMessageBytes` in the server's `mcpx` block if it is expected"
+    )]
+    TooLarge {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// No answer within the deadline; a cancellation was sent to the server.
+    #[error(
+        "no reply within {0:?}; the request was cancelled (raise `callTimeout` in the server's `mcpx` block or pass --timeout)"
+    )]
+    Timeout(Duration),
+    /// The server answered, but not the way MCP requires.
+    #[error("{0}")]
+    Protocol(String),
+    /// The server could not be started (command not found, exec failed).
+    #[error("{0}")]
+    Launch(String),
+}
+
+fn tail_suffix(tail: &str) -> String {
+    let tail = tail.trim();
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; stderr: {}", tail.replace('\n', " | "))
+    }
+}
+
+/// The MCP session negotiated at `initialize` (MCP 2025-11-25, Lifecycle,
+/// "Initialization"): kept raw so it can be stored and handed on unchanged.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Session {
+    /// The protocol revision the server answered.
+    #[serde(rename = "protocolVersion")]
+    pub protocol_version: String,
+    /// The server's capabilities object.
+    pub capabilities: Box<RawValue>,
+    /// The server's `serverInfo`.
+    #[serde(
+        rename = "serverInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub server_info: Option<Box<RawValue>>,
+    /// The server's instructions, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+impl Session {
+    /// Whether the server declared capability `name` (`tools`, `resources`, `prompts`).
+    pub fn has_capability(&self, name: &str) -> bool {
+        serde_json::from_str::<HashMap<String, serde::de::IgnoredAny>>(self.capabilities.get())
+            .map(|m| m.contains_key(name))
+            .unwrap_or(false)
+    }
+}
+
+/// What the instance reports to the pool, for the server's schema cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstanceEvent {
+    /// The server sent `notifications/{tools,resources,prompts}/list_changed`.
+    ListChanged,
+    /// The server process ended.
+    Exited,
+}
+
+/// The life of an instance (design: instance states).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Started; `initialize` not yet answered.
+    Starting,
+    /// Serving calls.
+    Running,
+    /// Being stopped.
+    Stopping,
+    /// The process ended.
+    Exited(ExitInfo),
+}
+
+impl State {
+    /// The name used in `mcpx status`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            State::Starting => "starting",
+            State::Running => "running",
+            State::Stopping => "stopping",
+            State::Exited(_) => "exited",
+        }
+    }
+}
+
+type Reply = oneshot::Sender<Result<Message, CallError>>;
+
+/// One server process and its MCP session.
+#[derive(Debug)]
+pub struct Instance {
+    /// The server's configured name (first configuration that started it).
+    pub server: String,
+    /// The server's fingerprint.
+    pub fingerprint: String,
+    /// The schema cache key (the fingerprint as written).
+    pub cache_key: String,
+    /// The pool key (`global` for now).
+    pub key: String,
+    /// Process facts shared with the transport.
+    pub info: Arc<LinkInfo>,
+    /// When it started.
+    pub started: Instant,
+    tx: mpsc::Sender<Outbound>,
+    epoch: u32,
+    next_seq: AtomicU32,
+    max_message_bytes: usize,
+    /// Waiting callers by the `seq` of their upstream id.
+    pending: Mutex<HashMap<u32, Reply>>,
+    state: Mutex<State>,
+    session: Mutex<Option<Session>>,
+    in_flight: AtomicU64,
+    last_used: Mutex<Instant>,
+}
+
+/// The identity and limits an instance is started with.
+#[derive(Debug, Clone)]
+pub struct InstanceSpec {
+    /// Configured name.
+    pub server: String,
+    /// Fingerprint.
+    pub fingerprint: String,
+    /// Schema cache key.
+    pub cache_key: String,
+    /// Pool key.
+    pub key: String,
+    /// The daemon's attach epoch, carried in every upstream id.
+    pub epoch: u32,
+    /// `maxMessageBytes`, for error messages.
+    pub max_message_bytes: usize,
+}
+
+impl Instance {
+    /// Takes over `link`, performs MCP `initialize` (offering the latest revision and
+    /// accepting any supported one), sends `notifications/initialized`, and returns the
+    /// running instance. `events` receives list changes and the exit.
+    ///
+    /// Errors: the server exits, answers an error or an unsupported revision, or does
+    /// not answer within `start_timeout`; the process is then terminated.
+    pub async fn start(
+        spec: InstanceSpec,
+        link: Link,
+        start_timeout: Option<Duration>,
+        events: mpsc::UnboundedSender<(String, InstanceEvent)>,
+    ) -> Result<Arc<Instance>, CallError> {
+        let Link { tx, rx, info } = link;
+        let inst = Arc::new(Instance {
+            server: spec.server,
+            fingerprint: spec.fingerprint,
+            cache_key: spec.cache_key,
+            key: spec.key,
+            info,
+            started: Instant::now(),
+            tx,
+            epoch: spec.epoch.clamp(1, UpstreamId::MAX_EPOCH),
+            next_seq: AtomicU32::new(1),
+            max_message_bytes: spec.max_message_bytes,
+            pending: Mutex::new(HashMap::new()),
+            state: Mutex::new(State::Starting),
+            session: Mutex::new(None),
+            in_flight: AtomicU64::new(0),
+            last_used: Mutex::new(Instant::now()),
+        });
+        tokio::spawn(route(Arc::downgrade(&inst), rx, events));
+        match inst.initialize(start_timeout).await {
+            Ok(session) => {
+                *lock(&inst.session) = Some(session);
+                inst.set_state(State::Running);
+                Ok(inst)
+            }
+            Err(e) => {
+                inst.terminate().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn initialize(&self, timeout: Option<Duration>) -> Result<Session, CallError> {
+        let params = serde_json::json!({
+            "protocolVersion": mcp::LATEST_VERSION,
+            // Callers arrive later than servers start, so every client capability is
+            // declared; requests no caller can answer get a JSON-RPC error.
+            "capabilities": { "roots": { "listChanged": true }, "sampling": {}, "elicitation": {} },
+            "clientInfo": { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") },
+        });
+        let request = Message::request("0", "initialize", Some(&params.to_string()));
+        let response = self.request(request, timeout).await?;
+        let result = response_result(&response)
+            .map_err(|e| CallError::Protocol(format!("initialize failed: {e}")))?;
+        let session: Session = serde_json::from_str(result.get()).map_err(|e| {
+            CallError::Protocol(format!("the server's initialize result is malformed: {e}"))
+        })?;
+        if !mcp::is_supported(&session.protocol_version) {
+            return Err(CallError::Protocol(format!(
+                "the server answered protocol version {:?}, which mcpx does not support (supported: {})",
+                session.protocol_version,
+                mcp::SUPPORTED_VERSIONS.join(", ")
+            )));
+        }
+        self.notify(Message::notification("notifications/initialized", None))
+            .await;
+        Ok(session)
+    }
+
+    /// The negotiated session, once initialized.
+    pub fn session(&self) -> Option<Session> {
+        lock(&self.session).clone()
+    }
+
+    /// Current state.
+    pub fn state(&self) -> State {
+        *lock(&self.state)
+    }
+
+    fn set_state(&self, state: State) {
+        let mut s = lock(&self.state);
+        if !matches!(*s, State::Exited(_)) {
+            *s = state;
+        }
+    }
+
+    /// Whether it can take calls.
+    pub fn is_alive(&self) -> bool {
+        matches!(self.state(), State::Starting | State::Running)
+    }
+
+    /// Requests in flight right now.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Time since the last call ended or started.
+    pub fn idle_for(&self) -> Duration {
+        lock(&self.last_used).elapsed()
+    }
+
+    /// Sends a request and waits for its response. The request's own id is replaced
+    /// by an upstream id; the response comes back with that upstream id, and the
+    /// caller restores its own.
+    ///
+    /// On timeout the server is sent `notifications/cancelled` for the request
+    /// (MCP 2025-11-25, Utilities, "Cancellation").
+    pub async fn request(
+        &self,
+        message: Message,
+        timeout: Option<Duration>,
+    ) -> Result<Message, CallError> {
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed).max(1);
+        let upstream = UpstreamId {
+            epoch: self.epoch,
+            seq,
+        }
+        .to_json();
+        let (reply_tx, reply_rx) = oneshot::channel();
+        lock(&self.pending).insert(seq, reply_tx);
+        let _guard = InFlight::new(self);
+        if let State::Exited(exit) = self.state() {
+            lock(&self.pending).remove(&seq);
+            return Err(self.exited_error(exit));
+        }
+        if self
+            .tx
+            .send(Outbound::Message(message.with_id(&upstream)))
+            .await
+            .is_err()
+        {
+            lock(&self.pending).remove(&seq);
+            return Err(self.exited_error(ExitInfo {
+                code: None,
+                signal: None,
+            }));
+        }
+        let outcome = match timeout {
+            Some(t) => tokio::time::timeout(t, reply_rx).await.map_err(|_| t),
+            None => Ok(reply_rx.await),
+        };
+        match outcome {
+            Ok(Ok(result)) => result,
+            Ok(Err(_closed)) => Err(self.exited_error(ExitInfo {
+                code: None,
+                signal: None,
+            })),
+            Err(t) => {
+                lock(&self.pending).remove(&seq);
+                let params = serde_json::json!({ "requestId": serde_json::from_str::<serde_json::Value>(&upstream).unwrap_or_default(), "reason": "timeout" });
+                self.notify(Message::notification(
+                    "notifications/cancelled",
+                    Some(&params.to_string()),
+                ))
+                .await;
+                Err(CallError::Timeout(t))
+            }
+        }
+    }
+
+    /// Sends a notification (no response).
+    pub async fn notify(&self, message: Message) {
+        let _ = self.tx.send(Outbound::Message(message)).await;
+    }
+
+    /// Stops the server (close stdin, SIGTERM, SIGKILL) and waits until it is gone.
+    pub async fn terminate(&self) {
+        self.set_state(State::Stopping);
+        if self.tx.send(Outbound::Terminate).await.is_err() {
+            return;
+        }
+        // The router marks the instance exited when the link reports it.
+        while matches!(self.state(), State::Stopping) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn exited_error(&self, exit: ExitInfo) -> CallError {
+        CallError::Exited {
+            exit,
+            stderr_tail: self.info.stderr_tail(ERROR_TAIL_BYTES),
+        }
+    }
+
+    /// Handles one message or event from the server.
+    async fn handle(&self, item: Inbound, events: &mpsc::UnboundedSender<(String, InstanceEvent)>) {
+        match item {
+            Inbound::Message(m) => match m.kind() {
+                Kind::Response => self.complete(m),
+                Kind::Request => self.answer_server_request(m).await,
+                Kind::Notification => {
+                    let method = m.method().unwrap_or_default();
+                    if method.ends_with("/list_changed") {
+                        tracing::info!(server = %self.server, method, "server changed a list; re-reading its schema");
+                        let _ = events.send((self.fingerprint.clone(), InstanceEvent::ListChanged));
+                    } else {
+                        tracing::debug!(server = %self.server, method, "notification from server");
+                    }
+                }
+            },
+            Inbound::OversizeId(id) => {
+                let waiter = UpstreamId::from_json(&id)
+                    .filter(|u| u.epoch == self.epoch)
+                    .and_then(|u| lock(&self.pending).remove(&u.seq));
+                if let Some(w) = waiter {
+                    let _ = w.send(Err(CallError::TooLarge {
+                        limit: self.max_message_bytes,
+                    }));
+                }
+            }
+            Inbound::Oversize { bytes, id } => {
+                tracing::warn!(server = %self.server, bytes, id = id.as_deref().unwrap_or("none"), limit = self.max_message_bytes, "discarded a message over maxMessageBytes");
+            }
+            Inbound::Exited(exit) => {
+                *lock(&self.state) = State::Exited(exit);
+                let waiters: Vec<Reply> = lock(&self.pending).drain().map(|(_, w)| w).collect();
+                for w in waiters {
+                    let _ = w.send(Err(self.exited_error(exit)));
+                }
+                let _ = events.send((self.fingerprint.clone(), InstanceEvent::Exited));
+            }
+        }
+    }
+
+    fn complete(&self, response: Message) {
+        let id = response.id().unwrap_or("null").to_owned();
+        let waiter = UpstreamId::from_json(&id)
+            .filter(|u| u.epoch == self.epoch)
+            .and_then(|u| lock(&self.pending).remove(&u.seq));
+        match waiter {
+            Some(w) => {
+                if w.send(Ok(response)).is_err() {
+                    tracing::info!(server = %self.server, id, "dropped a response whose caller gave up");
+                }
+            }
+            None => {
+                tracing::warn!(server = %self.server, id, "dropped a late or duplicate response (no request is waiting for this id)")
+            }
+        }
+    }
+
+    /// Server-to-client requests. `ping` is answered here; routing the others to a
+    /// caller arrives with the pools; until then they get a JSON-RPC error, never
+    /// silence.
+    async fn answer_server_request(&self, request: Message) {
+        let id = request.id().unwrap_or("null").to_owned();
+        let method = request.method().unwrap_or_default().to_owned();
+        let reply = if method == "ping" {
+            Message::response(&id, "{}")
+        } else {
+            tracing::info!(server = %self.server, method, "no caller can answer this server request");
+            Message::error_response(
+                &id,
+                error_code::NO_CALLER,
+                &format!("mcpx: no client is available to answer `{method}`"),
+            )
+        };
+        self.notify(reply).await;
+    }
+}
+
+/// Feeds everything from the link to the instance until the link ends.
+async fn route(
+    inst: std::sync::Weak<Instance>,
+    mut rx: mpsc::Receiver<Inbound>,
+    events: mpsc::UnboundedSender<(String, InstanceEvent)>,
+) {
+    while let Some(item) = rx.recv().await {
+        let Some(inst) = inst.upgrade() else { return };
+        inst.handle(item, &events).await;
+    }
+}
+
+/// Counts a request in flight and touches the idle clock at both ends.
+struct InFlight<'a>(&'a Instance);
+
+impl<'a> InFlight<'a> {
+    fn new(inst: &'a Instance) -> Self {
+        inst.in_flight.fetch_add(1, Ordering::Relaxed);
+        *lock(&inst.last_used) = Instant::now();
+        InFlight(inst)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        *lock(&self.0.last_used) = Instant::now();
+    }
+}
+
+/// A JSON-RPC error object (JSON-RPC 2.0, 5.1).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RpcError {
+    /// The error code.
+    pub code: i64,
+    /// The message.
+    pub message: String,
+    /// Optional data.
+    #[serde(default)]
+    pub data: Option<Box<RawValue>>,
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (JSON-RPC error {})", self.message, self.code)
+    }
+}
+
+/// The `result` of a response as raw JSON, or its `error`.
+pub fn response_result(response: &Message) -> Result<Box<RawValue>, RpcError> {
+    #[derive(Deserialize)]
+    struct R {
+        #[serde(default)]
+        result: Option<Box<RawValue>>,
+        #[serde(default)]
+        error: Option<RpcError>,
+    }
+    let malformed = |m: &str| RpcError {
+        code: error_code::INTERNAL_ERROR,
+        message: m.to_owned(),
+        data: None,
+    };
+    let r: R = serde_json::from_str(response.as_str())
+        .map_err(|e| malformed(&format!("malformed response: {e}")))?;
+    match (r.result, r.error) {
+        (_, Some(e)) => Err(e),
+        (Some(v), None) => Ok(v),
+        (None, None) => Err(malformed("response has neither result nor error")),
+    }
+}
+
+/// Locks a mutex, ignoring poisoning: the data behind these mutexes stays
+/// consistent between statements, so a panic elsewhere leaves nothing half-done.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,270 @@
+//! The direct stdio transport: the daemon spawns the server as its own child and
+//! owns its pipes (MCP 2025-11-25, Transports, "stdio"). The supervisor transport
+//! replaces this one by default; this one stays for `supervised: false`.
+
+use std::os::unix::process::ExitStatusExt;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use mcpx_proto::{Frame, LineDecoder, Message};
+use nix::sys::signal::Signal;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::{mpsc, watch};
+
+use super::{
+    BoxFuture, ExitInfo, Inbound, LaunchError, LaunchSpec, Launcher, Link, LinkInfo, Outbound,
+};
+use crate::process::{self, Detach, SpawnSpec};
+
+/// How long the server gets to exit after its stdin closes, then after SIGTERM.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+const TERM_GRACE: Duration = Duration::from_secs(3);
+/// How long to wait for the output readers after the process exits (a grandchild
+/// may hold the pipes open).
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
+/// The longest stdout or stderr line shown in the log.
+const LOG_LINE_MAX: usize = 512;
+
+/// Spawns servers as direct children of the daemon.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DirectLauncher;
+
+impl Launcher for DirectLauncher {
+    fn launch(&self, spec: LaunchSpec) -> BoxFuture<'static, Result<Link, LaunchError>> {
+        Box::pin(async move { launch(spec) })
+    }
+}
+
+fn launch(spec: LaunchSpec) -> Result<Link, LaunchError> {
+    let mut child = process::spawn(&SpawnSpec {
+        program: spec.program.clone(),
+        args: spec.args.clone(),
+        env: spec.env.clone(),
+        cwd: spec.cwd.clone(),
+        piped: true,
+        detach: Detach::Group,
+    })
+    .map_err(|e| LaunchError::Spawn {
+        command: spec.command.clone(),
+        message: e.to_string(),
+    })?;
+    let pid = child.id();
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        unreachable!("spawned with piped stdio");
+    };
+    let info = Arc::new(LinkInfo::new(pid));
+    let (in_tx, in_rx) = mpsc::channel(256);
+    let (out_tx, out_rx) = mpsc::channel(256);
+    let (exit_tx, exit_rx) = watch::channel(None);
+    let server = spec.server.clone();
+
+    let stdout_task = tokio::spawn(read_stdout(
+        stdout,
+        spec.max_message_bytes,
+        in_tx.clone(),
+        info.clone(),
+        server.clone(),
+    ));
+    let stderr_task = tokio::spawn(read_stderr(stderr, info.clone(), server.clone()));
+    tokio::spawn(write_stdin(stdin, out_rx, exit_rx, pid, server.clone()));
+    tokio::spawn(wait_child(
+        child,
+        pid,
+        stdout_task,
+        stderr_task,
+        in_tx,
+        exit_tx,
+        server,
+    ));
+    Ok(Link {
+        tx: out_tx,
+        rx: in_rx,
+        info,
+    })
+}
+
+/// Reads stdout, frames it and hands messages on. Lines that are not JSON-RPC are
+/// skipped, counted and logged; oversize messages are reported, never buffered.
+async fn read_stdout(
+    mut stdout: impl AsyncRead + Unpin,
+    max: usize,
+    tx: mpsc::Sender<Inbound>,
+    info: Arc<LinkInfo>,
+    server: String,
+) {
+    let mut decoder = LineDecoder::new(max);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut frames = Vec::new();
+    loop {
+        let n = match stdout.read(&mut buf).await {
+            Ok(0) | Err(_) => {
+                decoder.finish(&mut frames);
+                0
+            }
+            Ok(n) => {
+                decoder.push(&buf[..n], &mut frames);
+                n
+            }
+        };
+        for frame in frames.drain(..) {
+            let item = match frame {
+                Frame::Line(line) => {
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    match Message::parse_line(&line) {
+                        Ok(messages) => {
+                            for m in messages {
+                                if tx.send(Inbound::Message(m)).await.is_err() {
+                                    return;
+                                }
+                            }
+                            continue;
+                        }
+                        Err(e) => {
+                            info.skipped_lines.fetch_add(1, Ordering::Relaxed);
+                            info.dropped_bytes
+                                .fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
+                            let shown =
+                                String::from_utf8_lossy(&line[..line.len().min(LOG_LINE_MAX)])
+                                    .into_owned();
+                            tracing::warn!(server = %server, error = %e, line = %shown, "skipped a stdout line that is not a JSON-RPC message");
+                            continue;
+                        }
+                    }
+                }
+                Frame::OversizeId(id) => Inbound::OversizeId(id),
+                Frame::OversizeEnd { bytes, id } => {
+                    info.dropped_bytes.fetch_add(bytes + 1, Ordering::Relaxed);
+                    Inbound::Oversize { bytes, id }
+                }
+            };
+            if tx.send(item).await.is_err() {
+                return;
+            }
+        }
+        if n == 0 {
+            return;
+        }
+    }
+}
+
+/// Drains stderr into the ring (never blocking the server) and logs its lines.
+async fn read_stderr(mut stderr: impl AsyncRead + Unpin, info: Arc<LinkInfo>, server: String) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut line = Vec::new();
+    loop {
+        let n = match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if let Ok(mut ring) = info.stderr.lock() {
+            ring.push(&buf[..n]);
+        }
+        for &b in &buf[..n] {
+            if b == b'\n' {
+                log_stderr_line(&server, &line);
+                line.clear();
+            } else if line.len() < LOG_LINE_MAX {
+                line.push(b);
+            }
+        }
+    }
+    if !line.is_empty() {
+        log_stderr_line(&server, &line);
+    }
+}
+
+fn log_stderr_line(server: &str, line: &[u8]) {
+    tracing::info!(server = %server, "stderr: {}", String::from_utf8_lossy(line));
+}
+
+/// Writes messages to stdin, one per line, and runs the close sequence on request.
+async fn write_stdin(
+    stdin: ChildStdin,
+    mut rx: mpsc::Receiver<Outbound>,
+    mut exited: watch::Receiver<Option<ExitInfo>>,
+    pid: Option<u32>,
+    server: String,
+) {
+    let mut stdin = Some(stdin);
+    while let Some(out) = rx.recv().await {
+        match out {
+            Outbound::Message(m) => {
+                let Some(w) = stdin.as_mut() else { continue };
+                let mut bytes = m.into_string().into_bytes();
+                bytes.push(b'\n');
+                if let Err(e) = w.write_all(&bytes).await {
+                    tracing::debug!(server = %server, error = %e, "writing to the server's stdin failed");
+                    stdin = None;
+                }
+            }
+            Outbound::Terminate => {
+                drop(stdin.take());
+                terminate(pid, &mut exited, &server).await;
+            }
+        }
+    }
+    // Every sender is gone: the instance was dropped. Stop the server too.
+    drop(stdin.take());
+    terminate(pid, &mut exited, &server).await;
+}
+
+/// Close stdin (done by the caller), wait, SIGTERM the group, wait, SIGKILL the group.
+async fn terminate(pid: Option<u32>, exited: &mut watch::Receiver<Option<ExitInfo>>, server: &str) {
+    let Some(pid) = pid else { return };
+    let wait = |grace| {
+        let mut exited = exited.clone();
+        async move {
+            tokio::time::timeout(grace, exited.wait_for(Option::is_some))
+                .await
+                .is_ok()
+        }
+    };
+    if !wait(CLOSE_GRACE).await {
+        tracing::info!(server = %server, pid, "server still running after stdin closed: sending SIGTERM to its group");
+        let _ = process::signal_group(pid, Signal::SIGTERM);
+        if !wait(TERM_GRACE).await {
+            tracing::warn!(server = %server, pid, "server still running after SIGTERM: sending SIGKILL to its group");
+        }
+    }
+    // Whatever is left in the group (descendants of the server) goes too.
+    let _ = process::signal_group(pid, Signal::SIGKILL);
+    let _ = exited.wait_for(Option::is_some).await;
+}
+
+/// Waits for the child, lets the readers finish, then reports the exit last.
+async fn wait_child(
+    mut child: Child,
+    pid: Option<u32>,
+    stdout_task: tokio::task::JoinHandle<()>,
+    stderr_task: tokio::task::JoinHandle<()>,
+    tx: mpsc::Sender<Inbound>,
+    exit_tx: watch::Sender<Option<ExitInfo>>,
+    server: String,
+) {
+    let status = child.wait().await;
+    let exit = match status {
+        Ok(s) => ExitInfo {
+            code: s.code(),
+            signal: s.signal(),
+        },
+        Err(_) => ExitInfo {
+            code: None,
+            signal: None,
+        },
+    };
+    tracing::info!(server = %server, pid, "server {exit}");
+    let _ = exit_tx.send(Some(exit));
+    for task in [stdout_task, stderr_task] {
+        let abort = task.abort_handle();
+        if tokio::time::timeout(DRAIN_GRACE, task).await.is_err() {
+            abort.abort();
+        }
+    }
+    let _ = tx.send(Inbound::Exited(exit)).await;
+}

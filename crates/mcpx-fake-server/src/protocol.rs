@@ -1,0 +1,174 @@
+//! JSON-RPC 2.0 plumbing: message builders, classification of incoming
+//! lines, and the single mutex-guarded stdout writer.
+//!
+//! Every byte the server puts on stdout goes through [`Output`], so two
+//! handler threads can never interleave half-written messages — except on
+//! purpose, via [`Output::write_in_pieces`] (the `split` tool), which still
+//! holds the lock while it dribbles one message out in several writes.
+
+use std::io::{self, Write};
+use std::sync::{Mutex, MutexGuard};
+use std::thread;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// JSON-RPC error code: the line was not valid JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC error code: valid JSON but not a valid request object.
+pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC error code: the method does not exist.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC error code: the params are invalid (unknown tool, bad cursor...).
+pub const INVALID_PARAMS: i64 = -32602;
+/// MCP error code: the requested resource does not exist.
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// A successful response to the request with `id`.
+pub fn response(id: &Value, result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+}
+
+/// An error response to the request with `id` (use `Value::Null` when the
+/// id could not be determined, e.g. for parse errors).
+pub fn error_response(id: &Value, code: i64, message: &str) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": code, "message": message },
+    })
+}
+
+/// A notification (no id, no reply expected).
+pub fn notification(method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "method": method, "params": params })
+}
+
+/// A server-to-client request.
+pub fn request(id: &Value, method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
+/// Serializes a message to its single-line wire form (without the newline).
+///
+/// This is the *only* serializer used for output, so tools that need to know
+/// the exact length of a line (`big`, `stdout_flood`) get the same bytes
+/// that are actually written.
+pub fn to_line(message: &Value) -> String {
+    // Serializing a `Value` cannot fail (all map keys are strings); fall back
+    // to an error object rather than panicking just in case.
+    serde_json::to_string(message).unwrap_or_else(|err| {
+        format!(r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32603,"message":"serialize: {err}"}}}}"#)
+    })
+}
+
+/// What an incoming JSON value turned out to be.
+pub enum Incoming {
+    /// A request: has both `method` and `id`; must be answered.
+    Request {
+        /// The request id, echoed back in the response.
+        id: Value,
+        /// The method name.
+        method: String,
+        /// The params (`Value::Null` if absent).
+        params: Value,
+    },
+    /// A notification: has `method` but no `id`. Nothing to answer.
+    Notification,
+    /// A response to one of *our* server-to-client requests.
+    Response {
+        /// The id of the request being answered.
+        id: Value,
+        /// The whole message (holds `result` or `error`).
+        message: Value,
+    },
+    /// Anything else (arrays, scalars, objects without method or id).
+    Invalid,
+}
+
+/// Classifies a parsed JSON value as a request, notification or response.
+pub fn classify(message: Value) -> Incoming {
+    let Value::Object(map) = &message else {
+        return Incoming::Invalid;
+    };
+    let id = map.get("id").cloned();
+    match (map.get("method").and_then(Value::as_str), id) {
+        (Some(method), Some(id)) => Incoming::Request {
+            id,
+            method: method.to_owned(),
+            params: map.get("params").cloned().unwrap_or(Value::Null),
+        },
+        (Some(_), None) => Incoming::Notification,
+        (None, Some(id)) if map.contains_key("result") || map.contains_key("error") => {
+            Incoming::Response { id, message }
+        }
+        _ => Incoming::Invalid,
+    }
+}
+
+/// The one and only stdout writer, guarded by a mutex.
+///
+/// Write errors (e.g. the client closed our stdout) are ignored: the client
+/// is gone, and stdin EOF will end the process shortly.
+pub struct Output {
+    stdout: Mutex<io::Stdout>,
+}
+
+impl Output {
+    /// Wraps the process's stdout.
+    pub fn new() -> Self {
+        Self {
+            stdout: Mutex::new(io::stdout()),
+        }
+    }
+
+    /// Locks stdout. A poisoned lock (a handler panicked mid-write) is still
+    /// usable: the worst case is one garbled line, which is fine for a fake.
+    pub fn lock(&self) -> MutexGuard<'_, io::Stdout> {
+        self.stdout
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Serializes `message` and writes it as one line, then flushes.
+    pub fn send(&self, message: &Value) {
+        self.write_line(&to_line(message));
+    }
+
+    /// Writes `line` plus `"\n"` in a single write, then flushes.
+    pub fn write_line(&self, line: &str) {
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+        let mut out = self.lock();
+        let _ = out.write_all(&buf).and_then(|()| out.flush());
+    }
+
+    /// Writes `line` plus `"\n"` in `pieces` separate writes, flushing after
+    /// each and sleeping `delay` between them, while holding the lock the
+    /// whole time (so no other message can land in the middle).
+    pub fn write_in_pieces(&self, line: &str, pieces: usize, delay: Duration) {
+        let mut bytes = line.as_bytes().to_vec();
+        bytes.push(b'\n');
+        // At least one piece, and no empty pieces.
+        let pieces = pieces.clamp(1, bytes.len());
+        // Exactly `pieces` pieces: the first `len % pieces` get one extra byte.
+        let (base, extra) = (bytes.len() / pieces, bytes.len() % pieces);
+        let mut out = self.lock();
+        let mut start = 0;
+        for i in 0..pieces {
+            if i > 0 {
+                thread::sleep(delay);
+            }
+            let end = start + base + usize::from(i < extra);
+            if out
+                .write_all(&bytes[start..end])
+                .and_then(|()| out.flush())
+                .is_err()
+            {
+                return;
+            }
+            start = end;
+        }
+    }
+}

@@ -1,0 +1,398 @@
+//! The command line (interface contract in the design): parsing, talking to the
+//! daemon, and exit codes (0 success, 1 the tool returned `isError`, 2 usage or
+//! configuration, 3 daemon, 4 server, 5 timeout).
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use mcpx_daemon::api::{ApiError, Caller, Request, SearchHit, ServerRow, Status};
+use mcpx_daemon::client::{Client, Method, connect_or_start};
+use mcpx_daemon::paths::Dirs;
+
+use crate::output;
+
+/// Run every MCP server you have configured behind one daemon.
+#[derive(Debug, Parser)]
+#[command(name = "mcpx", version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Args)]
+struct Global {
+    /// Use only this configuration file (else .mcp.json/.mcpx.json upward from here, then ~/.config/mcpx/config.json).
+    #[arg(long, global = true, env = "MCPX_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print JSON instead of tables and text.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List configured servers, from the schema cache (starts nothing).
+    Ls,
+    /// Show a server's tools, or one tool's full schema.
+    Tools {
+        /// The server.
+        server: String,
+        /// One tool: print its whole definition.
+        tool: Option<String>,
+    },
+    /// Find tools by name and description, best first.
+    Search {
+        /// Words that must all match.
+        #[arg(required = true)]
+        words: Vec<String>,
+    },
+    /// Call a tool: `mcpx call <server>.<tool> '{"arg":1}'` (or `-` to read the arguments from stdin).
+    Call(CallArgs),
+    /// Show the daemon and every instance.
+    Status,
+    /// Restart a server's instances.
+    Restart {
+        /// The server.
+        server: String,
+        /// Only the instance with this pool key (today every server has only `global`).
+        #[arg(long)]
+        key: Option<String>,
+    },
+    /// Re-read the tools of one server, or of all, starting them if needed.
+    Refresh {
+        /// The server (all when omitted).
+        server: Option<String>,
+    },
+    /// Stop the daemon (and every server with it).
+    Stop {
+        /// Also stop every server process.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show the daemon's log, or the lines about one server.
+    Logs {
+        /// Only lines about this server.
+        server: Option<String>,
+        /// Keep printing new lines.
+        #[arg(short, long)]
+        follow: bool,
+        /// How many lines of the end to show first.
+        #[arg(short = 'n', long, default_value_t = 100)]
+        lines: usize,
+    },
+    /// Run the daemon in the foreground.
+    Daemon,
+}
+
+#[derive(Debug, Args)]
+struct CallArgs {
+    /// `<server>.<tool>`; the tool is what follows the longest configured server name and a dot.
+    target: Option<String>,
+    /// The arguments: a JSON object, or `-` to read it from stdin.
+    arguments: Option<String>,
+    /// The server (with --tool, instead of <server>.<tool>).
+    #[arg(long)]
+    server: Option<String>,
+    /// The tool (with --server).
+    #[arg(long)]
+    tool: Option<String>,
+    /// Session id for session-scoped servers (else MCPX_SESSION_ID).
+    #[arg(long, env = "MCPX_SESSION_ID")]
+    session: Option<String>,
+    /// Give up after this long (500ms, 30s, 5m; 0 for never); default: the server's callTimeout.
+    #[arg(long, value_name = "DUR")]
+    timeout: Option<String>,
+}
+
+/// Parses the command line, runs the command, prints, and returns the exit status.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let json = cli.global.json;
+    if let Command::Daemon = cli.command {
+        return match crate::foreground::run() {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("mcpx daemon: {e:#}");
+                3
+            }
+        };
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            return output::error(
+                json,
+                &ApiError::new("daemon", format!("cannot start the runtime: {e}")),
+            );
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => output::error(json, &e),
+    }
+}
+
+async fn run(cli: Cli) -> Result<i32, ApiError> {
+    let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+    let dirs = Dirs::from_env(&env).map_err(|e| ApiError::new("daemon", e.to_string()))?;
+    let json = cli.global.json;
+    let cwd = std::env::current_dir().ok();
+    let config = cli.global.config.as_ref().map(|c| match &cwd {
+        Some(cwd) if c.is_relative() => cwd.join(c),
+        _ => c.clone(),
+    });
+    let caller = Caller { cwd, config };
+    let request = |r: Request| Request {
+        caller: caller.clone(),
+        ..r
+    };
+    match cli.command {
+        Command::Logs {
+            server,
+            follow,
+            lines,
+        } => {
+            crate::logs::show(&dirs.log_file(), server.as_deref(), lines, follow).await?;
+            Ok(0)
+        }
+        Command::Stop { all } => stop(&dirs, all, json).await,
+        command => {
+            let exe = std::env::current_exe().map_err(|e| {
+                ApiError::new("daemon", format!("cannot find the mcpx binary: {e}"))
+            })?;
+            let client = connect_or_start(&dirs, &exe).await?;
+            dispatch(&client, command, request, json).await
+        }
+    }
+}
+
+async fn dispatch(
+    client: &Client,
+    command: Command,
+    request: impl Fn(Request) -> Request,
+    json: bool,
+) -> Result<i32, ApiError> {
+    match command {
+        Command::Ls => {
+            let body = client
+                .call(Method::POST, "/v1/ls", Some(&request(Request::default())))
+                .await?;
+            let rows: Vec<ServerRow> = parse(&body)?;
+            output::ls(json, &rows);
+            Ok(0)
+        }
+        Command::Tools { server, tool } => {
+            let req = request(Request {
+                server: Some(server.clone()),
+                tool: tool.clone(),
+                ..Request::default()
+            });
+            let body = client.call(Method::POST, "/v1/tools", Some(&req)).await?;
+            output::tools(json, &server, tool.is_some(), &body)?;
+            Ok(0)
+        }
+        Command::Search { words } => {
+            let body = client
+                .call(
+                    Method::POST,
+                    "/v1/search",
+                    Some(&request(Request {
+                        words,
+                        ..Request::default()
+                    })),
+                )
+                .await?;
+            let hits: Vec<SearchHit> = parse(&body)?;
+            output::search(json, &hits);
+            Ok(0)
+        }
+        Command::Call(args) => call(client, args, request, json).await,
+        Command::Status => {
+            let body = client.call(Method::GET, "/v1/status", None::<&()>).await?;
+            let status: Status = parse(&body)?;
+            output::status(json, &status, &body);
+            Ok(0)
+        }
+        Command::Restart { server, key } => {
+            if let Some(key) = key.filter(|k| k != "global") {
+                return Err(ApiError::new(
+                    "usage",
+                    format!(
+                        "no instance with key `{key}`: every server has only the `global` key for now"
+                    ),
+                ));
+            }
+            let body = client
+                .call(
+                    Method::POST,
+                    "/v1/restart",
+                    Some(&request(Request {
+                        server: Some(server),
+                        ..Request::default()
+                    })),
+                )
+                .await?;
+            output::done(json, &body, "restarted");
+            Ok(0)
+        }
+        Command::Refresh { server } => {
+            let body = client
+                .call(
+                    Method::POST,
+                    "/v1/refresh",
+                    Some(&request(Request {
+                        server,
+                        ..Request::default()
+                    })),
+                )
+                .await?;
+            output::refresh(json, &body)
+        }
+        Command::Stop { .. } | Command::Logs { .. } | Command::Daemon => {
+            unreachable!("handled before connecting")
+        }
+    }
+}
+
+async fn call(
+    client: &Client,
+    args: CallArgs,
+    request: impl Fn(Request) -> Request,
+    json: bool,
+) -> Result<i32, ApiError> {
+    let (target, server, tool) = match (&args.target, &args.server, &args.tool) {
+        (_, Some(s), Some(t)) => (None, Some(s.clone()), Some(t.clone())),
+        (Some(target), None, None) => (Some(target.clone()), None, None),
+        _ => {
+            return Err(ApiError::new(
+                "usage",
+                "name the tool: `mcpx call <server>.<tool> [JSON]` or `--server S --tool T`",
+            ));
+        }
+    };
+    // With --server/--tool, the first positional is the arguments.
+    let text = match (&args.server, &args.arguments) {
+        (Some(_), None) => args.target.clone(),
+        _ => args.arguments.clone(),
+    };
+    let text = match text.as_deref() {
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s).map_err(|e| {
+                ApiError::new(
+                    "usage",
+                    format!("cannot read the arguments from stdin: {e}"),
+                )
+            })?;
+            Some(s)
+        }
+        other => other.map(str::to_owned),
+    };
+    let arguments = match text {
+        None => None,
+        Some(t) => Some(arguments_object(&t)?),
+    };
+    let timeout_ms = args
+        .timeout
+        .as_deref()
+        .map(|t| {
+            mcpx_daemon::config::units::parse_duration(t)
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        })
+        .transpose()
+        .map_err(|e| {
+            ApiError::new(
+                "usage",
+                format!("--timeout: {e} (write it like 500ms, 30s or 5m)"),
+            )
+        })?;
+    let req = request(Request {
+        target,
+        server,
+        tool,
+        arguments,
+        timeout_ms,
+        ..Request::default()
+    });
+    let body = client.call(Method::POST, "/v1/call", Some(&req)).await?;
+    output::call_result(json, &body)
+}
+
+/// Checks the tool's arguments are one JSON object.
+fn arguments_object(text: &str) -> Result<Box<serde_json::value::RawValue>, ApiError> {
+    let bad = |why: String| {
+        ApiError::new(
+            "usage",
+            format!("the arguments must be a JSON object, like '{{\"message\":\"hi\"}}': {why}"),
+        )
+    };
+    let value: Box<serde_json::value::RawValue> =
+        serde_json::from_str(text.trim()).map_err(|e| bad(e.to_string()))?;
+    if !value.get().starts_with('{') {
+        return Err(bad(format!(
+            "got `{}`",
+            value.get().chars().take(40).collect::<String>()
+        )));
+    }
+    Ok(value)
+}
+
+async fn stop(dirs: &Dirs, all: bool, json: bool) -> Result<i32, ApiError> {
+    let client = Client::new(dirs.socket());
+    if !client.is_up().await {
+        output::done(
+            json,
+            br#"{"stopped":false,"reason":"no daemon is running"}"#,
+            "no daemon is running",
+        );
+        return Ok(0);
+    }
+    let pid = std::fs::read_to_string(dirs.pid_file())
+        .ok()
+        .and_then(|p| p.trim().parse::<i32>().ok());
+    client
+        .call(
+            Method::POST,
+            "/v1/stop",
+            Some(&Request {
+                all,
+                ..Request::default()
+            }),
+        )
+        .await?;
+    // Wait until the daemon is gone, so `stop` returning means stopped.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        let gone = match pid {
+            Some(pid) => nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err(),
+            None => !client.is_up().await,
+        };
+        if gone {
+            output::done(json, br#"{"stopped":true}"#, "daemon stopped");
+            return Ok(0);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    Err(ApiError::new(
+        "daemon",
+        "the daemon did not exit within 20s; see `mcpx logs`",
+    ))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::new("daemon", format!("unexpected answer from the daemon: {e}")))
+}

@@ -1,0 +1,333 @@
+//! What the CLI prints: short aligned tables with a hint at the next command, or
+//! JSON with `--json` (field names are part of the interface contract).
+
+use mcpx_daemon::api::{ApiError, ErrorBody, SearchHit, ServerRow, Status};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// Prints an error (one line on stderr, or `{"error":{...}}` on stdout with
+/// `--json`) and returns its exit status.
+pub fn error(json: bool, e: &ApiError) -> i32 {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&ErrorBody { error: e.clone() }).unwrap_or_default()
+        );
+    } else {
+        eprintln!("mcpx: {}", e.message);
+    }
+    e.exit_code()
+}
+
+/// Prints rows as aligned columns.
+fn table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+fn one_line(text: Option<&str>, max: usize) -> String {
+    let first = text
+        .unwrap_or_default()
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim();
+    if first.chars().count() > max {
+        format!("{}…", first.chars().take(max - 1).collect::<String>())
+    } else {
+        first.to_owned()
+    }
+}
+
+/// `mcpx ls`.
+pub fn ls(json: bool, rows: &[ServerRow]) {
+    if json {
+        println!("{}", serde_json::to_string_pretty(rows).unwrap_or_default());
+        return;
+    }
+    if rows.is_empty() {
+        println!(
+            "no servers configured; add them under \"mcpServers\" in .mcp.json or ~/.config/mcpx/config.json"
+        );
+        return;
+    }
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let about = match &r.error {
+                Some(e) => one_line(Some(e), 100),
+                None => one_line(r.description.as_deref(), 60),
+            };
+            vec![
+                r.name.clone(),
+                r.tools.map_or("-".into(), |n| n.to_string()),
+                r.state.clone(),
+                r.live.to_string(),
+                format!("{}/{}", r.sharing, r.scope),
+                about,
+            ]
+        })
+        .collect();
+    table(
+        &["NAME", "TOOLS", "STATE", "LIVE", "POOL", "DESCRIPTION"],
+        &cells,
+    );
+    println!(
+        "\nnext: `mcpx tools <server>` lists a server's tools; `mcpx search <words>` finds one"
+    );
+}
+
+/// `mcpx tools <server> [<tool>]`.
+pub fn tools(json: bool, server: &str, one: bool, body: &[u8]) -> Result<(), ApiError> {
+    if json || one {
+        let value: serde_json::Value =
+            serde_json::from_slice(body).map_err(|e| ApiError::new("daemon", e.to_string()))?;
+        if json && !one {
+            // Exactly as the server sent them.
+            println!("{}", String::from_utf8_lossy(body));
+        } else {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&value).unwrap_or_default()
+            );
+        }
+        return Ok(());
+    }
+    #[derive(Deserialize)]
+    struct Tool {
+        name: String,
+        #[serde(default)]
+        description: Option<String>,
+    }
+    let list: Vec<Tool> =
+        serde_json::from_slice(body).map_err(|e| ApiError::new("daemon", e.to_string()))?;
+    let cells: Vec<Vec<String>> = list
+        .iter()
+        .map(|t| vec![t.name.clone(), one_line(t.description.as_deref(), 80)])
+        .collect();
+    table(&["TOOL", "DESCRIPTION"], &cells);
+    println!(
+        "\nnext: `mcpx tools {server} <tool>` shows a tool's schema; `mcpx call {server}.<tool> '{{...}}'` calls it"
+    );
+    Ok(())
+}
+
+/// `mcpx search`.
+pub fn search(json: bool, hits: &[SearchHit]) {
+    if json {
+        println!("{}", serde_json::to_string_pretty(hits).unwrap_or_default());
+        return;
+    }
+    if hits.is_empty() {
+        println!(
+            "no tool matches; `mcpx ls` shows servers never listed (state unread): `mcpx refresh` reads them"
+        );
+        return;
+    }
+    let cells: Vec<Vec<String>> = hits
+        .iter()
+        .map(|h| {
+            vec![
+                format!("{}.{}", h.server, h.tool),
+                one_line(h.description.as_deref(), 80),
+            ]
+        })
+        .collect();
+    table(&["TOOL", "DESCRIPTION"], &cells);
+    println!("\nnext: `mcpx tools <server> <tool>` shows a tool's schema");
+}
+
+/// `mcpx call`: text blocks as text; with none, the structured content as JSON;
+/// other blocks one line each. `isError` results exit 1.
+pub fn call_result(json: bool, body: &[u8]) -> Result<i32, ApiError> {
+    #[derive(Deserialize)]
+    struct Block {
+        #[serde(rename = "type")]
+        kind: String,
+        #[serde(default)]
+        text: Option<String>,
+        #[serde(default)]
+        data: Option<String>,
+        #[serde(rename = "mimeType", default)]
+        mime_type: Option<String>,
+        #[serde(default)]
+        resource: Option<serde_json::Value>,
+        #[serde(default)]
+        uri: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct CallToolResult {
+        #[serde(default)]
+        content: Vec<Block>,
+        #[serde(rename = "structuredContent", default)]
+        structured: Option<Box<RawValue>>,
+        #[serde(rename = "isError", default)]
+        is_error: bool,
+    }
+    let result: CallToolResult = serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(
+            "protocol",
+            format!("the server's tools/call result is malformed: {e}"),
+        )
+    })?;
+    if json {
+        println!("{}", String::from_utf8_lossy(body));
+    } else {
+        let texts: Vec<&str> = result
+            .content
+            .iter()
+            .filter_map(|b| b.text.as_deref().filter(|_| b.kind == "text"))
+            .collect();
+        if !texts.is_empty() {
+            for t in &texts {
+                println!("{t}");
+            }
+        } else if let Some(s) = &result.structured {
+            let v: serde_json::Value = serde_json::from_str(s.get()).unwrap_or_default();
+            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        }
+        for b in result.content.iter().filter(|b| b.kind != "text") {
+            let size = b
+                .data
+                .as_ref()
+                .map(|d| format!(", {} bytes base64", d.len()))
+                .unwrap_or_default();
+            let what = b
+                .mime_type
+                .clone()
+                .or_else(|| b.uri.clone())
+                .or_else(|| {
+                    b.resource
+                        .as_ref()
+                        .and_then(|r| r.get("uri"))
+                        .and_then(|u| u.as_str())
+                        .map(str::to_owned)
+                })
+                .unwrap_or_default();
+            println!("[{} {what}{size}]", b.kind);
+        }
+    }
+    if result.is_error {
+        eprintln!("mcpx: the tool reported an error (isError)");
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// `mcpx status`.
+pub fn status(json: bool, status: &Status, body: &[u8]) {
+    if json {
+        println!("{}", String::from_utf8_lossy(body));
+        return;
+    }
+    let d = &status.daemon;
+    println!(
+        "daemon  pid {}  build {}  up {}s  socket {}",
+        d.pid,
+        d.build,
+        d.uptime_s,
+        d.socket.display()
+    );
+    println!("log     {}", d.log_file.display());
+    if status.instances.is_empty() {
+        println!("\nno instances running; `mcpx call <server>.<tool>` starts one");
+        return;
+    }
+    println!();
+    let cells: Vec<Vec<String>> = status
+        .instances
+        .iter()
+        .map(|i| {
+            vec![
+                i.server.clone(),
+                i.key.clone(),
+                i.pid.map_or("-".into(), |p| p.to_string()),
+                i.state.clone(),
+                i.calls.to_string(),
+                i.idle_s.map_or("-".into(), |s| format!("{s}s")),
+                i.dropped_bytes.to_string(),
+                one_line(i.last_error.as_deref(), 80),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "SERVER",
+            "KEY",
+            "PID",
+            "STATE",
+            "CALLS",
+            "IDLE",
+            "DROPPED",
+            "LAST ERROR",
+        ],
+        &cells,
+    );
+    for i in status
+        .instances
+        .iter()
+        .filter(|i| !i.stderr_tail.trim().is_empty() && i.state != "running")
+    {
+        println!("\n{} stderr (tail):", i.server);
+        for line in i
+            .stderr_tail
+            .trim_end()
+            .lines()
+            .rev()
+            .take(10)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            println!("  {line}");
+        }
+    }
+}
+
+/// A short acknowledgement.
+pub fn done(json: bool, body: &[u8], human: &str) {
+    if json {
+        println!("{}", String::from_utf8_lossy(body));
+    } else {
+        println!("{human}");
+    }
+}
+
+/// `mcpx refresh`: one line per server; exit 4 if any failed.
+pub fn refresh(json: bool, body: &[u8]) -> Result<i32, ApiError> {
+    let map: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(body).map_err(|e| ApiError::new("daemon", e.to_string()))?;
+    let failed = map
+        .values()
+        .any(|v| v.get("ok") != Some(&serde_json::Value::Bool(true)));
+    if json {
+        println!("{}", String::from_utf8_lossy(body));
+    } else {
+        for (name, v) in &map {
+            match v.get("error").and_then(|e| e.as_str()) {
+                Some(e) => println!("{name}: error: {e}"),
+                None => println!("{name}: refreshed"),
+            }
+        }
+    }
+    Ok(if failed { 4 } else { 0 })
+}
