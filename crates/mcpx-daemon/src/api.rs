@@ -172,11 +172,7 @@ pub struct ApiError {
 impl ApiError {
     /// An error of `kind`.
     pub fn new(kind: &str, message: impl Into<String>) -> ApiError {
-        ApiError {
-            kind: kind.to_owned(),
-            message: message.into(),
-            code: None,
-        }
+        ApiError { kind: kind.to_owned(), message: message.into(), code: None }
     }
 
     /// The CLI's exit status for this error (interface contract: 2 usage or

@@ -43,20 +43,13 @@ impl Client {
     }
 
     /// Sends one request and returns the HTTP status and body.
-    pub async fn send(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Vec<u8>>,
-    ) -> Result<(u16, Bytes), ClientError> {
-        let stream = UnixStream::connect(&self.socket)
-            .await
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
-                    ClientError::NotRunning(self.socket.clone())
-                }
-                _ => ClientError::Broken(e.to_string()),
-            })?;
+    pub async fn send(&self, method: Method, path: &str, body: Option<Vec<u8>>) -> Result<(u16, Bytes), ClientError> {
+        let stream = UnixStream::connect(&self.socket).await.map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+                ClientError::NotRunning(self.socket.clone())
+            }
+            _ => ClientError::Broken(e.to_string()),
+        })?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| ClientError::Broken(e.to_string()))?;
@@ -68,17 +61,9 @@ impl Client {
             .header("content-type", "application/json")
             .body(Full::new(Bytes::from(body.unwrap_or_default())))
             .map_err(|e| ClientError::Broken(e.to_string()))?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| ClientError::Broken(e.to_string()))?;
+        let response = sender.send_request(request).await.map_err(|e| ClientError::Broken(e.to_string()))?;
         let status = response.status().as_u16();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| ClientError::Broken(e.to_string()))?
-            .to_bytes();
+        let body = response.into_body().collect().await.map_err(|e| ClientError::Broken(e.to_string()))?.to_bytes();
         Ok((status, body))
     }
 
@@ -90,15 +75,10 @@ impl Client {
         path: &str,
         body: Option<&impl serde::Serialize>,
     ) -> Result<Bytes, ApiError> {
-        let body = body
-            .map(|b| serde_json::to_vec(b))
-            .transpose()
-            .map_err(|e| ApiError::new("usage", e.to_string()))?;
+        let body =
+            body.map(|b| serde_json::to_vec(b)).transpose().map_err(|e| ApiError::new("usage", e.to_string()))?;
         let (status, bytes) = self.send(method, path, body).await.map_err(|e| {
-            ApiError::new(
-                "daemon",
-                format!("{e}; the daemon may have died during the request (see `mcpx logs`)"),
-            )
+            ApiError::new("daemon", format!("{e}; the daemon may have died during the request (see `mcpx logs`)"))
         })?;
         if (200..300).contains(&status) {
             return Ok(bytes);
@@ -107,20 +87,14 @@ impl Client {
             Ok(e) => Err(e.error),
             Err(_) => Err(ApiError::new(
                 "daemon",
-                format!(
-                    "the daemon answered HTTP {status}: {}",
-                    String::from_utf8_lossy(&bytes).trim()
-                ),
+                format!("the daemon answered HTTP {status}: {}", String::from_utf8_lossy(&bytes).trim()),
             )),
         }
     }
 
     /// Whether a daemon answers `GET /v1/health`.
     pub async fn is_up(&self) -> bool {
-        matches!(
-            self.send(Method::GET, "/v1/health", None).await,
-            Ok((200, _))
-        )
+        matches!(self.send(Method::GET, "/v1/health", None).await, Ok((200, _)))
     }
 }
 
@@ -138,8 +112,7 @@ pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiErro
     if client.is_up().await {
         return Ok(client);
     }
-    dirs.prepare()
-        .map_err(|e| ApiError::new("daemon", e.to_string()))?;
+    dirs.prepare().map_err(|e| ApiError::new("daemon", e.to_string()))?;
     let env = std::env::vars_os().collect();
     let mut child = process::spawn(&SpawnSpec {
         program: exe.to_owned(),
@@ -149,12 +122,7 @@ pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiErro
         piped: false,
         detach: Detach::Session,
     })
-    .map_err(|e| {
-        ApiError::new(
-            "daemon",
-            format!("cannot start the daemon ({}): {e}", exe.display()),
-        )
-    })?;
+    .map_err(|e| ApiError::new("daemon", format!("cannot start the daemon ({}): {e}", exe.display())))?;
     let deadline = Instant::now() + START_DEADLINE;
     let mut delay = Duration::from_millis(2);
     loop {
@@ -168,10 +136,7 @@ pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiErro
             if !status.success() && !dirs.socket().exists() && !dirs.lock().exists() {
                 return Err(ApiError::new(
                     "daemon",
-                    format!(
-                        "the daemon exited at start ({status}); see {}",
-                        dirs.log_file().display()
-                    ),
+                    format!("the daemon exited at start ({status}); see {}", dirs.log_file().display()),
                 ));
             }
         }

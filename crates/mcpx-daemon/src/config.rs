@@ -53,9 +53,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-pub use command::{
-    CommandNotFound, DEFAULT_PATH, ExeIdentity, SearchedIn, exe_identity, resolve_command,
-};
+pub use command::{CommandNotFound, DEFAULT_PATH, ExeIdentity, SearchedIn, exe_identity, resolve_command};
 pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport};
 pub use resolve::{ConfigCache, ConfigEnv, MCPX_PROJECT_FILE, PROJECT_FILE, ResolveRequest};
 
@@ -79,9 +77,7 @@ pub const MCPX_KEYS: &[&str] = &[
 ];
 
 /// Whether several clients may use one server process at once (`mcpx.sharing`).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Sharing {
     /// `"shared"`: concurrent calls from any client go to the same instance (the default).
@@ -112,9 +108,7 @@ impl std::fmt::Display for Sharing {
 
 /// Which callers share an instance (`mcpx.scope`): instances are keyed by this and the
 /// fingerprint.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scope {
     /// `"global"`: one pool for every caller of the user (the default).
@@ -278,9 +272,7 @@ impl ServerOptions {
     /// Whether the tool `name` is offered: it must be in `include_tools` when that is set, and
     /// must not be in `exclude_tools`. Names match exactly.
     pub fn tool_allowed(&self, name: &str) -> bool {
-        self.include_tools
-            .as_ref()
-            .is_none_or(|include| include.iter().any(|t| t == name))
+        self.include_tools.as_ref().is_none_or(|include| include.iter().any(|t| t == name))
             && !self.exclude_tools.iter().any(|t| t == name)
     }
 }
@@ -318,12 +310,7 @@ impl ServerEntry {
         let mut h = Fingerprinter(Sha256::new());
         h.field("mcpx-fingerprint-v1");
         match &self.transport {
-            TransportSpec::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
+            TransportSpec::Stdio { command, args, env, cwd } => {
                 h.field("stdio");
                 h.field(command);
                 h.list(args.iter().map(String::as_str));
@@ -347,10 +334,7 @@ impl ServerEntry {
             }
             None => h.field("no-exe"),
         }
-        h.0.finalize()[..8]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        h.0.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect()
     }
 }
 

@@ -21,12 +21,10 @@ use serde_json::value::RawValue;
 use tokio::net::UnixListener;
 use tokio::sync::{Notify, mpsc};
 
-use crate::api::{
-    ApiError, DaemonStatus, ErrorBody, InstanceStatus, Request, SearchHit, ServerRow, Status,
-};
+use crate::api::{ApiError, DaemonStatus, ErrorBody, InstanceStatus, Request, SearchHit, ServerRow, Status};
 use crate::config::{
-    ConfigCache, ConfigError, ExpandedTransport, ResolveRequest, ResolvedConfig, ServerEntry,
-    exe_identity, resolve_command,
+    ConfigCache, ConfigError, ExpandedTransport, ResolveRequest, ResolvedConfig, ServerEntry, exe_identity,
+    resolve_command,
 };
 use crate::instance::{CallError, ERROR_TAIL_BYTES, InstanceEvent, response_result};
 use crate::paths::Dirs;
@@ -60,9 +58,7 @@ pub struct Daemon {
 
 impl std::fmt::Debug for Daemon {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Daemon")
-            .field("dirs", &self.dirs)
-            .finish_non_exhaustive()
+        f.debug_struct("Daemon").field("dirs", &self.dirs).finish_non_exhaustive()
     }
 }
 
@@ -70,11 +66,7 @@ impl Daemon {
     /// A daemon over `dirs`, with the captured environment `env`, starting servers
     /// through `launcher`. Spawns the task that handles instance events, so it must be
     /// called inside a tokio runtime.
-    pub fn new(
-        dirs: Dirs,
-        env: HashMap<String, String>,
-        launcher: Arc<dyn Launcher>,
-    ) -> Arc<Daemon> {
+    pub fn new(dirs: Dirs, env: HashMap<String, String>, launcher: Arc<dyn Launcher>) -> Arc<Daemon> {
         let schema = Arc::new(SchemaCache::new(dirs.cache.clone()));
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let config = ConfigCache::new(crate::config::ConfigEnv::from_vars(&env));
@@ -101,10 +93,7 @@ impl Daemon {
         let before = self.config.known_files().len();
         let resolved = self
             .config
-            .resolve(&ResolveRequest {
-                cwd: req.caller.cwd.clone(),
-                explicit: req.caller.config.clone(),
-            })
+            .resolve(&ResolveRequest { cwd: req.caller.cwd.clone(), explicit: req.caller.config.clone() })
             .map_err(config_error)?;
         let known = self.config.known_files();
         if known.len() != before {
@@ -116,11 +105,7 @@ impl Daemon {
     }
 
     /// The entry named `name`, or an `unknown_server` error listing the names that exist.
-    fn server<'a>(
-        &self,
-        config: &'a ResolvedConfig,
-        name: &str,
-    ) -> Result<&'a ServerEntry, ApiError> {
+    fn server<'a>(&self, config: &'a ResolvedConfig, name: &str) -> Result<&'a ServerEntry, ApiError> {
         config.get(name).ok_or_else(|| unknown_server(config, name))
     }
 
@@ -142,26 +127,14 @@ impl Daemon {
                 ),
             ));
         };
-        let cwd = stdio
-            .cwd
-            .clone()
-            .or_else(|| self.env.get("HOME").map(PathBuf::from));
+        let cwd = stdio.cwd.clone().or_else(|| self.env.get("HOME").map(PathBuf::from));
         let path_var = self.env.get("PATH").map(String::as_str);
-        let (fingerprint, launch) = match resolve_command(&stdio.command, path_var, cwd.as_deref())
-        {
+        let (fingerprint, launch) = match resolve_command(&stdio.command, path_var, cwd.as_deref()) {
             Ok(program) => {
                 let identity = exe_identity(&program).ok();
-                let mut env: BTreeMap<OsString, OsString> = self
-                    .env
-                    .iter()
-                    .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-                    .collect();
-                env.extend(
-                    stdio
-                        .env
-                        .iter()
-                        .map(|(k, v)| (OsString::from(k), OsString::from(v))),
-                );
+                let mut env: BTreeMap<OsString, OsString> =
+                    self.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect();
+                env.extend(stdio.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
                 let spec = LaunchSpec {
                     server: entry.name.clone(),
                     command: stdio.command.clone(),
@@ -169,30 +142,19 @@ impl Daemon {
                     args: stdio.args.iter().map(OsString::from).collect(),
                     env,
                     cwd,
-                    max_message_bytes: usize::try_from(entry.options.max_message_bytes)
-                        .unwrap_or(usize::MAX),
+                    max_message_bytes: usize::try_from(entry.options.max_message_bytes).unwrap_or(usize::MAX),
                 };
                 (entry.fingerprint(identity.as_ref()), Ok(spec))
             }
             Err(e) => (cache_key.clone(), Err(e.to_string())),
         };
-        Ok(Target {
-            entry: entry.clone(),
-            cache_key,
-            fingerprint,
-            launch,
-        })
+        Ok(Target { entry: entry.clone(), cache_key, fingerprint, launch })
     }
 
     /// `POST /v1/ls`: every configured server with its state, from the schema cache.
     pub fn ls(&self, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
         let config = self.resolve(req)?;
-        let live: Vec<_> = self
-            .pool
-            .instances()
-            .into_iter()
-            .filter(|i| i.is_alive())
-            .collect();
+        let live: Vec<_> = self.pool.instances().into_iter().filter(|i| i.is_alive()).collect();
         let mut rows = Vec::new();
         for entry in config.servers.values() {
             let key = entry.fingerprint(None);
@@ -210,10 +172,7 @@ impl Daemon {
             } else {
                 "unread"
             };
-            let instructions = cached
-                .as_ref()
-                .and_then(|c| c.session.as_ref())
-                .and_then(|s| s.instructions.clone());
+            let instructions = cached.as_ref().and_then(|c| c.session.as_ref()).and_then(|s| s.instructions.clone());
             let description = entry
                 .options
                 .description
@@ -222,12 +181,7 @@ impl Daemon {
             let tools = cached.as_ref().and_then(|c| c.tools.as_ref()).map(|_| {
                 cached
                     .as_ref()
-                    .map(|c| {
-                        c.tool_summaries()
-                            .iter()
-                            .filter(|t| entry.options.tool_allowed(&t.name))
-                            .count()
-                    })
+                    .map(|c| c.tool_summaries().iter().filter(|t| entry.options.tool_allowed(&t.name)).count())
                     .unwrap_or(0)
             });
             rows.push(ServerRow {
@@ -248,10 +202,8 @@ impl Daemon {
     /// `POST /v1/tools`: a server's tool objects exactly as it sent them, or one tool.
     pub fn tools(&self, req: &Request) -> Result<Box<RawValue>, ApiError> {
         let config = self.resolve(req)?;
-        let name = req
-            .server
-            .as_deref()
-            .ok_or_else(|| ApiError::new("usage", "name a server: `mcpx tools <server>`"))?;
+        let name =
+            req.server.as_deref().ok_or_else(|| ApiError::new("usage", "name a server: `mcpx tools <server>`"))?;
         let entry = self.server(&config, name)?;
         let cached = self.schema.get(&entry.fingerprint(None));
         let Some(tools) = cached.as_ref().and_then(|c| c.tools.as_ref()) else {
@@ -266,8 +218,7 @@ impl Daemon {
             .iter()
             .filter(|t| {
                 serde_json::from_str::<crate::schema::ToolSummary>(t.get()).is_ok_and(|s| {
-                    entry.options.tool_allowed(&s.name)
-                        && req.tool.as_ref().is_none_or(|want| *want == s.name)
+                    entry.options.tool_allowed(&s.name) && req.tool.as_ref().is_none_or(|want| *want == s.name)
                 })
             })
             .map(|t| &**t)
@@ -284,17 +235,9 @@ impl Daemon {
     /// `POST /v1/search`: tools whose name or description holds every word, best first.
     pub fn search(&self, req: &Request) -> Result<Vec<SearchHit>, ApiError> {
         let config = self.resolve(req)?;
-        let words: Vec<String> = req
-            .words
-            .iter()
-            .map(|w| w.to_lowercase())
-            .filter(|w| !w.is_empty())
-            .collect();
+        let words: Vec<String> = req.words.iter().map(|w| w.to_lowercase()).filter(|w| !w.is_empty()).collect();
         if words.is_empty() {
-            return Err(ApiError::new(
-                "usage",
-                "give at least one word: `mcpx search <words>...`",
-            ));
+            return Err(ApiError::new("usage", "give at least one word: `mcpx search <words>...`"));
         }
         let mut hits: Vec<(u32, SearchHit)> = Vec::new();
         for entry in config.enabled() {
@@ -305,24 +248,15 @@ impl Daemon {
                 if !entry.options.tool_allowed(&tool.name) {
                     continue;
                 }
-                if let Some(score) =
-                    score(&words, &entry.name, &tool.name, tool.description.as_deref())
-                {
+                if let Some(score) = score(&words, &entry.name, &tool.name, tool.description.as_deref()) {
                     hits.push((
                         score,
-                        SearchHit {
-                            server: entry.name.clone(),
-                            tool: tool.name,
-                            description: tool.description,
-                        },
+                        SearchHit { server: entry.name.clone(), tool: tool.name, description: tool.description },
                     ));
                 }
             }
         }
-        hits.sort_by(|a, b| {
-            b.0.cmp(&a.0)
-                .then_with(|| (&a.1.server, &a.1.tool).cmp(&(&b.1.server, &b.1.tool)))
-        });
+        hits.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| (&a.1.server, &a.1.tool).cmp(&(&b.1.server, &b.1.tool))));
         Ok(hits.into_iter().map(|(_, h)| h).collect())
     }
 
@@ -362,11 +296,7 @@ impl Daemon {
         };
         let target = self.target(entry)?;
         check_tool_listed(&self.schema, &target, &tool)?;
-        let inst = self
-            .pool
-            .acquire(&target)
-            .await
-            .map_err(|e| server_error(&server, e))?;
+        let inst = self.pool.acquire(&target).await.map_err(|e| server_error(&server, e))?;
         check_tool_listed(&self.schema, &target, &tool)?;
         let timeout = match req.timeout_ms {
             Some(0) => None,
@@ -381,10 +311,7 @@ impl Daemon {
             .map_err(|e| server_error(&server, e))?;
         response_result(&response).map_err(|e| ApiError {
             kind: "rpc".into(),
-            message: format!(
-                "server `{server}` answered tools/call with an error: {}",
-                e.message
-            ),
+            message: format!("server `{server}` answered tools/call with an error: {}", e.message),
             code: Some(e.code),
         })
     }
@@ -407,10 +334,7 @@ impl Daemon {
                     supervisor_pid: None,
                     supervisor_protocol: None,
                     dropped_bytes: i.info.dropped(),
-                    skipped_lines: i
-                        .info
-                        .skipped_lines
-                        .load(std::sync::atomic::Ordering::Relaxed),
+                    skipped_lines: i.info.skipped_lines.load(std::sync::atomic::Ordering::Relaxed),
                     last_error: match state {
                         crate::instance::State::Exited(e) => Some(format!("server {e}")),
                         _ => None,
@@ -462,17 +386,11 @@ impl Daemon {
     /// `POST /v1/restart`: stops the server's instances, then starts it again.
     pub async fn restart(&self, req: &Request) -> Result<serde_json::Value, ApiError> {
         let config = self.resolve(req)?;
-        let name = req
-            .server
-            .as_deref()
-            .ok_or_else(|| ApiError::new("usage", "name a server: `mcpx restart <server>`"))?;
+        let name =
+            req.server.as_deref().ok_or_else(|| ApiError::new("usage", "name a server: `mcpx restart <server>`"))?;
         let target = self.target(self.server(&config, name)?)?;
         let stopped = self.pool.stop_server(&target.fingerprint).await;
-        let inst = self
-            .pool
-            .acquire(&target)
-            .await
-            .map_err(|e| server_error(name, e))?;
+        let inst = self.pool.acquire(&target).await.map_err(|e| server_error(name, e))?;
         Ok(serde_json::json!({ "server": name, "stopped": stopped, "pid": inst.info.pid }))
     }
 
@@ -491,12 +409,7 @@ impl Daemon {
                 let timeout = entry.options.start_timeout;
                 match self.pool.relist(&target.fingerprint, timeout).await {
                     Ok(true) => Ok(()),
-                    Ok(false) => self
-                        .pool
-                        .acquire(&target)
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| server_error(&entry.name, e)),
+                    Ok(false) => self.pool.acquire(&target).await.map(|_| ()).map_err(|e| server_error(&entry.name, e)),
                     Err(e) => Err(ApiError::new("server", e)),
                 }
             }
@@ -512,21 +425,14 @@ impl Daemon {
 }
 
 /// Handles list changes (re-read the schema) and exits (logged) from instances.
-async fn handle_events(
-    daemon: std::sync::Weak<Daemon>,
-    mut rx: mpsc::UnboundedReceiver<(String, InstanceEvent)>,
-) {
+async fn handle_events(daemon: std::sync::Weak<Daemon>, mut rx: mpsc::UnboundedReceiver<(String, InstanceEvent)>) {
     while let Some((fingerprint, event)) = rx.recv().await {
         let Some(daemon) = daemon.upgrade() else {
             return;
         };
         if event == InstanceEvent::ListChanged {
             tokio::spawn(async move {
-                if let Err(e) = daemon
-                    .pool
-                    .relist(&fingerprint, Some(Duration::from_secs(60)))
-                    .await
-                {
+                if let Err(e) = daemon.pool.relist(&fingerprint, Some(Duration::from_secs(60))).await {
                     tracing::warn!(fingerprint, error = %e, "re-reading a schema after list_changed failed");
                 }
             });
@@ -549,33 +455,24 @@ fn check_tool_listed(schema: &SchemaCache, target: &Target, tool: &str) -> Resul
 }
 
 fn unknown_tool(server: &str, tool: &str, cached: Option<&crate::schema::CacheEntry>) -> ApiError {
-    let names: Vec<String> = cached
-        .map(|c| c.tool_summaries().into_iter().map(|t| t.name).collect())
-        .unwrap_or_default();
-    let list = if names.is_empty() {
-        String::from("(none listed)")
-    } else {
-        names.join(", ")
-    };
+    let names: Vec<String> =
+        cached.map(|c| c.tool_summaries().into_iter().map(|t| t.name).collect()).unwrap_or_default();
+    let list = if names.is_empty() { String::from("(none listed)") } else { names.join(", ") };
     ApiError::new(
         "unknown_tool",
-        format!(
-            "server `{server}` has no tool `{tool}`; its tools: {list} (see `mcpx tools {server}`)"
-        ),
+        format!("server `{server}` has no tool `{tool}`; its tools: {list} (see `mcpx tools {server}`)"),
     )
 }
 
 fn unknown_server(config: &ResolvedConfig, name: &str) -> ApiError {
     let names: Vec<&str> = config.servers.keys().map(String::as_str).collect();
     let hint = if names.is_empty() {
-        "no servers are configured here (see `mcpx ls`; configure them in .mcp.json or ~/.config/mcpx/config.json)".to_owned()
+        "no servers are configured here (see `mcpx ls`; configure them in .mcp.json or ~/.config/mcpx/config.json)"
+            .to_owned()
     } else {
         format!("configured servers: {}", names.join(", "))
     };
-    ApiError::new(
-        "unknown_server",
-        format!("no server named `{name}`; {hint}"),
-    )
+    ApiError::new("unknown_server", format!("no server named `{name}`; {hint}"))
 }
 
 /// Splits `<server>.<tool>` after the longest configured server name followed by a
@@ -585,18 +482,13 @@ fn split_target(config: &ResolvedConfig, req: &Request) -> Result<(String, Strin
         return Ok((s.clone(), t.clone()));
     }
     let target = req.target.as_deref().ok_or_else(|| {
-        ApiError::new(
-            "usage",
-            "name the tool as <server>.<tool>, like `mcpx call everything.echo '{}'`",
-        )
+        ApiError::new("usage", "name the tool as <server>.<tool>, like `mcpx call everything.echo '{}'`")
     })?;
     let best = config
         .servers
         .keys()
         .filter(|name| {
-            target.len() > name.len() + 1
-                && target.starts_with(name.as_str())
-                && target.as_bytes()[name.len()] == b'.'
+            target.len() > name.len() + 1 && target.starts_with(name.as_str()) && target.as_bytes()[name.len()] == b'.'
         })
         .max_by_key(|name| name.len());
     match best {
@@ -608,9 +500,7 @@ fn split_target(config: &ResolvedConfig, req: &Request) -> Result<(String, Strin
             } else {
                 Err(ApiError::new(
                     "usage",
-                    format!(
-                        "`{target}` is not <server>.<tool>; try `mcpx tools {target}` to see its tools"
-                    ),
+                    format!("`{target}` is not <server>.<tool>; try `mcpx tools {target}` to see its tools"),
                 ))
             }
         }
@@ -668,8 +558,7 @@ fn server_error(server: &str, e: CallError) -> ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status =
-            StatusCode::from_u16(self.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status = StatusCode::from_u16(self.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         (status, Json(ErrorBody { error: self })).into_response()
     }
 }
@@ -677,11 +566,7 @@ impl IntoResponse for ApiError {
 /// A JSON body that is already serialized (kept byte-faithful).
 fn raw_json(raw: Box<RawValue>) -> Response {
     let body: Box<str> = raw.into();
-    (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        String::from(body),
-    )
-        .into_response()
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], String::from(body)).into_response()
 }
 
 type S = State<Arc<Daemon>>;
@@ -689,46 +574,14 @@ type S = State<Arc<Daemon>>;
 /// The control API's routes (`docs/api.md`).
 pub fn router(daemon: Arc<Daemon>) -> Router {
     Router::new()
-        .route(
-            "/v1/health",
-            get(|| async {
-                Json(serde_json::json!({ "pid": std::process::id(), "build": BUILD }))
-            }),
-        )
-        .route(
-            "/v1/status",
-            get(|State(d): S| async move { Json(d.status()) }),
-        )
-        .route(
-            "/v1/ls",
-            post(|State(d): S, Json(r): Json<Request>| async move { d.ls(&r).map(Json) }),
-        )
-        .route(
-            "/v1/search",
-            post(|State(d): S, Json(r): Json<Request>| async move { d.search(&r).map(Json) }),
-        )
-        .route(
-            "/v1/tools",
-            post(|State(d): S, Json(r): Json<Request>| async move { d.tools(&r).map(raw_json) }),
-        )
-        .route(
-            "/v1/call",
-            post(
-                |State(d): S, Json(r): Json<Request>| async move { d.call(&r).await.map(raw_json) },
-            ),
-        )
-        .route(
-            "/v1/restart",
-            post(
-                |State(d): S, Json(r): Json<Request>| async move { d.restart(&r).await.map(Json) },
-            ),
-        )
-        .route(
-            "/v1/refresh",
-            post(
-                |State(d): S, Json(r): Json<Request>| async move { d.refresh(&r).await.map(Json) },
-            ),
-        )
+        .route("/v1/health", get(|| async { Json(serde_json::json!({ "pid": std::process::id(), "build": BUILD })) }))
+        .route("/v1/status", get(|State(d): S| async move { Json(d.status()) }))
+        .route("/v1/ls", post(|State(d): S, Json(r): Json<Request>| async move { d.ls(&r).map(Json) }))
+        .route("/v1/search", post(|State(d): S, Json(r): Json<Request>| async move { d.search(&r).map(Json) }))
+        .route("/v1/tools", post(|State(d): S, Json(r): Json<Request>| async move { d.tools(&r).map(raw_json) }))
+        .route("/v1/call", post(|State(d): S, Json(r): Json<Request>| async move { d.call(&r).await.map(raw_json) }))
+        .route("/v1/restart", post(|State(d): S, Json(r): Json<Request>| async move { d.restart(&r).await.map(Json) }))
+        .route("/v1/refresh", post(|State(d): S, Json(r): Json<Request>| async move { d.refresh(&r).await.map(Json) }))
         .route(
             "/v1/stop",
             post(|State(d): S, Json(r): Json<Request>| async move {
@@ -758,9 +611,7 @@ pub async fn run(
             }
         }
     };
-    axum::serve(listener, router(daemon.clone()))
-        .with_graceful_shutdown(stop)
-        .await?;
+    axum::serve(listener, router(daemon.clone())).with_graceful_shutdown(stop).await?;
     daemon.pool.stop_all().await;
     Ok(())
 }

@@ -56,11 +56,7 @@ pub enum CallError {
 
 fn tail_suffix(tail: &str) -> String {
     let tail = tail.trim();
-    if tail.is_empty() {
-        String::new()
-    } else {
-        format!("; stderr: {}", tail.replace('\n', " | "))
-    }
+    if tail.is_empty() { String::new() } else { format!("; stderr: {}", tail.replace('\n', " | ")) }
 }
 
 /// The MCP session negotiated at `initialize` (MCP 2025-11-25, Lifecycle,
@@ -73,11 +69,7 @@ pub struct Session {
     /// The server's capabilities object.
     pub capabilities: Box<RawValue>,
     /// The server's `serverInfo`.
-    #[serde(
-        rename = "serverInfo",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "serverInfo", default, skip_serializing_if = "Option::is_none")]
     pub server_info: Option<Box<RawValue>>,
     /// The server's instructions, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -228,11 +220,9 @@ impl Instance {
         });
         let request = Message::request("0", "initialize", Some(&params.to_string()));
         let response = self.request(request, timeout).await?;
-        let result = response_result(&response)
-            .map_err(|e| CallError::Protocol(format!("initialize failed: {e}")))?;
-        let session: Session = serde_json::from_str(result.get()).map_err(|e| {
-            CallError::Protocol(format!("the server's initialize result is malformed: {e}"))
-        })?;
+        let result = response_result(&response).map_err(|e| CallError::Protocol(format!("initialize failed: {e}")))?;
+        let session: Session = serde_json::from_str(result.get())
+            .map_err(|e| CallError::Protocol(format!("the server's initialize result is malformed: {e}")))?;
         if !mcp::is_supported(&session.protocol_version) {
             return Err(CallError::Protocol(format!(
                 "the server answered protocol version {:?}, which mcpx does not support (supported: {})",
@@ -240,8 +230,7 @@ impl Instance {
                 mcp::SUPPORTED_VERSIONS.join(", ")
             )));
         }
-        self.notify(Message::notification("notifications/initialized", None))
-            .await;
+        self.notify(Message::notification("notifications/initialized", None)).await;
         Ok(session)
     }
 
@@ -283,17 +272,9 @@ impl Instance {
     ///
     /// On timeout the server is sent `notifications/cancelled` for the request
     /// (MCP 2025-11-25, Utilities, "Cancellation").
-    pub async fn request(
-        &self,
-        message: Message,
-        timeout: Option<Duration>,
-    ) -> Result<Message, CallError> {
+    pub async fn request(&self, message: Message, timeout: Option<Duration>) -> Result<Message, CallError> {
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed).max(1);
-        let upstream = UpstreamId {
-            epoch: self.epoch,
-            seq,
-        }
-        .to_json();
+        let upstream = UpstreamId { epoch: self.epoch, seq }.to_json();
         let (reply_tx, reply_rx) = oneshot::channel();
         lock(&self.pending).insert(seq, reply_tx);
         let _guard = InFlight::new(self);
@@ -301,17 +282,9 @@ impl Instance {
             lock(&self.pending).remove(&seq);
             return Err(self.exited_error(exit));
         }
-        if self
-            .tx
-            .send(Outbound::Message(message.with_id(&upstream)))
-            .await
-            .is_err()
-        {
+        if self.tx.send(Outbound::Message(message.with_id(&upstream))).await.is_err() {
             lock(&self.pending).remove(&seq);
-            return Err(self.exited_error(ExitInfo {
-                code: None,
-                signal: None,
-            }));
+            return Err(self.exited_error(ExitInfo { code: None, signal: None }));
         }
         let outcome = match timeout {
             Some(t) => tokio::time::timeout(t, reply_rx).await.map_err(|_| t),
@@ -319,18 +292,11 @@ impl Instance {
         };
         match outcome {
             Ok(Ok(result)) => result,
-            Ok(Err(_closed)) => Err(self.exited_error(ExitInfo {
-                code: None,
-                signal: None,
-            })),
+            Ok(Err(_closed)) => Err(self.exited_error(ExitInfo { code: None, signal: None })),
             Err(t) => {
                 lock(&self.pending).remove(&seq);
                 let params = serde_json::json!({ "requestId": serde_json::from_str::<serde_json::Value>(&upstream).unwrap_or_default(), "reason": "timeout" });
-                self.notify(Message::notification(
-                    "notifications/cancelled",
-                    Some(&params.to_string()),
-                ))
-                .await;
+                self.notify(Message::notification("notifications/cancelled", Some(&params.to_string()))).await;
                 Err(CallError::Timeout(t))
             }
         }
@@ -354,10 +320,7 @@ impl Instance {
     }
 
     fn exited_error(&self, exit: ExitInfo) -> CallError {
-        CallError::Exited {
-            exit,
-            stderr_tail: self.info.stderr_tail(ERROR_TAIL_BYTES),
-        }
+        CallError::Exited { exit, stderr_tail: self.info.stderr_tail(ERROR_TAIL_BYTES) }
     }
 
     /// Handles one message or event from the server.
@@ -381,9 +344,7 @@ impl Instance {
                     .filter(|u| u.epoch == self.epoch)
                     .and_then(|u| lock(&self.pending).remove(&u.seq));
                 if let Some(w) = waiter {
-                    let _ = w.send(Err(CallError::TooLarge {
-                        limit: self.max_message_bytes,
-                    }));
+                    let _ = w.send(Err(CallError::TooLarge { limit: self.max_message_bytes }));
                 }
             }
             Inbound::Oversize { bytes, id } => {
@@ -494,13 +455,8 @@ pub fn response_result(response: &Message) -> Result<Box<RawValue>, RpcError> {
         #[serde(default)]
         error: Option<RpcError>,
     }
-    let malformed = |m: &str| RpcError {
-        code: error_code::INTERNAL_ERROR,
-        message: m.to_owned(),
-        data: None,
-    };
-    let r: R = serde_json::from_str(response.as_str())
-        .map_err(|e| malformed(&format!("malformed response: {e}")))?;
+    let malformed = |m: &str| RpcError { code: error_code::INTERNAL_ERROR, message: m.to_owned(), data: None };
+    let r: R = serde_json::from_str(response.as_str()).map_err(|e| malformed(&format!("malformed response: {e}")))?;
     match (r.result, r.error) {
         (_, Some(e)) => Err(e),
         (Some(v), None) => Ok(v),

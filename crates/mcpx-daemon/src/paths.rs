@@ -85,17 +85,12 @@ impl Dirs {
         };
         let state = pick("MCPX_STATE_DIR", "XDG_STATE_HOME", ".local/state", "state")?;
         let cache = pick("MCPX_CACHE_DIR", "XDG_CACHE_HOME", ".cache", "cache")?;
-        let runtime = get("MCPX_RUNTIME_DIR")
-            .or_else(|| get("XDG_RUNTIME_DIR").map(|p| p.join("mcpx")))
-            .unwrap_or_else(|| {
+        let runtime =
+            get("MCPX_RUNTIME_DIR").or_else(|| get("XDG_RUNTIME_DIR").map(|p| p.join("mcpx"))).unwrap_or_else(|| {
                 let tmp = get("TMPDIR").unwrap_or_else(|| PathBuf::from("/tmp"));
                 tmp.join(format!("mcpx-{}", nix::unistd::getuid()))
             });
-        Ok(Dirs {
-            state,
-            cache,
-            runtime,
-        })
+        Ok(Dirs { state, cache, runtime })
     }
 
     /// The daemon's control socket.
@@ -131,20 +126,14 @@ impl Dirs {
                 .recursive(true)
                 .mode(0o700)
                 .create(dir)
-                .map_err(|source| DirError::Io {
-                    path: dir.display().to_string(),
-                    source,
-                })?;
+                .map_err(|source| DirError::Io { path: dir.display().to_string(), source })?;
         }
         let rt = &self.runtime;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(rt)
-            .map_err(|source| DirError::Io {
-                path: rt.display().to_string(),
-                source,
-            })?;
+            .map_err(|source| DirError::Io { path: rt.display().to_string(), source })?;
         check_private_dir(rt)?;
         check_socket_path(&self.socket())
     }
@@ -152,26 +141,17 @@ impl Dirs {
 
 /// Refuses a directory not owned by the current user or open to group or others.
 pub fn check_private_dir(dir: &Path) -> Result<(), DirError> {
-    let meta = std::fs::metadata(dir).map_err(|source| DirError::Io {
-        path: dir.display().to_string(),
-        source,
-    })?;
+    let meta = std::fs::metadata(dir).map_err(|source| DirError::Io { path: dir.display().to_string(), source })?;
     let uid = nix::unistd::getuid().as_raw();
     let problem = if meta.uid() != uid {
-        Some(format!(
-            "owned by uid {}, not by you (uid {uid})",
-            meta.uid()
-        ))
+        Some(format!("owned by uid {}, not by you (uid {uid})", meta.uid()))
     } else if meta.permissions().mode() & 0o077 != 0 {
         Some(format!("mode {:04o}", meta.permissions().mode() & 0o7777))
     } else {
         None
     };
     match problem {
-        Some(problem) => Err(DirError::Unsafe {
-            path: dir.display().to_string(),
-            problem,
-        }),
+        Some(problem) => Err(DirError::Unsafe { path: dir.display().to_string(), problem }),
         None => Ok(()),
     }
 }
@@ -180,11 +160,7 @@ pub fn check_private_dir(dir: &Path) -> Result<(), DirError> {
 pub fn check_socket_path(path: &Path) -> Result<(), DirError> {
     let len = path.as_os_str().len();
     if len > MAX_SOCKET_PATH {
-        return Err(DirError::SocketPathTooLong {
-            path: path.display().to_string(),
-            len,
-            max: MAX_SOCKET_PATH,
-        });
+        return Err(DirError::SocketPathTooLong { path: path.display().to_string(), len, max: MAX_SOCKET_PATH });
     }
     Ok(())
 }
@@ -195,14 +171,10 @@ mod tests {
 
     #[test]
     fn overrides_then_xdg_then_home() {
-        let env: HashMap<String, String> = [
-            ("HOME", "/h"),
-            ("XDG_CACHE_HOME", "/xc"),
-            ("MCPX_RUNTIME_DIR", "/r"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+        let env: HashMap<String, String> = [("HOME", "/h"), ("XDG_CACHE_HOME", "/xc"), ("MCPX_RUNTIME_DIR", "/r")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
         let d = Dirs::from_env(&env).unwrap();
         assert_eq!(d.state, PathBuf::from("/h/.local/state/mcpx"));
         assert_eq!(d.cache, PathBuf::from("/xc/mcpx"));
@@ -214,16 +186,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let err = check_private_dir(tmp.path()).unwrap_err().to_string();
-        assert!(
-            err.contains("mode 0755") && err.contains("chmod 700"),
-            "{err}"
-        );
+        assert!(err.contains("mode 0755") && err.contains("chmod 700"), "{err}");
         let long = PathBuf::from(format!("/{}/daemon.sock", "x".repeat(120)));
-        assert!(
-            check_socket_path(&long)
-                .unwrap_err()
-                .to_string()
-                .contains("MCPX_RUNTIME_DIR")
-        );
+        assert!(check_socket_path(&long).unwrap_err().to_string().contains("MCPX_RUNTIME_DIR"));
     }
 }

@@ -59,9 +59,7 @@ pub struct Pool {
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pool")
-            .field("epoch", &self.epoch)
-            .finish_non_exhaustive()
+        f.debug_struct("Pool").field("epoch", &self.epoch).finish_non_exhaustive()
     }
 }
 
@@ -75,13 +73,7 @@ impl Pool {
         epoch: u32,
         events: mpsc::UnboundedSender<(String, InstanceEvent)>,
     ) -> Pool {
-        Pool {
-            launcher,
-            schema,
-            epoch,
-            slots: Mutex::new(HashMap::new()),
-            events,
-        }
+        Pool { launcher, schema, epoch, slots: Mutex::new(HashMap::new()), events }
     }
 
     fn slot(&self, server: &str, fingerprint: &str, key: &str) -> Arc<Slot> {
@@ -131,8 +123,7 @@ impl Pool {
                 let mut failures = lock(&slot.failures);
                 failures.0 += 1;
                 failures.1 = Some(e.clone());
-                self.schema
-                    .record_error(&target.cache_key, &target.entry.name, &e.to_string());
+                self.schema.record_error(&target.cache_key, &target.entry.name, &e.to_string());
                 Err(e)
             }
         }
@@ -143,11 +134,7 @@ impl Pool {
         let spec = target.launch.clone().map_err(CallError::Launch)?;
         let options = &target.entry.options;
         tracing::info!(server = %server, fingerprint = %target.fingerprint, key, "starting server");
-        let link = self
-            .launcher
-            .launch(spec)
-            .await
-            .map_err(|e| CallError::Launch(e.to_string()))?;
+        let link = self.launcher.launch(spec).await.map_err(|e| CallError::Launch(e.to_string()))?;
         let pid = link.info.pid;
         let inst = Instance::start(
             InstanceSpec {
@@ -163,16 +150,9 @@ impl Pool {
             self.events.clone(),
         )
         .await?;
-        let version = inst
-            .session()
-            .map(|s| s.protocol_version)
-            .unwrap_or_default();
+        let version = inst.session().map(|s| s.protocol_version).unwrap_or_default();
         tracing::info!(server = %server, pid, protocol = %version, "server initialized");
-        if let Err(e) = self
-            .schema
-            .refresh(&target.cache_key, &inst, options.start_timeout)
-            .await
-        {
+        if let Err(e) = self.schema.refresh(&target.cache_key, &inst, options.start_timeout).await {
             tracing::warn!(server = %server, error = %e, "listing the server's schema failed");
             self.schema.record_error(&target.cache_key, server, &e);
         }
@@ -182,28 +162,19 @@ impl Pool {
     /// Every live instance.
     pub fn instances(&self) -> Vec<Arc<Instance>> {
         let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
-        slots
-            .iter()
-            .filter_map(|s| lock(&s.current).clone())
-            .collect()
+        slots.iter().filter_map(|s| lock(&s.current).clone()).collect()
     }
 
     /// Live instances whose fingerprint is `fingerprint`.
     pub fn instances_of(&self, fingerprint: &str) -> Vec<Arc<Instance>> {
-        self.instances()
-            .into_iter()
-            .filter(|i| i.fingerprint == fingerprint && i.is_alive())
-            .collect()
+        self.instances().into_iter().filter(|i| i.fingerprint == fingerprint && i.is_alive()).collect()
     }
 
     /// Stops the instances of `fingerprint` and forgets their failures, so the next
     /// call starts afresh. Returns how many were stopped.
     pub async fn stop_server(&self, fingerprint: &str) -> usize {
-        let slots: Vec<Arc<Slot>> = lock(&self.slots)
-            .iter()
-            .filter(|((fp, _), _)| fp == fingerprint)
-            .map(|(_, s)| s.clone())
-            .collect();
+        let slots: Vec<Arc<Slot>> =
+            lock(&self.slots).iter().filter(|((fp, _), _)| fp == fingerprint).map(|(_, s)| s.clone()).collect();
         let mut stopped = 0;
         for slot in slots {
             *lock(&slot.failures) = (0, None);
@@ -220,10 +191,7 @@ impl Pool {
     pub async fn stop_all(&self) {
         let all: Vec<Arc<Instance>> = {
             let slots = lock(&self.slots);
-            slots
-                .values()
-                .filter_map(|s| lock(&s.current).take())
-                .collect()
+            slots.values().filter_map(|s| lock(&s.current).take()).collect()
         };
         let mut tasks = tokio::task::JoinSet::new();
         for inst in all {
@@ -234,35 +202,21 @@ impl Pool {
 
     /// Re-lists the schema of the live instance with this fingerprint (after a
     /// `list_changed`, or `mcpx refresh`). Returns false when none is live.
-    pub async fn relist(
-        &self,
-        fingerprint: &str,
-        timeout: Option<Duration>,
-    ) -> Result<bool, String> {
+    pub async fn relist(&self, fingerprint: &str, timeout: Option<Duration>) -> Result<bool, String> {
         let Some(inst) = self.instances_of(fingerprint).into_iter().next() else {
             return Ok(false);
         };
-        self.schema
-            .refresh(&inst.cache_key, &inst, timeout)
-            .await
-            .map(|_| true)
+        self.schema.refresh(&inst.cache_key, &inst, timeout).await.map(|_| true)
     }
 
     /// Failed starts with no live instance since, as (server, key, error).
     pub fn failures(&self) -> Vec<(String, String, CallError)> {
-        let slots: Vec<((String, String), Arc<Slot>)> = lock(&self.slots)
-            .iter()
-            .map(|(k, s)| (k.clone(), s.clone()))
-            .collect();
+        let slots: Vec<((String, String), Arc<Slot>)> =
+            lock(&self.slots).iter().map(|(k, s)| (k.clone(), s.clone())).collect();
         slots
             .into_iter()
             .filter(|(_, s)| live(s).is_none())
-            .filter_map(|((_, key), s)| {
-                lock(&s.failures)
-                    .1
-                    .clone()
-                    .map(|e| (s.server.clone(), key, e))
-            })
+            .filter_map(|((_, key), s)| lock(&s.failures).1.clone().map(|e| (s.server.clone(), key, e)))
             .collect()
     }
 }

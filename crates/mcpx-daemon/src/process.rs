@@ -53,11 +53,7 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<tokio::process::Child> {
         cmd.current_dir(cwd);
     }
     let stdio = || {
-        if spec.piped {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        }
+        if spec.piped { Stdio::piped() } else { Stdio::null() }
     };
     cmd.stdin(stdio()).stdout(stdio()).stderr(stdio());
     match spec.detach {
@@ -81,10 +77,7 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<tokio::process::Child> {
 /// is not an error.
 pub fn signal_group(pgid: u32, signal: Signal) -> io::Result<()> {
     let Ok(pgid) = i32::try_from(pgid) else {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "pgid out of range",
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "pgid out of range"));
     };
     match killpg(Pid::from_raw(pgid), signal) {
         Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),

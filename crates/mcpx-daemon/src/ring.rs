@@ -17,11 +17,7 @@ impl Ring {
 
     /// An empty ring of `capacity` bytes.
     pub fn new(capacity: usize) -> Ring {
-        Ring {
-            buf: VecDeque::with_capacity(capacity.min(4096)),
-            capacity,
-            dropped: 0,
-        }
+        Ring { buf: VecDeque::with_capacity(capacity.min(4096)), capacity, dropped: 0 }
     }
 
     /// Appends bytes, dropping the oldest ones past the capacity.
@@ -47,10 +43,11 @@ impl Ring {
     pub fn tail(&self, max: usize) -> String {
         let start = self.buf.len().saturating_sub(max);
         let bytes: Vec<u8> = self.buf.range(start..).copied().collect();
-        let from = if start > 0 {
-            bytes.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1)
-        } else {
-            0
+        // Open at a line start when a whole line follows; a tail that is one long
+        // line is shown as it is rather than as nothing.
+        let from = match bytes.iter().position(|b| *b == b'\n') {
+            Some(i) if start > 0 && i + 1 < bytes.len() => i + 1,
+            _ => 0,
         };
         String::from_utf8_lossy(&bytes[from..]).into_owned()
     }
@@ -71,5 +68,7 @@ mod tests {
         r.push(&[b'x'; 20]);
         assert_eq!(r.dropped(), 24);
         assert_eq!(r.tail(8), "xxxxxxxx");
+        r.push(b"yyyyyyy\n");
+        assert_eq!(r.tail(4), "yyy\n", "one long line is shown, not skipped");
     }
 }

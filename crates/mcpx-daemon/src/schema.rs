@@ -47,11 +47,7 @@ pub struct CacheEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<Vec<Box<RawValue>>>,
     /// `resources/templates/list`.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        rename = "resourceTemplates"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "resourceTemplates")]
     pub resource_templates: Option<Vec<Box<RawValue>>>,
     /// `prompts/list`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -74,11 +70,7 @@ pub struct ToolSummary {
 impl CacheEntry {
     /// Name and description of every tool listed.
     pub fn tool_summaries(&self) -> Vec<ToolSummary> {
-        self.tools
-            .iter()
-            .flatten()
-            .filter_map(|t| serde_json::from_str::<ToolSummary>(t.get()).ok())
-            .collect()
+        self.tools.iter().flatten().filter_map(|t| serde_json::from_str::<ToolSummary>(t.get()).ok()).collect()
     }
 }
 
@@ -92,10 +84,7 @@ pub struct SchemaCache {
 impl SchemaCache {
     /// The cache under `cache_dir` (created on first write).
     pub fn new(cache_dir: PathBuf) -> SchemaCache {
-        SchemaCache {
-            dir: cache_dir.join("servers"),
-            entries: Mutex::new(HashMap::new()),
-        }
+        SchemaCache { dir: cache_dir.join("servers"), entries: Mutex::new(HashMap::new()) }
     }
 
     fn path(&self, key: &str) -> PathBuf {
@@ -126,9 +115,7 @@ impl SchemaCache {
     pub fn put(&self, entry: CacheEntry) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
         let path = self.path(&entry.key);
-        let tmp = self
-            .dir
-            .join(format!(".{}.{}.tmp", entry.key, std::process::id()));
+        let tmp = self.dir.join(format!(".{}.{}.tmp", entry.key, std::process::id()));
         let bytes = serde_json::to_vec_pretty(&entry).map_err(std::io::Error::other)?;
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(&bytes)?;
@@ -168,25 +155,14 @@ impl SchemaCache {
         }
         if has("resources") {
             // Some servers declare resources but fail these; a failed optional list is logged, not fatal.
-            entry.resources = list_all(inst, "resources/list", "resources", timeout)
-                .await
-                .ok();
-            entry.resource_templates = list_all(
-                inst,
-                "resources/templates/list",
-                "resourceTemplates",
-                timeout,
-            )
-            .await
-            .ok();
+            entry.resources = list_all(inst, "resources/list", "resources", timeout).await.ok();
+            entry.resource_templates =
+                list_all(inst, "resources/templates/list", "resourceTemplates", timeout).await.ok();
         }
         if has("prompts") {
-            entry.prompts = list_all(inst, "prompts/list", "prompts", timeout)
-                .await
-                .ok();
+            entry.prompts = list_all(inst, "prompts/list", "prompts", timeout).await.ok();
         }
-        self.put(entry.clone())
-            .map_err(|e| format!("cannot write the schema cache: {e}"))?;
+        self.put(entry.clone()).map_err(|e| format!("cannot write the schema cache: {e}"))?;
         Ok(entry)
     }
 }
@@ -208,10 +184,7 @@ fn empty(key: &str, server: &str) -> CacheEntry {
 
 /// Seconds since the Unix epoch.
 pub fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 /// Calls a paginated list method until no `nextCursor` is returned (MCP 2025-11-25,
@@ -229,22 +202,18 @@ async fn list_all(
             Some(c) => serde_json::json!({ "cursor": c }).to_string(),
             None => "{}".to_owned(),
         };
-        let response = inst
-            .request(Message::request("0", method, Some(&params)), timeout)
-            .await
-            .map_err(|e| e.to_string())?;
+        let response =
+            inst.request(Message::request("0", method, Some(&params)), timeout).await.map_err(|e| e.to_string())?;
         let result = response_result(&response).map_err(|e| format!("{method}: {e}"))?;
         // Raw values cannot pass through serde's flatten, so the page is a plain map.
-        let page: HashMap<String, Box<RawValue>> = serde_json::from_str(result.get())
-            .map_err(|e| format!("{method}: malformed result: {e}"))?;
+        let page: HashMap<String, Box<RawValue>> =
+            serde_json::from_str(result.get()).map_err(|e| format!("{method}: malformed result: {e}"))?;
         if let Some(list) = page.get(field) {
-            let more: Vec<Box<RawValue>> = serde_json::from_str(list.get())
-                .map_err(|e| format!("{method}: `{field}` is not an array: {e}"))?;
+            let more: Vec<Box<RawValue>> =
+                serde_json::from_str(list.get()).map_err(|e| format!("{method}: `{field}` is not an array: {e}"))?;
             items.extend(more);
         }
-        let next: Option<String> = page
-            .get("nextCursor")
-            .and_then(|c| serde_json::from_str(c.get()).ok());
+        let next: Option<String> = page.get("nextCursor").and_then(|c| serde_json::from_str(c.get()).ok());
         match next {
             Some(c) if !c.is_empty() && cursor.as_ref() != Some(&c) => cursor = Some(c),
             _ => return Ok(items),

@@ -30,11 +30,7 @@ impl Config {
                 None
             }
         });
-        Self {
-            protocol_version: non_empty("FAKE_PROTOCOL_VERSION"),
-            page_size,
-            record: non_empty("FAKE_RECORD"),
-        }
+        Self { protocol_version: non_empty("FAKE_PROTOCOL_VERSION"), page_size, record: non_empty("FAKE_RECORD") }
     }
 }
 

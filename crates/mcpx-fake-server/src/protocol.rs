@@ -117,17 +117,13 @@ pub struct Output {
 impl Output {
     /// Wraps the process's stdout.
     pub fn new() -> Self {
-        Self {
-            stdout: Mutex::new(io::stdout()),
-        }
+        Self { stdout: Mutex::new(io::stdout()) }
     }
 
     /// Locks stdout. A poisoned lock (a handler panicked mid-write) is still
     /// usable: the worst case is one garbled line, which is fine for a fake.
     pub fn lock(&self) -> MutexGuard<'_, io::Stdout> {
-        self.stdout
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.stdout.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Serializes `message` and writes it as one line, then flushes.
@@ -161,11 +157,7 @@ impl Output {
                 thread::sleep(delay);
             }
             let end = start + base + usize::from(i < extra);
-            if out
-                .write_all(&bytes[start..end])
-                .and_then(|()| out.flush())
-                .is_err()
-            {
+            if out.write_all(&bytes[start..end]).and_then(|()| out.flush()).is_err() {
                 return;
             }
             start = end;

@@ -29,11 +29,7 @@ impl Recorder {
     /// Creates a recorder writing next to `path`.
     pub fn new(path: String) -> Self {
         let lines = open_append(&path);
-        Self {
-            path,
-            lines: Mutex::new(lines),
-            inflight: Mutex::new(()),
-        }
+        Self { path, lines: Mutex::new(lines), inflight: Mutex::new(()) }
     }
 
     /// Records one received line (without its trailing newline).

@@ -15,8 +15,7 @@ use serde_json::{Value, json};
 
 use crate::config::Config;
 use crate::protocol::{
-    self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Output, PARSE_ERROR,
-    RESOURCE_NOT_FOUND,
+    self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Output, PARSE_ERROR, RESOURCE_NOT_FOUND,
 };
 use crate::record::Recorder;
 use crate::state::{Gauge, Pending};
@@ -117,11 +116,9 @@ pub fn run(server: Arc<Server>) -> ! {
         }
         match parsed {
             Ok(message) => dispatch(&server, message),
-            Err(err) => server.out.send(&protocol::error_response(
-                &Value::Null,
-                PARSE_ERROR,
-                &format!("Parse error: {err}"),
-            )),
+            Err(err) => {
+                server.out.send(&protocol::error_response(&Value::Null, PARSE_ERROR, &format!("Parse error: {err}")))
+            }
         }
     }
     // EOF: give in-flight requests a moment to answer, then leave.
@@ -151,11 +148,9 @@ fn dispatch(server: &Arc<Server>, message: Value) {
                 eprintln!("mcpx-fake-server: ignoring response to unknown request id {id}");
             }
         }
-        Incoming::Invalid => server.out.send(&protocol::error_response(
-            &Value::Null,
-            INVALID_REQUEST,
-            "Invalid Request",
-        )),
+        Incoming::Invalid => {
+            server.out.send(&protocol::error_response(&Value::Null, INVALID_REQUEST, "Invalid Request"))
+        }
     }
 }
 
@@ -218,15 +213,9 @@ fn send_reply(server: &Server, id: &Value, reply: Reply) {
     match reply {
         Reply::Result(result) => server.out.send(&protocol::response(id, result)),
         Reply::Error(code, message) => {
-            server
-                .out
-                .send(&protocol::error_response(id, code, &message));
+            server.out.send(&protocol::error_response(id, code, &message));
         }
-        Reply::Split {
-            result,
-            pieces,
-            delay,
-        } => {
+        Reply::Split { result, pieces, delay } => {
             let line = protocol::to_line(&protocol::response(id, result));
             server.out.write_in_pieces(&line, pieces, delay);
         }
@@ -289,10 +278,7 @@ fn parse_cursor(cursor: &Value) -> Option<usize> {
 
 /// `resources/read` of `fake://static` or `fake://item/{id}`.
 fn resources_read(params: &Value) -> Reply {
-    let uri = params
-        .get("uri")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default();
     let text = if uri == "fake://static" {
         "static resource".to_owned()
     } else if let Some(item) = uri.strip_prefix("fake://item/") {
@@ -307,17 +293,11 @@ fn resources_read(params: &Value) -> Reply {
 
 /// `prompts/get` of `greet` (argument `name`, default "world").
 fn prompts_get(params: &Value) -> Reply {
-    let name = params
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
     if name != "greet" {
         return Reply::Error(INVALID_PARAMS, format!("Unknown prompt: {name}"));
     }
-    let who = params
-        .pointer("/arguments/name")
-        .and_then(Value::as_str)
-        .unwrap_or("world");
+    let who = params.pointer("/arguments/name").and_then(Value::as_str).unwrap_or("world");
     Reply::Result(json!({
         "description": "Greets someone by name.",
         "messages": [{

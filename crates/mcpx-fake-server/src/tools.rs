@@ -36,18 +36,8 @@ fn builtin_specs() -> Vec<(&'static str, &'static str, Value, &'static [&'static
     let message = json!({ "message": { "type": "string" } });
     let ms = json!({ "ms": { "type": "integer", "minimum": 0 } });
     vec![
-        (
-            "echo",
-            "Returns `message` as text.",
-            message.clone(),
-            &["message"],
-        ),
-        (
-            "counter",
-            "Increments an in-memory counter and returns the new value.",
-            json!({}),
-            &[],
-        ),
+        ("echo", "Returns `message` as text, after an optional `delay_ms`.", message.clone(), &["message"]),
+        ("counter", "Increments an in-memory counter and returns the new value.", json!({}), &[]),
         ("pid", "Returns the server's process id.", json!({}), &[]),
         (
             "env",
@@ -55,12 +45,7 @@ fn builtin_specs() -> Vec<(&'static str, &'static str, Value, &'static [&'static
             json!({ "name": { "type": "string" } }),
             &["name"],
         ),
-        (
-            "slow",
-            "Sleeps `ms` milliseconds, then returns \"slept <ms>\".",
-            ms.clone(),
-            &["ms"],
-        ),
+        ("slow", "Sleeps `ms` milliseconds, then returns \"slept <ms>\".", ms.clone(), &["ms"]),
         (
             "split",
             "Echoes `message`, writing the response line in `pieces` writes `delay_ms` apart.",
@@ -77,12 +62,7 @@ fn builtin_specs() -> Vec<(&'static str, &'static str, Value, &'static [&'static
             json!({ "line_bytes": { "type": "integer", "minimum": 0 } }),
             &["line_bytes"],
         ),
-        (
-            "junk",
-            "Prints three non-JSON lines on stdout, then echoes `message`.",
-            message.clone(),
-            &["message"],
-        ),
+        ("junk", "Prints three non-JSON lines on stdout, then echoes `message`.", message.clone(), &["message"]),
         (
             "stderr",
             "Writes `bytes` bytes to stderr, then replies.",
@@ -113,42 +93,17 @@ fn builtin_specs() -> Vec<(&'static str, &'static str, Value, &'static [&'static
             }),
             &["n"],
         ),
-        (
-            "inflight",
-            "Returns the most tools/call requests ever in flight at once.",
-            json!({}),
-            &[],
-        ),
+        ("inflight", "Returns the most tools/call requests ever in flight at once.", json!({}), &[]),
         (
             "add_tool",
             "Adds an echo-like tool called `name` and sends tools/list_changed.",
             json!({ "name": { "type": "string" } }),
             &["name"],
         ),
-        (
-            "duplicate",
-            "Sends the echo response twice with the same id.",
-            message,
-            &["message"],
-        ),
-        (
-            "late",
-            "Sleeps `ms` milliseconds, then replies (answers after a timeout).",
-            ms,
-            &["ms"],
-        ),
-        (
-            "roots",
-            "Asks the client for roots/list and returns its answer.",
-            json!({}),
-            &[],
-        ),
-        (
-            "sample",
-            "Asks the client for sampling/createMessage and returns its answer.",
-            json!({}),
-            &[],
-        ),
+        ("duplicate", "Sends the echo response twice with the same id.", message, &["message"]),
+        ("late", "Sleeps `ms` milliseconds, then replies (answers after a timeout).", ms, &["ms"]),
+        ("roots", "Asks the client for roots/list and returns its answer.", json!({}), &[]),
+        ("sample", "Asks the client for sampling/createMessage and returns its answer.", json!({}), &[]),
         (
             "stdout_flood",
             "Writes `bytes` bytes of logging notifications to stdout, then replies.",
@@ -173,9 +128,7 @@ fn tool_entry(name: &str, description: &str, properties: Value, required: &[&str
 pub fn list(server: &Server) -> Vec<Value> {
     let mut tools: Vec<Value> = builtin_specs()
         .into_iter()
-        .map(|(name, description, properties, required)| {
-            tool_entry(name, description, properties, required)
-        })
+        .map(|(name, description, properties, required)| tool_entry(name, description, properties, required))
         .collect();
     for name in extra_tools(server) {
         tools.push(tool_entry(
@@ -190,26 +143,14 @@ pub fn list(server: &Server) -> Vec<Value> {
 
 /// A snapshot of the names added by `add_tool`.
 fn extra_tools(server: &Server) -> Vec<String> {
-    server
-        .extra_tools
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone()
+    server.extra_tools.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
 /// Runs `tools/call` for request `id` and returns the answer to write.
 pub fn call(server: &Server, id: &Value, params: &Value) -> Reply {
-    let name = params
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
     let empty = Map::new();
-    let args = Args(
-        params
-            .get("arguments")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty),
-    );
+    let args = Args(params.get("arguments").and_then(Value::as_object).unwrap_or(&empty));
     let result = match name {
         "echo" => echo(&args),
         "counter" => {
@@ -281,8 +222,7 @@ impl Args<'_> {
 
     /// A required non-negative integer argument.
     fn u64(&self, key: &str) -> Result<u64, String> {
-        self.opt_u64(key)?
-            .ok_or_else(|| format!("missing argument `{key}`"))
+        self.opt_u64(key)?.ok_or_else(|| format!("missing argument `{key}`"))
     }
 
     /// A non-negative integer argument with a default.
@@ -294,10 +234,9 @@ impl Args<'_> {
     fn opt_u64(&self, key: &str) -> Result<Option<u64>, String> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(value) => value
-                .as_u64()
-                .map(Some)
-                .ok_or_else(|| format!("argument `{key}` must be a non-negative integer")),
+            Some(value) => {
+                value.as_u64().map(Some).ok_or_else(|| format!("argument `{key}` must be a non-negative integer"))
+            }
         }
     }
 
@@ -317,14 +256,15 @@ fn to_usize(key: &str, value: u64) -> Result<usize, String> {
 
 /// `echo` (and tools added by `add_tool`): returns `message`.
 fn echo(args: &Args<'_>) -> ToolResult {
-    Ok(text(args.str("message")?))
+    let message = args.str("message")?;
+    // An optional hold keeps concurrent calls in flight together (tests of sharing).
+    thread::sleep(Duration::from_millis(args.u64_or("delay_ms", 0)?));
+    Ok(text(message))
 }
 
 /// `env`: the value of environment variable `name`, or an error "unset".
 fn env(args: &Args<'_>) -> ToolResult {
-    std::env::var(args.str("name")?)
-        .map(text)
-        .map_err(|_| "unset".to_owned())
+    std::env::var(args.str("name")?).map(text).map_err(|_| "unset".to_owned())
 }
 
 /// `slow` / `late`: sleeps `ms`, then replies "slept <ms>".
@@ -339,11 +279,7 @@ fn split(args: &Args<'_>) -> ToolResult {
     let message = args.str("message")?;
     let pieces = to_usize("pieces", args.u64_or("pieces", 5)?)?;
     let delay = Duration::from_millis(args.u64_or("delay_ms", 5)?);
-    Ok(Reply::Split {
-        result: text_result(message),
-        pieces,
-        delay,
-    })
+    Ok(Reply::Split { result: text_result(message), pieces, delay })
 }
 
 /// `big`: a response line of exactly `line_bytes` bytes (newline excluded),
@@ -384,9 +320,7 @@ fn stderr(args: &Args<'_>) -> ToolResult {
         let mut chunk = vec![b'e'; size];
         chunk[size - 1] = b'\n';
         // Blocks while the stderr pipe is full: that is the point.
-        io::stderr()
-            .write_all(&chunk)
-            .map_err(|err| format!("stderr write failed after {written} bytes: {err}"))?;
+        io::stderr().write_all(&chunk).map_err(|err| format!("stderr write failed after {written} bytes: {err}"))?;
         written += size;
     }
     Ok(text(format!("wrote {written} bytes to stderr")))
@@ -453,10 +387,7 @@ fn add_tool(server: &Server, args: &Args<'_>) -> ToolResult {
             extra.push(name.to_owned());
         }
     }
-    server.out.send(&protocol::notification(
-        "notifications/tools/list_changed",
-        json!({}),
-    ));
+    server.out.send(&protocol::notification("notifications/tools/list_changed", json!({})));
     Ok(text(format!("added tool {name}")))
 }
 
@@ -464,14 +395,10 @@ fn add_tool(server: &Server, args: &Args<'_>) -> ToolResult {
 /// response; the result becomes our text, its error our `isError` text.
 fn ask_client(server: &Server, method: &str, params: Value) -> ToolResult {
     let (id, answer) = server.pending.register();
-    server
-        .out
-        .send(&protocol::request(&json!(id), method, params));
+    server.out.send(&protocol::request(&json!(id), method, params));
     let Ok(message) = answer.recv_timeout(CLIENT_REPLY_TIMEOUT) else {
         server.pending.cancel(&id);
-        return Err(format!(
-            "timed out waiting for the client's {method} response"
-        ));
+        return Err(format!("timed out waiting for the client's {method} response"));
     };
     if let Some(error) = message.get("error") {
         let text = match error.get("message").and_then(Value::as_str) {

@@ -47,11 +47,7 @@ struct Discard {
 impl LineDecoder {
     /// A decoder that accepts lines of up to `max_line` bytes (the newline excluded).
     pub fn new(max_line: usize) -> Self {
-        LineDecoder {
-            max_line,
-            buf: Vec::new(),
-            discard: None,
-        }
+        LineDecoder { max_line, buf: Vec::new(), discard: None }
     }
 
     /// Bytes held for an incomplete line.
@@ -72,11 +68,7 @@ impl LineDecoder {
                 scanner.feed(&self.buf);
                 let bytes = self.buf.len() as u64;
                 self.buf = Vec::new();
-                self.discard = Some(Discard {
-                    scanner,
-                    bytes,
-                    reported: false,
-                });
+                self.discard = Some(Discard { scanner, bytes, reported: false });
             }
             match self.discard.as_mut() {
                 Some(d) => {
@@ -134,11 +126,7 @@ mod tests {
         let out = decode(4, &[b"abcd\nabcde\nxy\n"]);
         assert_eq!(
             out,
-            vec![
-                Frame::Line(b"abcd".to_vec()),
-                Frame::OversizeEnd { bytes: 5, id: None },
-                Frame::Line(b"xy".to_vec()),
-            ]
+            vec![Frame::Line(b"abcd".to_vec()), Frame::OversizeEnd { bytes: 5, id: None }, Frame::Line(b"xy".to_vec()),]
         );
     }
 
@@ -156,10 +144,7 @@ mod tests {
 
     #[test]
     fn unterminated_last_line_is_kept() {
-        assert_eq!(
-            decode(10, &[b"{}\n{\"a\":1}"]).last(),
-            Some(&Frame::Line(b"{\"a\":1}".to_vec()))
-        );
+        assert_eq!(decode(10, &[b"{}\n{\"a\":1}"]).last(), Some(&Frame::Line(b"{\"a\":1}".to_vec())));
     }
 
     proptest! {

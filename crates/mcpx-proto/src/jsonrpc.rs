@@ -50,10 +50,7 @@ pub struct Message {
 impl std::fmt::Debug for Message {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let shown: String = self.text.chars().take(200).collect();
-        f.debug_struct("Message")
-            .field("kind", &self.kind)
-            .field("text", &shown)
-            .finish()
+        f.debug_struct("Message").field("kind", &self.kind).field("text", &shown).finish()
     }
 }
 
@@ -98,9 +95,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for PeekParams<'a> {
             return Ok(PeekParams::default());
         }
         let obj: Obj<'a> = serde_json::from_str(text).map_err(serde::de::Error::custom)?;
-        Ok(PeekParams {
-            progress_token: obj.meta.and_then(|m| m.progress_token),
-        })
+        Ok(PeekParams { progress_token: obj.meta.and_then(|m| m.progress_token) })
     }
 }
 
@@ -122,17 +117,11 @@ impl Message {
         let trimmed = text.trim();
         if !trimmed.starts_with('{') {
             // Still report malformed JSON as such.
-            serde_json::from_str::<serde::de::IgnoredAny>(trimmed)
-                .map_err(|e| ParseError::NotJson(e.to_string()))?;
+            serde_json::from_str::<serde::de::IgnoredAny>(trimmed).map_err(|e| ParseError::NotJson(e.to_string()))?;
             return Err(ParseError::NotMessage("not an object"));
         }
-        let text = if trimmed.len() == text.len() {
-            text
-        } else {
-            trimmed.to_owned()
-        };
-        let peek: Peek<'_> =
-            serde_json::from_str(&text).map_err(|e| ParseError::NotJson(e.to_string()))?;
+        let text = if trimmed.len() == text.len() { text } else { trimmed.to_owned() };
+        let peek: Peek<'_> = serde_json::from_str(&text).map_err(|e| ParseError::NotJson(e.to_string()))?;
         let kind = match (&peek.method, &peek.id) {
             (Some(_), Some(_)) => Kind::Request,
             (Some(_), None) => Kind::Notification,
@@ -140,18 +129,9 @@ impl Message {
             (None, _) => return Err(ParseError::NotMessage("no method, result or error")),
         };
         let id = peek.id.map(|r| span(&text, r.get()));
-        let progress_token = peek
-            .params
-            .and_then(|p| p.progress_token)
-            .map(|r| span(&text, r.get()));
+        let progress_token = peek.params.and_then(|p| p.progress_token).map(|r| span(&text, r.get()));
         let method = peek.method.map(Cow::into_owned);
-        Ok(Message {
-            kind,
-            method,
-            id,
-            progress_token,
-            text,
-        })
+        Ok(Message { kind, method, id, progress_token, text })
     }
 
     /// Parses one line of a stream: a message, or a JSON-RPC batch (an array of
@@ -188,25 +168,20 @@ impl Message {
             Some(p) => format!(r#"{{"jsonrpc":"2.0","method":{method_json},"params":{p}}}"#),
             None => format!(r#"{{"jsonrpc":"2.0","method":{method_json}}}"#),
         };
-        Message::parse(text)
-            .unwrap_or_else(|e| unreachable!("built notification does not parse: {e}"))
+        Message::parse(text).unwrap_or_else(|e| unreachable!("built notification does not parse: {e}"))
     }
 
     /// Builds a success response; `id` and `result` are JSON texts.
     pub fn response(id: &str, result: &str) -> Message {
-        Message::parse(format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
-        ))
-        .unwrap_or_else(|e| unreachable!("built response does not parse: {e}"))
+        Message::parse(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#))
+            .unwrap_or_else(|e| unreachable!("built response does not parse: {e}"))
     }
 
     /// Builds an error response (JSON-RPC 2.0 section 5.1); `id` is a JSON text.
     pub fn error_response(id: &str, code: i64, message: &str) -> Message {
         let message = serde_json::to_string(message).unwrap_or_default();
-        Message::parse(format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":{message}}}}}"#
-        ))
-        .unwrap_or_else(|e| unreachable!("built error does not parse: {e}"))
+        Message::parse(format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":{message}}}}}"#))
+            .unwrap_or_else(|e| unreachable!("built error does not parse: {e}"))
     }
 
     /// Request, notification or response.
@@ -270,11 +245,7 @@ impl Message {
             }
         };
         let replaced = |r: Range<usize>| -> Range<usize> {
-            if r == range {
-                range.start..range.start + new.len()
-            } else {
-                shift(r)
-            }
+            if r == range { range.start..range.start + new.len() } else { shift(r) }
         };
         Message {
             kind: self.kind,
@@ -331,37 +302,22 @@ mod tests {
         assert_eq!(m.method(), Some("tools/call"));
         assert_eq!(m.id(), Some(r#""7""#));
         assert_eq!(m.progress_token(), Some("5"));
-        let n =
-            Message::parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        let n = Message::parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
         assert_eq!(n.kind(), Kind::Notification);
-        let r =
-            Message::parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#)
-                .unwrap();
+        let r = Message::parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#).unwrap();
         assert_eq!(r.kind(), Kind::Response);
         assert_eq!(r.id(), None);
         assert!(matches!(Message::parse("{"), Err(ParseError::NotJson(_))));
-        assert!(matches!(
-            Message::parse("Processing request"),
-            Err(ParseError::NotJson(_))
-        ));
-        assert!(matches!(
-            Message::parse("[]"),
-            Err(ParseError::NotMessage(_))
-        ));
-        assert!(matches!(
-            Message::parse(r#"{"jsonrpc":"2.0"}"#),
-            Err(ParseError::NotMessage(_))
-        ));
+        assert!(matches!(Message::parse("Processing request"), Err(ParseError::NotJson(_))));
+        assert!(matches!(Message::parse("[]"), Err(ParseError::NotMessage(_))));
+        assert!(matches!(Message::parse(r#"{"jsonrpc":"2.0"}"#), Err(ParseError::NotMessage(_))));
     }
 
     #[test]
     fn rewriting_keeps_every_other_byte() {
         let text = r#"{ "jsonrpc": "2.0", "id" : 1, "method":"tools/call", "params":{"_meta":{"progressToken":"tok"},"z":{"id":2}}, "unknown": true }"#;
         let m = Message::parse(text).unwrap();
-        let up = m
-            .clone()
-            .with_id("4294967297")
-            .with_progress_token("\"p-9\"");
+        let up = m.clone().with_id("4294967297").with_progress_token("\"p-9\"");
         assert_eq!(
             up.as_str(),
             r#"{ "jsonrpc": "2.0", "id" : 4294967297, "method":"tools/call", "params":{"_meta":{"progressToken":"p-9"},"z":{"id":2}}, "unknown": true }"#
@@ -373,10 +329,8 @@ mod tests {
 
     #[test]
     fn batches_split_into_messages() {
-        let v = Message::parse_line(
-            br#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}]"#,
-        )
-        .unwrap();
+        let v =
+            Message::parse_line(br#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}]"#).unwrap();
         assert_eq!(v.len(), 2);
         assert_eq!(v[1].kind(), Kind::Notification);
     }

@@ -17,11 +17,7 @@ pub fn is_supported(version: &str) -> bool {
 /// The version to answer a client that asked for `requested`: the same one when
 /// supported, else the newest (Lifecycle, "Version negotiation").
 pub fn negotiate(requested: &str) -> &'static str {
-    SUPPORTED_VERSIONS
-        .iter()
-        .find(|v| **v == requested)
-        .copied()
-        .unwrap_or(LATEST_VERSION)
+    SUPPORTED_VERSIONS.iter().find(|v| **v == requested).copied().unwrap_or(LATEST_VERSION)
 }
 
 /// JSON-RPC error codes mcpx uses in the answers it makes itself.

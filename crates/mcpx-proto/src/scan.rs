@@ -125,14 +125,8 @@ mod tests {
 
     #[test]
     fn finds_ids_of_every_type_anywhere_in_the_object() {
-        assert_eq!(
-            scan(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#).as_deref(),
-            Some("7")
-        );
-        assert_eq!(
-            scan(r#"{"result":{"id":1,"x":"\"id\":2"},"id":"a,}b"}"#).as_deref(),
-            Some(r#""a,}b""#)
-        );
+        assert_eq!(scan(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#).as_deref(), Some("7"));
+        assert_eq!(scan(r#"{"result":{"id":1,"x":"\"id\":2"},"id":"a,}b"}"#).as_deref(), Some(r#""a,}b""#));
         assert_eq!(scan(r#"{ "id" : 12 }"#).as_deref(), Some("12"));
         assert_eq!(scan(r#"{"method":"x","params":{"id":3}}"#), None);
         assert_eq!(scan(r#"[{"id":1}]"#), None);

@@ -127,16 +127,10 @@ pub fn main() -> i32 {
             }
         };
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            return output::error(
-                json,
-                &ApiError::new("daemon", format!("cannot start the runtime: {e}")),
-            );
+            return output::error(json, &ApiError::new("daemon", format!("cannot start the runtime: {e}")));
         }
     };
     match runtime.block_on(run(cli)) {
@@ -155,24 +149,16 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
         _ => c.clone(),
     });
     let caller = Caller { cwd, config };
-    let request = |r: Request| Request {
-        caller: caller.clone(),
-        ..r
-    };
+    let request = |r: Request| Request { caller: caller.clone(), ..r };
     match cli.command {
-        Command::Logs {
-            server,
-            follow,
-            lines,
-        } => {
+        Command::Logs { server, follow, lines } => {
             crate::logs::show(&dirs.log_file(), server.as_deref(), lines, follow).await?;
             Ok(0)
         }
         Command::Stop { all } => stop(&dirs, all, json).await,
         command => {
-            let exe = std::env::current_exe().map_err(|e| {
-                ApiError::new("daemon", format!("cannot find the mcpx binary: {e}"))
-            })?;
+            let exe = std::env::current_exe()
+                .map_err(|e| ApiError::new("daemon", format!("cannot find the mcpx binary: {e}")))?;
             let client = connect_or_start(&dirs, &exe).await?;
             dispatch(&client, command, request, json).await
         }
@@ -187,33 +173,20 @@ async fn dispatch(
 ) -> Result<i32, ApiError> {
     match command {
         Command::Ls => {
-            let body = client
-                .call(Method::POST, "/v1/ls", Some(&request(Request::default())))
-                .await?;
+            let body = client.call(Method::POST, "/v1/ls", Some(&request(Request::default()))).await?;
             let rows: Vec<ServerRow> = parse(&body)?;
             output::ls(json, &rows);
             Ok(0)
         }
         Command::Tools { server, tool } => {
-            let req = request(Request {
-                server: Some(server.clone()),
-                tool: tool.clone(),
-                ..Request::default()
-            });
+            let req = request(Request { server: Some(server.clone()), tool: tool.clone(), ..Request::default() });
             let body = client.call(Method::POST, "/v1/tools", Some(&req)).await?;
             output::tools(json, &server, tool.is_some(), &body)?;
             Ok(0)
         }
         Command::Search { words } => {
             let body = client
-                .call(
-                    Method::POST,
-                    "/v1/search",
-                    Some(&request(Request {
-                        words,
-                        ..Request::default()
-                    })),
-                )
+                .call(Method::POST, "/v1/search", Some(&request(Request { words, ..Request::default() })))
                 .await?;
             let hits: Vec<SearchHit> = parse(&body)?;
             output::search(json, &hits);
@@ -230,19 +203,14 @@ async fn dispatch(
             if let Some(key) = key.filter(|k| k != "global") {
                 return Err(ApiError::new(
                     "usage",
-                    format!(
-                        "no instance with key `{key}`: every server has only the `global` key for now"
-                    ),
+                    format!("no instance with key `{key}`: every server has only the `global` key for now"),
                 ));
             }
             let body = client
                 .call(
                     Method::POST,
                     "/v1/restart",
-                    Some(&request(Request {
-                        server: Some(server),
-                        ..Request::default()
-                    })),
+                    Some(&request(Request { server: Some(server), ..Request::default() })),
                 )
                 .await?;
             output::done(json, &body, "restarted");
@@ -250,14 +218,7 @@ async fn dispatch(
         }
         Command::Refresh { server } => {
             let body = client
-                .call(
-                    Method::POST,
-                    "/v1/refresh",
-                    Some(&request(Request {
-                        server,
-                        ..Request::default()
-                    })),
-                )
+                .call(Method::POST, "/v1/refresh", Some(&request(Request { server, ..Request::default() })))
                 .await?;
             output::refresh(json, &body)
         }
@@ -291,12 +252,9 @@ async fn call(
     let text = match text.as_deref() {
         Some("-") => {
             let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s).map_err(|e| {
-                ApiError::new(
-                    "usage",
-                    format!("cannot read the arguments from stdin: {e}"),
-                )
-            })?;
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| ApiError::new("usage", format!("cannot read the arguments from stdin: {e}")))?;
             Some(s)
         }
         other => other.map(str::to_owned),
@@ -309,24 +267,11 @@ async fn call(
         .timeout
         .as_deref()
         .map(|t| {
-            mcpx_daemon::config::units::parse_duration(t)
-                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            mcpx_daemon::config::units::parse_duration(t).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         })
         .transpose()
-        .map_err(|e| {
-            ApiError::new(
-                "usage",
-                format!("--timeout: {e} (write it like 500ms, 30s or 5m)"),
-            )
-        })?;
-    let req = request(Request {
-        target,
-        server,
-        tool,
-        arguments,
-        timeout_ms,
-        ..Request::default()
-    });
+        .map_err(|e| ApiError::new("usage", format!("--timeout: {e} (write it like 500ms, 30s or 5m)")))?;
+    let req = request(Request { target, server, tool, arguments, timeout_ms, ..Request::default() });
     let body = client.call(Method::POST, "/v1/call", Some(&req)).await?;
     output::call_result(json, &body)
 }
@@ -334,18 +279,11 @@ async fn call(
 /// Checks the tool's arguments are one JSON object.
 fn arguments_object(text: &str) -> Result<Box<serde_json::value::RawValue>, ApiError> {
     let bad = |why: String| {
-        ApiError::new(
-            "usage",
-            format!("the arguments must be a JSON object, like '{{\"message\":\"hi\"}}': {why}"),
-        )
+        ApiError::new("usage", format!("the arguments must be a JSON object, like '{{\"message\":\"hi\"}}': {why}"))
     };
-    let value: Box<serde_json::value::RawValue> =
-        serde_json::from_str(text.trim()).map_err(|e| bad(e.to_string()))?;
+    let value: Box<serde_json::value::RawValue> = serde_json::from_str(text.trim()).map_err(|e| bad(e.to_string()))?;
     if !value.get().starts_with('{') {
-        return Err(bad(format!(
-            "got `{}`",
-            value.get().chars().take(40).collect::<String>()
-        )));
+        return Err(bad(format!("got `{}`", value.get().chars().take(40).collect::<String>())));
     }
     Ok(value)
 }
@@ -353,46 +291,29 @@ fn arguments_object(text: &str) -> Result<Box<serde_json::value::RawValue>, ApiE
 async fn stop(dirs: &Dirs, all: bool, json: bool) -> Result<i32, ApiError> {
     let client = Client::new(dirs.socket());
     if !client.is_up().await {
-        output::done(
-            json,
-            br#"{"stopped":false,"reason":"no daemon is running"}"#,
-            "no daemon is running",
-        );
+        output::done(json, br#"{"stopped":false,"reason":"no daemon is running"}"#, "no daemon is running");
         return Ok(0);
     }
-    let pid = std::fs::read_to_string(dirs.pid_file())
-        .ok()
-        .and_then(|p| p.trim().parse::<i32>().ok());
-    client
-        .call(
-            Method::POST,
-            "/v1/stop",
-            Some(&Request {
-                all,
-                ..Request::default()
-            }),
-        )
-        .await?;
-    // Wait until the daemon is gone, so `stop` returning means stopped.
+    client.call(Method::POST, "/v1/stop", Some(&Request { all, ..Request::default() })).await?;
+    // Wait until the daemon is gone, so `stop` returning means stopped: it holds
+    // `daemon.lock` until its process ends (a zombie no longer holds it).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while std::time::Instant::now() < deadline {
-        let gone = match pid {
-            Some(pid) => nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err(),
-            None => !client.is_up().await,
-        };
-        if gone {
+        if daemon_lock_free(dirs) {
             output::done(json, br#"{"stopped":true}"#, "daemon stopped");
             return Ok(0);
         }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    Err(ApiError::new(
-        "daemon",
-        "the daemon did not exit within 20s; see `mcpx logs`",
-    ))
+    Err(ApiError::new("daemon", "the daemon did not exit within 20s; see `mcpx logs`"))
+}
+
+/// Whether no process holds the daemon lock.
+fn daemon_lock_free(dirs: &Dirs) -> bool {
+    let Ok(file) = std::fs::File::open(dirs.lock()) else { return true };
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock).is_ok()
 }
 
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError::new("daemon", format!("unexpected answer from the daemon: {e}")))
+    serde_json::from_slice(body).map_err(|e| ApiError::new("daemon", format!("unexpected answer from the daemon: {e}")))
 }

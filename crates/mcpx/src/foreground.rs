@@ -44,11 +44,7 @@ pub fn run() -> anyhow::Result<()> {
     let filter = EnvFilter::try_from_env("MCPX_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::registry()
         .with(filter)
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_ansi(false)
-                .with_writer(file_writer),
-        )
+        .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(file_writer))
         .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
         .try_init()
         .ok();
@@ -59,15 +55,11 @@ pub fn run() -> anyhow::Result<()> {
         Ok(()) => tracing::info!(socket = %socket.display(), "removed a stale socket"),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => {
-            return Err(e)
-                .with_context(|| format!("removing the stale socket {}", socket.display()));
+            return Err(e).with_context(|| format!("removing the stale socket {}", socket.display()));
         }
     }
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     runtime.block_on(async move {
         let listener = tokio::net::UnixListener::bind(&socket).with_context(|| format!("binding {}", socket.display()))?;
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))

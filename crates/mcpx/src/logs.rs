@@ -10,25 +10,13 @@ use mcpx_daemon::api::ApiError;
 
 /// Prints the last `lines` lines (of one server's, when given), then keeps
 /// printing new ones when `follow` is set.
-pub async fn show(
-    file: &Path,
-    server: Option<&str>,
-    lines: usize,
-    follow: bool,
-) -> Result<(), ApiError> {
+pub async fn show(file: &Path, server: Option<&str>, lines: usize, follow: bool) -> Result<(), ApiError> {
     let needle = server.map(|s| format!("server={s}"));
-    let matches = |line: &str| {
-        needle
-            .as_ref()
-            .is_none_or(|n| line.split_whitespace().any(|w| w == n))
-    };
+    let matches = |line: &str| needle.as_ref().is_none_or(|n| line.split_whitespace().any(|w| w == n));
     let mut f = match std::fs::File::open(file) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !follow => {
-            println!(
-                "no log yet at {}; the daemon writes it once it starts",
-                file.display()
-            );
+            println!("no log yet at {}; the daemon writes it once it starts", file.display());
             return Ok(());
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => loop {
@@ -38,15 +26,11 @@ pub async fn show(
             }
         },
         Err(e) => {
-            return Err(ApiError::new(
-                "usage",
-                format!("cannot read {}: {e}", file.display()),
-            ));
+            return Err(ApiError::new("usage", format!("cannot read {}: {e}", file.display())));
         }
     };
     let mut text = String::new();
-    f.read_to_string(&mut text)
-        .map_err(|e| ApiError::new("usage", format!("cannot read {}: {e}", file.display())))?;
+    f.read_to_string(&mut text).map_err(|e| ApiError::new("usage", format!("cannot read {}: {e}", file.display())))?;
     let picked: Vec<&str> = text.lines().filter(|l| matches(l)).collect();
     for line in &picked[picked.len().saturating_sub(lines)..] {
         println!("{line}");

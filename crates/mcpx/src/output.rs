@@ -9,10 +9,7 @@ use serde_json::value::RawValue;
 /// `--json`) and returns its exit status.
 pub fn error(json: bool, e: &ApiError) -> i32 {
     if json {
-        println!(
-            "{}",
-            serde_json::to_string(&ErrorBody { error: e.clone() }).unwrap_or_default()
-        );
+        println!("{}", serde_json::to_string(&ErrorBody { error: e.clone() }).unwrap_or_default());
     } else {
         eprintln!("mcpx: {}", e.message);
     }
@@ -45,12 +42,7 @@ fn table(header: &[&str], rows: &[Vec<String>]) {
 }
 
 fn one_line(text: Option<&str>, max: usize) -> String {
-    let first = text
-        .unwrap_or_default()
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .trim();
+    let first = text.unwrap_or_default().lines().next().unwrap_or_default().trim();
     if first.chars().count() > max {
         format!("{}…", first.chars().take(max - 1).collect::<String>())
     } else {
@@ -65,9 +57,7 @@ pub fn ls(json: bool, rows: &[ServerRow]) {
         return;
     }
     if rows.is_empty() {
-        println!(
-            "no servers configured; add them under \"mcpServers\" in .mcp.json or ~/.config/mcpx/config.json"
-        );
+        println!("no servers configured; add them under \"mcpServers\" in .mcp.json or ~/.config/mcpx/config.json");
         return;
     }
     let cells: Vec<Vec<String>> = rows
@@ -87,13 +77,8 @@ pub fn ls(json: bool, rows: &[ServerRow]) {
             ]
         })
         .collect();
-    table(
-        &["NAME", "TOOLS", "STATE", "LIVE", "POOL", "DESCRIPTION"],
-        &cells,
-    );
-    println!(
-        "\nnext: `mcpx tools <server>` lists a server's tools; `mcpx search <words>` finds one"
-    );
+    table(&["NAME", "TOOLS", "STATE", "LIVE", "POOL", "DESCRIPTION"], &cells);
+    println!("\nnext: `mcpx tools <server>` lists a server's tools; `mcpx search <words>` finds one");
 }
 
 /// `mcpx tools <server> [<tool>]`.
@@ -105,10 +90,7 @@ pub fn tools(json: bool, server: &str, one: bool, body: &[u8]) -> Result<(), Api
             // Exactly as the server sent them.
             println!("{}", String::from_utf8_lossy(body));
         } else {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&value).unwrap_or_default()
-            );
+            println!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
         }
         return Ok(());
     }
@@ -118,12 +100,9 @@ pub fn tools(json: bool, server: &str, one: bool, body: &[u8]) -> Result<(), Api
         #[serde(default)]
         description: Option<String>,
     }
-    let list: Vec<Tool> =
-        serde_json::from_slice(body).map_err(|e| ApiError::new("daemon", e.to_string()))?;
-    let cells: Vec<Vec<String>> = list
-        .iter()
-        .map(|t| vec![t.name.clone(), one_line(t.description.as_deref(), 80)])
-        .collect();
+    let list: Vec<Tool> = serde_json::from_slice(body).map_err(|e| ApiError::new("daemon", e.to_string()))?;
+    let cells: Vec<Vec<String>> =
+        list.iter().map(|t| vec![t.name.clone(), one_line(t.description.as_deref(), 80)]).collect();
     table(&["TOOL", "DESCRIPTION"], &cells);
     println!(
         "\nnext: `mcpx tools {server} <tool>` shows a tool's schema; `mcpx call {server}.<tool> '{{...}}'` calls it"
@@ -138,20 +117,11 @@ pub fn search(json: bool, hits: &[SearchHit]) {
         return;
     }
     if hits.is_empty() {
-        println!(
-            "no tool matches; `mcpx ls` shows servers never listed (state unread): `mcpx refresh` reads them"
-        );
+        println!("no tool matches; `mcpx ls` shows servers never listed (state unread): `mcpx refresh` reads them");
         return;
     }
-    let cells: Vec<Vec<String>> = hits
-        .iter()
-        .map(|h| {
-            vec![
-                format!("{}.{}", h.server, h.tool),
-                one_line(h.description.as_deref(), 80),
-            ]
-        })
-        .collect();
+    let cells: Vec<Vec<String>> =
+        hits.iter().map(|h| vec![format!("{}.{}", h.server, h.tool), one_line(h.description.as_deref(), 80)]).collect();
     table(&["TOOL", "DESCRIPTION"], &cells);
     println!("\nnext: `mcpx tools <server> <tool>` shows a tool's schema");
 }
@@ -183,20 +153,13 @@ pub fn call_result(json: bool, body: &[u8]) -> Result<i32, ApiError> {
         #[serde(rename = "isError", default)]
         is_error: bool,
     }
-    let result: CallToolResult = serde_json::from_slice(body).map_err(|e| {
-        ApiError::new(
-            "protocol",
-            format!("the server's tools/call result is malformed: {e}"),
-        )
-    })?;
+    let result: CallToolResult = serde_json::from_slice(body)
+        .map_err(|e| ApiError::new("protocol", format!("the server's tools/call result is malformed: {e}")))?;
     if json {
         println!("{}", String::from_utf8_lossy(body));
     } else {
-        let texts: Vec<&str> = result
-            .content
-            .iter()
-            .filter_map(|b| b.text.as_deref().filter(|_| b.kind == "text"))
-            .collect();
+        let texts: Vec<&str> =
+            result.content.iter().filter_map(|b| b.text.as_deref().filter(|_| b.kind == "text")).collect();
         if !texts.is_empty() {
             for t in &texts {
                 println!("{t}");
@@ -206,22 +169,12 @@ pub fn call_result(json: bool, body: &[u8]) -> Result<i32, ApiError> {
             println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         }
         for b in result.content.iter().filter(|b| b.kind != "text") {
-            let size = b
-                .data
-                .as_ref()
-                .map(|d| format!(", {} bytes base64", d.len()))
-                .unwrap_or_default();
+            let size = b.data.as_ref().map(|d| format!(", {} bytes base64", d.len())).unwrap_or_default();
             let what = b
                 .mime_type
                 .clone()
                 .or_else(|| b.uri.clone())
-                .or_else(|| {
-                    b.resource
-                        .as_ref()
-                        .and_then(|r| r.get("uri"))
-                        .and_then(|u| u.as_str())
-                        .map(str::to_owned)
-                })
+                .or_else(|| b.resource.as_ref().and_then(|r| r.get("uri")).and_then(|u| u.as_str()).map(str::to_owned))
                 .unwrap_or_default();
             println!("[{} {what}{size}]", b.kind);
         }
@@ -240,13 +193,7 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
         return;
     }
     let d = &status.daemon;
-    println!(
-        "daemon  pid {}  build {}  up {}s  socket {}",
-        d.pid,
-        d.build,
-        d.uptime_s,
-        d.socket.display()
-    );
+    println!("daemon  pid {}  build {}  up {}s  socket {}", d.pid, d.build, d.uptime_s, d.socket.display());
     println!("log     {}", d.log_file.display());
     if status.instances.is_empty() {
         println!("\nno instances running; `mcpx call <server>.<tool>` starts one");
@@ -269,35 +216,10 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
             ]
         })
         .collect();
-    table(
-        &[
-            "SERVER",
-            "KEY",
-            "PID",
-            "STATE",
-            "CALLS",
-            "IDLE",
-            "DROPPED",
-            "LAST ERROR",
-        ],
-        &cells,
-    );
-    for i in status
-        .instances
-        .iter()
-        .filter(|i| !i.stderr_tail.trim().is_empty() && i.state != "running")
-    {
+    table(&["SERVER", "KEY", "PID", "STATE", "CALLS", "IDLE", "DROPPED", "LAST ERROR"], &cells);
+    for i in status.instances.iter().filter(|i| !i.stderr_tail.trim().is_empty() && i.state != "running") {
         println!("\n{} stderr (tail):", i.server);
-        for line in i
-            .stderr_tail
-            .trim_end()
-            .lines()
-            .rev()
-            .take(10)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-        {
+        for line in i.stderr_tail.trim_end().lines().rev().take(10).collect::<Vec<_>>().into_iter().rev() {
             println!("  {line}");
         }
     }
@@ -316,9 +238,7 @@ pub fn done(json: bool, body: &[u8], human: &str) {
 pub fn refresh(json: bool, body: &[u8]) -> Result<i32, ApiError> {
     let map: serde_json::Map<String, serde_json::Value> =
         serde_json::from_slice(body).map_err(|e| ApiError::new("daemon", e.to_string()))?;
-    let failed = map
-        .values()
-        .any(|v| v.get("ok") != Some(&serde_json::Value::Bool(true)));
+    let failed = map.values().any(|v| v.get("ok") != Some(&serde_json::Value::Bool(true)));
     if json {
         println!("{}", String::from_utf8_lossy(body));
     } else {

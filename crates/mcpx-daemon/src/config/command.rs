@@ -29,13 +29,7 @@ pub fn exe_identity(path: &Path) -> io::Result<ExeIdentity> {
     let canonical = std::fs::canonicalize(path)?;
     let meta = std::fs::metadata(&canonical)?;
     Ok(ExeIdentity {
-        stamp: format!(
-            "{}:{}:{}.{:09}",
-            meta.dev(),
-            meta.ino(),
-            meta.mtime(),
-            meta.mtime_nsec()
-        ),
+        stamp: format!("{}:{}:{}.{:09}", meta.dev(), meta.ino(), meta.mtime(), meta.mtime_nsec()),
         path: canonical,
     })
 }
@@ -65,17 +59,10 @@ pub struct CommandNotFound {
 impl fmt::Display for CommandNotFound {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.searched {
-            SearchedIn::Path(path) => write!(
-                f,
-                "command `{}` not found on PATH (searched: {})",
-                self.command, path
-            ),
-            SearchedIn::File(file) => write!(
-                f,
-                "command `{}` not found: {} is not an executable file",
-                self.command,
-                file.display()
-            ),
+            SearchedIn::Path(path) => write!(f, "command `{}` not found on PATH (searched: {})", self.command, path),
+            SearchedIn::File(file) => {
+                write!(f, "command `{}` not found: {} is not an executable file", self.command, file.display())
+            }
         }
     }
 }
@@ -89,11 +76,7 @@ impl fmt::Display for CommandNotFound {
 /// or the `PATH` entry was.
 ///
 /// Errors: [`CommandNotFound`] carrying the full `PATH` searched, or the file tried.
-pub fn resolve_command(
-    command: &str,
-    path_var: Option<&str>,
-    cwd: Option<&Path>,
-) -> Result<PathBuf, CommandNotFound> {
+pub fn resolve_command(command: &str, path_var: Option<&str>, cwd: Option<&Path>) -> Result<PathBuf, CommandNotFound> {
     let anchor = |p: PathBuf| match cwd {
         Some(cwd) if p.is_relative() => cwd.join(p),
         _ => p,
@@ -103,30 +86,20 @@ pub fn resolve_command(
         return if is_executable(&file) {
             Ok(file)
         } else {
-            Err(CommandNotFound {
-                command: command.to_owned(),
-                searched: SearchedIn::File(file),
-            })
+            Err(CommandNotFound { command: command.to_owned(), searched: SearchedIn::File(file) })
         };
     }
     let path = path_var.unwrap_or(DEFAULT_PATH);
     if !command.is_empty() {
         for dir in path.split(':') {
-            let dir = if dir.is_empty() {
-                Path::new(".")
-            } else {
-                Path::new(dir)
-            };
+            let dir = if dir.is_empty() { Path::new(".") } else { Path::new(dir) };
             let candidate = anchor(dir.join(command));
             if is_executable(&candidate) {
                 return Ok(candidate);
             }
         }
     }
-    Err(CommandNotFound {
-        command: command.to_owned(),
-        searched: SearchedIn::Path(path.to_owned()),
-    })
+    Err(CommandNotFound { command: command.to_owned(), searched: SearchedIn::Path(path.to_owned()) })
 }
 
 /// A regular file (after following symlinks) that this process may execute.

@@ -19,10 +19,7 @@ use super::{ConfigError, RemoteKind, TransportSpec};
 #[derive(Debug, PartialEq, Eq)]
 enum Segment<'a> {
     Literal(&'a str),
-    Var {
-        name: &'a str,
-        default: Option<&'a str>,
-    },
+    Var { name: &'a str, default: Option<&'a str> },
 }
 
 /// Parses a template; the error is a message for [`ConfigError::InvalidValue`] that quotes only
@@ -40,10 +37,7 @@ fn parse(template: &str) -> Result<Vec<Segment<'_>>, String> {
         } else if let Some(body_start) = after.strip_prefix('{') {
             segments.push(Segment::Literal(&rest[..pos]));
             let Some(end) = body_start.find('}') else {
-                return Err(
-                    "unterminated `${` (close it with `}`, or write `$${` for a literal `${`)"
-                        .to_owned(),
-                );
+                return Err("unterminated `${` (close it with `}`, or write `$${` for a literal `${`)".to_owned());
             };
             let body = &body_start[..end];
             segments.push(parse_reference(body)?);
@@ -97,11 +91,7 @@ pub(super) fn check(template: &str) -> Result<(), String> {
 }
 
 /// Expands a template checked by [`check`]. Errors name only the variable and the server.
-pub(super) fn expand(
-    template: &str,
-    env: &HashMap<String, String>,
-    server: &str,
-) -> Result<String, ConfigError> {
+pub(super) fn expand(template: &str, env: &HashMap<String, String>, server: &str) -> Result<String, ConfigError> {
     let segments = parse(template).map_err(|_| ConfigError::UnsetVariable {
         // Unreachable for entries built by the parser, which checks every template.
         variable: template.to_owned(),
@@ -115,10 +105,7 @@ pub(super) fn expand(
                 (Some(value), _) => out.push_str(value),
                 (None, Some(default)) => out.push_str(default),
                 (None, None) => {
-                    return Err(ConfigError::UnsetVariable {
-                        variable: name.to_owned(),
-                        server: server.to_owned(),
-                    });
+                    return Err(ConfigError::UnsetVariable { variable: name.to_owned(), server: server.to_owned() });
                 }
             },
         }
@@ -156,37 +143,21 @@ pub struct ExpandedStdio {
 impl ExpandedStdio {
     /// Builds a spec from literal, non-secret values (for tests and programmatic servers); its
     /// `Debug` output shows these values.
-    pub fn literal(
-        command: String,
-        args: Vec<String>,
-        env: BTreeMap<String, String>,
-        cwd: Option<PathBuf>,
-    ) -> Self {
+    pub fn literal(command: String, args: Vec<String>, env: BTreeMap<String, String>, cwd: Option<PathBuf>) -> Self {
         let template = TransportSpec::Stdio {
             command: command.clone(),
             args: args.clone(),
             env: env.clone(),
             cwd: cwd.as_ref().map(|p| p.display().to_string()),
         };
-        Self {
-            command,
-            args,
-            env,
-            cwd,
-            template,
-        }
+        Self { command, args, env, cwd, template }
     }
 }
 
 impl fmt::Debug for ExpandedStdio {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.template {
-            TransportSpec::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => f
+            TransportSpec::Stdio { command, args, env, cwd } => f
                 .debug_struct("ExpandedStdio")
                 .field("command", command)
                 .field("args", args)
@@ -215,17 +186,8 @@ impl ExpandedRemote {
     /// Builds a spec from literal, non-secret values (for tests and programmatic servers); its
     /// `Debug` output shows these values.
     pub fn literal(url: String, headers: BTreeMap<String, String>, kind: RemoteKind) -> Self {
-        let template = TransportSpec::Remote {
-            url: url.clone(),
-            headers: headers.clone(),
-            kind,
-        };
-        Self {
-            url,
-            headers,
-            kind,
-            template,
-        }
+        let template = TransportSpec::Remote { url: url.clone(), headers: headers.clone(), kind };
+        Self { url, headers, kind, template }
     }
 }
 
@@ -251,17 +213,9 @@ pub(super) fn expand_transport(
     base_dir: Option<&std::path::Path>,
 ) -> Result<ExpandedTransport, ConfigError> {
     match spec {
-        TransportSpec::Stdio {
-            command,
-            args,
-            env: vars,
-            cwd,
-        } => {
+        TransportSpec::Stdio { command, args, env: vars, cwd } => {
             let command = expand(command, env, server)?;
-            let args = args
-                .iter()
-                .map(|a| expand(a, env, server))
-                .collect::<Result<Vec<_>, _>>()?;
+            let args = args.iter().map(|a| expand(a, env, server)).collect::<Result<Vec<_>, _>>()?;
             let vars = vars
                 .iter()
                 .map(|(k, v)| Ok((k.clone(), expand(v, env, server)?)))
@@ -276,13 +230,7 @@ pub(super) fn expand_transport(
                 }
                 None => None,
             };
-            Ok(ExpandedTransport::Stdio(ExpandedStdio {
-                command,
-                args,
-                env: vars,
-                cwd,
-                template: spec.clone(),
-            }))
+            Ok(ExpandedTransport::Stdio(ExpandedStdio { command, args, env: vars, cwd, template: spec.clone() }))
         }
         TransportSpec::Remote { url, headers, kind } => {
             let url = expand(url, env, server)?;
@@ -290,12 +238,7 @@ pub(super) fn expand_transport(
                 .iter()
                 .map(|(k, v)| Ok((k.clone(), expand(v, env, server)?)))
                 .collect::<Result<BTreeMap<_, _>, ConfigError>>()?;
-            Ok(ExpandedTransport::Remote(ExpandedRemote {
-                url,
-                headers,
-                kind: *kind,
-                template: spec.clone(),
-            }))
+            Ok(ExpandedTransport::Remote(ExpandedRemote { url, headers, kind: *kind, template: spec.clone() }))
         }
     }
 }
@@ -305,12 +248,7 @@ mod tests {
     use super::*;
 
     fn env() -> HashMap<String, String> {
-        [
-            ("A".to_owned(), "1".to_owned()),
-            ("EMPTY".to_owned(), String::new()),
-        ]
-        .into_iter()
-        .collect()
+        [("A".to_owned(), "1".to_owned()), ("EMPTY".to_owned(), String::new())].into_iter().collect()
     }
 
     #[test]
@@ -330,17 +268,9 @@ mod tests {
     #[test]
     fn bad_templates() {
         assert!(check("${A").unwrap_err().contains("unterminated"));
-        assert!(
-            check("${}")
-                .unwrap_err()
-                .contains("not a valid variable reference")
-        );
+        assert!(check("${}").unwrap_err().contains("not a valid variable reference"));
         assert!(check("${1A}").is_err());
-        assert!(
-            check("${input:key}")
-                .unwrap_err()
-                .contains("VS Code input variable")
-        );
+        assert!(check("${input:key}").unwrap_err().contains("VS Code input variable"));
         assert!(check("${workspaceFolder}").is_ok());
         assert!(check("$${not closed").is_ok());
     }

@@ -56,10 +56,7 @@ pub(super) fn to_json(text: &str) -> Result<String, JsoncError> {
     strip_trailing_commas(&mut out);
     // Only whole comments (every byte of them) and ASCII commas were replaced by ASCII spaces,
     // so the text is still UTF-8.
-    String::from_utf8(out).map_err(|e| JsoncError {
-        offset: e.utf8_error().valid_up_to(),
-        message: "invalid UTF-8",
-    })
+    String::from_utf8(out).map_err(|e| JsoncError { offset: e.utf8_error().valid_up_to(), message: "invalid UTF-8" })
 }
 
 fn strip_trailing_commas(buf: &mut [u8]) {
@@ -79,9 +76,7 @@ fn strip_trailing_commas(buf: &mut [u8]) {
         } else if c == b'"' {
             in_string = true;
         } else if c == b',' {
-            let next = buf[i + 1..]
-                .iter()
-                .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+            let next = buf[i + 1..].iter().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
             if matches!(next, Some(b'}') | Some(b']')) {
                 buf[i] = b' ';
             }
@@ -99,10 +94,7 @@ mod tests {
         let src = "{\n  // line\n  \"a\": [1, 2,], /* multi\n line */ \"b\": \"x,]//\",\n}\n";
         let out = to_json(src).unwrap();
         assert_eq!(out.len(), src.len());
-        assert_eq!(
-            out.match_indices('\n').collect::<Vec<_>>(),
-            src.match_indices('\n').collect::<Vec<_>>()
-        );
+        assert_eq!(out.match_indices('\n').collect::<Vec<_>>(), src.match_indices('\n').collect::<Vec<_>>());
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v, serde_json::json!({"a": [1, 2], "b": "x,]//"}));
     }

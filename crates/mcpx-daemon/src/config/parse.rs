@@ -8,8 +8,7 @@ use serde_json::{Map, Value};
 
 use super::units::{duration_from_json, json_kind, size_from_json};
 use super::{
-    ConfigError, MCPX_KEYS, RemoteKind, Scope, ServerEntry, ServerOptions, Sharing, TransportSpec,
-    expand, jsonc,
+    ConfigError, MCPX_KEYS, RemoteKind, Scope, ServerEntry, ServerOptions, Sharing, TransportSpec, expand, jsonc,
 };
 
 /// The parts of a file we read; every other top-level key is ignored.
@@ -26,18 +25,10 @@ struct TopLevel {
 ///
 /// `servers` (VS Code) and `mcpServers` are merged, `mcpServers` winning on a name clash. A
 /// file with neither key has no servers.
-pub(super) fn parse_file(
-    file: &Path,
-    text: &str,
-) -> Result<BTreeMap<String, ServerEntry>, ConfigError> {
+pub(super) fn parse_file(file: &Path, text: &str) -> Result<BTreeMap<String, ServerEntry>, ConfigError> {
     let json = jsonc::to_json(text).map_err(|e| {
         let (line, column) = line_column(text, e.offset);
-        ConfigError::Syntax {
-            file: file.to_owned(),
-            line,
-            column,
-            message: e.message.to_owned(),
-        }
+        ConfigError::Syntax { file: file.to_owned(), line, column, message: e.message.to_owned() }
     })?;
     let top: TopLevel = serde_json::from_str(&json).map_err(|e| ConfigError::Syntax {
         file: file.to_owned(),
@@ -59,10 +50,7 @@ pub(super) fn parse_file(
 fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let before = &text.as_bytes()[..offset.min(text.len())];
     let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let line_start = before
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
+    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     (line, before.len() - line_start + 1)
 }
 
@@ -90,18 +78,11 @@ impl Ctx<'_> {
     }
 
     /// A string value, or `None` when absent or `null`.
-    fn string<'v>(
-        &self,
-        key: &str,
-        value: Option<&'v Value>,
-    ) -> Result<Option<&'v str>, ConfigError> {
+    fn string<'v>(&self, key: &str, value: Option<&'v Value>) -> Result<Option<&'v str>, ConfigError> {
         match value {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(self.invalid(
-                key,
-                format!("expected a string, found {}", json_kind(other)),
-            )),
+            Some(other) => Err(self.invalid(key, format!("expected a string, found {}", json_kind(other)))),
         }
     }
 
@@ -111,38 +92,27 @@ impl Ctx<'_> {
         Ok(value.to_owned())
     }
 
-    fn string_array(
-        &self,
-        key: &str,
-        value: Option<&Value>,
-    ) -> Result<Option<Vec<String>>, ConfigError> {
+    fn string_array(&self, key: &str, value: Option<&Value>) -> Result<Option<Vec<String>>, ConfigError> {
         match value {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| match item {
-                    Value::String(s) => Ok(s.clone()),
-                    other => Err(self.invalid(
-                        format!("{key}[{i}]"),
-                        format!("expected a string, found {}", json_kind(other)),
-                    )),
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some),
-            Some(other) => Err(self.invalid(
-                key,
-                format!("expected an array of strings, found {}", json_kind(other)),
-            )),
+            Some(Value::Array(items)) => {
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| match item {
+                        Value::String(s) => Ok(s.clone()),
+                        other => Err(self
+                            .invalid(format!("{key}[{i}]"), format!("expected a string, found {}", json_kind(other)))),
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Some)
+            }
+            Some(other) => Err(self.invalid(key, format!("expected an array of strings, found {}", json_kind(other)))),
         }
     }
 
     /// An object of string values, each checked as a template (`key.NAME` in errors).
-    fn template_map(
-        &self,
-        key: &str,
-        value: Option<&Value>,
-    ) -> Result<BTreeMap<String, String>, ConfigError> {
+    fn template_map(&self, key: &str, value: Option<&Value>) -> Result<BTreeMap<String, String>, ConfigError> {
         match value {
             None | Some(Value::Null) => Ok(BTreeMap::new()),
             Some(Value::Object(map)) => map
@@ -151,26 +121,16 @@ impl Ctx<'_> {
                     let item_key = format!("{key}.{name}");
                     match v {
                         Value::String(s) => Ok((name.clone(), self.template(&item_key, s)?)),
-                        other => Err(self.invalid(
-                            item_key,
-                            format!("expected a string, found {}", json_kind(other)),
-                        )),
+                        other => Err(self.invalid(item_key, format!("expected a string, found {}", json_kind(other)))),
                     }
                 })
                 .collect(),
-            Some(other) => Err(self.invalid(
-                key,
-                format!("expected an object of strings, found {}", json_kind(other)),
-            )),
+            Some(other) => Err(self.invalid(key, format!("expected an object of strings, found {}", json_kind(other)))),
         }
     }
 }
 
-fn parse_entry(
-    file: &Path,
-    server: &str,
-    map: &Map<String, Value>,
-) -> Result<ServerEntry, ConfigError> {
+fn parse_entry(file: &Path, server: &str, map: &Map<String, Value>) -> Result<ServerEntry, ConfigError> {
     let ctx = Ctx { file, server };
     let command = ctx.string("command", map.get("command"))?;
     let url = ctx.string("url", map.get("url"))?;
@@ -192,12 +152,7 @@ fn parse_entry(
                 Some(cwd) => Some(ctx.template("cwd", cwd)?),
                 None => None,
             };
-            TransportSpec::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            }
+            TransportSpec::Stdio { command, args, env, cwd }
         }
         (None, Some(url)) => {
             if url.trim().is_empty() {
@@ -209,25 +164,14 @@ fn parse_entry(
             TransportSpec::Remote { url, headers, kind }
         }
         (None, None) => {
-            return Err(ConfigError::MissingCommandOrUrl {
-                file: file.to_owned(),
-                server: server.to_owned(),
-            });
+            return Err(ConfigError::MissingCommandOrUrl { file: file.to_owned(), server: server.to_owned() });
         }
         (Some(_), Some(_)) => {
-            return Err(ConfigError::BothCommandAndUrl {
-                file: file.to_owned(),
-                server: server.to_owned(),
-            });
+            return Err(ConfigError::BothCommandAndUrl { file: file.to_owned(), server: server.to_owned() });
         }
     };
     let options = parse_options(&ctx, map.get("mcpx"))?;
-    Ok(ServerEntry {
-        name: server.to_owned(),
-        source: file.to_owned(),
-        transport,
-        options,
-    })
+    Ok(ServerEntry { name: server.to_owned(), source: file.to_owned(), transport, options })
 }
 
 /// `transport` ("http" | "sse") decides; else VS Code's / Claude Code's `type` when it names a
@@ -238,10 +182,7 @@ fn remote_kind(ctx: &Ctx<'_>, map: &Map<String, Value>) -> Result<RemoteKind, Co
         return match t {
             "http" | "streamable-http" | "streamableHttp" => Ok(RemoteKind::Http),
             "sse" => Ok(RemoteKind::Sse),
-            other => Err(ctx.invalid(
-                "transport",
-                format!("unknown transport `{other}` (use \"http\" or \"sse\")"),
-            )),
+            other => Err(ctx.invalid("transport", format!("unknown transport `{other}` (use \"http\" or \"sse\")"))),
         };
     }
     Ok(match map.get("type").and_then(Value::as_str) {
@@ -256,10 +197,7 @@ fn parse_options(ctx: &Ctx<'_>, value: Option<&Value>) -> Result<ServerOptions, 
         None | Some(Value::Null) => return Ok(options),
         Some(Value::Object(block)) => block,
         Some(other) => {
-            return Err(ctx.invalid(
-                "mcpx",
-                format!("expected an object, found {}", json_kind(other)),
-            ));
+            return Err(ctx.invalid("mcpx", format!("expected an object, found {}", json_kind(other))));
         }
     };
     let mut min_set = false;
@@ -303,15 +241,11 @@ fn parse_options(ctx: &Ctx<'_>, value: Option<&Value>) -> Result<ServerOptions, 
             "maxMessageBytes" => options.max_message_bytes = size(v).map_err(bad)?,
             "description" => {
                 options.description = Some(
-                    v.as_str()
-                        .ok_or_else(|| bad(format!("expected a string, found {}", json_kind(v))))?
-                        .to_owned(),
+                    v.as_str().ok_or_else(|| bad(format!("expected a string, found {}", json_kind(v))))?.to_owned(),
                 );
             }
             "includeTools" => options.include_tools = ctx.string_array(&k, Some(v))?,
-            "excludeTools" => {
-                options.exclude_tools = ctx.string_array(&k, Some(v))?.unwrap_or_default()
-            }
+            "excludeTools" => options.exclude_tools = ctx.string_array(&k, Some(v))?.unwrap_or_default(),
             // MCPX_KEYS and this match list the same keys.
             _ => {}
         }
@@ -320,34 +254,27 @@ fn parse_options(ctx: &Ctx<'_>, value: Option<&Value>) -> Result<ServerOptions, 
         let key = if min_set { "mcpx.min" } else { "mcpx.max" };
         return Err(ctx.invalid(
             key,
-            format!(
-                "`min` ({}) must not exceed `max` ({}); lower `min` or raise `max`",
-                options.min, options.max
-            ),
+            format!("`min` ({}) must not exceed `max` ({}); lower `min` or raise `max`", options.min, options.max),
         ));
     }
     Ok(options)
 }
 
 fn enum_value(v: &Value) -> Result<&str, String> {
-    v.as_str()
-        .ok_or_else(|| format!("expected a string, found {}", json_kind(v)))
+    v.as_str().ok_or_else(|| format!("expected a string, found {}", json_kind(v)))
 }
 
 fn count(v: &Value) -> Result<u32, String> {
-    v.as_u64()
-        .and_then(|n| u32::try_from(n).ok())
-        .ok_or_else(|| match v {
-            Value::Number(n) => {
-                format!("expected a whole number from 0 to {}, found {n}", u32::MAX)
-            }
-            other => format!("expected a whole number, found {}", json_kind(other)),
-        })
+    v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| match v {
+        Value::Number(n) => {
+            format!("expected a whole number from 0 to {}, found {n}", u32::MAX)
+        }
+        other => format!("expected a whole number, found {}", json_kind(other)),
+    })
 }
 
 fn boolean(v: &Value) -> Result<bool, String> {
-    v.as_bool()
-        .ok_or_else(|| format!("expected true or false, found {}", json_kind(v)))
+    v.as_bool().ok_or_else(|| format!("expected true or false, found {}", json_kind(v)))
 }
 
 /// A timeout: `0` means none.
@@ -378,12 +305,9 @@ impl std::str::FromStr for Scope {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        Scope::ALL
-            .into_iter()
-            .find(|v| v.as_str() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Scope::ALL.iter().map(|v| v.as_str()).collect();
-                format!("unknown scope `{s}` (use one of: {})", names.join(", "))
-            })
+        Scope::ALL.into_iter().find(|v| v.as_str() == s).ok_or_else(|| {
+            let names: Vec<&str> = Scope::ALL.iter().map(|v| v.as_str()).collect();
+            format!("unknown scope `{s}` (use one of: {})", names.join(", "))
+        })
     }
 }

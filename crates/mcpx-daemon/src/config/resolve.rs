@@ -28,10 +28,7 @@ impl ConfigEnv {
     /// unset.
     pub fn from_vars(vars: &HashMap<String, String>) -> Self {
         let get = |name: &str| vars.get(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        Self {
-            home: get("HOME"),
-            xdg_config_home: get("XDG_CONFIG_HOME"),
-        }
+        Self { home: get("HOME"), xdg_config_home: get("XDG_CONFIG_HOME") }
     }
 
     /// The user config file: `$XDG_CONFIG_HOME/mcpx/config.json`, else
@@ -131,21 +128,14 @@ pub struct ConfigCache {
 
 impl std::fmt::Debug for ConfigCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConfigCache")
-            .field("env", &self.env)
-            .field("reads", &self.reads())
-            .finish_non_exhaustive()
+        f.debug_struct("ConfigCache").field("env", &self.env).field("reads", &self.reads()).finish_non_exhaustive()
     }
 }
 
 impl ConfigCache {
     /// An empty cache resolving the user file from `env`.
     pub fn new(env: ConfigEnv) -> Self {
-        Self {
-            env,
-            inner: Mutex::new(Inner::default()),
-            reads: AtomicU64::new(0),
-        }
+        Self { env, inner: Mutex::new(Inner::default()), reads: AtomicU64::new(0) }
     }
 
     /// The environment this cache was created with.
@@ -166,10 +156,7 @@ impl ConfigCache {
                 continue;
             };
             for (name, entry) in servers.iter() {
-                resolved
-                    .servers
-                    .entry(name.clone())
-                    .or_insert_with(|| entry.clone());
+                resolved.servers.entry(name.clone()).or_insert_with(|| entry.clone());
             }
             resolved.files.push(path);
         }
@@ -201,15 +188,8 @@ impl ConfigCache {
 
     /// The servers of one file, from cache when its stamp is unchanged. `Ok(None)` when the file
     /// does not exist and is not `required`.
-    fn load(
-        &self,
-        path: &Path,
-        required: bool,
-    ) -> Result<Option<Arc<BTreeMap<String, ServerEntry>>>, ConfigError> {
-        let io_err = |error: io::Error| ConfigError::Io {
-            file: path.to_owned(),
-            error,
-        };
+    fn load(&self, path: &Path, required: bool) -> Result<Option<Arc<BTreeMap<String, ServerEntry>>>, ConfigError> {
+        let io_err = |error: io::Error| ConfigError::Io { file: path.to_owned(), error };
         let meta = match std::fs::metadata(path) {
             Ok(meta) => meta,
             Err(e) if !required && is_absent(&e) => {
@@ -230,21 +210,12 @@ impl ConfigCache {
         self.reads.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(file = %path.display(), "reading mcpx config file");
         let servers = Arc::new(parse::parse_file(path, &text)?);
-        self.lock().files.insert(
-            path.to_owned(),
-            CachedFile {
-                stamp,
-                servers: Arc::clone(&servers),
-            },
-        );
+        self.lock().files.insert(path.to_owned(), CachedFile { stamp, servers: Arc::clone(&servers) });
         Ok(Some(servers))
     }
 }
 
 /// Errors that mean "there is no such file" while walking directories.
 fn is_absent(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-    )
+    matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory)
 }

@@ -11,17 +11,11 @@ fn write(path: &Path, text: &str) {
 }
 
 fn env_for(dir: &Path) -> ConfigEnv {
-    ConfigEnv {
-        home: Some(dir.join("home")),
-        xdg_config_home: Some(dir.join("xdg")),
-    }
+    ConfigEnv { home: Some(dir.join("home")), xdg_config_home: Some(dir.join("xdg")) }
 }
 
 fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 /// Parses one file's text with an explicit request.
@@ -29,10 +23,7 @@ fn parse_text(text: &str) -> Result<ResolvedConfig, ConfigError> {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("c.json");
     write(&file, text);
-    ConfigCache::new(env_for(dir.path())).resolve(&ResolveRequest {
-        cwd: None,
-        explicit: Some(file),
-    })
+    ConfigCache::new(env_for(dir.path())).resolve(&ResolveRequest { cwd: None, explicit: Some(file) })
 }
 
 fn command_of(entry: &ServerEntry) -> &str {
@@ -97,20 +88,8 @@ fn vscode_servers_key_merged_with_mcp_servers() {
     )
     .unwrap();
     assert_eq!(command_of(cfg.get("a").unwrap()), "from-mcpServers");
-    assert!(matches!(
-        cfg.get("b").unwrap().transport,
-        TransportSpec::Remote {
-            kind: RemoteKind::Sse,
-            ..
-        }
-    ));
-    assert!(matches!(
-        cfg.get("c").unwrap().transport,
-        TransportSpec::Remote {
-            kind: RemoteKind::Http,
-            ..
-        }
-    ));
+    assert!(matches!(cfg.get("b").unwrap().transport, TransportSpec::Remote { kind: RemoteKind::Sse, .. }));
+    assert!(matches!(cfg.get("c").unwrap().transport, TransportSpec::Remote { kind: RemoteKind::Http, .. }));
 }
 
 #[test]
@@ -120,57 +99,23 @@ fn merge_nearest_wins() {
     let sub = root.join("sub");
     let deeper = sub.join("deeper");
     fs::create_dir_all(&deeper).unwrap();
-    write(
-        &root.join(".mcp.json"),
-        r#"{"mcpServers": {"a": {"command": "root-a"}, "b": {"command": "root-b"}}}"#,
-    );
-    write(
-        &sub.join(".mcpx.json"),
-        r#"{"mcpServers": {"a": {"command": "sub-mcpx-a"}}}"#,
-    );
-    write(
-        &sub.join(".mcp.json"),
-        r#"{"mcpServers": {"a": {"command": "sub-mcp-a"}, "c": {"command": "sub-c"}}}"#,
-    );
+    write(&root.join(".mcp.json"), r#"{"mcpServers": {"a": {"command": "root-a"}, "b": {"command": "root-b"}}}"#);
+    write(&sub.join(".mcpx.json"), r#"{"mcpServers": {"a": {"command": "sub-mcpx-a"}}}"#);
+    write(&sub.join(".mcp.json"), r#"{"mcpServers": {"a": {"command": "sub-mcp-a"}, "c": {"command": "sub-c"}}}"#);
     let env = env_for(tmp.path());
     let user = env.user_file().unwrap();
     assert_eq!(user, tmp.path().join("xdg/mcpx/config.json"));
-    write(
-        &user,
-        r#"{"mcpServers": {"a": {"command": "user-a"}, "d": {"command": "user-d"}}}"#,
-    );
+    write(&user, r#"{"mcpServers": {"a": {"command": "user-a"}, "d": {"command": "user-d"}}}"#);
 
     let cache = ConfigCache::new(env);
-    let cfg = cache
-        .resolve(&ResolveRequest {
-            cwd: Some(deeper.clone()),
-            explicit: None,
-        })
-        .unwrap();
-    let got: Vec<(&str, &str)> = cfg
-        .servers
-        .iter()
-        .map(|(k, v)| (k.as_str(), command_of(v)))
-        .collect();
+    let cfg = cache.resolve(&ResolveRequest { cwd: Some(deeper.clone()), explicit: None }).unwrap();
+    let got: Vec<(&str, &str)> = cfg.servers.iter().map(|(k, v)| (k.as_str(), command_of(v))).collect();
     assert!(got.starts_with(&[("a", "sub-mcpx-a"), ("b", "root-b"), ("c", "sub-c")]));
     assert!(got.contains(&("d", "user-d")));
     assert_eq!(cfg.get("a").unwrap().source, sub.join(".mcpx.json"));
     // Only look at our files: the machine may have its own `/tmp/.mcp.json`.
-    let ours: Vec<PathBuf> = cfg
-        .files
-        .iter()
-        .filter(|f| f.starts_with(tmp.path()))
-        .cloned()
-        .collect();
-    assert_eq!(
-        ours,
-        vec![
-            sub.join(".mcpx.json"),
-            sub.join(".mcp.json"),
-            root.join(".mcp.json"),
-            user.clone()
-        ]
-    );
+    let ours: Vec<PathBuf> = cfg.files.iter().filter(|f| f.starts_with(tmp.path())).cloned().collect();
+    assert_eq!(ours, vec![sub.join(".mcpx.json"), sub.join(".mcp.json"), root.join(".mcp.json"), user.clone()]);
     for f in &ours {
         assert!(cache.known_files().contains(f));
     }
@@ -181,14 +126,8 @@ fn merge_nearest_wins() {
     assert_eq!(command_of(cfg.get("a").unwrap()), "user-a");
 
     // HOME fallback when XDG_CONFIG_HOME is unset.
-    let env = ConfigEnv {
-        home: Some(tmp.path().join("home")),
-        xdg_config_home: None,
-    };
-    assert_eq!(
-        env.user_file().unwrap(),
-        tmp.path().join("home/.config/mcpx/config.json")
-    );
+    let env = ConfigEnv { home: Some(tmp.path().join("home")), xdg_config_home: None };
+    assert_eq!(env.user_file().unwrap(), tmp.path().join("home/.config/mcpx/config.json"));
     assert_eq!(ConfigEnv::default().user_file(), None);
 }
 
@@ -196,70 +135,38 @@ fn merge_nearest_wins() {
 fn explicit_file_is_the_only_file() {
     let tmp = tempfile::tempdir().unwrap();
     let project = tmp.path().join("p");
-    write(
-        &project.join(".mcp.json"),
-        r#"{"mcpServers": {"a": {"command": "project"}}}"#,
-    );
+    write(&project.join(".mcp.json"), r#"{"mcpServers": {"a": {"command": "project"}}}"#);
     let env = env_for(tmp.path());
-    write(
-        &env.user_file().unwrap(),
-        r#"{"mcpServers": {"u": {"command": "user"}}}"#,
-    );
+    write(&env.user_file().unwrap(), r#"{"mcpServers": {"u": {"command": "user"}}}"#);
     let explicit = tmp.path().join("explicit.json");
-    write(
-        &explicit,
-        r#"{"mcpServers": {"e": {"command": "explicit"}}}"#,
-    );
+    write(&explicit, r#"{"mcpServers": {"e": {"command": "explicit"}}}"#);
     let cache = ConfigCache::new(env);
 
-    let cfg = cache
-        .resolve(&ResolveRequest {
-            cwd: Some(project.clone()),
-            explicit: Some(explicit.clone()),
-        })
-        .unwrap();
+    let cfg = cache.resolve(&ResolveRequest { cwd: Some(project.clone()), explicit: Some(explicit.clone()) }).unwrap();
     assert_eq!(cfg.files, vec![explicit.clone()]);
     assert_eq!(cfg.servers.keys().collect::<Vec<_>>(), ["e"]);
 
     // Relative explicit paths are relative to the caller's cwd.
     let cfg = cache
-        .resolve(&ResolveRequest {
-            cwd: Some(tmp.path().to_owned()),
-            explicit: Some("explicit.json".into()),
-        })
+        .resolve(&ResolveRequest { cwd: Some(tmp.path().to_owned()), explicit: Some("explicit.json".into()) })
         .unwrap();
     assert_eq!(cfg.files, vec![explicit]);
 
     // A missing explicit file is an error.
     let missing = tmp.path().join("missing.json");
-    let err = cache
-        .resolve(&ResolveRequest {
-            cwd: None,
-            explicit: Some(missing.clone()),
-        })
-        .unwrap_err();
+    let err = cache.resolve(&ResolveRequest { cwd: None, explicit: Some(missing.clone()) }).unwrap_err();
     assert!(matches!(err, ConfigError::Io { .. }), "{err:?}");
     assert_eq!(err.file(), Some(missing.as_path()));
-    assert!(
-        err.to_string()
-            .contains("check the path given with --config or MCPX_CONFIG"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("check the path given with --config or MCPX_CONFIG"), "{err}");
 }
 
 #[test]
 fn unknown_mcpx_key_message() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("c.json");
-    write(
-        &file,
-        r#"{"mcpServers": {"x": {"command": "c", "mcpx": {"max": 2, "foo": 1}}}}"#,
-    );
+    write(&file, r#"{"mcpServers": {"x": {"command": "c", "mcpx": {"max": 2, "foo": 1}}}}"#);
     let err = ConfigCache::new(ConfigEnv::default())
-        .resolve(&ResolveRequest {
-            cwd: None,
-            explicit: Some(file.clone()),
-        })
+        .resolve(&ResolveRequest { cwd: None, explicit: Some(file.clone()) })
         .unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -275,10 +182,7 @@ fn unknown_mcpx_key_message() {
 #[test]
 fn invalid_values_name_file_server_and_key() {
     let cases = [
-        (
-            r#"{"mcpx": {"idleTimeout": "5 minutes"}}"#,
-            "mcpx.idleTimeout",
-        ),
+        (r#"{"mcpx": {"idleTimeout": "5 minutes"}}"#, "mcpx.idleTimeout"),
         (r#"{"mcpx": {"scope": "planet"}}"#, "mcpx.scope"),
         (r#"{"mcpx": {"sharing": 1}}"#, "mcpx.sharing"),
         (r#"{"mcpx": {"max": 0}}"#, "mcpx.max"),
@@ -297,24 +201,13 @@ fn invalid_values_name_file_server_and_key() {
         let text = serde_json::json!({"mcpServers": {"srv": entry}}).to_string();
         let err = parse_text(&text).unwrap_err();
         let msg = err.to_string();
-        assert!(
-            matches!(err, ConfigError::InvalidValue { .. }),
-            "{extra}: {msg}"
-        );
+        assert!(matches!(err, ConfigError::InvalidValue { .. }), "{extra}: {msg}");
         assert!(msg.contains("c.json: server `srv`: invalid `"), "{msg}");
-        assert!(
-            msg.contains(&format!("invalid `{key}`: ")),
-            "{extra}: {msg}"
-        );
+        assert!(msg.contains(&format!("invalid `{key}`: ")), "{extra}: {msg}");
         assert!(!msg.ends_with('.'), "{msg}");
     }
-    let err = parse_text(r#"{"mcpServers": {"s": {"url": "https://x", "transport": "ws"}}}"#)
-        .unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("invalid `transport`: unknown transport `ws`"),
-        "{err}"
-    );
+    let err = parse_text(r#"{"mcpServers": {"s": {"url": "https://x", "transport": "ws"}}}"#).unwrap_err();
+    assert!(err.to_string().contains("invalid `transport`: unknown transport `ws`"), "{err}");
 }
 
 #[test]
@@ -322,28 +215,19 @@ fn command_and_url_exclusive() {
     let err = parse_text(r#"{"mcpServers": {"s": {"args": ["x"]}}}"#).unwrap_err();
     assert!(matches!(err, ConfigError::MissingCommandOrUrl { .. }));
     assert!(
-        err.to_string()
-            .ends_with("server `s`: needs a `command` (local server) or a `url` (remote server)"),
+        err.to_string().ends_with("server `s`: needs a `command` (local server) or a `url` (remote server)"),
         "{err}"
     );
     let err = parse_text(r#"{"mcpServers": {"s": {"command": "c", "url": "u"}}}"#).unwrap_err();
     assert!(matches!(err, ConfigError::BothCommandAndUrl { .. }));
-    assert!(
-        err.to_string().contains("c.json: server `s`: has both"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("c.json: server `s`: has both"), "{err}");
 }
 
 #[test]
 fn syntax_error_reports_file_and_line() {
     let err = parse_text("{\n  /* a\n     multi-line comment */\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"}\n    \"b\": {}\n  }\n}\n")
         .unwrap_err();
-    let ConfigError::Syntax {
-        file, line, column, ..
-    } = &err
-    else {
-        panic!("{err:?}")
-    };
+    let ConfigError::Syntax { file, line, column, .. } = &err else { panic!("{err:?}") };
     assert!(file.ends_with("c.json"));
     assert_eq!((*line, *column), (6, 5));
     let msg = err.to_string();
@@ -352,34 +236,16 @@ fn syntax_error_reports_file_and_line() {
 
     // A stray slash, reported by the comment stripper.
     let err = parse_text("{\n\n   / \"mcpServers\": {}}").unwrap_err();
-    assert!(
-        matches!(
-            err,
-            ConfigError::Syntax {
-                line: 3,
-                column: 4,
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert!(matches!(err, ConfigError::Syntax { line: 3, column: 4, .. }), "{err:?}");
 
     // Wrong shapes are reported with positions too.
     let err = parse_text("[1, 2]").unwrap_err();
-    assert!(
-        matches!(err, ConfigError::Syntax { line: 1, .. }),
-        "{err:?}"
-    );
+    assert!(matches!(err, ConfigError::Syntax { line: 1, .. }), "{err:?}");
     let err = parse_text(r#"{"mcpServers": {"a": "npx"}}"#).unwrap_err();
     assert!(matches!(err, ConfigError::Syntax { .. }), "{err:?}");
 
     // A file without any server key is simply empty.
-    assert!(
-        parse_text(r#"{"editor.fontSize": 12}"#)
-            .unwrap()
-            .servers
-            .is_empty()
-    );
+    assert!(parse_text(r#"{"editor.fontSize": 12}"#).unwrap().servers.is_empty());
 }
 
 #[test]
@@ -398,9 +264,7 @@ fn expansion_and_unset_variables() {
     .unwrap();
     let docs = cfg.get("docs").unwrap();
     let env = vars(&[("TOOLS", "/opt"), ("DOCS_TOKEN", "s3cret")]);
-    let ExpandedTransport::Stdio(stdio) = docs.expand(&env).unwrap() else {
-        panic!()
-    };
+    let ExpandedTransport::Stdio(stdio) = docs.expand(&env).unwrap() else { panic!() };
     assert_eq!(stdio.command, "/opt/docs");
     assert_eq!(stdio.args, ["--token=s3cret", "${LITERAL}"]);
     assert_eq!(stdio.env["T"], "s3cret");
@@ -411,9 +275,7 @@ fn expansion_and_unset_variables() {
     assert!(debug.contains("${DOCS_TOKEN}"), "{debug}");
 
     let remote = cfg.get("remote").unwrap().expand(&env).unwrap();
-    let ExpandedTransport::Remote(r) = &remote else {
-        panic!()
-    };
+    let ExpandedTransport::Remote(r) = &remote else { panic!() };
     assert_eq!(r.headers["Authorization"], "Bearer s3cret");
     assert!(!format!("{remote:?}").contains("s3cret"));
 
@@ -500,16 +362,10 @@ fn fingerprint_uses_templates() {
     let mut scoped = one.clone();
     scoped.options.scope = Scope::Repo;
     assert_ne!(scoped.fingerprint(None), fp);
-    let exe = ExeIdentity {
-        path: "/usr/bin/srv".into(),
-        stamp: "1:2:3.000000000".into(),
-    };
+    let exe = ExeIdentity { path: "/usr/bin/srv".into(), stamp: "1:2:3.000000000".into() };
     let with_exe = one.fingerprint(Some(&exe));
     assert_ne!(with_exe, fp);
-    let exe2 = ExeIdentity {
-        stamp: "1:2:4.000000000".into(),
-        ..exe.clone()
-    };
+    let exe2 = ExeIdentity { stamp: "1:2:4.000000000".into(), ..exe.clone() };
     assert_ne!(one.fingerprint(Some(&exe2)), with_exe);
 }
 
@@ -520,10 +376,7 @@ fn cache_rereads_only_changed_files() {
     let file = project.join(".mcp.json");
     write(&file, r#"{"mcpServers": {"a": {"command": "one"}}}"#);
     let cache = ConfigCache::new(env_for(tmp.path()));
-    let req = ResolveRequest {
-        cwd: Some(project.clone()),
-        explicit: None,
-    };
+    let req = ResolveRequest { cwd: Some(project.clone()), explicit: None };
 
     let ours = |cache: &ConfigCache| {
         let cfg = cache.resolve(&req).unwrap();
@@ -533,11 +386,7 @@ fn cache_rereads_only_changed_files() {
     let baseline = cache.reads();
     assert!(baseline >= 1);
     assert_eq!(ours(&cache), "one");
-    assert_eq!(
-        cache.reads(),
-        baseline,
-        "unchanged file must not be re-read"
-    );
+    assert_eq!(cache.reads(), baseline, "unchanged file must not be re-read");
 
     // Size change.
     write(&file, r#"{"mcpServers": {"a": {"command": "three"}}}"#);
@@ -549,8 +398,7 @@ fn cache_rereads_only_changed_files() {
     // Same size, only the mtime changes.
     write(&file, r#"{"mcpServers": {"a": {"command": "seven"}}}"#);
     let f = fs::File::options().write(true).open(&file).unwrap();
-    f.set_modified(SystemTime::now() + Duration::from_secs(10))
-        .unwrap();
+    f.set_modified(SystemTime::now() + Duration::from_secs(10)).unwrap();
     drop(f);
     assert_eq!(ours(&cache), "seven");
     assert_eq!(cache.reads(), baseline + 2);
@@ -565,10 +413,7 @@ fn cache_rereads_only_changed_files() {
     fs::remove_file(&file).unwrap();
     let cfg = cache.resolve(&req).unwrap();
     assert!(!cfg.files.contains(&file));
-    assert!(
-        cache.known_files().contains(&file),
-        "known files are remembered"
-    );
+    assert!(cache.known_files().contains(&file), "known files are remembered");
 }
 
 #[cfg(unix)]
@@ -588,51 +433,26 @@ fn resolve_command_lookup() {
     fs::create_dir_all(bin1.join("dir")).unwrap();
 
     let path = format!("{}:{}", bin1.display(), bin2.display());
-    assert_eq!(
-        resolve_command("tool", Some(&path), None).unwrap(),
-        bin2.join("tool")
-    );
+    assert_eq!(resolve_command("tool", Some(&path), None).unwrap(), bin2.join("tool"));
 
-    let empty = format!(
-        "{}:{}",
-        bin1.join("dir").display(),
-        tmp.path().join("nope").display()
-    );
+    let empty = format!("{}:{}", bin1.join("dir").display(), tmp.path().join("nope").display());
     let err = resolve_command("npx", Some(&empty), None).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!("command `npx` not found on PATH (searched: {empty})")
-    );
+    assert_eq!(err.to_string(), format!("command `npx` not found on PATH (searched: {empty})"));
     let err = resolve_command("mcpx-no-such-command-xyz", Some("/usr/bin:/bin"), None).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "command `mcpx-no-such-command-xyz` not found on PATH (searched: /usr/bin:/bin)"
-    );
+    assert_eq!(err.to_string(), "command `mcpx-no-such-command-xyz` not found on PATH (searched: /usr/bin:/bin)");
     let err = resolve_command("dir", Some(&path), None).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!("command `dir` not found on PATH (searched: {path})")
-    );
+    assert_eq!(err.to_string(), format!("command `dir` not found on PATH (searched: {path})"));
 
     // Commands with a slash are relative to cwd.
-    assert_eq!(
-        resolve_command("./bin2/tool", Some(""), Some(tmp.path())).unwrap(),
-        tmp.path().join("./bin2/tool")
-    );
+    assert_eq!(resolve_command("./bin2/tool", Some(""), Some(tmp.path())).unwrap(), tmp.path().join("./bin2/tool"));
     let err = resolve_command("bin1/tool", None, Some(tmp.path())).unwrap_err();
     assert_eq!(
         err.to_string(),
-        format!(
-            "command `bin1/tool` not found: {} is not an executable file",
-            tmp.path().join("bin1/tool").display()
-        )
+        format!("command `bin1/tool` not found: {} is not an executable file", tmp.path().join("bin1/tool").display())
     );
 
     // An empty PATH entry means the working directory.
-    assert_eq!(
-        resolve_command("tool", Some(":/nonexistent"), Some(&bin2)).unwrap(),
-        bin2.join("./tool")
-    );
+    assert_eq!(resolve_command("tool", Some(":/nonexistent"), Some(&bin2)).unwrap(), bin2.join("./tool"));
 
     let id = exe_identity(&bin2.join("tool")).unwrap();
     assert_eq!(id.path, fs::canonicalize(bin2.join("tool")).unwrap());

@@ -26,26 +26,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err("empty duration".to_owned());
     }
     if is_plain_number(s) {
-        let nanos =
-            decimal_times(s, NANOS_PER_SEC).ok_or_else(|| "duration is too large".to_owned())?;
+        let nanos = decimal_times(s, NANOS_PER_SEC).ok_or_else(|| "duration is too large".to_owned())?;
         return nanos_to_duration(nanos);
     }
     let mut total: u128 = 0;
     let mut rest = s;
     while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
+        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
         let number = &rest[..num_len];
         if number.is_empty() || !is_plain_number(number) {
-            return Err(format!(
-                "`{s}` is not a duration (write e.g. \"500ms\", \"30s\", \"5m\", \"1h\")"
-            ));
+            return Err(format!("`{s}` is not a duration (write e.g. \"500ms\", \"30s\", \"5m\", \"1h\")"));
         }
         rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| !c.is_ascii_alphabetic())
-            .unwrap_or(rest.len());
+        let unit_len = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
         let unit = &rest[..unit_len];
         let scale: u128 = match unit {
             "ms" => 1_000_000,
@@ -53,22 +46,15 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "m" => 60 * NANOS_PER_SEC,
             "h" => 3600 * NANOS_PER_SEC,
             "" => {
-                return Err(format!(
-                    "`{s}` is missing a unit after `{number}` (use ms, s, m or h)"
-                ));
+                return Err(format!("`{s}` is missing a unit after `{number}` (use ms, s, m or h)"));
             }
             other => {
-                return Err(format!(
-                    "unknown duration unit `{other}` in `{s}` (use ms, s, m or h)"
-                ));
+                return Err(format!("unknown duration unit `{other}` in `{s}` (use ms, s, m or h)"));
             }
         };
         rest = rest[unit_len..].trim_start();
-        let part =
-            decimal_times(number, scale).ok_or_else(|| "duration is too large".to_owned())?;
-        total = total
-            .checked_add(part)
-            .ok_or_else(|| "duration is too large".to_owned())?;
+        let part = decimal_times(number, scale).ok_or_else(|| "duration is too large".to_owned())?;
+        total = total.checked_add(part).ok_or_else(|| "duration is too large".to_owned())?;
     }
     nanos_to_duration(total)
 }
@@ -83,14 +69,10 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     if s.is_empty() {
         return Err("empty size".to_owned());
     }
-    let num_len = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
+    let num_len = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
     let number = &s[..num_len];
     if number.is_empty() || !is_plain_number(number) {
-        return Err(format!(
-            "`{s}` is not a size (write e.g. \"512B\", \"64KiB\", \"8MiB\", \"1GiB\")"
-        ));
+        return Err(format!("`{s}` is not a size (write e.g. \"512B\", \"64KiB\", \"8MiB\", \"1GiB\")"));
     }
     let unit = s[num_len..].trim();
     let scale: u128 = match unit.to_ascii_lowercase().as_str() {
@@ -104,9 +86,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "gb" => 1_000_000_000,
         "tb" => 1_000_000_000_000,
         _ => {
-            return Err(format!(
-                "unknown size unit `{unit}` in `{s}` (use B, KiB, MiB, GiB, KB, MB or GB)"
-            ));
+            return Err(format!("unknown size unit `{unit}` in `{s}` (use B, KiB, MiB, GiB, KB, MB or GB)"));
         }
     };
     let bytes = decimal_times(number, scale).ok_or_else(|| "size is too large".to_owned())?;
@@ -118,8 +98,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 /// Errors: a message naming what was expected and what was found (the found value is shown,
 /// durations are not secret).
 pub fn duration_from_json(value: &Value) -> Result<Duration, String> {
-    const EXPECTED: &str =
-        "expected a duration like \"500ms\", \"30s\", \"5m\", \"1h\" or a number of seconds";
+    const EXPECTED: &str = "expected a duration like \"500ms\", \"30s\", \"5m\", \"1h\" or a number of seconds";
     match value {
         Value::String(s) => parse_duration(s).map_err(|e| format!("{e}; {EXPECTED}")),
         Value::Number(n) => {
@@ -129,8 +108,7 @@ pub fn duration_from_json(value: &Value) -> Result<Duration, String> {
                 if f < 0.0 {
                     return Err(format!("{EXPECTED}, found a negative number {n}"));
                 }
-                Duration::try_from_secs_f64(f)
-                    .map_err(|_| format!("{EXPECTED}, found {n} (out of range)"))
+                Duration::try_from_secs_f64(f).map_err(|_| format!("{EXPECTED}, found {n} (out of range)"))
             } else {
                 Err(format!("{EXPECTED}, found {n}"))
             }
@@ -143,13 +121,12 @@ pub fn duration_from_json(value: &Value) -> Result<Duration, String> {
 ///
 /// Errors: a message naming what was expected and what was found.
 pub fn size_from_json(value: &Value) -> Result<u64, String> {
-    const EXPECTED: &str =
-        "expected a size like \"64KiB\", \"8MiB\", \"1GiB\" or a number of bytes";
+    const EXPECTED: &str = "expected a size like \"64KiB\", \"8MiB\", \"1GiB\" or a number of bytes";
     match value {
         Value::String(s) => parse_size(s).map_err(|e| format!("{e}; {EXPECTED}")),
-        Value::Number(n) => n.as_u64().ok_or_else(|| {
-            format!("{EXPECTED}, found {n} (bytes must be a whole non-negative number)")
-        }),
+        Value::Number(n) => {
+            n.as_u64().ok_or_else(|| format!("{EXPECTED}, found {n} (bytes must be a whole non-negative number)"))
+        }
         other => Err(format!("{EXPECTED}, found {}", json_kind(other))),
     }
 }
@@ -185,11 +162,7 @@ fn is_plain_number(s: &str) -> bool {
 /// rounding the fractional part down. `None` on overflow.
 fn decimal_times(number: &str, scale: u128) -> Option<u128> {
     let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
-    let int: u128 = if int_part.is_empty() {
-        0
-    } else {
-        int_part.parse().ok()?
-    };
+    let int: u128 = if int_part.is_empty() { 0 } else { int_part.parse().ok()? };
     let mut total = int.checked_mul(scale)?;
     // Fraction digits beyond 30 cannot matter for any scale we use (≤ 2^40 or 3.6e12).
     let frac = &frac_part[..frac_part.len().min(30)];
@@ -202,11 +175,9 @@ fn decimal_times(number: &str, scale: u128) -> Option<u128> {
 }
 
 fn nanos_to_duration(nanos: u128) -> Result<Duration, String> {
-    let secs =
-        u64::try_from(nanos / NANOS_PER_SEC).map_err(|_| "duration is too large".to_owned())?;
+    let secs = u64::try_from(nanos / NANOS_PER_SEC).map_err(|_| "duration is too large".to_owned())?;
     // The remainder is < 1e9 so it fits in u32.
-    let sub =
-        u32::try_from(nanos % NANOS_PER_SEC).map_err(|_| "duration is too large".to_owned())?;
+    let sub = u32::try_from(nanos % NANOS_PER_SEC).map_err(|_| "duration is too large".to_owned())?;
     Ok(Duration::new(secs, sub))
 }
 
@@ -227,11 +198,7 @@ mod tests {
         assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
         assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert!(parse_duration("5 minutes").is_err());
-        assert!(
-            parse_duration("5d")
-                .unwrap_err()
-                .contains("unknown duration unit `d`")
-        );
+        assert!(parse_duration("5d").unwrap_err().contains("unknown duration unit `d`"));
         assert!(parse_duration("").is_err());
         assert!(parse_duration("s").is_err());
         assert!(parse_duration("1.2.3s").is_err());
@@ -252,11 +219,7 @@ mod tests {
         assert_eq!(parse_size("1GB"), Ok(1_000_000_000));
         assert_eq!(parse_size("1.5KiB"), Ok(1536));
         assert_eq!(parse_size("8 MiB"), Ok(8 << 20));
-        assert!(
-            parse_size("8XB")
-                .unwrap_err()
-                .contains("unknown size unit `XB`")
-        );
+        assert!(parse_size("8XB").unwrap_err().contains("unknown size unit `XB`"));
         assert!(parse_size("MiB").is_err());
         assert!(parse_size("99999999999TiB").is_err());
     }
@@ -265,20 +228,10 @@ mod tests {
     fn json_values() {
         use serde_json::json;
         assert_eq!(duration_from_json(&json!(2)), Ok(Duration::from_secs(2)));
-        assert_eq!(
-            duration_from_json(&json!(0.25)),
-            Ok(Duration::from_millis(250))
-        );
-        assert_eq!(
-            duration_from_json(&json!("5m")),
-            Ok(Duration::from_secs(300))
-        );
+        assert_eq!(duration_from_json(&json!(0.25)), Ok(Duration::from_millis(250)));
+        assert_eq!(duration_from_json(&json!("5m")), Ok(Duration::from_secs(300)));
         assert!(duration_from_json(&json!(-1)).is_err());
-        assert!(
-            duration_from_json(&json!(true))
-                .unwrap_err()
-                .ends_with("found a boolean")
-        );
+        assert!(duration_from_json(&json!(true)).unwrap_err().ends_with("found a boolean"));
         assert_eq!(size_from_json(&json!(1024)), Ok(1024));
         assert_eq!(size_from_json(&json!("1KiB")), Ok(1024));
         assert!(size_from_json(&json!(1.5)).is_err());

@@ -118,9 +118,7 @@ impl fmt::Display for ExitInfo {
         match (self.code, self.signal) {
             (Some(c), _) => write!(f, "exited with code {c}"),
             (None, Some(s)) => {
-                let name = nix::sys::signal::Signal::try_from(s)
-                    .map(|s| s.as_str())
-                    .unwrap_or("unknown");
+                let name = nix::sys::signal::Signal::try_from(s).map(|s| s.as_str()).unwrap_or("unknown");
                 write!(f, "killed by signal {s} ({name})")
             }
             (None, None) => write!(f, "ended"),

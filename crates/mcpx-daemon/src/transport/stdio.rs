@@ -13,9 +13,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, watch};
 
-use super::{
-    BoxFuture, ExitInfo, Inbound, LaunchError, LaunchSpec, Launcher, Link, LinkInfo, Outbound,
-};
+use super::{BoxFuture, ExitInfo, Inbound, LaunchError, LaunchSpec, Launcher, Link, LinkInfo, Outbound};
 use crate::process::{self, Detach, SpawnSpec};
 
 /// How long the server gets to exit after its stdin closes, then after SIGTERM.
@@ -46,13 +44,9 @@ fn launch(spec: LaunchSpec) -> Result<Link, LaunchError> {
         piped: true,
         detach: Detach::Group,
     })
-    .map_err(|e| LaunchError::Spawn {
-        command: spec.command.clone(),
-        message: e.to_string(),
-    })?;
+    .map_err(|e| LaunchError::Spawn { command: spec.command.clone(), message: e.to_string() })?;
     let pid = child.id();
-    let (Some(stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         unreachable!("spawned with piped stdio");
     };
@@ -62,29 +56,12 @@ fn launch(spec: LaunchSpec) -> Result<Link, LaunchError> {
     let (exit_tx, exit_rx) = watch::channel(None);
     let server = spec.server.clone();
 
-    let stdout_task = tokio::spawn(read_stdout(
-        stdout,
-        spec.max_message_bytes,
-        in_tx.clone(),
-        info.clone(),
-        server.clone(),
-    ));
+    let stdout_task =
+        tokio::spawn(read_stdout(stdout, spec.max_message_bytes, in_tx.clone(), info.clone(), server.clone()));
     let stderr_task = tokio::spawn(read_stderr(stderr, info.clone(), server.clone()));
     tokio::spawn(write_stdin(stdin, out_rx, exit_rx, pid, server.clone()));
-    tokio::spawn(wait_child(
-        child,
-        pid,
-        stdout_task,
-        stderr_task,
-        in_tx,
-        exit_tx,
-        server,
-    ));
-    Ok(Link {
-        tx: out_tx,
-        rx: in_rx,
-        info,
-    })
+    tokio::spawn(wait_child(child, pid, stdout_task, stderr_task, in_tx, exit_tx, server));
+    Ok(Link { tx: out_tx, rx: in_rx, info })
 }
 
 /// Reads stdout, frames it and hands messages on. Lines that are not JSON-RPC are
@@ -127,11 +104,8 @@ async fn read_stdout(
                         }
                         Err(e) => {
                             info.skipped_lines.fetch_add(1, Ordering::Relaxed);
-                            info.dropped_bytes
-                                .fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
-                            let shown =
-                                String::from_utf8_lossy(&line[..line.len().min(LOG_LINE_MAX)])
-                                    .into_owned();
+                            info.dropped_bytes.fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
+                            let shown = String::from_utf8_lossy(&line[..line.len().min(LOG_LINE_MAX)]).into_owned();
                             tracing::warn!(server = %server, error = %e, line = %shown, "skipped a stdout line that is not a JSON-RPC message");
                             continue;
                         }
@@ -219,11 +193,7 @@ async fn terminate(pid: Option<u32>, exited: &mut watch::Receiver<Option<ExitInf
     let Some(pid) = pid else { return };
     let wait = |grace| {
         let mut exited = exited.clone();
-        async move {
-            tokio::time::timeout(grace, exited.wait_for(Option::is_some))
-                .await
-                .is_ok()
-        }
+        async move { tokio::time::timeout(grace, exited.wait_for(Option::is_some)).await.is_ok() }
     };
     if !wait(CLOSE_GRACE).await {
         tracing::info!(server = %server, pid, "server still running after stdin closed: sending SIGTERM to its group");
@@ -249,14 +219,8 @@ async fn wait_child(
 ) {
     let status = child.wait().await;
     let exit = match status {
-        Ok(s) => ExitInfo {
-            code: s.code(),
-            signal: s.signal(),
-        },
-        Err(_) => ExitInfo {
-            code: None,
-            signal: None,
-        },
+        Ok(s) => ExitInfo { code: s.code(), signal: s.signal() },
+        Err(_) => ExitInfo { code: None, signal: None },
     };
     tracing::info!(server = %server, pid, "server {exit}");
     let _ = exit_tx.send(Some(exit));

@@ -1,0 +1,161 @@
+//! The core CLI against the fake server: calls, discovery from the cache,
+//! sharing one instance among concurrent callers, and stopping everything.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::harness::{World, alive, fake_server, wait_until};
+
+#[test]
+fn call_starts_the_daemon_and_discovery_answers_from_the_cache() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    // Before any start: listed, unread, and nothing runs.
+    let row = w.ls_row("fake");
+    assert_eq!(row["state"], "unread");
+    assert_eq!(row["tools"], serde_json::Value::Null);
+    assert!(w.status()["instances"].as_array().unwrap().is_empty(), "ls must not start a server");
+
+    assert_eq!(w.call("fake.echo", r#"{"message":"hi"}"#).ok(), "hi\n");
+    let row = w.ls_row("fake");
+    assert_eq!(row["state"], "running");
+    assert_eq!(row["live"], 1);
+    let tools = row["tools"].as_u64().unwrap();
+    assert!(tools >= 10, "{row}");
+
+    let hits = w.run(&["search", "echo", "--json"]).json();
+    assert_eq!(hits[0]["server"], "fake");
+    assert_eq!(hits[0]["tool"], "echo");
+
+    // Tool objects exactly as the server sent them, unknown fields included.
+    let listed = w.run(&["tools", "fake", "--json"]).json();
+    assert_eq!(listed.as_array().unwrap().len() as u64, tools);
+    assert!(listed.as_array().unwrap().iter().all(|t| t["x-fake"] == true), "{listed}");
+    let one = w.run(&["tools", "fake", "echo"]).json();
+    assert_eq!(one["name"], "echo");
+    assert!(one["inputSchema"]["properties"]["message"].is_object());
+
+    let pid = w.instance("fake").unwrap()["pid"].as_i64().unwrap() as i32;
+    w.run(&["stop", "--all"]).ok();
+    wait_until("the server process is gone", Duration::from_secs(10), || !alive(pid));
+    assert!(w.daemon_pid().is_none(), "daemon.pid is removed at stop");
+
+    // From the cache: a new daemon answers, and starts no server.
+    let row = w.ls_row("fake");
+    assert_eq!(row["state"], "ready");
+    assert_eq!(row["tools"].as_u64(), Some(tools));
+    assert!(w.status()["instances"].as_array().unwrap().is_empty(), "ls after stop must not start a server");
+    assert_eq!(w.run(&["search", "counter", "--json"]).json()[0]["tool"], "counter");
+}
+
+#[test]
+fn twenty_concurrent_calls_share_one_instance() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    // Start the instance first so every call below goes to the same process.
+    w.call("fake.echo", r#"{"message":"warm"}"#).ok();
+    let handles: Vec<_> = (0..20)
+        .map(|i| {
+            let mut cmd = w.command();
+            cmd.args(["call", "fake.echo", &json!({ "message": format!("message {i}"), "delay_ms": 300 }).to_string()]);
+            #[allow(clippy::disallowed_methods)]
+            std::thread::spawn(move || cmd.output().unwrap())
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        let out = h.join().unwrap();
+        assert!(out.status.success(), "call {i}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("message {i}\n"));
+    }
+    let most: u64 = w.call("fake.inflight", "{}").ok().trim().parse().unwrap();
+    assert!(most > 1, "the server saw at most {most} call in flight");
+    assert_eq!(w.status()["instances"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn one_process_serves_every_call_and_keeps_its_state() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    assert_eq!(w.call("fake.counter", "{}").ok(), "1\n");
+    assert_eq!(w.call("fake.counter", "{}").ok(), "2\n");
+    let pid = w.instance("fake").unwrap()["pid"].clone();
+    assert_eq!(w.call("fake.pid", "{}").ok().trim(), pid.to_string());
+}
+
+#[test]
+fn a_reply_written_in_pieces_arrives_whole() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let out = w.call("fake.split", r#"{"message":"in pieces","pieces":7,"delay_ms":20}"#).ok();
+    assert_eq!(out, "in pieces\n");
+}
+
+#[test]
+fn call_json_prints_the_whole_result_and_is_error_exits_1() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let run = w.run(&["call", "fake.echo", r#"{"message":"x"}"#, "--json"]);
+    assert_eq!(run.json(), json!({ "content": [{ "type": "text", "text": "x" }] }));
+    let run = w.call("fake.env", r#"{"name":"MCPX_SURELY_UNSET"}"#);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stdout, "unset\n");
+    // Arguments from stdin.
+    let run = w.run_with(&["call", "fake.echo", "-"], |c| {
+        c.stdin(std::process::Stdio::piped());
+    });
+    assert_ne!(run.code, 0, "empty stdin is not a JSON object");
+    let mut cmd = w.command();
+    cmd.args(["call", "--server", "fake", "--tool", "echo", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(br#"{"message":"from stdin"}"#).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from stdin\n");
+}
+
+#[test]
+fn timeout_exits_5_and_cancels_upstream() {
+    let w = World::new(json!({}));
+    let record = w.path("record.jsonl");
+    w.set_servers(json!({ "fake": { "command": fake_server(), "env": { "FAKE_RECORD": record } } }));
+    let run = w.run(&["call", "fake.slow", r#"{"ms":5000}"#, "--timeout", "200ms", "--json"]);
+    assert_eq!(run.code, 5, "{run:?}");
+    assert_eq!(run.json()["error"]["kind"], "timeout");
+    // The server was told, with the upstream id of that call.
+    wait_until("the cancellation is recorded", Duration::from_secs(10), || {
+        std::fs::read_to_string(&record).unwrap_or_default().contains("notifications/cancelled")
+    });
+    let text = std::fs::read_to_string(&record).unwrap();
+    let lines: Vec<serde_json::Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let call = lines.iter().find(|m| m["method"] == "tools/call").unwrap();
+    let cancel = lines.iter().find(|m| m["method"] == "notifications/cancelled").unwrap();
+    assert_eq!(cancel["params"]["requestId"], call["id"]);
+    // The instance stays up for the next call.
+    assert_eq!(w.call("fake.echo", r#"{"message":"after"}"#).ok(), "after\n");
+}
+
+#[test]
+fn a_list_change_rereads_the_schema_cache() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let before = w.ls_row("fake");
+    assert_eq!(before["state"], "unread");
+    w.call("fake.add_tool", r#"{"name":"brand_new"}"#).ok();
+    wait_until("the new tool is listed", Duration::from_secs(10), || {
+        w.run(&["search", "brand_new", "--json"]).json().as_array().is_some_and(|a| !a.is_empty())
+    });
+    assert_eq!(w.call("fake.brand_new", r#"{"message":"new"}"#).ok(), "new\n");
+}
+
+#[test]
+fn restart_gives_a_new_process_and_logs_name_the_server() {
+    let w = World::new(
+        json!({ "fake": { "command": fake_server(), "env": { "FAKE_STDERR_ON_START": "hello from stderr" } } }),
+    );
+    w.call("fake.echo", r#"{"message":"x"}"#).ok();
+    let first = w.instance("fake").unwrap()["pid"].as_i64().unwrap();
+    w.run(&["restart", "fake"]).ok();
+    let second = w.instance("fake").unwrap()["pid"].as_i64().unwrap();
+    assert_ne!(first, second);
+    assert!(!alive(first as i32));
+    let logs = w.run(&["logs", "fake"]).ok();
+    assert!(logs.contains("hello from stderr"), "{logs}");
+    assert!(logs.lines().all(|l| l.contains("server=fake")), "{logs}");
+}

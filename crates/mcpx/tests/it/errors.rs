@@ -1,0 +1,89 @@
+//! Bad input gets one clear line and the contract's exit status; the messages are
+//! snapshotted so a change to them is a reviewed change.
+
+use serde_json::json;
+
+use crate::harness::{World, fake_server};
+
+/// Runs `mcpx <args>`, expects `code`, and returns stderr with the world's
+/// directory redacted.
+#[track_caller]
+fn fails(w: &World, args: &[&str], code: i32) -> String {
+    let run = w.run(args);
+    assert_eq!(run.code, code, "`mcpx {}`: {run:?}", args.join(" "));
+    assert!(run.stdout.is_empty(), "errors go to stderr: {run:?}");
+    let err = w.redact(run.stderr.trim_end());
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    err
+}
+
+#[test]
+fn malformed_config_names_file_and_line() {
+    let w = World::new(json!({}));
+    w.write_config("{\n  \"mcpServers\": {\n    \"a\": { \"command\": \"x\" ]\n  }\n}\n");
+    insta::assert_snapshot!(fails(&w, &["ls"], 2));
+}
+
+#[test]
+fn unknown_key_in_mcpx_block_names_file_and_key() {
+    let w = World::new(json!({ "a": { "command": "x", "mcpx": { "idleTimeot": "5m" } } }));
+    insta::assert_snapshot!(fails(&w, &["ls"], 2));
+}
+
+#[test]
+fn unset_variable_names_variable_and_server() {
+    let w = World::new(json!({ "a": { "command": fake_server(), "env": { "TOKEN": "${MCPX_TEST_SURELY_UNSET}" } } }));
+    insta::assert_snapshot!(fails(&w, &["call", "a.echo", "{}"], 2));
+}
+
+#[test]
+fn unknown_server_lists_the_names_that_exist() {
+    let w = World::new(json!({ "alpha": { "command": "x" }, "beta": { "command": "y" } }));
+    insta::assert_snapshot!(fails(&w, &["call", "gamma.tool", "{}"], 2));
+}
+
+#[test]
+fn arguments_that_are_not_an_object() {
+    let w = World::new(json!({ "a": { "command": fake_server() } }));
+    insta::assert_snapshot!("arguments_array", fails(&w, &["call", "a.echo", "[1,2]"], 2));
+    insta::assert_snapshot!("arguments_not_json", fails(&w, &["call", "a.echo", "{oops"], 2));
+}
+
+#[test]
+fn json_errors_carry_kind_and_message_on_stdout() {
+    let w = World::new(json!({ "alpha": { "command": "x" } }));
+    let run = w.run(&["call", "gamma.tool", "{}", "--json"]);
+    assert_eq!(run.code, 2);
+    assert_eq!(run.json()["error"]["kind"], "unknown_server");
+}
+
+/// A command that does not exist and a server that exits before `initialize`:
+/// both show `error` with the reason (and stderr tail) in `ls` and `status`, their
+/// calls exit 4, and the daemon keeps serving the other servers.
+#[test]
+fn broken_servers_show_error_and_the_rest_keeps_working() {
+    let w = World::new(json!({
+        "missing": { "command": "mcpx-no-such-command" },
+        "dies": { "command": fake_server(), "env": { "FAKE_EXIT_BEFORE_INIT": "3" } },
+        "good": { "command": fake_server() },
+    }));
+    let missing = w.run_with(&["call", "missing.tool", "{}"], |c| {
+        c.env("PATH", "/usr/bin:/bin");
+    });
+    assert_eq!(missing.code, 4);
+    insta::assert_snapshot!("missing_command", w.redact(missing.stderr.trim_end()));
+    let dies = w.run(&["call", "dies.echo", "{}"]);
+    assert_eq!(dies.code, 4);
+    insta::assert_snapshot!("exits_before_initialize", w.redact(dies.stderr.trim_end()));
+
+    assert_eq!(w.call("good.echo", r#"{"message":"still here"}"#).ok(), "still here\n");
+    for name in ["missing", "dies"] {
+        assert_eq!(w.ls_row(name)["state"], "error");
+        let inst = w.instance(name).unwrap();
+        assert_eq!(inst["state"], "error", "{inst}");
+        assert!(inst["last_error"].as_str().is_some_and(|e| !e.is_empty()));
+    }
+    assert_eq!(w.instance("dies").unwrap()["stderr_tail"], "fake server failing before initialize\n");
+    let human = w.run(&["status"]).ok();
+    assert!(human.contains("fake server failing before initialize"), "{human}");
+}

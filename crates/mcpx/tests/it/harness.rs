@@ -1,0 +1,224 @@
+//! The test harness: a private mcpx world per test (state, cache and runtime
+//! directories and a config file in one temporary directory) whose daemon and
+//! servers are stopped on drop, even when the test fails.
+
+#![allow(dead_code)] // Reason: not every test module uses every helper.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+/// The mcpx binary under test.
+pub fn mcpx_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mcpx"))
+}
+
+/// The workspace's fake MCP server, built beside mcpx.
+pub fn fake_server() -> String {
+    let path = mcpx_bin().with_file_name("mcpx-fake-server");
+    assert!(path.exists(), "{} is missing: build it with `cargo build -p mcpx-fake-server`", path.display());
+    path.display().to_string()
+}
+
+/// The directory where scripts/setup-e2e.sh installed the real servers.
+pub fn e2e_dir() -> PathBuf {
+    let dir = std::env::var_os("MCPX_E2E_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../e2e"));
+    assert!(
+        dir.join("node_modules").exists() && dir.join(".venv").exists(),
+        "the real MCP servers are not installed in {}: run `bash scripts/setup-e2e.sh` (scripts/test.sh does)",
+        dir.display()
+    );
+    dir.canonicalize().unwrap()
+}
+
+/// One private mcpx world.
+pub struct World {
+    pub dir: TempDir,
+    /// The config file (`MCPX_CONFIG`).
+    pub config: PathBuf,
+    /// Extra environment for every command.
+    pub env: Vec<(String, String)>,
+}
+
+/// What a finished command printed.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Asserts success and returns stdout.
+    #[track_caller]
+    pub fn ok(self) -> String {
+        assert_eq!(self.code, 0, "expected success\nstdout: {}\nstderr: {}", self.stdout, self.stderr);
+        self.stdout
+    }
+
+    /// The stdout parsed as JSON.
+    #[track_caller]
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", self.stdout, self.stderr))
+    }
+}
+
+impl World {
+    /// A world whose config file holds `servers` (the value of `mcpServers`).
+    pub fn new(servers: serde_json::Value) -> World {
+        let dir = tempfile::Builder::new().prefix("mcpx-t").tempdir_in("/tmp").unwrap();
+        for sub in ["state", "cache", "run"] {
+            std::fs::create_dir(dir.path().join(sub)).unwrap();
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path().join("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let config = dir.path().join("config.json");
+        let world = World { dir, config, env: Vec::new() };
+        world.write_config(&serde_json::json!({ "mcpServers": servers }).to_string());
+        world
+    }
+
+    /// Replaces the config file with these servers.
+    pub fn set_servers(&self, servers: serde_json::Value) {
+        self.write_config(&serde_json::json!({ "mcpServers": servers }).to_string());
+    }
+
+    /// Replaces the config file's text.
+    pub fn write_config(&self, text: &str) {
+        std::fs::write(&self.config, text).unwrap();
+    }
+
+    pub fn path(&self, sub: &str) -> PathBuf {
+        self.dir.path().join(sub)
+    }
+
+    /// A command for the mcpx binary in this world.
+    pub fn command(&self) -> std::process::Command {
+        #[allow(clippy::disallowed_methods)] // Reason: tests run the binary under test.
+        let mut cmd = std::process::Command::new(mcpx_bin());
+        cmd.env("MCPX_STATE_DIR", self.path("state"))
+            .env("MCPX_CACHE_DIR", self.path("cache"))
+            .env("MCPX_RUNTIME_DIR", self.path("run"))
+            .env("MCPX_CONFIG", &self.config)
+            .env_remove("MCPX_SESSION_ID")
+            .current_dir(self.dir.path());
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// Runs `mcpx <args>` and waits (with a generous deadline) for it.
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.run_with(args, |_| {})
+    }
+
+    /// Runs `mcpx <args>` after `tweak` adjusts the command.
+    pub fn run_with(&self, args: &[&str], tweak: impl FnOnce(&mut std::process::Command)) -> Run {
+        let mut cmd = self.command();
+        cmd.args(args).stdin(std::process::Stdio::null());
+        tweak(&mut cmd);
+        let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let pid = child.id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        match rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(out) => Run::from(out.unwrap()),
+            Err(_) => {
+                let _ =
+                    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+                panic!("`mcpx {}` did not finish within 120 s", args.join(" "));
+            }
+        }
+    }
+
+    /// `mcpx call <target> <json>`.
+    pub fn call(&self, target: &str, args: &str) -> Run {
+        self.run(&["call", target, args])
+    }
+
+    /// `mcpx status --json`.
+    pub fn status(&self) -> serde_json::Value {
+        let run = self.run(&["status", "--json"]);
+        assert_eq!(run.code, 0, "status failed: {}", run.stderr);
+        run.json()
+    }
+
+    /// The instance of `server` in `status`, if any.
+    pub fn instance(&self, server: &str) -> Option<serde_json::Value> {
+        self.status()["instances"].as_array().unwrap().iter().find(|i| i["server"] == server).cloned()
+    }
+
+    /// The row of `server` in `ls --json`.
+    pub fn ls_row(&self, server: &str) -> serde_json::Value {
+        let run = self.run(&["ls", "--json"]);
+        let rows = run.json();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == server)
+            .cloned()
+            .unwrap_or_else(|| panic!("no `{server}` in {rows}"))
+    }
+
+    /// The daemon's log.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.path("state/daemon.log")).unwrap_or_default()
+    }
+
+    /// The running daemon's pid, if any.
+    pub fn daemon_pid(&self) -> Option<i32> {
+        std::fs::read_to_string(self.path("run/daemon.pid")).ok()?.trim().parse().ok()
+    }
+
+    /// Replaces `[TMP]` for this world's directory, so messages can be snapshotted.
+    pub fn redact(&self, text: &str) -> String {
+        text.replace(&self.dir.path().display().to_string(), "[TMP]")
+    }
+}
+
+/// Whether process `pid` exists (and is not a zombie we could still see).
+pub fn alive(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the command name in parentheses.
+    stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+}
+
+/// Waits until `cond` holds, polling; fails the test after `within`.
+#[track_caller]
+pub fn wait_until(what: &str, within: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let pid = self.daemon_pid();
+        let _ = self.run(&["stop", "--all"]);
+        if let Some(pid) = pid.filter(|p| alive(*p)) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
+        if std::env::var_os("MCPX_KEEP_TEST_DIRS").is_some() {
+            eprintln!("keeping {}", self.dir.path().display());
+            self.dir.disable_cleanup(true);
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! mcpx's integration tests: one test binary (one link) whose modules share the
+//! harness. Every test drives the real `mcpx` binary in private directories and
+//! stops what it started when it ends, pass or fail.
+
+mod harness;
+
+mod cases;
+mod cli;
+mod errors;
+mod real_servers;

@@ -1,0 +1,66 @@
+//! Real MCP servers from npm and PyPI (installed by scripts/setup-e2e.sh):
+//! server-everything, server-memory and mcp-server-time, driven through the CLI.
+
+use serde_json::json;
+
+use crate::harness::{World, alive, e2e_dir};
+
+fn real_world() -> World {
+    let e2e = e2e_dir();
+    let bin = |name: &str| e2e.join("node_modules/.bin").join(name).display().to_string();
+    World::new(json!({
+        "everything": { "command": bin("mcp-server-everything"), "args": ["stdio"] },
+        "memory": { "command": bin("mcp-server-memory"), "env": { "MEMORY_FILE_PATH": "/dev/null/never" } },
+        "time": { "command": e2e.join(".venv/bin/mcp-server-time").display().to_string(), "args": ["--local-timezone", "UTC"] },
+    }))
+}
+
+#[test]
+fn server_everything_echo_ls_search_and_stop() {
+    let w = real_world();
+    assert_eq!(w.call("everything.echo", r#"{"message":"hi"}"#).ok(), "Echo: hi\n");
+    let row = w.ls_row("everything");
+    assert_eq!(row["state"], "running");
+    assert!(row["tools"].as_u64().unwrap() >= 5, "{row}");
+    let hits = w.run(&["search", "echo", "--json"]).json();
+    assert!(hits.as_array().unwrap().iter().any(|h| h["server"] == "everything" && h["tool"] == "echo"), "{hits}");
+    // Unknown fields of tool objects survive (server-everything sends `execution`, among others).
+    let tools = w.run(&["tools", "everything", "--json"]).json();
+    assert!(
+        tools.as_array().unwrap().iter().any(|t| t.get("annotations").is_some() || t.get("execution").is_some()),
+        "{tools}"
+    );
+
+    let pid = w.instance("everything").unwrap()["pid"].as_i64().unwrap() as i32;
+    w.run(&["stop", "--all"]).ok();
+    assert!(!alive(pid), "server-everything survived stop --all");
+    let row = w.ls_row("everything");
+    assert_eq!(row["state"], "ready");
+    assert!(w.status()["instances"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn server_memory_keeps_state_between_calls() {
+    let w = World::new(json!({}));
+    let e2e = e2e_dir();
+    let memory_file = w.path("memory.jsonl");
+    w.set_servers(json!({
+        "memory": {
+            "command": e2e.join("node_modules/.bin/mcp-server-memory").display().to_string(),
+            "env": { "MEMORY_FILE_PATH": memory_file },
+        },
+    }));
+    let entities =
+        json!({ "entities": [{ "name": "mcpx", "entityType": "project", "observations": ["keeps servers alive"] }] });
+    w.call("memory.create_entities", &entities.to_string()).ok();
+    let graph = w.run(&["call", "memory.read_graph", "{}", "--json"]).json();
+    assert!(graph.to_string().contains("keeps servers alive"), "{graph}");
+}
+
+#[test]
+fn mcp_server_time_from_pypi() {
+    let w = real_world();
+    let run = w.run(&["call", "time.get_current_time", r#"{"timezone":"UTC"}"#, "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("UTC"), "{}", run.stdout);
+}
