@@ -2,6 +2,8 @@
 //! harness. Every test drives the real `mcpx` binary in private directories and
 //! stops what it started when it ends, pass or fail.
 
+#![allow(clippy::unwrap_used)] // Reason: a failed unwrap is a failed test, with its location.
+
 mod harness;
 
 mod cases;
