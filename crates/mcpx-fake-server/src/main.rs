@@ -33,21 +33,21 @@
 //! | `counter {}` | increments an in-memory counter, returns the new value |
 //! | `pid {}` | returns the server's process id |
 //! | `env {name}` | returns env var `name`, or `isError` "unset" |
-//! | `slow {ms}` | sleeps `ms`, returns "slept <ms>" |
+//! | `slow {ms}` | sleeps `ms`, returns `slept <ms>` |
 //! | `late {ms}` | same as `slow` (meant to answer after the caller gave up) |
 //! | `split {message, pieces=5, delay_ms=5}` | echo, with the response line written in `pieces` flushed writes `delay_ms` apart |
 //! | `big {line_bytes}` | response line of exactly `line_bytes` bytes (plus `\n`), text padded with `x`; `isError` if too small |
 //! | `junk {message}` | prints `Processing request 1…`, `{` and `not json at all` on stdout, then echoes |
-//! | `stderr {bytes}` | writes `bytes` bytes to stderr (64 KiB chunks of `e`, each ending in `\n`), then "wrote <n> bytes to stderr" |
-//! | `exit {code}` | prints "exiting with <code>" to stderr and exits with `code`, no reply |
-//! | `progress {count=3, interval_ms=150}` | with `_meta.progressToken`: `count` `notifications/progress` (first at once), then "progress done <count>" |
-//! | `barrier {n, timeout_ms=10000}` | "barrier <n> reached" once ≥ `n` tools/call are in flight (itself included); else `isError` "barrier timed out with <k> in flight" |
+//! | `stderr {bytes}` | writes `bytes` bytes to stderr (64 KiB chunks of `e`, each ending in `\n`), then `wrote <n> bytes to stderr` |
+//! | `exit {code}` | prints `exiting with <code>` to stderr and exits with `code`, no reply |
+//! | `progress {count=3, interval_ms=150}` | with `_meta.progressToken`: `count` `notifications/progress` (first at once), then `progress done <count>` |
+//! | `barrier {n, timeout_ms=10000}` | `barrier <n> reached` once ≥ `n` tools/call are in flight (itself included); else `isError` `barrier timed out with <k> in flight` |
 //! | `inflight {}` | the most tools/call ever in flight at once |
 //! | `add_tool {name}` | adds an echo-like tool `name`, sends `notifications/tools/list_changed`, replies |
 //! | `duplicate {message}` | sends the echo response twice, same id |
 //! | `roots {}` | asks the client `roots/list` (id `srv-N`), returns the result's JSON, or `isError` with the error message (10 s timeout) |
 //! | `sample {}` | same with `sampling/createMessage` |
-//! | `stdout_flood {bytes}` | writes `bytes` bytes of ~1 KiB `notifications/message` lines, then "wrote <n> bytes" (exact, newlines included) |
+//! | `stdout_flood {bytes}` | writes `bytes` bytes of ~1 KiB `notifications/message` lines, then `wrote <n> bytes` (exact, newlines included) |
 //!
 //! Unknown tool names get a `-32602` error; bad arguments an `isError` result.
 //!

@@ -267,7 +267,7 @@ fn env(args: &Args<'_>) -> ToolResult {
     std::env::var(args.str("name")?).map(text).map_err(|_| "unset".to_owned())
 }
 
-/// `slow` / `late`: sleeps `ms`, then replies "slept <ms>".
+/// `slow` / `late`: sleeps `ms`, then replies `slept <ms>`.
 fn slow(args: &Args<'_>) -> ToolResult {
     let ms = args.u64("ms")?;
     thread::sleep(Duration::from_millis(ms));
@@ -343,7 +343,7 @@ fn exit(server: &Server, args: &Args<'_>) -> ToolResult {
 }
 
 /// `progress`: `count` progress notifications `interval_ms` apart (first at
-/// once) if the caller sent a progress token, then "progress done <count>".
+/// once) if the caller sent a progress token, then `progress done <count>`.
 fn progress(server: &Server, params: &Value, args: &Args<'_>) -> ToolResult {
     let count = args.u64_or("count", 3)?;
     let interval = Duration::from_millis(args.u64_or("interval_ms", 150)?);
@@ -413,7 +413,7 @@ fn ask_client(server: &Server, method: &str, params: Value) -> ToolResult {
 
 /// `stdout_flood`: about `bytes` bytes (exactly, unless `bytes` is smaller
 /// than one minimal message) of ~1 KiB logging notifications, then
-/// "wrote <n> bytes" with the exact count, newlines included.
+/// `wrote <n> bytes` with the exact count, newlines included.
 fn stdout_flood(server: &Server, args: &Args<'_>) -> ToolResult {
     let bytes = args.usize("bytes")?;
     let build = |data: &str| {

@@ -148,7 +148,7 @@ impl Message {
         Message::parse(trimmed).map(|m| vec![m])
     }
 
-    /// Builds a request `{"jsonrpc":"2.0","id":<id>,"method":<method>,"params":<params>}`;
+    /// Builds a request `{"jsonrpc":"2.0","id":ID,"method":METHOD,"params":PARAMS}`;
     /// `id` and `params` are JSON texts.
     pub fn request(id: &str, method: &str, params: Option<&str>) -> Message {
         let method_json = serde_json::to_string(method).unwrap_or_default();

@@ -93,7 +93,7 @@ struct CallArgs {
     target: Option<String>,
     /// The arguments: a JSON object, or `-` to read it from stdin.
     arguments: Option<String>,
-    /// The server (with --tool, instead of <server>.<tool>).
+    /// The server (with --tool, instead of SERVER.TOOL).
     #[arg(long)]
     server: Option<String>,
     /// The tool (with --server).

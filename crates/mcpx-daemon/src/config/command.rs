@@ -16,7 +16,7 @@ pub const DEFAULT_PATH: &str = "/bin:/usr/bin";
 pub struct ExeIdentity {
     /// The executable's canonical path (symlinks resolved).
     pub path: PathBuf,
-    /// File identity as `"<dev>:<ino>:<mtime seconds>.<mtime nanoseconds>"`; any string that
+    /// File identity as ``<dev>:<ino>:<mtime seconds>.<mtime nanoseconds>``; any string that
     /// changes when the file is replaced works.
     pub stamp: String,
 }
