@@ -305,7 +305,8 @@ impl ServerEntry {
     /// as written before expansion (command, args, env, cwd, url, headers, transport kind),
     /// sharing and scope, plus `exe` (the resolved executable) when given. Equal entries in
     /// different files, or under different names, have equal fingerprints; changing a variable's
-    /// value does not change it.
+    /// value does not change it. A relative `cwd` is hashed joined to the file's directory, since
+    /// it names a different directory in each project.
     pub fn fingerprint(&self, exe: Option<&ExeIdentity>) -> String {
         let mut h = Fingerprinter(Sha256::new());
         h.field("mcpx-fingerprint-v1");
@@ -315,7 +316,14 @@ impl ServerEntry {
                 h.field(command);
                 h.list(args.iter().map(String::as_str));
                 h.map(env);
-                h.opt(cwd.as_deref());
+                // A relative `cwd` means a different directory in each project, so
+                // it is hashed resolved against the file's directory.
+                match (cwd.as_deref(), self.source.parent()) {
+                    (Some(c), Some(dir)) if Path::new(c).is_relative() && !c.contains("${") => {
+                        h.opt(Some(&dir.join(c).display().to_string()))
+                    }
+                    (c, _) => h.opt(c),
+                }
             }
             TransportSpec::Remote { url, headers, kind } => {
                 h.field("remote");

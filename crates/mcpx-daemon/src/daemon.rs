@@ -128,16 +128,23 @@ impl Daemon {
             ));
         };
         let cwd = stdio.cwd.clone().or_else(|| self.env.get("HOME").map(PathBuf::from));
-        let path_var = self.env.get("PATH").map(String::as_str);
-        let (fingerprint, launch) = match resolve_command(&stdio.command, path_var, cwd.as_deref()) {
+        // The child's environment: the daemon's, plus the entry's `env`. The command
+        // resolves through that environment's PATH (design: Configuration).
+        let mut env: BTreeMap<OsString, OsString> =
+            self.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect();
+        env.extend(stdio.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
+        let path_var = env.get(std::ffi::OsStr::new("PATH")).and_then(|p| p.to_str()).map(str::to_owned);
+        // Messages name the command as written: an expanded value may be a secret.
+        let written = match &entry.transport {
+            crate::config::TransportSpec::Stdio { command, .. } => command.clone(),
+            crate::config::TransportSpec::Remote { url, .. } => url.clone(),
+        };
+        let (fingerprint, launch) = match resolve_command(&stdio.command, path_var.as_deref(), cwd.as_deref()) {
             Ok(program) => {
                 let identity = exe_identity(&program).ok();
-                let mut env: BTreeMap<OsString, OsString> =
-                    self.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect();
-                env.extend(stdio.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
                 let spec = LaunchSpec {
                     server: entry.name.clone(),
-                    command: stdio.command.clone(),
+                    command: written,
                     program,
                     args: stdio.args.iter().map(OsString::from).collect(),
                     env,
@@ -146,7 +153,11 @@ impl Daemon {
                 };
                 (entry.fingerprint(identity.as_ref()), Ok(spec))
             }
-            Err(e) => (cache_key.clone(), Err(e.to_string())),
+            Err(e) if written == stdio.command => (cache_key.clone(), Err(e.to_string())),
+            Err(_) => (
+                cache_key.clone(),
+                Err(format!("command `{written}` (after ${{VAR}} expansion) is not an executable file or not on PATH")),
+            ),
         };
         Ok(Target { entry: entry.clone(), cache_key, fingerprint, launch })
     }
@@ -571,20 +582,35 @@ fn raw_json(raw: Box<RawValue>) -> Response {
 
 type S = State<Arc<Daemon>>;
 
+/// A JSON request body; a malformed one is a `usage` error with the API's error
+/// body, like every other error.
+struct Body(Request);
+
+impl<St: Send + Sync> axum::extract::FromRequest<St> for Body {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &St) -> Result<Self, Self::Rejection> {
+        match Json::<Request>::from_request(req, state).await {
+            Ok(Json(r)) => Ok(Body(r)),
+            Err(e) => Err(ApiError::new("usage", format!("bad request body: {}", e.body_text()))),
+        }
+    }
+}
+
 /// The control API's routes (`docs/api.md`).
 pub fn router(daemon: Arc<Daemon>) -> Router {
     Router::new()
         .route("/v1/health", get(|| async { Json(serde_json::json!({ "pid": std::process::id(), "build": BUILD })) }))
         .route("/v1/status", get(|State(d): S| async move { Json(d.status()) }))
-        .route("/v1/ls", post(|State(d): S, Json(r): Json<Request>| async move { d.ls(&r).map(Json) }))
-        .route("/v1/search", post(|State(d): S, Json(r): Json<Request>| async move { d.search(&r).map(Json) }))
-        .route("/v1/tools", post(|State(d): S, Json(r): Json<Request>| async move { d.tools(&r).map(raw_json) }))
-        .route("/v1/call", post(|State(d): S, Json(r): Json<Request>| async move { d.call(&r).await.map(raw_json) }))
-        .route("/v1/restart", post(|State(d): S, Json(r): Json<Request>| async move { d.restart(&r).await.map(Json) }))
-        .route("/v1/refresh", post(|State(d): S, Json(r): Json<Request>| async move { d.refresh(&r).await.map(Json) }))
+        .route("/v1/ls", post(|State(d): S, Body(r): Body| async move { d.ls(&r).map(Json) }))
+        .route("/v1/search", post(|State(d): S, Body(r): Body| async move { d.search(&r).map(Json) }))
+        .route("/v1/tools", post(|State(d): S, Body(r): Body| async move { d.tools(&r).map(raw_json) }))
+        .route("/v1/call", post(|State(d): S, Body(r): Body| async move { d.call(&r).await.map(raw_json) }))
+        .route("/v1/restart", post(|State(d): S, Body(r): Body| async move { d.restart(&r).await.map(Json) }))
+        .route("/v1/refresh", post(|State(d): S, Body(r): Body| async move { d.refresh(&r).await.map(Json) }))
         .route(
             "/v1/stop",
-            post(|State(d): S, Json(r): Json<Request>| async move {
+            post(|State(d): S, Body(r): Body| async move {
                 tracing::info!(all = r.all, "stop requested");
                 // Direct children cannot outlive the daemon, so both forms stop every server.
                 d.pool.stop_all().await;

@@ -108,3 +108,19 @@ fn c14_command_resolution_and_environment_come_from_the_daemon() {
         })
     });
 }
+
+/// The command resolves through the child's PATH: the entry's `env.PATH` when it sets one.
+#[test]
+fn command_resolves_through_the_entry_path() {
+    let w = World::new(json!({}));
+    let bin = w.path("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let script = bin.join("my-server");
+    std::fs::write(&script, format!("#!/bin/sh\nexec {} \"$@\"\n", fake_server())).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    w.set_servers(
+        json!({ "s": { "command": "my-server", "env": { "PATH": format!("{}:/usr/bin:/bin", bin.display()) } } }),
+    );
+    assert_eq!(w.call("s.echo", r#"{"message":"found"}"#).ok(), "found\n");
+}

@@ -87,3 +87,32 @@ fn broken_servers_show_error_and_the_rest_keeps_working() {
     let human = w.run(&["status"]).ok();
     assert!(human.contains("fake server failing before initialize"), "{human}");
 }
+
+/// An expanded `${VAR}` value may be a secret: errors name the command as written.
+#[test]
+fn launch_errors_never_print_expanded_values() {
+    let w = World::new(json!({ "s": { "command": "${MCPX_T_SECRET}/bin/server" } }));
+    let run = w.run_with(&["call", "s.tool", "{}", "--json"], |c| {
+        c.env("MCPX_T_SECRET", "/hunter2-secret");
+    });
+    assert_eq!(run.code, 4, "{run:?}");
+    let everything = format!("{}{}{}", run.stdout, w.run(&["status", "--json"]).stdout, w.log());
+    assert!(!everything.contains("hunter2"), "the secret leaked: {everything}");
+    assert!(run.stdout.contains("${MCPX_T_SECRET}/bin/server"), "{}", run.stdout);
+}
+
+/// The control API answers a malformed body with its JSON error body.
+#[test]
+fn a_malformed_request_body_gets_a_json_error() {
+    let w = World::new(json!({}));
+    w.run(&["ls"]).ok();
+    #[allow(clippy::disallowed_methods)] // Reason: curl is the documented way to reach the API.
+    let out = std::process::Command::new("curl")
+        .args(["-s", "--unix-socket"])
+        .arg(w.path("run/daemon.sock"))
+        .args(["-H", "content-type: application/json", "-d", "{not json", "http://localhost/v1/ls"])
+        .output();
+    let Ok(out) = out else { panic!("curl is needed for this test") };
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["error"]["kind"], "usage", "{body}");
+}
