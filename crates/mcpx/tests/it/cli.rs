@@ -159,3 +159,54 @@ fn restart_gives_a_new_process_and_logs_name_the_server() {
     assert!(logs.contains("hello from stderr"), "{logs}");
     assert!(logs.lines().all(|l| l.contains("server=fake")), "{logs}");
 }
+
+/// `stop --all` leaves nothing: not the server, not a grandchild it forked and
+/// left in its process group, even when the server ignores SIGTERM.
+#[test]
+fn stop_all_leaves_no_process_behind() {
+    let w = World::new(json!({}));
+    let pidfile = w.path("grandchild.pid");
+    let script = format!("trap '' TERM; sleep 300 & echo $! > {}; exec {}", pidfile.display(), fake_server());
+    w.set_servers(json!({ "s": { "command": "/bin/sh", "args": ["-c", script] } }));
+    w.call("s.echo", r#"{"message":"x"}"#).ok();
+    let server = w.instance("s").unwrap()["pid"].as_i64().unwrap() as i32;
+    let grandchild: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    assert!(alive(grandchild));
+    w.run(&["stop", "--all"]).ok();
+    wait_until("the server and its grandchild are gone", Duration::from_secs(10), || {
+        !alive(server) && !alive(grandchild)
+    });
+}
+
+/// CLIs racing on fresh directories start exactly one daemon between them.
+#[test]
+fn racing_clis_start_one_daemon() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let mut cmd = w.command();
+            cmd.args(["ls", "--json"]);
+            #[allow(clippy::disallowed_methods)]
+            std::thread::spawn(move || cmd.output().unwrap())
+        })
+        .collect();
+    for h in handles {
+        let out = h.join().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let runtime = w.path("run").display().to_string();
+    let daemons = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| alive(*pid))
+            .filter(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                cmdline.ends_with(b"\0daemon\0")
+                    && String::from_utf8_lossy(&environ).contains(&format!("MCPX_RUNTIME_DIR={runtime}\0"))
+            })
+            .count()
+    };
+    wait_until("the losing daemons have exited", Duration::from_secs(10), || daemons() == 1);
+}

@@ -116,3 +116,35 @@ fn a_malformed_request_body_gets_a_json_error() {
     let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(body["error"]["kind"], "usage", "{body}");
 }
+
+/// The runtime directory must be private; a socket path over the platform limit
+/// fails at once with a message rather than hanging.
+#[test]
+fn unsafe_runtime_dir_and_long_socket_path_are_refused() {
+    let w = World::new(json!({}));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(w.path("run"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    insta::assert_snapshot!("runtime_dir_mode", fails(&w, &["ls"], 3));
+    std::fs::set_permissions(w.path("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
+
+    let long = w.path(&"d".repeat(100));
+    let run = w.run_with(&["ls"], |c| {
+        c.env("MCPX_RUNTIME_DIR", &long);
+    });
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr.contains("over the platform limit of 107") && run.stderr.contains("MCPX_RUNTIME_DIR"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A second foreground daemon is refused while one runs.
+#[test]
+fn a_second_daemon_is_refused() {
+    let w = World::new(json!({}));
+    w.run(&["ls"]).ok();
+    let run = w.run(&["daemon"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(run.stderr.contains("a daemon is already running"), "{}", run.stderr);
+}
