@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Installs the real MCP servers used by the end-to-end tests and the quickstart, inside e2e/:
+#   - e2e/node_modules: @modelcontextprotocol/server-everything and server-memory (npm ci from
+#     e2e/package-lock.json; needs Node >= 20 and npm);
+#   - e2e/.venv: mcp-server-time (pip install -r e2e/requirements.txt; needs Python >= 3.10 with
+#     the venv module).
+# Idempotent: each part is reinstalled only when it is missing or its lock file changed (a stamp
+# file inside the install records what was installed). Nothing is written outside e2e/ except
+# npm's and pip's download caches.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+e2e="$root/e2e"
+
+say() { printf 'setup-e2e: %s\n' "$*"; }
+die() {
+    printf 'setup-e2e: error: %s\n' "$*" >&2
+    exit 1
+}
+
+# Runs a command quietly; on failure prints its output and what failed, and exits.
+quietly() {
+    local what="$1"
+    shift
+    local log
+    log="$(mktemp "${TMPDIR:-/tmp}/mcpx-setup-e2e.XXXXXX")"
+    if ! "$@" >"$log" 2>&1; then
+        cat "$log" >&2
+        rm -f "$log"
+        die "$what failed (command: $*); see the output above"
+    fi
+    rm -f "$log"
+}
+
+# The fingerprint of the given files (plus any extra words), for the stamp files.
+fingerprint() {
+    local extra="$1"
+    shift
+    { printf '%s\n' "$extra"; cat "$@"; } | cksum
+}
+
+need() {
+    command -v "$1" >/dev/null 2>&1 || die "$1 not found on PATH: $2"
+}
+
+# --- Node servers -------------------------------------------------------------------------------
+
+need node "install Node.js 20 or newer (https://nodejs.org)"
+need npm "install npm (it comes with Node.js)"
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+[[ "$node_major" -ge 20 ]] || die "Node.js $(node --version) is too old: the e2e servers need Node.js 20 or newer"
+
+node_stamp="$e2e/node_modules/.mcpx-setup-stamp"
+node_want="$(fingerprint "node$node_major" "$e2e/package.json" "$e2e/package-lock.json")"
+if [[ -f "$node_stamp" && "$(cat "$node_stamp")" == "$node_want" \
+    && -x "$e2e/node_modules/.bin/mcp-server-everything" && -x "$e2e/node_modules/.bin/mcp-server-memory" ]]; then
+    say "node servers up to date (e2e/node_modules)"
+else
+    say "installing node servers into e2e/node_modules (npm ci)..."
+    quietly "npm ci in e2e/" npm ci --prefix "$e2e" --no-audit --no-fund --loglevel=error
+    for bin in mcp-server-everything mcp-server-memory; do
+        [[ -x "$e2e/node_modules/.bin/$bin" ]] || die "npm ci finished but e2e/node_modules/.bin/$bin is missing"
+    done
+    printf '%s\n' "$node_want" >"$node_stamp"
+fi
+
+# --- Python servers -----------------------------------------------------------------------------
+
+need python3 "install Python 3.10 or newer"
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+    || die "$(python3 --version 2>&1) is too old: mcp-server-time needs Python 3.10 or newer"
+
+venv="$e2e/.venv"
+py_stamp="$venv/.mcpx-setup-stamp"
+py_want="$(fingerprint "$(python3 --version 2>&1)" "$e2e/requirements.txt")"
+if [[ -f "$py_stamp" && "$(cat "$py_stamp")" == "$py_want" && -x "$venv/bin/mcp-server-time" ]]; then
+    say "python servers up to date (e2e/.venv)"
+else
+    say "installing python servers into e2e/.venv (pip install -r e2e/requirements.txt)..."
+    # --clear: start from an empty venv so packages dropped from requirements.txt go away.
+    quietly "python3 -m venv (on Debian/Ubuntu, install python3-venv)" python3 -m venv --clear "$venv"
+    quietly "pip install -r e2e/requirements.txt" \
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$e2e/requirements.txt"
+    [[ -x "$venv/bin/mcp-server-time" ]] || die "pip finished but e2e/.venv/bin/mcp-server-time is missing"
+    printf '%s\n' "$py_want" >"$py_stamp"
+fi
+
+say "ready: e2e/node_modules/.bin/{mcp-server-everything,mcp-server-memory}, e2e/.venv/bin/mcp-server-time"
