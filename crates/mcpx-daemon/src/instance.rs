@@ -15,7 +15,7 @@ use mcpx_proto::mcp::{self, error_code};
 use mcpx_proto::{Kind, Message, UpstreamId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::transport::{ExitInfo, Inbound, Link, LinkInfo, Outbound};
 
@@ -142,7 +142,8 @@ pub struct Instance {
     max_message_bytes: usize,
     /// Waiting callers by the `seq` of their upstream id.
     pending: Mutex<HashMap<u32, Reply>>,
-    state: Mutex<State>,
+    /// Watched, so `terminate` can wait for the exit without polling.
+    state: watch::Sender<State>,
     session: Mutex<Option<Session>>,
     in_flight: AtomicU64,
     last_used: Mutex<Instant>,
@@ -191,7 +192,7 @@ impl Instance {
             next_seq: AtomicU32::new(1),
             max_message_bytes: spec.max_message_bytes,
             pending: Mutex::new(HashMap::new()),
-            state: Mutex::new(State::Starting),
+            state: watch::Sender::new(State::Starting),
             session: Mutex::new(None),
             in_flight: AtomicU64::new(0),
             last_used: Mutex::new(Instant::now()),
@@ -241,14 +242,18 @@ impl Instance {
 
     /// Current state.
     pub fn state(&self) -> State {
-        *lock(&self.state)
+        *self.state.borrow()
     }
 
+    /// Moves to `state`, unless the process has already exited (which is final).
     fn set_state(&self, state: State) {
-        let mut s = lock(&self.state);
-        if !matches!(*s, State::Exited(_)) {
-            *s = state;
-        }
+        self.state.send_if_modified(|s| {
+            let change = !matches!(*s, State::Exited(_)) && *s != state;
+            if change {
+                *s = state;
+            }
+            change
+        });
     }
 
     /// Whether it can take calls.
@@ -314,9 +319,7 @@ impl Instance {
             return;
         }
         // The router marks the instance exited when the link reports it.
-        while matches!(self.state(), State::Stopping) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let _ = self.state.subscribe().wait_for(|s| matches!(s, State::Exited(_))).await;
     }
 
     fn exited_error(&self, exit: ExitInfo) -> CallError {
@@ -351,7 +354,7 @@ impl Instance {
                 tracing::warn!(server = %self.server, bytes, id = id.as_deref().unwrap_or("none"), limit = self.max_message_bytes, "discarded a message over maxMessageBytes");
             }
             Inbound::Exited(exit) => {
-                *lock(&self.state) = State::Exited(exit);
+                self.state.send_replace(State::Exited(exit));
                 let waiters: Vec<Reply> = lock(&self.pending).drain().map(|(_, w)| w).collect();
                 for w in waiters {
                     let _ = w.send(Err(self.exited_error(exit)));

@@ -210,3 +210,50 @@ fn racing_clis_start_one_daemon() {
     };
     wait_until("the losing daemons have exited", Duration::from_secs(10), || daemons() == 1);
 }
+
+#[test]
+fn refresh_reads_an_unread_server_and_tools_says_how_before() {
+    let w = World::new(json!({ "fake": { "command": fake_server(), "env": { "FAKE_PAGE_SIZE": "4" } } }));
+    let before = w.run(&["tools", "fake"]);
+    assert_eq!(before.code, 4, "{before:?}");
+    assert!(before.stderr.contains("mcpx refresh fake"), "{}", before.stderr);
+    assert!(w.status()["instances"].as_array().unwrap().is_empty(), "tools must not start a server");
+    w.run(&["refresh", "fake"]).ok();
+    // Every page of the paginated tools/list is in the cache.
+    let tools = w.run(&["tools", "fake", "--json"]).json();
+    assert!(tools.as_array().unwrap().len() > 8, "{tools}");
+    assert_eq!(w.ls_row("fake")["tools"].as_u64().unwrap() as usize, tools.as_array().unwrap().len());
+}
+
+#[test]
+fn logs_follow_prints_new_lines_about_one_server() {
+    use std::io::BufRead;
+    let w = World::new(json!({ "fake": { "command": fake_server() }, "other": { "command": fake_server() } }));
+    w.call("other.echo", r#"{"message":"x"}"#).ok();
+    let mut follow = w.command();
+    follow.args(["logs", "fake", "-f", "-n", "0"]).stdout(std::process::Stdio::piped());
+    let mut child = follow.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap_or_default()).is_err() {
+                return;
+            }
+        }
+    });
+    // The follower may open the log after a first start was logged, so restart the
+    // server (which logs) until a line arrives.
+    let mut line = None;
+    for _ in 0..40 {
+        w.run(&["restart", "fake"]).ok();
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(500)) {
+            line = Some(l);
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = line.expect("no log line arrived");
+    assert!(line.contains("server=fake"), "{line}");
+}
