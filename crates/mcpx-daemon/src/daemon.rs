@@ -26,11 +26,18 @@ use crate::config::{
     ConfigCache, ConfigError, ExpandedTransport, ResolveRequest, ResolvedConfig, ServerEntry, exe_identity,
     resolve_command,
 };
-use crate::instance::{CallError, ERROR_TAIL_BYTES, InstanceEvent, response_result};
+use crate::instance::{
+    CallError, ERROR_TAIL_BYTES, Instance, InstanceEvent, InstanceSpec, Session, lock, response_result,
+};
 use crate::paths::Dirs;
+use crate::pool::Launchers;
 use crate::pool::{Pool, Target};
 use crate::schema::SchemaCache;
-use crate::transport::{LaunchSpec, Launcher};
+use crate::transport::ExitInfo;
+use crate::transport::supervised::{AttachFailure, attach, reap_orphan};
+use crate::transport::{Identity, LaunchSpec};
+use mcpx_platform::Liveness;
+use mcpx_proto::attach::{ChildState, Record, Version};
 
 /// The build id reported in `status`: the version, plus `MCPX_BUILD_TAG` when the
 /// binary was built with one (tests use it to tell two builds apart).
@@ -54,6 +61,9 @@ pub struct Daemon {
     started: Instant,
     /// Notified when a `stop` request asks the daemon to exit.
     pub shutdown: Notify,
+    /// Supervisors found at start whose attach protocol this daemon cannot speak:
+    /// left running, shown as `incompatible`, replaced on `mcpx restart`.
+    incompatible: std::sync::Mutex<Vec<(Record, Version)>>,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -64,9 +74,9 @@ impl std::fmt::Debug for Daemon {
 
 impl Daemon {
     /// A daemon over `dirs`, with the captured environment `env`, starting servers
-    /// through `launcher`. Spawns the task that handles instance events, so it must be
-    /// called inside a tokio runtime.
-    pub fn new(dirs: Dirs, env: HashMap<String, String>, launcher: Arc<dyn Launcher>) -> Arc<Daemon> {
+    /// through `launchers`. Spawns the task that handles instance events, so it must
+    /// be called inside a tokio runtime.
+    pub fn new(dirs: Dirs, env: HashMap<String, String>, launchers: Launchers) -> Arc<Daemon> {
         let schema = Arc::new(SchemaCache::new(dirs.cache.clone()));
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let config = ConfigCache::new(crate::config::ConfigEnv::from_vars(&env));
@@ -76,13 +86,14 @@ impl Daemon {
             }
         }
         let daemon = Arc::new(Daemon {
-            pool: Pool::new(launcher, schema.clone(), 1, events_tx),
+            pool: Pool::new(launchers, schema.clone(), events_tx),
             schema,
             config,
             env,
             dirs,
             started: Instant::now(),
             shutdown: Notify::new(),
+            incompatible: std::sync::Mutex::new(Vec::new()),
         });
         tokio::spawn(handle_events(Arc::downgrade(&daemon), events_rx));
         daemon
@@ -142,8 +153,19 @@ impl Daemon {
         let (fingerprint, launch) = match resolve_command(&stdio.command, path_var.as_deref(), cwd.as_deref()) {
             Ok(program) => {
                 let identity = exe_identity(&program).ok();
+                let options = &entry.options;
                 let spec = LaunchSpec {
-                    server: entry.name.clone(),
+                    identity: Identity {
+                        server: entry.name.clone(),
+                        fingerprint: entry.fingerprint(identity.as_ref()),
+                        cache_key: cache_key.clone(),
+                        key: "global".into(),
+                        sharing: options.sharing.as_str().into(),
+                    },
+                    supervised: options.supervised,
+                    buffer_bytes: options.buffer_bytes,
+                    orphan_timeout: options.orphan_timeout,
+                    start_timeout: options.start_timeout,
                     command: written,
                     program,
                     args: stdio.args.iter().map(OsString::from).collect(),
@@ -338,16 +360,17 @@ impl Daemon {
                 InstanceStatus {
                     server: i.server.clone(),
                     key: i.key.clone(),
-                    pid: i.info.pid,
+                    pid: i.info.pid(),
                     state: state.as_str().to_owned(),
                     calls: i.in_flight(),
-                    supervised: false,
-                    supervisor_pid: None,
-                    supervisor_protocol: None,
+                    supervised: i.supervised(),
+                    supervisor_pid: i.info.supervisor.as_ref().map(|s| s.pid),
+                    supervisor_protocol: i.info.supervisor.as_ref().map(|s| s.protocol.clone()),
                     dropped_bytes: i.info.dropped(),
                     skipped_lines: i.info.skipped_lines.load(std::sync::atomic::Ordering::Relaxed),
                     last_error: match state {
                         crate::instance::State::Exited(e) => Some(format!("server {e}")),
+                        crate::instance::State::Lost => Some("instance lost: its supervisor went away".into()),
                         _ => None,
                     },
                     stderr_tail: i.info.stderr_tail(ERROR_TAIL_BYTES),
@@ -378,6 +401,28 @@ impl Daemon {
                 uptime_s: None,
             });
         }
+        for (record, theirs) in lock(&self.incompatible).iter() {
+            instances.push(InstanceStatus {
+                server: record.server.clone(),
+                key: record.key.clone(),
+                pid: record.child.map(|c| c.pid),
+                state: "incompatible".into(),
+                calls: 0,
+                supervised: true,
+                supervisor_pid: Some(record.supervisor.pid),
+                supervisor_protocol: Some(theirs.to_string()),
+                dropped_bytes: 0,
+                skipped_lines: 0,
+                last_error: Some(format!(
+                    "its supervisor speaks attach protocol {theirs}, this daemon {}; `mcpx restart {}` replaces it",
+                    Version::CURRENT,
+                    record.server
+                )),
+                stderr_tail: String::new(),
+                idle_s: None,
+                uptime_s: None,
+            });
+        }
         instances.sort_by(|a, b| (&a.server, &a.key).cmp(&(&b.server, &b.key)));
         Status {
             daemon: DaemonStatus {
@@ -394,15 +439,177 @@ impl Daemon {
         }
     }
 
-    /// `POST /v1/restart`: stops the server's instances, then starts it again.
+    /// `POST /v1/restart`: restarts the server's instances: through their supervisor
+    /// when supervised (same supervisor, new process), else by stopping and starting.
+    /// An `incompatible` supervisor of the server is replaced.
     pub async fn restart(&self, req: &Request) -> Result<serde_json::Value, ApiError> {
         let config = self.resolve(req)?;
         let name =
             req.server.as_deref().ok_or_else(|| ApiError::new("usage", "name a server: `mcpx restart <server>`"))?;
         let target = self.target(self.server(&config, name)?)?;
-        let stopped = self.pool.stop_server(&target.fingerprint).await;
+        let replaced = self.replace_incompatible(&target.cache_key).await;
+        let timeout = target.entry.options.start_timeout;
+        let mut restarted = 0;
+        for inst in self.pool.instances_of(&target.fingerprint) {
+            if inst.supervised() {
+                inst.restart(timeout).await.map_err(|e| server_error(name, e))?;
+                if let Err(e) = self.schema.refresh(&inst.cache_key, &inst, timeout).await {
+                    tracing::warn!(server = name, error = %e, "listing the server's schema failed");
+                }
+                restarted += 1;
+            }
+        }
+        if restarted == 0 {
+            restarted = self.pool.stop_server(&target.fingerprint).await;
+        }
         let inst = self.pool.acquire(&target).await.map_err(|e| server_error(name, e))?;
-        Ok(serde_json::json!({ "server": name, "stopped": stopped, "pid": inst.info.pid }))
+        Ok(serde_json::json!({ "server": name, "restarted": restarted, "replaced": replaced, "pid": inst.info.pid() }))
+    }
+
+    /// Stops incompatible supervisors of a server (they cannot be asked, so their
+    /// processes are signalled after their start times are checked).
+    async fn replace_incompatible(&self, cache_key: &str) -> usize {
+        let gone: Vec<Record> = {
+            let mut list = lock(&self.incompatible);
+            let (gone, keep): (Vec<_>, Vec<_>) = list.drain(..).partition(|(r, _)| r.cache_key == cache_key);
+            *list = keep;
+            gone.into_iter().map(|(r, _)| r).collect()
+        };
+        for rec in &gone {
+            if mcpx_platform::liveness(rec.supervisor.pid, Some(rec.supervisor.start_time)) == Liveness::Running {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(rec.supervisor.pid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            reap_orphan(rec, &self.dirs.sup_dir());
+        }
+        gone.len()
+    }
+
+    /// Adopts or reaps every supervisor a previous daemon left (design: "Adopt or
+    /// reap"), each with its own deadline so one wedged supervisor cannot stall the
+    /// start. Call before serving requests.
+    pub async fn adopt_all(self: &Arc<Self>) {
+        let dir = self.dirs.sup_dir();
+        let Ok(entries) = std::fs::read_dir(&dir) else { return };
+        let boot_id = mcpx_platform::boot_id().unwrap_or_default();
+        let known = self.known_fingerprints();
+        let mut tasks = tokio::task::JoinSet::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let record: Record = match std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
+                Some(r) => r,
+                None => {
+                    tracing::warn!(file = %path.display(), "ignoring an unreadable supervisor record");
+                    continue;
+                }
+            };
+            let this = self.clone();
+            let boot_id = boot_id.clone();
+            let known = known.clone();
+            tasks.spawn(async move {
+                let deadline = Duration::from_secs(3);
+                let _ = tokio::time::timeout(deadline * 2, this.adopt_one(record, &boot_id, &known, deadline)).await;
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+    }
+
+    async fn adopt_one(
+        &self,
+        rec: Record,
+        boot_id: &str,
+        known: &std::collections::HashSet<String>,
+        deadline: Duration,
+    ) {
+        let dir = self.dirs.sup_dir();
+        let server = rec.server.clone();
+        if !boot_id.is_empty() && rec.boot_id != boot_id {
+            tracing::info!(server, id = rec.id, "removing a supervisor record from before the last reboot");
+            let _ = std::fs::remove_file(dir.join(format!("{}.sock", rec.id)));
+            let _ = std::fs::remove_file(dir.join(format!("{}.json", rec.id)));
+            return;
+        }
+        let socket = dir.join(format!("{}.sock", rec.id));
+        let max = usize::try_from(64u64 << 20).unwrap_or(usize::MAX);
+        match attach(&socket, &server, max, deadline).await {
+            Ok((hello, link)) => {
+                let spec = InstanceSpec {
+                    server: rec.server.clone(),
+                    fingerprint: rec.fingerprint.clone(),
+                    cache_key: rec.cache_key.clone(),
+                    key: rec.key.clone(),
+                    max_message_bytes: max,
+                };
+                if let (ChildState::Exited, Some(exit)) = (&hello.state, hello.exit) {
+                    let exit = ExitInfo { code: exit.code, signal: exit.signal };
+                    tracing::info!(server, "adopted a supervisor whose server {exit} while no daemon was attached");
+                    let stderr_tail = link.info.stderr_tail(ERROR_TAIL_BYTES);
+                    // The link acknowledges the exit, and the supervisor then exits.
+                    let inst = Instance::resume(spec, link, dead_session(), self.pool.events());
+                    drop(inst);
+                    self.pool.record_failure(
+                        &rec.server,
+                        &rec.fingerprint,
+                        &rec.key,
+                        CallError::Exited { exit, stderr_tail },
+                    );
+                    return;
+                }
+                let session = hello.session.as_ref().and_then(|s| serde_json::from_str::<Session>(s.get()).ok());
+                let inst = match session {
+                    Some(session) => Instance::resume(spec, link, session, self.pool.events()),
+                    None => {
+                        tracing::info!(server, "the previous daemon stored no session: restarting the server");
+                        let inst = Instance::resume(spec, link, dead_session(), self.pool.events());
+                        if let Err(e) = inst.restart(Some(Duration::from_secs(60))).await {
+                            tracing::warn!(server, error = %e, "restarting an adopted server failed");
+                            inst.terminate().await;
+                            return;
+                        }
+                        inst
+                    }
+                };
+                if !known.contains(&rec.fingerprint) {
+                    tracing::info!(server, "no known configuration defines this server any more: stopping it");
+                    inst.terminate().await;
+                    return;
+                }
+                tracing::info!(server, pid = inst.info.pid(), epoch = hello.next_epoch, "adopted a running server");
+                self.pool.adopt(inst);
+            }
+            Err(AttachFailure::Incompatible { theirs, ours }) => {
+                tracing::warn!(server, %theirs, %ours, "leaving an incompatible supervisor running");
+                lock(&self.incompatible).push((rec, theirs));
+            }
+            Err(e) => {
+                if mcpx_platform::liveness(rec.supervisor.pid, Some(rec.supervisor.start_time)) == Liveness::Gone {
+                    tracing::info!(server, id = rec.id, "its supervisor is gone: cleaning up");
+                    reap_orphan(&rec, &dir);
+                } else {
+                    tracing::warn!(server, id = rec.id, error = %e, "a supervisor runs but does not answer; leaving it alone");
+                }
+            }
+        }
+    }
+
+    /// The fingerprints every known configuration file defines, for deciding which
+    /// adopted supervisors are still wanted.
+    fn known_fingerprints(&self) -> std::collections::HashSet<String> {
+        let mut set = std::collections::HashSet::new();
+        for file in self.config.known_files() {
+            let Ok(config) = self.config.resolve(&ResolveRequest { cwd: None, explicit: Some(file) }) else { continue };
+            for entry in config.servers.values() {
+                if let Ok(target) = self.target(entry) {
+                    set.insert(target.fingerprint);
+                }
+            }
+        }
+        set
     }
 
     /// `POST /v1/refresh`: re-reads the schema of one server, or of every enabled one,
@@ -448,6 +655,16 @@ async fn handle_events(daemon: std::sync::Weak<Daemon>, mut rx: mpsc::UnboundedR
                 }
             });
         }
+    }
+}
+
+/// A placeholder session for an instance about to be restarted or dropped.
+fn dead_session() -> Session {
+    Session {
+        protocol_version: String::new(),
+        capabilities: serde_json::value::RawValue::from_string("{}".into()).unwrap_or_else(|_| unreachable!()),
+        server_info: None,
+        instructions: None,
     }
 }
 
@@ -554,7 +771,7 @@ fn server_error(server: &str, e: CallError) -> ApiError {
     let kind = match e {
         CallError::Timeout(_) => "timeout",
         CallError::Protocol(_) | CallError::TooLarge { .. } => "protocol",
-        CallError::Exited { .. } | CallError::Launch(_) => "server",
+        CallError::Exited { .. } | CallError::Launch(_) | CallError::Lost(_) => "server",
     };
     let hint = match e {
         CallError::Exited { .. } | CallError::Launch(_) => {
@@ -612,8 +829,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
             "/v1/stop",
             post(|State(d): S, Body(r): Body| async move {
                 tracing::info!(all = r.all, "stop requested");
-                // Direct children cannot outlive the daemon, so both forms stop every server.
-                d.pool.stop_all().await;
+                d.pool.stop_all(r.all).await;
                 d.shutdown.notify_one();
                 Json(serde_json::json!({ "stopping": true }))
             }),
@@ -638,6 +854,7 @@ pub async fn run(
         }
     };
     axum::serve(listener, router(daemon.clone())).with_graceful_shutdown(stop).await?;
-    daemon.pool.stop_all().await;
+    // Supervised servers stay for the next daemon; the daemon's own children cannot.
+    daemon.pool.stop_all(false).await;
     Ok(())
 }

@@ -52,6 +52,9 @@ pub enum CallError {
     /// The server could not be started (command not found, exec failed).
     #[error("{0}")]
     Launch(String),
+    /// The link to the server is gone without an exit status (its supervisor died).
+    #[error("instance lost: {0}")]
+    Lost(String),
 }
 
 fn tail_suffix(tail: &str) -> String {
@@ -105,6 +108,8 @@ pub enum State {
     Stopping,
     /// The process ended.
     Exited(ExitInfo),
+    /// The link is gone without an exit status (its supervisor died).
+    Lost,
 }
 
 impl State {
@@ -115,6 +120,7 @@ impl State {
             State::Running => "running",
             State::Stopping => "stopping",
             State::Exited(_) => "exited",
+            State::Lost => "lost",
         }
     }
 }
@@ -160,8 +166,6 @@ pub struct InstanceSpec {
     pub cache_key: String,
     /// Pool key.
     pub key: String,
-    /// The daemon's attach epoch, carried in every upstream id.
-    pub epoch: u32,
     /// `maxMessageBytes`, for error messages.
     pub max_message_bytes: usize,
 }
@@ -179,7 +183,35 @@ impl Instance {
         start_timeout: Option<Duration>,
         events: mpsc::UnboundedSender<(String, InstanceEvent)>,
     ) -> Result<Arc<Instance>, CallError> {
-        let Link { tx, rx, info } = link;
+        let inst = Instance::new(spec, link, events);
+        match inst.initialize(start_timeout).await {
+            Ok(session) => {
+                inst.running(session).await;
+                Ok(inst)
+            }
+            Err(e) => {
+                inst.terminate().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Takes over the link of an adopted instance whose MCP session a previous daemon
+    /// stored: no second `initialize` (servers reject one).
+    pub fn resume(
+        spec: InstanceSpec,
+        link: Link,
+        session: Session,
+        events: mpsc::UnboundedSender<(String, InstanceEvent)>,
+    ) -> Arc<Instance> {
+        let inst = Instance::new(spec, link, events);
+        *lock(&inst.session) = Some(session);
+        inst.set_state(State::Running);
+        inst
+    }
+
+    fn new(spec: InstanceSpec, link: Link, events: mpsc::UnboundedSender<(String, InstanceEvent)>) -> Arc<Instance> {
+        let Link { tx, rx, info, epoch } = link;
         let inst = Arc::new(Instance {
             server: spec.server,
             fingerprint: spec.fingerprint,
@@ -188,7 +220,7 @@ impl Instance {
             info,
             started: Instant::now(),
             tx,
-            epoch: spec.epoch.clamp(1, UpstreamId::MAX_EPOCH),
+            epoch: epoch.clamp(1, UpstreamId::MAX_EPOCH),
             next_seq: AtomicU32::new(1),
             max_message_bytes: spec.max_message_bytes,
             pending: Mutex::new(HashMap::new()),
@@ -198,17 +230,38 @@ impl Instance {
             last_used: Mutex::new(Instant::now()),
         });
         tokio::spawn(route(Arc::downgrade(&inst), rx, events));
-        match inst.initialize(start_timeout).await {
-            Ok(session) => {
-                *lock(&inst.session) = Some(session);
-                inst.set_state(State::Running);
-                Ok(inst)
-            }
-            Err(e) => {
-                inst.terminate().await;
-                Err(e)
-            }
+        inst
+    }
+
+    /// Marks the instance running with `session`, and hands the session to the link
+    /// to keep (a supervisor stores it for the next daemon).
+    async fn running(&self, session: Session) {
+        if let Ok(json) = serde_json::to_string(&session) {
+            let _ = self.tx.send(Outbound::StoreSession(json)).await;
         }
+        *lock(&self.session) = Some(session);
+        self.set_state(State::Running);
+    }
+
+    /// Restarts the server through its supervisor (same supervisor, new process) and
+    /// initializes it again. Requests in flight fail.
+    ///
+    /// Errors: the restart or the new `initialize` failed.
+    pub async fn restart(&self, start_timeout: Option<Duration>) -> Result<(), CallError> {
+        let mut state = self.state.subscribe();
+        self.set_state(State::Stopping);
+        if self.tx.send(Outbound::Restart).await.is_err() {
+            return Err(CallError::Lost("the link is closed".into()));
+        }
+        let _ = state.wait_for(|s| !matches!(s, State::Stopping)).await;
+        match self.state() {
+            State::Starting => {}
+            State::Exited(exit) => return Err(self.exited_error(exit)),
+            other => return Err(CallError::Lost(format!("the restart ended {}", other.as_str()))),
+        }
+        let session = self.initialize(start_timeout).await?;
+        self.running(session).await;
+        Ok(())
     }
 
     async fn initialize(&self, timeout: Option<Duration>) -> Result<Session, CallError> {
@@ -240,6 +293,11 @@ impl Instance {
         lock(&self.session).clone()
     }
 
+    /// Whether a supervisor owns the server process.
+    pub fn supervised(&self) -> bool {
+        self.info.supervisor.is_some()
+    }
+
     /// Current state.
     pub fn state(&self) -> State {
         *self.state.borrow()
@@ -248,7 +306,7 @@ impl Instance {
     /// Moves to `state`, unless the process has already exited (which is final).
     fn set_state(&self, state: State) {
         self.state.send_if_modified(|s| {
-            let change = !matches!(*s, State::Exited(_)) && *s != state;
+            let change = !matches!(*s, State::Exited(_) | State::Lost) && *s != state;
             if change {
                 *s = state;
             }
@@ -319,7 +377,7 @@ impl Instance {
             return;
         }
         // The router marks the instance exited when the link reports it.
-        let _ = self.state.subscribe().wait_for(|s| matches!(s, State::Exited(_))).await;
+        let _ = self.state.subscribe().wait_for(|s| matches!(s, State::Exited(_) | State::Lost)).await;
     }
 
     fn exited_error(&self, exit: ExitInfo) -> CallError {
@@ -353,14 +411,28 @@ impl Instance {
             Inbound::Oversize { bytes, id } => {
                 tracing::warn!(server = %self.server, bytes, id = id.as_deref().unwrap_or("none"), limit = self.max_message_bytes, "discarded a message over maxMessageBytes");
             }
-            Inbound::Exited(exit) => {
-                self.state.send_replace(State::Exited(exit));
-                let waiters: Vec<Reply> = lock(&self.pending).drain().map(|(_, w)| w).collect();
-                for w in waiters {
-                    let _ = w.send(Err(self.exited_error(exit)));
-                }
+            Inbound::Restarted(pid) => {
+                tracing::info!(server = %self.server, pid, "server restarted by its supervisor");
+                self.fail_pending(|| CallError::Lost("the server was restarted".into()));
+                self.state.send_replace(State::Starting);
+            }
+            Inbound::Lost(reason) => {
+                self.state.send_replace(State::Lost);
+                self.fail_pending(|| CallError::Lost(reason.clone()));
                 let _ = events.send((self.fingerprint.clone(), InstanceEvent::Exited));
             }
+            Inbound::Exited(exit) => {
+                self.state.send_replace(State::Exited(exit));
+                self.fail_pending(|| self.exited_error(exit));
+                let _ = events.send((self.fingerprint.clone(), InstanceEvent::Exited));
+            }
+        }
+    }
+
+    fn fail_pending(&self, error: impl Fn() -> CallError) {
+        let waiters: Vec<Reply> = lock(&self.pending).drain().map(|(_, w)| w).collect();
+        for w in waiters {
+            let _ = w.send(Err(error()));
         }
     }
 

@@ -108,6 +108,16 @@ impl Dirs {
         self.runtime.join("daemon.pid")
     }
 
+    /// Where supervisors keep their sockets and records (`sup/<id>.sock`, `sup/<id>.json`).
+    pub fn sup_dir(&self) -> PathBuf {
+        self.runtime.join("sup")
+    }
+
+    /// The supervisors' log file.
+    pub fn supervisor_log(&self) -> PathBuf {
+        self.state.join("supervisors.log")
+    }
+
     /// The daemon's log file.
     pub fn log_file(&self) -> PathBuf {
         self.state.join("daemon.log")

@@ -48,32 +48,59 @@ struct Slot {
     failures: Mutex<(u64, Option<CallError>)>,
 }
 
+/// The ways to start an instance: under a supervisor (the default) or as the
+/// daemon's own child (`supervised: false`).
+#[derive(Clone)]
+pub struct Launchers {
+    /// The daemon's own child.
+    pub direct: Arc<dyn Launcher>,
+    /// Under `mcpx supervise`.
+    pub supervised: Arc<dyn Launcher>,
+}
+
 /// All instances of the daemon, by fingerprint and key.
 pub struct Pool {
-    launcher: Arc<dyn Launcher>,
+    launchers: Launchers,
     schema: Arc<SchemaCache>,
-    epoch: u32,
     slots: Mutex<HashMap<(String, String), Arc<Slot>>>,
     events: mpsc::UnboundedSender<(String, InstanceEvent)>,
 }
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pool").field("epoch", &self.epoch).finish_non_exhaustive()
+        f.debug_struct("Pool").finish_non_exhaustive()
     }
 }
 
 impl Pool {
-    /// A pool that starts instances through `launcher`, keeps schemas in `schema`,
-    /// and tags upstream ids with `epoch`. Instance events (list changes, exits) are
-    /// sent to `events`.
+    /// A pool that starts instances through `launchers` and keeps schemas in
+    /// `schema`. Instance events (list changes, exits) are sent to `events`.
     pub fn new(
-        launcher: Arc<dyn Launcher>,
+        launchers: Launchers,
         schema: Arc<SchemaCache>,
-        epoch: u32,
         events: mpsc::UnboundedSender<(String, InstanceEvent)>,
     ) -> Pool {
-        Pool { launcher, schema, epoch, slots: Mutex::new(HashMap::new()), events }
+        Pool { launchers, schema, slots: Mutex::new(HashMap::new()), events }
+    }
+
+    /// Puts an adopted instance (a supervisor a previous daemon started) in its slot.
+    pub fn adopt(&self, inst: Arc<Instance>) {
+        let slot = self.slot(&inst.server, &inst.fingerprint, &inst.key);
+        *lock(&slot.current) = Some(inst);
+    }
+
+    /// Records that the instance of (`server`, `fingerprint`, `key`) ended with
+    /// `error` while no daemon watched it, so `status` shows it until the next start.
+    pub fn record_failure(&self, server: &str, fingerprint: &str, key: &str, error: CallError) {
+        let slot = self.slot(server, fingerprint, key);
+        let mut failures = lock(&slot.failures);
+        failures.0 += 1;
+        failures.1 = Some(error);
+    }
+
+    /// The events channel instances report to.
+    pub fn events(&self) -> mpsc::UnboundedSender<(String, InstanceEvent)> {
+        self.events.clone()
     }
 
     fn slot(&self, server: &str, fingerprint: &str, key: &str) -> Arc<Slot> {
@@ -134,15 +161,15 @@ impl Pool {
         let spec = target.launch.clone().map_err(CallError::Launch)?;
         let options = &target.entry.options;
         tracing::info!(server = %server, fingerprint = %target.fingerprint, key, "starting server");
-        let link = self.launcher.launch(spec).await.map_err(|e| CallError::Launch(e.to_string()))?;
-        let pid = link.info.pid;
+        let launcher = if spec.supervised { &self.launchers.supervised } else { &self.launchers.direct };
+        let link = launcher.launch(spec).await.map_err(|e| CallError::Launch(e.to_string()))?;
+        let pid = link.info.pid();
         let inst = Instance::start(
             InstanceSpec {
                 server: server.clone(),
                 fingerprint: target.fingerprint.clone(),
                 cache_key: target.cache_key.clone(),
                 key: key.to_owned(),
-                epoch: self.epoch,
                 max_message_bytes: usize::try_from(options.max_message_bytes).unwrap_or(usize::MAX),
             },
             link,
@@ -187,15 +214,19 @@ impl Pool {
         stopped
     }
 
-    /// Stops every instance, all at once, and waits for them.
-    pub async fn stop_all(&self) {
-        let all: Vec<Arc<Instance>> = {
+    /// Stops the daemon's own children and, when `all`, every supervised instance too;
+    /// other supervised instances are only detached (their supervisors keep the
+    /// servers for the next daemon). Waits for what it stops.
+    pub async fn stop_all(&self, all: bool) {
+        let instances: Vec<Arc<Instance>> = {
             let slots = lock(&self.slots);
             slots.values().filter_map(|s| lock(&s.current).take()).collect()
         };
         let mut tasks = tokio::task::JoinSet::new();
-        for inst in all {
-            tasks.spawn(async move { inst.terminate().await });
+        for inst in instances {
+            if all || !inst.supervised() {
+                tasks.spawn(async move { inst.terminate().await });
+            }
         }
         while tasks.join_next().await.is_some() {}
     }

@@ -5,6 +5,7 @@
 //! decoder here reads from byte slices handed to it, so it can be tested (and fuzzed)
 //! without a process or a socket.
 
+pub mod attach;
 pub mod framing;
 pub mod jsonrpc;
 pub mod mcp;

@@ -85,6 +85,9 @@ enum Command {
     },
     /// Run the daemon in the foreground.
     Daemon,
+    /// Supervise one server instance (started by the daemon; reads its launch request on stdin).
+    #[command(hide = true)]
+    Supervise,
 }
 
 #[derive(Debug, Args)]
@@ -118,6 +121,10 @@ pub fn main() -> i32 {
         }
     };
     let json = cli.global.json;
+    if let Command::Supervise = cli.command {
+        // Before any runtime or thread: the supervisor forks.
+        return mcpx_supervisor::main();
+    }
     if let Command::Daemon = cli.command {
         return match crate::foreground::run() {
             Ok(()) => 0,
@@ -222,7 +229,7 @@ async fn dispatch(
                 .await?;
             output::refresh(json, &body)
         }
-        Command::Stop { .. } | Command::Logs { .. } | Command::Daemon => {
+        Command::Stop { .. } | Command::Logs { .. } | Command::Daemon | Command::Supervise => {
             unreachable!("handled before connecting")
         }
     }

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use mcpx_daemon::daemon::{Daemon, run as serve};
 use mcpx_daemon::paths::Dirs;
+use mcpx_daemon::pool::Launchers;
 use mcpx_daemon::transport::stdio::DirectLauncher;
+use mcpx_daemon::transport::supervised::SupervisedLauncher;
 use nix::fcntl::{Flock, FlockArg};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
@@ -66,7 +68,14 @@ pub fn run() -> anyhow::Result<()> {
             .with_context(|| format!("setting the mode of {}", socket.display()))?;
         std::fs::write(dirs.pid_file(), format!("{}\n", std::process::id())).context("writing daemon.pid")?;
         tracing::info!(pid = std::process::id(), build = mcpx_daemon::daemon::BUILD, socket = %socket.display(), "daemon listening");
-        let daemon = Daemon::new(dirs.clone(), env, Arc::new(DirectLauncher));
+        let exe = std::env::current_exe().context("finding the mcpx binary")?;
+        let launchers = Launchers {
+            direct: Arc::new(DirectLauncher),
+            supervised: Arc::new(SupervisedLauncher { exe, sup_dir: dirs.sup_dir(), log: dirs.supervisor_log() }),
+        };
+        let daemon = Daemon::new(dirs.clone(), env, launchers);
+        // Supervisors a previous daemon left are adopted before the first request.
+        daemon.adopt_all().await;
         let signals = async {
             use tokio::signal::unix::{SignalKind, signal};
             let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {

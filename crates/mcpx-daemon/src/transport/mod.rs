@@ -7,6 +7,7 @@
 //! or an HTTP session for remote servers) is swapped behind [`Launcher`] alone.
 
 pub mod stdio;
+pub mod supervised;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -15,9 +16,10 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
 
-use mcpx_proto::Message;
+use mcpx_proto::{Frame, LineDecoder, Message};
 use tokio::sync::mpsc;
 
 use crate::ring::Ring;
@@ -25,12 +27,35 @@ use crate::ring::Ring;
 /// A boxed future, as the object-safe [`Launcher`] trait returns.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Who an instance is: what its supervisor records so a later daemon can adopt it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The server's configured name.
+    pub server: String,
+    /// The full fingerprint (instances are keyed by it).
+    pub fingerprint: String,
+    /// The fingerprint as written (the schema cache key).
+    pub cache_key: String,
+    /// The pool key.
+    pub key: String,
+    /// `shared` or `exclusive`.
+    pub sharing: String,
+}
+
 /// What to run for one instance of a stdio server, fully resolved: `${VAR}`s
 /// expanded, the program found on PATH, the environment complete.
 #[derive(Clone)]
 pub struct LaunchSpec {
-    /// The server's configured name, for logs and errors.
-    pub server: String,
+    /// Who the instance is.
+    pub identity: Identity,
+    /// Run it under a supervisor (`supervised`, the default) or as the daemon's child.
+    pub supervised: bool,
+    /// The supervisor's unattached stdout buffer (`bufferBytes`).
+    pub buffer_bytes: u64,
+    /// `orphanTimeout`; `None`: never.
+    pub orphan_timeout: Option<Duration>,
+    /// How long the start may take (`startTimeout`); `None`: no limit.
+    pub start_timeout: Option<Duration>,
     /// The command as written in the configuration, for messages.
     pub command: String,
     /// The executable, resolved.
@@ -49,8 +74,8 @@ impl fmt::Debug for LaunchSpec {
     // The environment and arguments may hold expanded secrets: never print them.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LaunchSpec")
-            .field("server", &self.server)
-            .field("program", &self.program)
+            .field("server", &self.identity.server)
+            .field("command", &self.command)
             .finish_non_exhaustive()
     }
 }
@@ -90,8 +115,14 @@ pub enum Inbound {
         /// Its top-level id, if one was found.
         id: Option<String>,
     },
+    /// The supervisor restarted the server: a new process with this pid runs and
+    /// needs a new `initialize`.
+    Restarted(u32),
     /// The server is gone. Always the last item.
     Exited(ExitInfo),
+    /// The link to the server is gone without an exit status (its supervisor died,
+    /// or a newer daemon took it over). Always the last item.
+    Lost(String),
 }
 
 /// A request to the server side of a link.
@@ -102,6 +133,12 @@ pub enum Outbound {
     /// Stop the server: close stdin, wait, SIGTERM the group, wait, SIGKILL the group.
     /// The link then reports [`Inbound::Exited`].
     Terminate,
+    /// Stop the server and start it again (same spec, new pid); the link reports
+    /// [`Inbound::Restarted`]. Only supervised links can.
+    Restart,
+    /// Keep this MCP session (the `initialize` result, JSON) where a later daemon
+    /// finds it. Only supervised links keep it; others ignore it.
+    StoreSession(String),
 }
 
 /// How a server process ended. A code and a signal are kept distinct.
@@ -126,11 +163,24 @@ impl fmt::Display for ExitInfo {
     }
 }
 
+/// The supervisor of a supervised link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SupervisorInfo {
+    /// The supervisor's instance id (`sup/<id>.sock`).
+    pub id: String,
+    /// Its pid.
+    pub pid: u32,
+    /// The attach protocol version it speaks.
+    pub protocol: String,
+}
+
 /// Facts about the far end of a link, shared with status reporting.
 #[derive(Debug)]
 pub struct LinkInfo {
-    /// The server process's pid, when there is a local process.
-    pub pid: Option<u32>,
+    /// The server process's pid (0: none known); changes when a supervisor restarts it.
+    pid: AtomicU32,
+    /// The supervisor, for supervised links.
+    pub supervisor: Option<SupervisorInfo>,
     /// The tail of the server's stderr (64 KiB).
     pub stderr: Mutex<Ring>,
     /// Lines on stdout that were not JSON-RPC messages, skipped.
@@ -141,13 +191,24 @@ pub struct LinkInfo {
 
 impl LinkInfo {
     /// Info for a process with this pid.
-    pub fn new(pid: Option<u32>) -> LinkInfo {
+    pub fn new(pid: Option<u32>, supervisor: Option<SupervisorInfo>) -> LinkInfo {
         LinkInfo {
-            pid,
+            pid: AtomicU32::new(pid.unwrap_or(0)),
+            supervisor,
             stderr: Mutex::new(Ring::new(Ring::STDERR_CAPACITY)),
             skipped_lines: AtomicU64::new(0),
             dropped_bytes: AtomicU64::new(0),
         }
+    }
+
+    /// The server process's pid.
+    pub fn pid(&self) -> Option<u32> {
+        Some(self.pid.load(Ordering::Relaxed)).filter(|p| *p != 0)
+    }
+
+    /// Records a new server process.
+    pub fn set_pid(&self, pid: u32) {
+        self.pid.store(pid, Ordering::Relaxed);
     }
 
     /// The last `max` bytes of stderr as text.
@@ -170,4 +231,108 @@ pub struct Link {
     pub rx: mpsc::Receiver<Inbound>,
     /// Shared facts about the process.
     pub info: std::sync::Arc<LinkInfo>,
+    /// The epoch to carry in upstream ids: from the supervisor's hello, else 1.
+    pub epoch: u32,
+}
+
+/// The longest stdout or stderr line shown in the log.
+const LOG_LINE_MAX: usize = 512;
+
+/// Turns a server's stdout byte stream into [`Inbound`] items: frames lines,
+/// parses messages, and skips (counting and logging) lines that are not JSON-RPC.
+/// Shared by every transport that carries a stdio byte stream.
+pub(crate) struct StdoutParser {
+    decoder: LineDecoder,
+    frames: Vec<Frame>,
+    info: std::sync::Arc<LinkInfo>,
+    server: String,
+}
+
+impl StdoutParser {
+    pub(crate) fn new(max_message_bytes: usize, info: std::sync::Arc<LinkInfo>, server: String) -> StdoutParser {
+        StdoutParser { decoder: LineDecoder::new(max_message_bytes), frames: Vec::new(), info, server }
+    }
+
+    /// Feeds bytes; returns false when the receiver is gone.
+    pub(crate) async fn feed(&mut self, bytes: &[u8], tx: &mpsc::Sender<Inbound>) -> bool {
+        self.decoder.push(bytes, &mut self.frames);
+        self.drain(tx).await
+    }
+
+    /// Ends the stream (an unterminated last line counts).
+    pub(crate) async fn finish(&mut self, tx: &mpsc::Sender<Inbound>) -> bool {
+        self.decoder.finish(&mut self.frames);
+        self.drain(tx).await
+    }
+
+    async fn drain(&mut self, tx: &mpsc::Sender<Inbound>) -> bool {
+        for frame in std::mem::take(&mut self.frames) {
+            let item = match frame {
+                Frame::Line(line) => {
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    match Message::parse_line(&line) {
+                        Ok(messages) => {
+                            for m in messages {
+                                if tx.send(Inbound::Message(m)).await.is_err() {
+                                    return false;
+                                }
+                            }
+                            continue;
+                        }
+                        Err(e) => {
+                            self.info.skipped_lines.fetch_add(1, Ordering::Relaxed);
+                            self.info.dropped_bytes.fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
+                            let shown = String::from_utf8_lossy(&line[..line.len().min(LOG_LINE_MAX)]).into_owned();
+                            tracing::warn!(server = %self.server, error = %e, line = %shown, "skipped a stdout line that is not a JSON-RPC message");
+                            continue;
+                        }
+                    }
+                }
+                Frame::OversizeId(id) => Inbound::OversizeId(id),
+                Frame::OversizeEnd { bytes, id } => {
+                    self.info.dropped_bytes.fetch_add(bytes + 1, Ordering::Relaxed);
+                    Inbound::Oversize { bytes, id }
+                }
+            };
+            if tx.send(item).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Keeps a server's stderr in the link's ring and logs it line by line.
+pub(crate) struct StderrSink {
+    info: std::sync::Arc<LinkInfo>,
+    server: String,
+    line: Vec<u8>,
+}
+
+impl StderrSink {
+    pub(crate) fn new(info: std::sync::Arc<LinkInfo>, server: String) -> StderrSink {
+        StderrSink { info, server, line: Vec::new() }
+    }
+
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
+        if let Ok(mut ring) = self.info.stderr.lock() {
+            ring.push(bytes);
+        }
+        for &b in bytes {
+            if b == b'\n' {
+                self.flush();
+            } else if self.line.len() < LOG_LINE_MAX {
+                self.line.push(b);
+            }
+        }
+    }
+
+    pub(crate) fn flush(&mut self) {
+        if !self.line.is_empty() {
+            tracing::info!(server = %self.server, "stderr: {}", String::from_utf8_lossy(&self.line));
+            self.line.clear();
+        }
+    }
 }

@@ -1,19 +1,19 @@
 //! The direct stdio transport: the daemon spawns the server as its own child and
-//! owns its pipes (MCP 2025-11-25, Transports, "stdio"). The supervisor transport
-//! replaces this one by default; this one stays for `supervised: false`.
+//! owns its pipes (MCP 2025-11-25, Transports, "stdio"). Used for `supervised:
+//! false`; by default a supervisor owns the pipes instead (`supervised.rs`).
 
 use std::os::unix::process::ExitStatusExt;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mcpx_proto::{Frame, LineDecoder, Message};
 use nix::sys::signal::Signal;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, watch};
 
-use super::{BoxFuture, ExitInfo, Inbound, LaunchError, LaunchSpec, Launcher, Link, LinkInfo, Outbound};
+use super::{
+    BoxFuture, ExitInfo, Inbound, LaunchError, LaunchSpec, Launcher, Link, LinkInfo, Outbound, StderrSink, StdoutParser,
+};
 use crate::process::{self, Detach, SpawnSpec};
 
 /// How long the server gets to exit after its stdin closes, then after SIGTERM.
@@ -22,8 +22,6 @@ const TERM_GRACE: Duration = Duration::from_secs(3);
 /// How long to wait for the output readers after the process exits (a grandchild
 /// may hold the pipes open).
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
-/// The longest stdout or stderr line shown in the log.
-const LOG_LINE_MAX: usize = 512;
 
 /// Spawns servers as direct children of the daemon.
 #[derive(Debug, Default, Clone, Copy)]
@@ -50,111 +48,48 @@ fn launch(spec: LaunchSpec) -> Result<Link, LaunchError> {
     else {
         unreachable!("spawned with piped stdio");
     };
-    let info = Arc::new(LinkInfo::new(pid));
+    let info = Arc::new(LinkInfo::new(pid, None));
     let (in_tx, in_rx) = mpsc::channel(256);
     let (out_tx, out_rx) = mpsc::channel(256);
     let (exit_tx, exit_rx) = watch::channel(None);
-    let server = spec.server.clone();
+    let server = spec.identity.server.clone();
 
-    let stdout_task =
-        tokio::spawn(read_stdout(stdout, spec.max_message_bytes, in_tx.clone(), info.clone(), server.clone()));
-    let stderr_task = tokio::spawn(read_stderr(stderr, info.clone(), server.clone()));
+    let parser = StdoutParser::new(spec.max_message_bytes, info.clone(), server.clone());
+    let stdout_task = tokio::spawn(read_stdout(stdout, parser, in_tx.clone()));
+    let stderr_task = tokio::spawn(read_stderr(stderr, StderrSink::new(info.clone(), server.clone())));
     tokio::spawn(write_stdin(stdin, out_rx, exit_rx, pid, server.clone()));
     tokio::spawn(wait_child(child, pid, stdout_task, stderr_task, in_tx, exit_tx, server));
-    Ok(Link { tx: out_tx, rx: in_rx, info })
+    Ok(Link { tx: out_tx, rx: in_rx, info, epoch: 1 })
 }
 
-/// Reads stdout, frames it and hands messages on. Lines that are not JSON-RPC are
-/// skipped, counted and logged; oversize messages are reported, never buffered.
-async fn read_stdout(
-    mut stdout: impl AsyncRead + Unpin,
-    max: usize,
-    tx: mpsc::Sender<Inbound>,
-    info: Arc<LinkInfo>,
-    server: String,
-) {
-    let mut decoder = LineDecoder::new(max);
+/// Reads stdout and hands the parsed messages on.
+async fn read_stdout(mut stdout: impl AsyncRead + Unpin, mut parser: StdoutParser, tx: mpsc::Sender<Inbound>) {
     let mut buf = vec![0u8; 64 * 1024];
-    let mut frames = Vec::new();
     loop {
-        let n = match stdout.read(&mut buf).await {
+        match stdout.read(&mut buf).await {
             Ok(0) | Err(_) => {
-                decoder.finish(&mut frames);
-                0
-            }
-            Ok(n) => {
-                decoder.push(&buf[..n], &mut frames);
-                n
-            }
-        };
-        for frame in frames.drain(..) {
-            let item = match frame {
-                Frame::Line(line) => {
-                    if line.iter().all(u8::is_ascii_whitespace) {
-                        continue;
-                    }
-                    match Message::parse_line(&line) {
-                        Ok(messages) => {
-                            for m in messages {
-                                if tx.send(Inbound::Message(m)).await.is_err() {
-                                    return;
-                                }
-                            }
-                            continue;
-                        }
-                        Err(e) => {
-                            info.skipped_lines.fetch_add(1, Ordering::Relaxed);
-                            info.dropped_bytes.fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
-                            let shown = String::from_utf8_lossy(&line[..line.len().min(LOG_LINE_MAX)]).into_owned();
-                            tracing::warn!(server = %server, error = %e, line = %shown, "skipped a stdout line that is not a JSON-RPC message");
-                            continue;
-                        }
-                    }
-                }
-                Frame::OversizeId(id) => Inbound::OversizeId(id),
-                Frame::OversizeEnd { bytes, id } => {
-                    info.dropped_bytes.fetch_add(bytes + 1, Ordering::Relaxed);
-                    Inbound::Oversize { bytes, id }
-                }
-            };
-            if tx.send(item).await.is_err() {
+                parser.finish(&tx).await;
                 return;
             }
-        }
-        if n == 0 {
-            return;
+            Ok(n) => {
+                if !parser.feed(&buf[..n], &tx).await {
+                    return;
+                }
+            }
         }
     }
 }
 
 /// Drains stderr into the ring (never blocking the server) and logs its lines.
-async fn read_stderr(mut stderr: impl AsyncRead + Unpin, info: Arc<LinkInfo>, server: String) {
+async fn read_stderr(mut stderr: impl AsyncRead + Unpin, mut sink: StderrSink) {
     let mut buf = vec![0u8; 64 * 1024];
-    let mut line = Vec::new();
     loop {
-        let n = match stderr.read(&mut buf).await {
+        match stderr.read(&mut buf).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        if let Ok(mut ring) = info.stderr.lock() {
-            ring.push(&buf[..n]);
-        }
-        for &b in &buf[..n] {
-            if b == b'\n' {
-                log_stderr_line(&server, &line);
-                line.clear();
-            } else if line.len() < LOG_LINE_MAX {
-                line.push(b);
-            }
+            Ok(n) => sink.push(&buf[..n]),
         }
     }
-    if !line.is_empty() {
-        log_stderr_line(&server, &line);
-    }
-}
-
-fn log_stderr_line(server: &str, line: &[u8]) {
-    tracing::info!(server = %server, "stderr: {}", String::from_utf8_lossy(line));
+    sink.flush();
 }
 
 /// Writes messages to stdin, one per line, and runs the close sequence on request.
@@ -181,6 +116,11 @@ async fn write_stdin(
                 drop(stdin.take());
                 terminate(pid, &mut exited, &server).await;
             }
+            Outbound::Restart => {
+                tracing::warn!(server = %server, "restart through the link needs a supervisor; ignored");
+            }
+            // Without a supervisor nothing outlives the daemon, so there is nowhere to keep it.
+            Outbound::StoreSession(_) => {}
         }
     }
     // Every sender is gone: the instance was dropped. Stop the server too.

@@ -228,7 +228,10 @@ fn refresh_reads_an_unread_server_and_tools_says_how_before() {
 #[test]
 fn logs_follow_prints_new_lines_about_one_server() {
     use std::io::BufRead;
-    let w = World::new(json!({ "fake": { "command": fake_server() }, "other": { "command": fake_server() } }));
+    // Distinct entries (identical ones would share one instance and one name).
+    let w = World::new(
+        json!({ "fake": { "command": fake_server() }, "other": { "command": fake_server(), "env": { "X": "1" } } }),
+    );
     w.call("other.echo", r#"{"message":"x"}"#).ok();
     let mut follow = w.command();
     follow.args(["logs", "fake", "-f", "-n", "0"]).stdout(std::process::Stdio::piped());

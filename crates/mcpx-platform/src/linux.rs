@@ -1,0 +1,141 @@
+//! Linux implementation: `/proc`, pidfds, `SO_PEERCRED`, `prctl`.
+
+#[allow(unsafe_code)]
+mod pidfd;
+
+use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+
+use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+
+use crate::ProcStat;
+
+pub(crate) use pidfd::{open as pidfd_open, send_signal as pidfd_send_signal};
+
+/// Reads `/proc/<pid>/stat`, see proc_pid_stat(5).
+///
+/// # Errors
+///
+/// `NotFound` if there is no such process (`ENOENT`, also under `hidepid=` for another
+/// user's process), `InvalidData` if the file cannot be parsed.
+pub(crate) fn process_stat(pid: u32) -> io::Result<ProcStat> {
+    let stat = fs::read(format!("/proc/{pid}/stat"))
+        .map_err(|err| if err.kind() == io::ErrorKind::NotFound { crate::no_such_process(pid) } else { err })?;
+    parse_stat(&stat)
+}
+
+/// Parses the contents of `/proc/<pid>/stat`: `pid (comm) state ppid ... starttime ...`.
+///
+/// `comm` may contain spaces, parentheses and bytes that are not UTF-8, so the fields are
+/// counted from after the last `)`: the first is field 3 `state`, field 22 `starttime`
+/// (clock ticks since boot) follows 18 fields later.
+fn parse_stat(stat: &[u8]) -> io::Result<ProcStat> {
+    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("/proc/<pid>/stat: {what}"));
+    let end_of_comm = stat.iter().rposition(|&b| b == b')').ok_or_else(|| invalid("no ')' after comm"))?;
+    let rest = std::str::from_utf8(&stat[end_of_comm + 1..]).map_err(|_| invalid("fields are not UTF-8"))?;
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next().ok_or_else(|| invalid("no state field"))?;
+    let start_time = fields
+        .nth(18)
+        .ok_or_else(|| invalid("no starttime field"))?
+        .parse::<u64>()
+        .map_err(|_| invalid("starttime is not a number"))?;
+    // `X` (dead) is transient, between zombie and reaped; `x` is its spelling before 3.13.
+    let zombie = matches!(state, "Z" | "X" | "x");
+    Ok(ProcStat { start_time, zombie })
+}
+
+/// `getsockopt(SO_PEERCRED)`, see unix(7).
+pub(crate) fn peer_uid(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    Ok(getsockopt(&fd, PeerCredentials)?.uid())
+}
+
+/// `prctl(PR_SET_CHILD_SUBREAPER, 1)`, see prctl(2).
+pub(crate) fn set_child_subreaper() -> io::Result<bool> {
+    nix::sys::prctl::set_child_subreaper(true)?;
+    Ok(true)
+}
+
+/// `/proc/sys/kernel/random/boot_id`, see random(4).
+pub(crate) fn boot_id() -> io::Result<String> {
+    let id = fs::read_to_string("/proc/sys/kernel/random/boot_id")?.trim().to_owned();
+    if id.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "/proc/sys/kernel/random/boot_id is empty"));
+    }
+    Ok(id)
+}
+
+/// `/proc/self/cgroup`, see cgroups(7).
+pub(crate) fn read_cgroup() -> io::Result<String> {
+    fs::read_to_string("/proc/self/cgroup")
+}
+
+/// The descriptors open in this process, from `/proc/self/fd`, without the descriptor used to
+/// read the directory (it is closed when this returns). Unsorted.
+///
+/// # Errors
+///
+/// IO errors opening or reading `/proc/self/fd` (e.g. `/proc` not mounted).
+pub(crate) fn open_fds() -> io::Result<Vec<RawFd>> {
+    use nix::dir::Dir;
+    use nix::fcntl::OFlag;
+    use nix::sys::stat::Mode;
+
+    let mut dir = Dir::open("/proc/self/fd", OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())?;
+    let own = dir.as_raw_fd();
+    let mut fds = Vec::new();
+    for entry in dir.iter() {
+        let entry = entry?;
+        // `.` and `..` do not parse; every other name is a descriptor number.
+        match entry.file_name().to_str().ok().and_then(|name| name.parse::<RawFd>().ok()) {
+            Some(fd) if fd != own => fds.push(fd),
+            _ => {}
+        }
+    }
+    Ok(fds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Recorded from `cat /proc/self/stat`.
+    const CAT: &[u8] = b"11785 (cat) R 11782 11782 9109 0 -1 4194304 97 0 0 0 0 0 0 0 20 0 1 0 134271 3133440 379 \
+        18446744073709551615 94567267110912 94567267130793 140734607598912 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 \
+        94567267146800 94567267148416 94567555907584 140734607600319 140734607600339 140734607600339 \
+        140734607601643 0\n";
+
+    #[test]
+    fn parses_state_and_starttime() {
+        assert_eq!(parse_stat(CAT).unwrap(), ProcStat { start_time: 134271, zombie: false });
+    }
+
+    #[test]
+    fn comm_with_spaces_parens_and_invalid_utf8() {
+        let mut stat = b"42 (a) Z (b\xff) ".to_vec();
+        stat.extend_from_slice(&CAT[b"11785 (cat) ".len()..]);
+        assert_eq!(parse_stat(&stat).unwrap(), ProcStat { start_time: 134271, zombie: false });
+
+        let zombie = b"42 (x) y) Z 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0";
+        assert_eq!(parse_stat(zombie).unwrap(), ProcStat { start_time: 777, zombie: true });
+        let dead = b"42 (x) X 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 778 0 0";
+        assert_eq!(parse_stat(dead).unwrap(), ProcStat { start_time: 778, zombie: true });
+    }
+
+    #[test]
+    fn rejects_truncated_or_garbled_stat() {
+        for bad in [&b""[..], b"42 (x", b"42 (x) R 1 2 3", b"42 (x) R 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 abc"] {
+            assert_eq!(parse_stat(bad).unwrap_err().kind(), io::ErrorKind::InvalidData, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn open_fds_lists_a_file_just_opened() {
+        let file = fs::File::open("/proc/self/stat").unwrap();
+        let fds = open_fds().unwrap();
+        assert!(fds.contains(&file.as_raw_fd()), "{fds:?} lacks {}", file.as_raw_fd());
+        assert!(fds.iter().all(|&fd| fd >= 0));
+        drop(file);
+    }
+}

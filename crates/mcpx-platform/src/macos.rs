@@ -1,0 +1,69 @@
+//! macOS implementation: libproc, sysctl, `getpeereid`. macOS has no pidfds, no child
+//! subreaper, no cgroups and no `/proc`.
+
+#[allow(unsafe_code)]
+mod libc_sys;
+
+use std::io;
+use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
+
+use nix::sys::signal::Signal;
+
+use crate::ProcStat;
+
+/// `proc_pidinfo(PROC_PIDTBSDINFO)`: the start time in microseconds since the epoch and
+/// whether `pbi_status` is `SZOMB`.
+///
+/// # Errors
+///
+/// `NotFound` if there is no such process (`ESRCH`), `PermissionDenied` for another user's
+/// process without privileges, `InvalidData` for a short answer.
+pub(crate) fn process_stat(pid: u32) -> io::Result<ProcStat> {
+    let info = libc_sys::bsd_info(crate::to_pid_t(pid)?).map_err(|err| crate::esrch_to_not_found(err, pid))?;
+    let start_time = info.pbi_start_tvsec.saturating_mul(1_000_000).saturating_add(info.pbi_start_tvusec);
+    Ok(ProcStat { start_time, zombie: info.pbi_status == libc::SZOMB })
+}
+
+/// macOS has no pidfds.
+pub(crate) fn pidfd_open(_pid: libc::pid_t) -> io::Result<OwnedFd> {
+    Err(unsupported_pidfd())
+}
+
+/// macOS has no pidfds, so no `PidFd` exists to call this with.
+pub(crate) fn pidfd_send_signal(_fd: BorrowedFd<'_>, _signal: Signal) -> io::Result<()> {
+    Err(unsupported_pidfd())
+}
+
+fn unsupported_pidfd() -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, "pidfds are Linux-only; poll liveness() instead")
+}
+
+/// `getpeereid(3)`.
+pub(crate) fn peer_uid(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    let (uid, _gid) = nix::unistd::getpeereid(fd)?;
+    Ok(uid.as_raw())
+}
+
+/// macOS has no child subreaper.
+pub(crate) fn set_child_subreaper() -> io::Result<bool> {
+    Ok(false)
+}
+
+/// sysctl `kern.boottime` as `"<sec>.<usec>"`.
+pub(crate) fn boot_id() -> io::Result<String> {
+    let boot = libc_sys::boot_time()?;
+    if boot.tv_sec <= 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "kern.boottime is not set"));
+    }
+    Ok(format!("{}.{:06}", boot.tv_sec, boot.tv_usec))
+}
+
+/// macOS has no cgroups.
+pub(crate) fn read_cgroup() -> io::Result<String> {
+    Ok(String::new())
+}
+
+/// macOS has no `/proc/self/fd`; the caller falls back to trying every number.
+pub(crate) fn open_fds() -> io::Result<Vec<RawFd>> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "no /proc/self/fd on macOS"))
+}

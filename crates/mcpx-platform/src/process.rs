@@ -1,0 +1,90 @@
+//! The one place mcpx builds processes (architecture invariant: "every process is
+//! spawned through one function"; `clippy.toml` forbids `Command::new` elsewhere),
+//! and process-group signalling.
+#![allow(unsafe_code)] // Reason: `pre_exec(setsid)` for detached processes; see the Safety comment.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// How a spawned process relates to its parent's process group and session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detach {
+    /// Its own process group (the pgid is its pid), so the whole group can be signalled.
+    Group,
+    /// Its own session (and so its own group), with no controlling terminal: for
+    /// processes that must outlive the terminal that started them, like the daemon.
+    Session,
+    /// Stays in the parent's group (a short-lived helper the parent waits for).
+    Inherit,
+}
+
+/// Everything needed to start a process.
+#[derive(Debug, Clone)]
+pub struct SpawnSpec {
+    /// The executable, already resolved to a path.
+    pub program: PathBuf,
+    /// Arguments after the program name.
+    pub args: Vec<OsString>,
+    /// The complete environment of the process; nothing else is inherited.
+    pub env: BTreeMap<OsString, OsString>,
+    /// The working directory; `None` keeps the parent's.
+    pub cwd: Option<PathBuf>,
+    /// Pipes for stdin, stdout and stderr (`true`), or `/dev/null` for all three.
+    pub piped: bool,
+    /// Group or session.
+    pub detach: Detach,
+}
+
+/// Builds the command for `spec`; callers spawn it (directly, or through an async
+/// runtime's `Command::from`). This is the only constructor of `Command`.
+#[allow(clippy::disallowed_methods)] // Reason: this is the one spawn function.
+pub fn command(spec: &SpawnSpec) -> Command {
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args).env_clear().envs(&spec.env);
+    if let Some(cwd) = &spec.cwd {
+        cmd.current_dir(cwd);
+    }
+    let stdio = || if spec.piped { Stdio::piped() } else { Stdio::null() };
+    cmd.stdin(stdio()).stdout(stdio()).stderr(stdio());
+    match spec.detach {
+        Detach::Group => {
+            cmd.process_group(0);
+        }
+        Detach::Session => {
+            // Safety: the closure runs in the child between fork and exec and calls
+            // only setsid(2), which is async-signal-safe and touches no shared state.
+            unsafe {
+                cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(io::Error::from));
+            }
+        }
+        Detach::Inherit => {}
+    }
+    cmd
+}
+
+/// Starts a process as `spec` says. The child is not killed when the handle drops.
+///
+/// Errors: the `io::Error` of `fork`/`exec` (`NotFound` when the program does not
+/// exist, `PermissionDenied` when it is not executable).
+pub fn spawn(spec: &SpawnSpec) -> io::Result<Child> {
+    command(spec).spawn()
+}
+
+/// Sends `signal` to every process in group `pgid`. A group that no longer exists
+/// is not an error.
+pub fn signal_group(pgid: u32, signal: Signal) -> io::Result<()> {
+    let Ok(pgid) = i32::try_from(pgid) else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "pgid out of range"));
+    };
+    match killpg(Pid::from_raw(pgid), signal) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
+        Err(e) => Err(io::Error::from(e)),
+    }
+}

@@ -1,0 +1,151 @@
+//! Becoming a supervisor: read the launch request, detach (double fork, own
+//! session), prepare the process (SIGPIPE ignored, inherited descriptors closed,
+//! subreaper), bind the socket, spawn the child, report readiness, then loop.
+//!
+//! Everything here runs before any async runtime, in a single-threaded process,
+//! which is what makes `fork` sound.
+#![allow(unsafe_code)] // Reason: fork(2) for the double fork; see the Safety comments.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixListener;
+use std::process::Child;
+
+use mcpx_platform::process::{Detach, SpawnSpec};
+use mcpx_proto::attach::{LaunchRequest, ProcessId};
+use nix::unistd::{ForkResult, fork, setsid};
+
+use crate::log::log;
+use crate::sup::Supervisor;
+
+/// The build id recorded by the supervisor (the same binary as the daemon's).
+pub fn build() -> &'static str {
+    match option_env!("MCPX_BUILD_TAG") {
+        Some(tag) => tag,
+        None => env!("CARGO_PKG_VERSION"),
+    }
+}
+
+/// `mcpx supervise`: reads a [`LaunchRequest`] (JSON) on stdin, and reports on stdout
+/// one JSON line, `{"pid":…,"child":{"pid":…,"start_time":…}}` once the server runs,
+/// or `{"error":"…"}`; the process the daemon started exits at once, and the
+/// supervisor lives on, detached. Returns the exit status of the calling process.
+pub fn main() -> i32 {
+    let mut input = String::new();
+    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
+        return report_error(&format!("cannot read the launch request: {e}"));
+    }
+    let req: LaunchRequest = match serde_json::from_str(&input) {
+        Ok(r) => r,
+        Err(e) => return report_error(&format!("malformed launch request: {e}")),
+    };
+    // Safety: the process is single-threaded here (no runtime, no threads started),
+    // so the child may run arbitrary code after fork.
+    match unsafe { fork() } {
+        Ok(ForkResult::Parent { .. }) => return 0,
+        Ok(ForkResult::Child) => {}
+        Err(e) => return report_error(&format!("fork failed: {e}")),
+    }
+    let _ = setsid();
+    // Safety: as above; still single-threaded.
+    match unsafe { fork() } {
+        Ok(ForkResult::Parent { .. }) => std::process::exit(0),
+        Ok(ForkResult::Child) => {}
+        Err(e) => {
+            report_error(&format!("fork failed: {e}"));
+            std::process::exit(1);
+        }
+    }
+    std::process::exit(supervise(req))
+}
+
+/// The supervisor proper, in the grandchild.
+fn supervise(req: LaunchRequest) -> i32 {
+    if let Err(e) = prepare(&req) {
+        return report_error(&format!("cannot prepare the supervisor: {e}"));
+    }
+    if let Some(path) = &req.log {
+        crate::log::open(path);
+    }
+    let socket_path = req.dir.join(format!("{}.sock", req.id));
+    let listener = match UnixListener::bind(&socket_path) {
+        Ok(l) => l,
+        Err(e) => return report_error(&format!("cannot listen on {}: {e}", socket_path.display())),
+    };
+    if let Err(e) = listener.set_nonblocking(true) {
+        return report_error(&format!("cannot set up {}: {e}", socket_path.display()));
+    }
+    let child = match spawn_child(&req) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&socket_path);
+            return report_error(&e);
+        }
+    };
+    let pid = std::process::id();
+    let me = ProcessId { pid, start_time: mcpx_platform::process_start_time(pid).unwrap_or(0) };
+    let boot_id = mcpx_platform::boot_id().unwrap_or_default();
+    let sup = match Supervisor::new(req, listener, socket_path.clone(), me, boot_id, child) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_file(&socket_path);
+            return report_error(&format!("cannot watch the server: {e}"));
+        }
+    };
+    let ready = serde_json::json!({ "pid": pid, "child": sup.child_id() });
+    log!("ready: {ready}");
+    let _ = writeln!(std::io::stdout(), "{ready}");
+    let _ = std::io::stdout().flush();
+    // The readiness pipe is done with: stdout goes to /dev/null like the rest.
+    redirect_to_null(Std::Out);
+    sup.run()
+}
+
+/// Ignores SIGPIPE, points stdin and stderr at /dev/null, closes every other
+/// inherited descriptor, moves to `/`, and (on Linux) becomes the subreaper of the
+/// server's descendants.
+fn prepare(_req: &LaunchRequest) -> std::io::Result<()> {
+    mcpx_platform::ignore_sigpipe()?;
+    redirect_to_null(Std::In);
+    redirect_to_null(Std::Err);
+    mcpx_platform::close_inherited_fds(&[0, 1, 2])?;
+    std::env::set_current_dir("/")?;
+    mcpx_platform::set_child_subreaper()?;
+    Ok(())
+}
+
+enum Std {
+    In,
+    Out,
+    Err,
+}
+
+/// Points a standard descriptor at `/dev/null`.
+fn redirect_to_null(which: Std) {
+    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+        let _ = match which {
+            Std::In => nix::unistd::dup2_stdin(&null),
+            Std::Out => nix::unistd::dup2_stdout(&null),
+            Std::Err => nix::unistd::dup2_stderr(&null),
+        };
+    }
+}
+
+/// Spawns the server from the request: its own process group, piped stdio.
+pub fn spawn_child(req: &LaunchRequest) -> Result<Child, String> {
+    let spec = SpawnSpec {
+        program: req.program.clone(),
+        args: req.args.iter().map(Into::into).collect(),
+        env: req.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
+        cwd: req.cwd.clone(),
+        piped: true,
+        detach: Detach::Group,
+    };
+    mcpx_platform::process::spawn(&spec).map_err(|e| format!("cannot start `{}`: {e}", req.command))
+}
+
+fn report_error(message: &str) -> i32 {
+    let line = serde_json::json!({ "error": message });
+    let _ = writeln!(std::io::stdout(), "{line}");
+    let _ = std::io::stdout().flush();
+    1
+}
