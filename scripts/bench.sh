@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Times mcpx against a client that runs the MCP server itself (scripts/bench.py) and writes
+# BENCHMARKS.md: builds mcpx (release), installs the servers into e2e/ (scripts/setup-e2e.sh),
+# then runs scripts/bench.py with the arguments given here:
+#   bash scripts/bench.sh                   # 30 runs per command; rewrites BENCHMARKS.md
+#   bash scripts/bench.sh --iterations 100  # more runs
+#   bash scripts/bench.sh --quick           # debug build, 3 runs, writes a temporary file and
+#                                           # prints the tables (what CI runs)
+# Exits non-zero when a build, the setup or any benchmarked command fails.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+quick=0
+for arg in "$@"; do
+    case "$arg" in
+        --quick) quick=1 ;;
+        -h | --help) exec python3 scripts/bench.py --help ;;
+    esac
+done
+
+target="${CARGO_TARGET_DIR:-$root/target}"
+if [[ "$quick" -eq 1 ]]; then
+    echo "bench: building mcpx (cargo build -p mcpx)..."
+    cargo build --quiet -p mcpx
+    profile=debug
+else
+    echo "bench: building mcpx (cargo build --release -p mcpx)..."
+    cargo build --quiet --release -p mcpx
+    profile=release
+fi
+bash scripts/setup-e2e.sh
+
+shown="bash scripts/bench.sh"
+[[ $# -gt 0 ]] && shown+=" $*"
+exec python3 scripts/bench.py --mcpx "$target/$profile/mcpx" --profile "$profile" --command "$shown" "$@"
