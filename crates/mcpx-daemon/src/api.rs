@@ -138,6 +138,9 @@ pub struct InstanceStatus {
     pub dropped_bytes: u64,
     /// Non-JSON lines skipped on stdout.
     pub skipped_lines: u64,
+    /// Stdout bytes the supervisor had kept for this daemon when it attached.
+    #[serde(default)]
+    pub buffered_at_attach: u64,
     /// The last error.
     pub last_error: Option<String>,
     /// The end of the server's stderr.

@@ -33,8 +33,8 @@ use crate::paths::Dirs;
 use crate::pool::Launchers;
 use crate::pool::{Pool, Target};
 use crate::schema::SchemaCache;
-use crate::transport::ExitInfo;
 use crate::transport::supervised::{AttachFailure, attach, reap_orphan};
+use crate::transport::{ExitInfo, Inbound, Link};
 use crate::transport::{Identity, LaunchSpec};
 use mcpx_platform::Liveness;
 use mcpx_proto::attach::{ChildState, Record, Version};
@@ -368,6 +368,7 @@ impl Daemon {
                     supervisor_protocol: i.info.supervisor.as_ref().map(|s| s.protocol.clone()),
                     dropped_bytes: i.info.dropped(),
                     skipped_lines: i.info.skipped_lines.load(std::sync::atomic::Ordering::Relaxed),
+                    buffered_at_attach: i.info.buffered_at_attach.load(std::sync::atomic::Ordering::Relaxed),
                     last_error: match state {
                         crate::instance::State::Exited(e) => Some(format!("server {e}")),
                         crate::instance::State::Lost => Some("instance lost: its supervisor went away".into()),
@@ -395,6 +396,7 @@ impl Daemon {
                 supervisor_protocol: None,
                 dropped_bytes: 0,
                 skipped_lines: 0,
+                buffered_at_attach: 0,
                 last_error: Some(error.to_string()),
                 stderr_tail,
                 idle_s: None,
@@ -413,6 +415,7 @@ impl Daemon {
                 supervisor_protocol: Some(theirs.to_string()),
                 dropped_bytes: 0,
                 skipped_lines: 0,
+                buffered_at_attach: 0,
                 last_error: Some(format!(
                     "its supervisor speaks attach protocol {theirs}, this daemon {}; `mcpx restart {}` replaces it",
                     Version::CURRENT,
@@ -548,16 +551,18 @@ impl Daemon {
                 if let (ChildState::Exited, Some(exit)) = (&hello.state, hello.exit) {
                     let exit = ExitInfo { code: exit.code, signal: exit.signal };
                     tracing::info!(server, "adopted a supervisor whose server {exit} while no daemon was attached");
-                    let stderr_tail = link.info.stderr_tail(ERROR_TAIL_BYTES);
-                    // The link acknowledges the exit, and the supervisor then exits.
-                    let inst = Instance::resume(spec, link, dead_session(), self.pool.events());
-                    drop(inst);
-                    self.pool.record_failure(
-                        &rec.server,
-                        &rec.fingerprint,
-                        &rec.key,
-                        CallError::Exited { exit, stderr_tail },
-                    );
+                    // The link acknowledges the exit when it arrives (after the
+                    // buffered output); the supervisor then removes its files and exits.
+                    let Link { tx, mut rx, info, .. } = link;
+                    while let Some(item) = rx.recv().await {
+                        if matches!(item, Inbound::Exited(_) | Inbound::Lost(_)) {
+                            break;
+                        }
+                    }
+                    drop(tx);
+                    let stderr_tail = info.stderr_tail(ERROR_TAIL_BYTES);
+                    let error = CallError::Exited { exit, stderr_tail };
+                    self.pool.record_failure(&rec.server, &rec.fingerprint, &rec.key, error);
                     return;
                 }
                 let session = hello.session.as_ref().and_then(|s| serde_json::from_str::<Session>(s.get()).ok());
@@ -587,7 +592,7 @@ impl Daemon {
                 lock(&self.incompatible).push((rec, theirs));
             }
             Err(e) => {
-                if mcpx_platform::liveness(rec.supervisor.pid, Some(rec.supervisor.start_time)) == Liveness::Gone {
+                if mcpx_platform::liveness(rec.supervisor.pid, Some(rec.supervisor.start_time)) != Liveness::Running {
                     tracing::info!(server, id = rec.id, "its supervisor is gone: cleaning up");
                     reap_orphan(&rec, &dir);
                 } else {
@@ -834,8 +839,14 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
                 Json(serde_json::json!({ "stopping": true }))
             }),
         )
+        // Tool arguments may be as large as a server accepts (`maxMessageBytes`, 64 MiB
+        // by default); the HTTP layer's own 2 MB default would refuse them.
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_REQUEST_BODY))
         .with_state(daemon)
 }
+
+/// The largest control API request body, in bytes (1 GiB).
+pub const MAX_REQUEST_BODY: usize = 1 << 30;
 
 /// Serves the control API on `listener` until `shutdown` completes or a `stop`
 /// request arrives, then stops every instance.

@@ -53,6 +53,8 @@ pub enum Reply {
     Twice(Value),
     /// A complete, pre-serialized response line (`big`).
     RawLine(String),
+    /// The tool already wrote its response (`flood_later`).
+    Sent,
 }
 
 /// Everything shared between the reader thread and the handler threads.
@@ -225,6 +227,7 @@ fn send_reply(server: &Server, id: &Value, reply: Reply) {
             server.out.send(&message);
         }
         Reply::RawLine(line) => server.out.write_line(&line),
+        Reply::Sent => {}
     }
 }
 

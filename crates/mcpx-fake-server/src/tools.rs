@@ -110,6 +110,16 @@ fn builtin_specs() -> Vec<(&'static str, &'static str, Value, &'static [&'static
             json!({ "bytes": { "type": "integer", "minimum": 0 } }),
             &["bytes"],
         ),
+        (
+            "flood_later",
+            "Replies at once; `after_ms` later writes `bytes` bytes of logging notifications and then the exact count to the file `report`.",
+            json!({
+                "bytes": { "type": "integer", "minimum": 0 },
+                "after_ms": { "type": "integer", "minimum": 0 },
+                "report": { "type": "string" },
+            }),
+            &["bytes", "after_ms", "report"],
+        ),
     ]
 }
 
@@ -183,6 +193,7 @@ pub fn call(server: &Server, id: &Value, params: &Value) -> Reply {
             }),
         ),
         "stdout_flood" => stdout_flood(server, &args),
+        "flood_later" => Ok(flood_later(server, id, &args)),
         _ if extra_tools(server).iter().any(|extra| extra == name) => echo(&args),
         _ => return Reply::Error(INVALID_PARAMS, format!("Unknown tool: {name}")),
     };
@@ -414,8 +425,32 @@ fn ask_client(server: &Server, method: &str, params: Value) -> ToolResult {
 /// `stdout_flood`: about `bytes` bytes (exactly, unless `bytes` is smaller
 /// than one minimal message) of ~1 KiB logging notifications, then
 /// `wrote <n> bytes` with the exact count, newlines included.
+/// `flood_later`: answers first, then floods stdout (while, in the tests, no daemon
+/// is attached) and writes how many bytes it wrote to `report`; it never blocks on a
+/// full pipe as long as someone drains stdout.
+fn flood_later(server: &Server, id: &Value, args: &Args<'_>) -> Reply {
+    let run = || -> Result<(), String> {
+        let bytes = args.usize("bytes")?;
+        let after = Duration::from_millis(args.u64("after_ms")?);
+        let report = args.str("report")?;
+        server.out.write_line(&protocol::to_line(&protocol::response(id, text_result("flooding later"))));
+        thread::sleep(after);
+        let written = flood(server, bytes)?;
+        std::fs::write(report, written.to_string()).map_err(|e| format!("cannot write {report}: {e}"))
+    };
+    match run() {
+        Ok(()) => Reply::Sent,
+        Err(e) => Reply::Result(tool_error(e)),
+    }
+}
+
 fn stdout_flood(server: &Server, args: &Args<'_>) -> ToolResult {
-    let bytes = args.usize("bytes")?;
+    let written = flood(server, args.usize("bytes")?)?;
+    Ok(text(format!("wrote {written} bytes")))
+}
+
+/// Writes about `bytes` bytes of logging notifications; returns the exact count.
+fn flood(server: &Server, bytes: usize) -> Result<usize, String> {
     let build = |data: &str| {
         protocol::notification(
             "notifications/message",
@@ -439,5 +474,5 @@ fn stdout_flood(server: &Server, args: &Args<'_>) -> ToolResult {
         server.out.write_line(&line);
         written += size;
     }
-    Ok(text(format!("wrote {written} bytes")))
+    Ok(written)
 }

@@ -510,7 +510,10 @@ impl Supervisor {
                 Ok(s) => self.session = Some(s),
                 Err(e) => log!("ignored a malformed session: {e}"),
             },
-            Kind::AckExit if self.exit.is_some() => self.exit_acked = true,
+            Kind::AckExit if self.exit.is_some() => {
+                log!("the exit was acknowledged");
+                self.exit_acked = true;
+            }
             _ => {}
         }
     }

@@ -185,8 +185,11 @@ pub struct LinkInfo {
     pub stderr: Mutex<Ring>,
     /// Lines on stdout that were not JSON-RPC messages, skipped.
     pub skipped_lines: AtomicU64,
-    /// Bytes of stdout discarded: oversize messages and skipped lines.
+    /// Bytes of stdout discarded: oversize messages, skipped lines, and what a
+    /// supervisor dropped while no daemon was attached.
     pub dropped_bytes: AtomicU64,
+    /// Stdout bytes a supervisor held for this daemon when it attached.
+    pub buffered_at_attach: AtomicU64,
 }
 
 impl LinkInfo {
@@ -198,6 +201,7 @@ impl LinkInfo {
             stderr: Mutex::new(Ring::new(Ring::STDERR_CAPACITY)),
             skipped_lines: AtomicU64::new(0),
             dropped_bytes: AtomicU64::new(0),
+            buffered_at_attach: AtomicU64::new(0),
         }
     }
 

@@ -222,6 +222,7 @@ pub async fn attach(
         }),
     ));
     info.dropped_bytes.fetch_add(hello.stdout_dropped, Ordering::Relaxed);
+    info.buffered_at_attach.store(hello.stdout_buffered, Ordering::Relaxed);
     if hello.stdout_dropped > 0 {
         tracing::warn!(
             server,
@@ -348,7 +349,14 @@ async fn lost(r: &Reader, reason: String) {
     let record = r.record.lock().map(|g| g.clone()).ok();
     let mut reason = reason;
     if let Some(rec) = record {
-        if mcpx_platform::liveness(rec.supervisor.pid, Some(rec.supervisor.start_time)) == Liveness::Gone {
+        // A connection that ends without an exit usually means the supervisor died;
+        // its descriptors close while it is still exiting, so give it a moment.
+        let sup = rec.supervisor;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while mcpx_platform::liveness(sup.pid, Some(sup.start_time)) == Liveness::Running && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if mcpx_platform::liveness(sup.pid, Some(sup.start_time)) != Liveness::Running {
             reason = format!("its supervisor (pid {}) died", rec.supervisor.pid);
             reap_orphan(&rec, &r.dir);
         }
@@ -381,9 +389,18 @@ async fn write_frames(
     dead: Arc<Notify>,
 ) {
     let mut beat = tokio::time::interval(HEARTBEAT);
+    // Test-only hook: stop for good after the first part of a multi-frame message,
+    // touching this file, so a test can kill the daemon mid-message.
+    let pause_mid_message = std::env::var_os("MCPX_TEST_PAUSE_MID_MESSAGE").map(PathBuf::from);
     loop {
         let mut out = Vec::new();
         tokio::select! {
+            // Control frames (the exit's acknowledgement) go first, so one is never
+            // lost to the instance going away at the same moment.
+            biased;
+            Some(frame) = ctl.recv() => {
+                let _ = frame.encode(&mut out);
+            }
             item = rx.recv() => match item {
                 Some(Outbound::Message(m)) => {
                     let mut bytes = m.into_string().into_bytes();
@@ -392,6 +409,11 @@ async fn write_frames(
                     while let Some(chunk) = chunks.next() {
                         let kind = if chunks.peek().is_some() { Kind::Stdin } else { Kind::StdinEnd };
                         let _ = Frame::new(kind, chunk.to_vec()).encode(&mut out);
+                        if let (Some(marker), Kind::Stdin) = (&pause_mid_message, kind) {
+                            let _ = wr.write_all(&out).await;
+                            let _ = std::fs::write(marker, b"paused");
+                            std::future::pending::<()>().await;
+                        }
                     }
                 }
                 Some(Outbound::Terminate) => {
@@ -404,11 +426,14 @@ async fn write_frames(
                     let _ = Frame::new(Kind::StoreSession, s.into_bytes()).encode(&mut out);
                 }
                 // The instance is gone; its supervisor keeps the server for the next daemon.
-                None => return,
+                None => {
+                    while let Ok(frame) = ctl.try_recv() {
+                        let _ = frame.encode(&mut out);
+                    }
+                    let _ = wr.write_all(&out).await;
+                    return;
+                }
             },
-            Some(frame) = ctl.recv() => {
-                let _ = frame.encode(&mut out);
-            }
             _ = beat.tick() => {
                 let heard = Duration::from_millis(last_heard.load(Ordering::Relaxed));
                 if started.elapsed().saturating_sub(heard) > SILENCE {
@@ -418,8 +443,10 @@ async fn write_frames(
                 let _ = Frame::new(Kind::Heartbeat, Vec::new()).encode(&mut out);
             }
         }
-        if wr.write_all(&out).await.is_err() {
+        if let Err(e) = wr.write_all(&out).await {
+            tracing::debug!(error = %e, "writing to a supervisor failed");
             return;
         }
+        tracing::trace!(bytes = out.len(), "wrote to a supervisor");
     }
 }

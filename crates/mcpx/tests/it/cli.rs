@@ -260,3 +260,21 @@ fn logs_follow_prints_new_lines_about_one_server() {
     let line = line.expect("no log line arrived");
     assert!(line.contains("server=fake"), "{line}");
 }
+
+/// Arguments of several MiB pass through the control API and the supervisor's
+/// multi-frame stdin intact.
+#[test]
+fn large_arguments_pass_intact() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let big = "z".repeat(5 << 20);
+    let mut cmd = w.command();
+    cmd.args(["call", "fake.echo", "-"]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(json!({ "message": big }).to_string().as_bytes()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(out.stdout.len(), big.len() + 1);
+}

@@ -192,6 +192,31 @@ impl World {
     }
 }
 
+impl World {
+    /// `kill -9` the daemon and wait until it is gone (its lock is free).
+    pub fn kill_daemon(&self) {
+        let pid = self.daemon_pid().expect("a daemon runs");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+        wait_until("the killed daemon is gone", Duration::from_secs(10), || !alive(pid));
+    }
+
+    /// The files in the runtime directory's `sup/`.
+    pub fn sup_files(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.path("run/sup"))
+            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+}
+
+/// A process's start time (field 22 of /proc/<pid>/stat): with the pid, its identity.
+pub fn start_time(pid: i32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let (_, rest) = stat.rsplit_once(") ").unwrap();
+    rest.split_whitespace().nth(19).unwrap().parse().unwrap()
+}
+
 /// Whether process `pid` exists (and is not a zombie we could still see).
 pub fn alive(pid: i32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();

@@ -10,3 +10,4 @@ mod cases;
 mod cli;
 mod errors;
 mod real_servers;
+mod supervisor;

@@ -1,0 +1,218 @@
+//! The supervisor (design: "The supervisor"): servers outlive the daemon, a new
+//! daemon adopts them, and nothing is lost silently.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::harness::{World, alive, e2e_dir, fake_server, start_time, wait_until};
+
+fn pid_of(w: &World, server: &str) -> i32 {
+    w.instance(server).unwrap()["pid"].as_i64().unwrap() as i32
+}
+
+/// The defining test: `kill -9` of the daemon during a call fails that call with
+/// exit 3; the next call starts a new daemon that adopts the instance, whose pid,
+/// start time and in-memory state are unchanged.
+#[test]
+fn daemon_kill_9_mid_call_then_the_next_daemon_adopts_the_server() {
+    let w = World::new(json!({}));
+    let record = w.path("calls.jsonl");
+    w.set_servers(json!({ "fake": { "command": fake_server(), "env": { "FAKE_RECORD": record } } }));
+    assert_eq!(w.call("fake.counter", "{}").ok(), "1\n");
+    let pid = pid_of(&w, "fake");
+    let born = start_time(pid);
+    let inst = w.instance("fake").unwrap();
+    assert_eq!(inst["supervised"], true);
+    assert_ne!(inst["supervisor_pid"], inst["pid"]);
+
+    let mut slow = w.command();
+    slow.args(["call", "fake.slow", r#"{"ms":4000}"#])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let slow = slow.spawn().unwrap();
+    wait_until("the slow call reaches the server", Duration::from_secs(10), || {
+        std::fs::read_to_string(&record).unwrap_or_default().contains("\"slow\"")
+    });
+    w.kill_daemon();
+    let out = slow.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+
+    assert_eq!(w.call("fake.counter", "{}").ok(), "2\n", "the server's memory survived");
+    assert_eq!(pid_of(&w, "fake"), pid);
+    assert_eq!(start_time(pid), born);
+    assert!(w.log().contains("adopted a running server"));
+    // The slow call's late reply belonged to the dead daemon's epoch: dropped, not delivered.
+    assert_eq!(w.call("fake.echo", r#"{"message":"after"}"#).ok(), "after\n");
+}
+
+/// The same with a real server from npm: the process survives the daemon.
+#[test]
+fn server_memory_survives_a_daemon_kill_9() {
+    let w = World::new(json!({}));
+    let e2e = e2e_dir();
+    w.set_servers(json!({
+        "memory": {
+            "command": e2e.join("node_modules/.bin/mcp-server-memory").display().to_string(),
+            "env": { "MEMORY_FILE_PATH": w.path("memory.jsonl") },
+        },
+    }));
+    w.call("memory.read_graph", "{}").ok();
+    let pid = pid_of(&w, "memory");
+    let born = start_time(pid);
+    w.kill_daemon();
+    let entities =
+        json!({ "entities": [{ "name": "adopted", "entityType": "test", "observations": ["same process"] }] });
+    w.call("memory.create_entities", &entities.to_string()).ok();
+    assert_eq!(pid_of(&w, "memory"), pid);
+    assert_eq!(start_time(pid), born);
+    assert!(w.call("memory.read_graph", "{}").ok().contains("same process"));
+}
+
+/// Output while no daemon is attached: the server never blocks, the buffer keeps
+/// the newest whole lines, and what was dropped is counted exactly.
+#[test]
+fn unattached_output_is_buffered_and_every_dropped_byte_counted() {
+    let w = World::new(json!({}));
+    let report = w.path("flood.report");
+    w.set_servers(json!({ "fake": { "command": fake_server(), "mcpx": { "bufferBytes": "64KiB" } } }));
+    let pid = {
+        w.call("fake.echo", r#"{"message":"x"}"#).ok();
+        pid_of(&w, "fake")
+    };
+    let bytes = 10 * 64 * 1024;
+    w.call("fake.flood_later", &json!({ "bytes": bytes, "after_ms": 300, "report": report }).to_string()).ok();
+    // `stop` without --all detaches: the supervisor keeps the server.
+    w.run(&["stop"]).ok();
+    wait_until("the flood is written", Duration::from_secs(20), || report.exists());
+    let produced: u64 = std::fs::read_to_string(&report).unwrap().trim().parse().unwrap();
+    assert!(produced >= bytes as u64);
+    assert_eq!(w.call("fake.echo", r#"{"message":"after"}"#).ok(), "after\n");
+    let inst = w.instance("fake").unwrap();
+    assert_eq!(inst["pid"], pid, "the server kept running");
+    let kept = inst["buffered_at_attach"].as_u64().unwrap();
+    let dropped = inst["dropped_bytes"].as_u64().unwrap();
+    assert!(kept > 0 && kept <= 64 * 1024, "kept {kept}");
+    assert_eq!(dropped, produced - kept, "dropped {dropped}, produced {produced}, kept {kept}");
+    assert!(std::fs::read_to_string(w.path("state/supervisors.log")).unwrap().contains("dropped"));
+}
+
+/// A daemon killed after sending part of a large request: the server never sees
+/// a partial message, and the next call works.
+#[test]
+fn a_daemon_killed_mid_message_leaves_no_partial_message() {
+    let w = World::new(json!({}));
+    let record = w.path("calls.jsonl");
+    let marker = w.path("paused");
+    w.set_servers(json!({ "fake": { "command": fake_server(), "env": { "FAKE_RECORD": record } } }));
+    let big = "y".repeat(3 << 20);
+    let mut call = w.command();
+    call.env("MCPX_TEST_PAUSE_MID_MESSAGE", &marker)
+        .args(["call", "fake.echo", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut call = call.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = call.stdin.take().unwrap();
+        stdin.write_all(json!({ "message": big }).to_string().as_bytes()).unwrap();
+    }
+    wait_until("the daemon paused mid-message", Duration::from_secs(30), || marker.exists());
+    w.kill_daemon();
+    assert_eq!(call.wait().unwrap().code(), Some(3));
+    assert_eq!(w.call("fake.echo", r#"{"message":"whole"}"#).ok(), "whole\n");
+    let seen = std::fs::read_to_string(&record).unwrap();
+    assert!(!seen.contains("yyyy"), "a part of the big message reached the server");
+    assert!(!w.path("calls.jsonl.invalid").exists(), "the server received an unparsable message");
+}
+
+/// `kill -9` of a supervisor: the instance shows `lost`, its orphaned server is
+/// killed, and the next call starts a fresh instance; nothing is left behind.
+#[test]
+fn a_killed_supervisor_is_lost_and_cleaned_up() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    w.call("fake.echo", r#"{"message":"x"}"#).ok();
+    let inst = w.instance("fake").unwrap();
+    let sup = inst["supervisor_pid"].as_i64().unwrap() as i32;
+    let child = inst["pid"].as_i64().unwrap() as i32;
+    let old_files = w.sup_files();
+    assert_eq!(old_files.len(), 2, "{old_files:?}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(sup), nix::sys::signal::Signal::SIGKILL).unwrap();
+    wait_until("the instance shows lost", Duration::from_secs(15), || {
+        w.instance("fake").is_some_and(|i| i["state"] == "lost")
+    });
+    wait_until("the orphaned server is gone", Duration::from_secs(10), || !alive(child) && !alive(sup));
+    assert!(w.sup_files().iter().all(|f| !old_files.contains(f)), "{:?}", w.sup_files());
+    assert_eq!(w.call("fake.echo", r#"{"message":"fresh"}"#).ok(), "fresh\n");
+    let fresh = w.instance("fake").unwrap();
+    assert_ne!(fresh["supervisor_pid"].as_i64().unwrap() as i32, sup);
+}
+
+/// The server dies (by a signal) while no daemon is attached: the next daemon
+/// reports the signal, distinct from an exit code, then starts a fresh instance.
+#[test]
+fn an_exit_while_unattached_is_reported_with_its_signal() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    w.call("fake.echo", r#"{"message":"x"}"#).ok();
+    let child = pid_of(&w, "fake");
+    w.run(&["stop"]).ok();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child), nix::sys::signal::Signal::SIGKILL).unwrap();
+    wait_until("the server is gone", Duration::from_secs(10), || !alive(child));
+    let inst = w.instance("fake").unwrap();
+    assert_eq!(inst["state"], "error", "{inst}");
+    let error = inst["last_error"].as_str().unwrap();
+    assert!(error.contains("killed by signal 9 (SIGKILL)"), "{error}");
+    assert_eq!(w.call("fake.echo", r#"{"message":"again"}"#).ok(), "again\n");
+    assert_ne!(pid_of(&w, "fake"), child);
+    wait_until("the old supervisor left", Duration::from_secs(10), || w.sup_files().len() == 2);
+}
+
+/// `mcpx restart` goes through the supervisor: a new server process, the same supervisor.
+#[test]
+fn restart_keeps_the_supervisor_and_replaces_the_process() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    assert_eq!(w.call("fake.counter", "{}").ok(), "1\n");
+    let before = w.instance("fake").unwrap();
+    w.run(&["restart", "fake"]).ok();
+    let after = w.instance("fake").unwrap();
+    assert_eq!(after["supervisor_pid"], before["supervisor_pid"]);
+    assert_ne!(after["pid"], before["pid"]);
+    assert_eq!(w.call("fake.counter", "{}").ok(), "1\n", "a fresh process");
+}
+
+/// `stop --all` leaves no process, socket or record; `orphanTimeout` stops a
+/// supervisor no daemon attaches to.
+#[test]
+fn stop_all_and_orphan_timeout_leave_nothing() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    w.call("fake.echo", r#"{"message":"x"}"#).ok();
+    let inst = w.instance("fake").unwrap();
+    let (sup, child) = (inst["supervisor_pid"].as_i64().unwrap() as i32, inst["pid"].as_i64().unwrap() as i32);
+    w.run(&["stop", "--all"]).ok();
+    wait_until("supervisor and server are gone", Duration::from_secs(10), || !alive(sup) && !alive(child));
+    assert!(w.sup_files().is_empty(), "{:?}", w.sup_files());
+    assert!(!w.path("run/daemon.sock").exists());
+
+    w.set_servers(json!({ "fake": { "command": fake_server(), "mcpx": { "orphanTimeout": "300ms" } } }));
+    w.call("fake.echo", r#"{"message":"x"}"#).ok();
+    let inst = w.instance("fake").unwrap();
+    let (sup, child) = (inst["supervisor_pid"].as_i64().unwrap() as i32, inst["pid"].as_i64().unwrap() as i32);
+    w.run(&["stop"]).ok();
+    wait_until("the orphaned supervisor stopped itself", Duration::from_secs(15), || !alive(sup) && !alive(child));
+    assert!(w.sup_files().is_empty(), "{:?}", w.sup_files());
+}
+
+/// `supervised: false` keeps the server as the daemon's own child.
+#[test]
+fn unsupervised_servers_are_the_daemons_children() {
+    let w = World::new(json!({ "fake": { "command": fake_server(), "mcpx": { "supervised": false } } }));
+    w.call("fake.echo", r#"{"message":"x"}"#).ok();
+    let inst = w.instance("fake").unwrap();
+    assert_eq!(inst["supervised"], false);
+    assert_eq!(inst["supervisor_pid"], serde_json::Value::Null);
+    assert!(w.sup_files().is_empty());
+    let ppid = std::fs::read_to_string(format!("/proc/{}/stat", inst["pid"])).unwrap();
+    let ppid: i32 = ppid.rsplit_once(") ").unwrap().1.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert_eq!(Some(ppid), w.daemon_pid());
+}
