@@ -39,12 +39,10 @@ use crate::transport::{Identity, LaunchSpec};
 use mcpx_platform::Liveness;
 use mcpx_proto::attach::{ChildState, Record, Version};
 
-/// The build id reported in `status`: the version, plus `MCPX_BUILD_TAG` when the
-/// binary was built with one (tests use it to tell two builds apart).
-pub const BUILD: &str = match option_env!("MCPX_BUILD_TAG") {
-    Some(tag) => tag,
-    None => env!("CARGO_PKG_VERSION"),
-};
+/// The build id reported in `status` and `/v1/health` (`mcpx_platform::build::build_id`).
+pub fn build() -> &'static str {
+    mcpx_platform::build::build_id(env!("CARGO_PKG_VERSION"))
+}
 
 /// Everything a running daemon holds.
 pub struct Daemon {
@@ -418,7 +416,7 @@ impl Daemon {
                 buffered_at_attach: 0,
                 last_error: Some(format!(
                     "its supervisor speaks attach protocol {theirs}, this daemon {}; `mcpx restart {}` replaces it",
-                    Version::CURRENT,
+                    crate::transport::supervised::speaks(),
                     record.server
                 )),
                 stderr_tail: String::new(),
@@ -431,7 +429,7 @@ impl Daemon {
             daemon: DaemonStatus {
                 pid: std::process::id(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
-                build: BUILD.to_owned(),
+                build: build().to_owned(),
                 uptime_s: self.started.elapsed().as_secs(),
                 socket: self.dirs.socket(),
                 http_url: None,
@@ -822,7 +820,7 @@ impl<St: Send + Sync> axum::extract::FromRequest<St> for Body {
 /// The control API's routes (`docs/api.md`).
 pub fn router(daemon: Arc<Daemon>) -> Router {
     Router::new()
-        .route("/v1/health", get(|| async { Json(serde_json::json!({ "pid": std::process::id(), "build": BUILD })) }))
+        .route("/v1/health", get(|| async { Json(serde_json::json!({ "pid": std::process::id(), "build": build() })) }))
         .route("/v1/status", get(|State(d): S| async move { Json(d.status()) }))
         .route("/v1/ls", post(|State(d): S, Body(r): Body| async move { d.ls(&r).map(Json) }))
         .route("/v1/search", post(|State(d): S, Body(r): Body| async move { d.search(&r).map(Json) }))

@@ -29,6 +29,7 @@ mod macos;
 #[cfg(target_os = "macos")]
 use macos as sys;
 
+pub mod build;
 pub mod process;
 #[allow(unsafe_code)]
 mod signal;

@@ -19,10 +19,7 @@ use crate::sup::Supervisor;
 
 /// The build id recorded by the supervisor (the same binary as the daemon's).
 pub fn build() -> &'static str {
-    match option_env!("MCPX_BUILD_TAG") {
-        Some(tag) => tag,
-        None => env!("CARGO_PKG_VERSION"),
-    }
+    mcpx_platform::build::build_id(env!("CARGO_PKG_VERSION"))
 }
 
 /// `mcpx supervise`: reads a [`LaunchRequest`] (JSON) on stdin, and reports on stdout

@@ -335,7 +335,7 @@ impl Supervisor {
                         exit_sent: false,
                         closed: false,
                     };
-                    conn.out.extend_from_slice(&attach::encode_preamble(Version::CURRENT));
+                    conn.out.extend_from_slice(&attach::encode_preamble(speaks()));
                     let hello = self.hello();
                     let _ = Frame::json(Kind::Hello, &hello).encode(&mut conn.out);
                     self.conns.push(conn);
@@ -374,7 +374,7 @@ impl Supervisor {
             supervisor: self.me,
             child: self.child.as_ref().map(|c| c.id),
             boot_id: self.boot_id.clone(),
-            protocol: Version::CURRENT,
+            protocol: speaks(),
             build: crate::daemonize::build().to_owned(),
             last_epoch: self.last_epoch,
             exit: self.exit,
@@ -834,6 +834,11 @@ impl Supervisor {
         let _ = std::fs::remove_file(&self.record_path);
         log!("exiting");
     }
+}
+
+/// The attach protocol version this supervisor speaks (the test-only override, else the build's).
+fn speaks() -> Version {
+    mcpx_platform::build::test_attach_version().map_or(Version::CURRENT, |(major, minor)| Version { major, minor })
 }
 
 fn set_nonblocking(fd: BorrowedFd<'_>) -> std::io::Result<()> {

@@ -67,7 +67,7 @@ pub fn run() -> anyhow::Result<()> {
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
             .with_context(|| format!("setting the mode of {}", socket.display()))?;
         std::fs::write(dirs.pid_file(), format!("{}\n", std::process::id())).context("writing daemon.pid")?;
-        tracing::info!(pid = std::process::id(), build = mcpx_daemon::daemon::BUILD, socket = %socket.display(), "daemon listening");
+        tracing::info!(pid = std::process::id(), build = mcpx_daemon::daemon::build(), socket = %socket.display(), "daemon listening");
         let exe = std::env::current_exe().context("finding the mcpx binary")?;
         let launchers = Launchers {
             direct: Arc::new(DirectLauncher),

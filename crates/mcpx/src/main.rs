@@ -6,6 +6,7 @@ mod cli;
 mod foreground;
 mod logs;
 mod output;
+mod service;
 
 fn main() {
     std::process::exit(cli::main());

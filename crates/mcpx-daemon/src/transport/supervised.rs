@@ -139,6 +139,11 @@ impl SupervisedLauncher {
     }
 }
 
+/// The attach protocol version this daemon speaks (the test-only override, else the build's).
+pub fn speaks() -> Version {
+    mcpx_platform::build::test_attach_version().map_or(Version::CURRENT, |(major, minor)| Version { major, minor })
+}
+
 /// The supervisor's exec error reads "cannot start `cmd`: why"; the launch error
 /// adds that prefix itself.
 fn strip_prefix(message: &str, command: &str) -> String {
@@ -184,8 +189,9 @@ pub async fn attach(
         .map_err(|_| timed("preamble"))?
         .map_err(unreachable)?;
     let theirs = attach::decode_preamble(&preamble).map_err(|e| AttachFailure::Protocol(e.to_string()))?;
-    if !Version::CURRENT.daemon_can_adopt(theirs) {
-        return Err(AttachFailure::Incompatible { theirs, ours: Version::CURRENT });
+    let ours = speaks();
+    if !ours.daemon_can_adopt(theirs) {
+        return Err(AttachFailure::Incompatible { theirs, ours });
     }
     let mut decoder = FrameDecoder::new();
     let hello: Hello = tokio::time::timeout(deadline, async {
@@ -208,7 +214,7 @@ pub async fn attach(
     .await
     .map_err(|_| timed("hello"))??;
     let epoch = hello.next_epoch.max(1);
-    let mut out = attach::encode_preamble(Version::CURRENT).to_vec();
+    let mut out = attach::encode_preamble(ours).to_vec();
     let _ = Frame::json(Kind::Attach, &Attach { epoch }).encode(&mut out);
     stream.write_all(&out).await.map_err(unreachable)?;
 

@@ -216,3 +216,104 @@ fn unsupervised_servers_are_the_daemons_children() {
     let ppid: i32 = ppid.rsplit_once(") ").unwrap().1.split_whitespace().nth(1).unwrap().parse().unwrap();
     assert_eq!(Some(ppid), w.daemon_pid());
 }
+
+/// A supervisor speaking a newer major version is left running and shown
+/// `incompatible` with both versions; `mcpx restart` replaces it. One a major
+/// version older is adopted.
+#[test]
+fn incompatible_supervisors_are_left_alone_until_restart_and_older_ones_adopted() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    // A daemon and supervisor of a newer protocol (test-only setting).
+    let newer = w.run_with(&["call", "fake.counter", "{}"], |c| {
+        c.env("MCPX_TEST_ATTACH_VERSION", "2.0");
+    });
+    assert_eq!(newer.ok(), "1\n");
+    let child = pid_of(&w, "fake");
+    w.kill_daemon();
+    let inst = w.instance("fake").unwrap();
+    assert_eq!(inst["state"], "incompatible", "{inst}");
+    assert_eq!(inst["supervisor_protocol"], "2.0");
+    let error = inst["last_error"].as_str().unwrap();
+    assert!(error.contains("2.0") && error.contains("1.0") && error.contains("mcpx restart fake"), "{error}");
+    assert!(alive(child), "an incompatible supervisor's server is left running");
+    w.run(&["restart", "fake"]).ok();
+    wait_until("the old server is replaced", Duration::from_secs(10), || !alive(child));
+    assert_eq!(w.call("fake.counter", "{}").ok(), "1\n", "a fresh server");
+    w.run(&["stop", "--all"]).ok();
+
+    // One major version older: adopted with its state.
+    let older = w.run_with(&["call", "fake.counter", "{}"], |c| {
+        c.env("MCPX_TEST_ATTACH_VERSION", "0.9");
+    });
+    assert_eq!(older.ok(), "1\n");
+    let child = pid_of(&w, "fake");
+    w.kill_daemon();
+    assert_eq!(w.call("fake.counter", "{}").ok(), "2\n");
+    assert_eq!(pid_of(&w, "fake"), child);
+    assert_eq!(w.instance("fake").unwrap()["supervisor_protocol"], "0.9");
+}
+
+/// Records that do not match a live supervisor: one pointing at a process the test
+/// owns but with another start time is never signalled; one from another boot is
+/// removed with its socket.
+#[test]
+fn forged_and_stale_records_never_signal_strangers() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let sup_dir = w.path("run/sup");
+    std::fs::create_dir_all(&sup_dir).unwrap();
+    #[allow(clippy::disallowed_methods)] // Reason: a bystander process the test owns.
+    let mut bystander = std::process::Command::new("sleep").arg("300").spawn().unwrap();
+    let pid = bystander.id();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap().trim().to_owned();
+    let record = |id: &str, boot_id: &str| {
+        json!({
+            "id": id, "server": "fake", "fingerprint": "0000000000000000", "cache_key": "0000000000000000",
+            "key": "global", "sharing": "shared",
+            "supervisor": { "pid": pid, "start_time": start_time(pid as i32) + 12345 },
+            "child": { "pid": pid, "start_time": start_time(pid as i32) + 12345 },
+            "boot_id": boot_id, "protocol": { "major": 1, "minor": 0 }, "build": "forged",
+            "last_epoch": 1, "exit": null,
+        })
+    };
+    std::fs::write(sup_dir.join("aaaaaaaaaaaa.json"), record("aaaaaaaaaaaa", &boot).to_string()).unwrap();
+    std::fs::write(sup_dir.join("bbbbbbbbbbbb.json"), record("bbbbbbbbbbbb", "another-boot").to_string()).unwrap();
+    std::fs::write(sup_dir.join("bbbbbbbbbbbb.sock"), "").unwrap();
+    w.run(&["ls"]).ok();
+    assert!(alive(pid as i32), "a process whose start time differs was signalled");
+    assert!(w.sup_files().is_empty(), "stale records were left: {:?}", w.sup_files());
+    let _ = bystander.kill();
+    let _ = bystander.wait();
+}
+
+/// A connection from another uid is refused before anything is said.
+#[test]
+fn a_connection_from_another_uid_is_refused() {
+    if !nix::unistd::getuid().is_root() {
+        eprintln!("skipped: needs root to connect as another uid");
+        return;
+    }
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    w.call("fake.echo", r#"{"message":"x"}"#).ok();
+    let socket = w.sup_files().into_iter().find(|f| f.ends_with(".sock")).unwrap();
+    let socket = w.path("run/sup").join(socket);
+    // Test-only: open the way to accept() for uid 65534.
+    use std::os::unix::fs::PermissionsExt;
+    for dir in [w.dir.path().to_path_buf(), w.path("run"), w.path("run/sup")] {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // perl (in every Debian base system) as a client that prints how many bytes it got.
+    let script = r#"use IO::Socket::UNIX; my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die "connect: $!"; my $n = sysread($s, my $buf, 64); print defined $n ? $n : -1"#;
+    #[allow(clippy::disallowed_methods)] // Reason: setpriv runs the client as another uid.
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/perl", "-e", script])
+        .arg(&socket)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0", "the other uid was answered");
+    let log = std::fs::read_to_string(w.path("state/supervisors.log")).unwrap();
+    assert!(log.contains("refused a connection from uid 65534"), "{log}");
+    std::fs::set_permissions(w.path("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert_eq!(w.call("fake.echo", r#"{"message":"still"}"#).ok(), "still\n");
+}

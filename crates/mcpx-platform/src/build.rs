@@ -1,0 +1,48 @@
+//! The build id: which binary a process runs, so `status` can tell two builds of
+//! the same version apart (after `mcpx upgrade`, say).
+
+use std::os::unix::fs::MetadataExt;
+use std::sync::OnceLock;
+
+/// `<version>+<8 hex digits>`: the version, then a hash of the running executable's
+/// identity (path, device, inode, size, modification time). Two copies of one binary,
+/// or a rebuilt one, get different ids. `MCPX_BUILD_TAG` set at compile time replaces
+/// the version part. Computed once per process.
+pub fn build_id(version: &str) -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        let base = option_env!("MCPX_BUILD_TAG").unwrap_or(version);
+        let identity = std::env::current_exe()
+            .and_then(|p| {
+                let m = std::fs::metadata(&p)?;
+                Ok(format!(
+                    "{}:{}:{}:{}:{}",
+                    p.display(),
+                    m.dev(),
+                    m.ino(),
+                    m.size(),
+                    m.mtime_nsec() + m.mtime() * 1_000_000_000
+                ))
+            })
+            .unwrap_or_default();
+        // FNV-1a: a stable, dependency-free 32-bit hash is plenty to tell builds apart.
+        let mut h: u32 = 0x811c_9dc5;
+        for b in identity.bytes() {
+            h ^= u32::from(b);
+            h = h.wrapping_mul(0x0100_0193);
+        }
+        format!("{base}+{h:08x}")
+    })
+}
+
+/// The test-only `MCPX_TEST_ATTACH_VERSION` (`major.minor`): the attach protocol
+/// version a daemon or supervisor claims instead of its own, so tests can play
+/// an older or newer peer. Read once per process.
+pub fn test_attach_version() -> Option<(u16, u16)> {
+    static V: OnceLock<Option<(u16, u16)>> = OnceLock::new();
+    *V.get_or_init(|| {
+        let v = std::env::var("MCPX_TEST_ATTACH_VERSION").ok()?;
+        let (major, minor) = v.split_once('.')?;
+        Some((major.parse().ok()?, minor.parse().ok()?))
+    })
+}
