@@ -48,6 +48,9 @@ pub struct Request {
     /// `stop`: also stop every server.
     #[serde(default)]
     pub all: bool,
+    /// `upgrade`: the binary to re-execute (default: the daemon's own).
+    #[serde(default)]
+    pub binary: Option<PathBuf>,
 }
 
 /// One row of `mcpx ls --json`.

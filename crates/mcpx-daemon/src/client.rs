@@ -18,10 +18,14 @@ use crate::process::{self, Detach, SpawnSpec};
 /// How long a CLI waits for a daemon it started to listen.
 pub const START_DEADLINE: Duration = Duration::from_secs(15);
 
-/// A connection target: the daemon's socket.
+/// A connection target: the daemon's socket, and optionally how to start a daemon
+/// when none is listening.
 #[derive(Debug, Clone)]
 pub struct Client {
     socket: PathBuf,
+    /// With it, a request that provably never reached a daemon starts one and is
+    /// sent again (once).
+    starter: Option<(Dirs, PathBuf)>,
 }
 
 /// A request that failed before an answer came back.
@@ -39,7 +43,7 @@ pub enum ClientError {
 impl Client {
     /// A client for the daemon listening on `socket`.
     pub fn new(socket: PathBuf) -> Client {
-        Client { socket }
+        Client { socket, starter: None }
     }
 
     /// Sends one request and returns the HTTP status and body.
@@ -68,7 +72,9 @@ impl Client {
     }
 
     /// Sends a JSON request and returns the JSON body of a success, or the API error.
-    /// A broken connection becomes a `daemon` error (exit 3).
+    /// A request that provably never reached a daemon (nothing listening) starts one
+    /// and is sent again, when the client was made by [`connect_or_start`]; a broken
+    /// connection, which may have reached one, becomes a `daemon` error (exit 3).
     pub async fn call(
         &self,
         method: Method,
@@ -77,7 +83,12 @@ impl Client {
     ) -> Result<Bytes, ApiError> {
         let body =
             body.map(|b| serde_json::to_vec(b)).transpose().map_err(|e| ApiError::new("usage", e.to_string()))?;
-        let (status, bytes) = self.send(method, path, body).await.map_err(|e| {
+        let mut sent = self.send(method.clone(), path, body.clone()).await;
+        if let (Err(ClientError::NotRunning(_)), Some((dirs, exe))) = (&sent, &self.starter) {
+            connect_or_start(dirs, exe).await?;
+            sent = self.send(method, path, body).await;
+        }
+        let (status, bytes) = sent.map_err(|e| {
             ApiError::new("daemon", format!("{e}; the daemon may have died during the request (see `mcpx logs`)"))
         })?;
         if (200..300).contains(&status) {
@@ -108,7 +119,7 @@ impl Client {
 /// Errors (`daemon`, exit 3): the directories are unusable, the binary cannot be
 /// started, or no daemon answers within [`START_DEADLINE`].
 pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiError> {
-    let client = Client::new(dirs.socket());
+    let client = Client { socket: dirs.socket(), starter: Some((dirs.clone(), exe.to_owned())) };
     if client.is_up().await {
         return Ok(client);
     }

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,8 +57,13 @@ pub struct Daemon {
     /// The schema cache.
     pub schema: Arc<SchemaCache>,
     started: Instant,
+    /// When it started, in milliseconds since the Unix epoch (tells a re-executed
+    /// daemon from the one before, which has the same pid).
+    pub started_at: u64,
     /// Notified when a `stop` request asks the daemon to exit.
     pub shutdown: Notify,
+    /// Set by `POST /v1/upgrade`: the binary to re-execute once drained.
+    upgrade: std::sync::Mutex<Option<PathBuf>>,
     /// Supervisors found at start whose attach protocol this daemon cannot speak:
     /// left running, shown as `incompatible`, replaced on `mcpx restart`.
     incompatible: std::sync::Mutex<Vec<(Record, Version)>>,
@@ -90,8 +95,13 @@ impl Daemon {
             env,
             dirs,
             started: Instant::now(),
+            started_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
             shutdown: Notify::new(),
             incompatible: std::sync::Mutex::new(Vec::new()),
+            upgrade: std::sync::Mutex::new(None),
         });
         tokio::spawn(handle_events(Arc::downgrade(&daemon), events_rx));
         daemon
@@ -615,6 +625,30 @@ impl Daemon {
         set
     }
 
+    /// `POST /v1/upgrade`: checks the binary, then asks the daemon to stop accepting,
+    /// drain, and re-execute it in place (same pid, listening socket kept open so new
+    /// clients queue instead of failing), adopting its supervisors again.
+    pub fn begin_upgrade(&self, req: &Request) -> Result<serde_json::Value, ApiError> {
+        let binary = match &req.binary {
+            Some(b) => b.clone(),
+            None => std::env::current_exe()
+                .map_err(|e| ApiError::new("daemon", format!("cannot find the daemon's own binary: {e}")))?,
+        };
+        let meta = std::fs::metadata(&binary)
+            .map_err(|e| ApiError::new("usage", format!("cannot upgrade to {}: {e}", binary.display())))?;
+        use std::os::unix::fs::PermissionsExt;
+        if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+            return Err(ApiError::new(
+                "usage",
+                format!("cannot upgrade to {}: not an executable file", binary.display()),
+            ));
+        }
+        tracing::info!(binary = %binary.display(), "upgrade requested: draining");
+        *lock(&self.upgrade) = Some(binary.clone());
+        self.shutdown.notify_one();
+        Ok(serde_json::json!({ "upgrading": true, "from": build(), "binary": binary }))
+    }
+
     /// `POST /v1/refresh`: re-reads the schema of one server, or of every enabled one,
     /// starting those that are not running.
     pub async fn refresh(&self, req: &Request) -> Result<serde_json::Value, ApiError> {
@@ -820,7 +854,14 @@ impl<St: Send + Sync> axum::extract::FromRequest<St> for Body {
 /// The control API's routes (`docs/api.md`).
 pub fn router(daemon: Arc<Daemon>) -> Router {
     Router::new()
-        .route("/v1/health", get(|| async { Json(serde_json::json!({ "pid": std::process::id(), "build": build() })) }))
+        .route(
+            "/v1/health",
+            get(|State(d): S| async move {
+                let started = d.started_at;
+                Json(serde_json::json!({ "pid": std::process::id(), "build": build(), "started_at_ms": started }))
+            }),
+        )
+        .route("/v1/upgrade", post(|State(d): S, Body(r): Body| async move { d.begin_upgrade(&r).map(Json) }))
         .route("/v1/status", get(|State(d): S| async move { Json(d.status()) }))
         .route("/v1/ls", post(|State(d): S, Body(r): Body| async move { d.ls(&r).map(Json) }))
         .route("/v1/search", post(|State(d): S, Body(r): Body| async move { d.search(&r).map(Json) }))
@@ -846,13 +887,34 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
 /// The largest control API request body, in bytes (1 GiB).
 pub const MAX_REQUEST_BODY: usize = 1 << 30;
 
-/// Serves the control API on `listener` until `shutdown` completes or a `stop`
-/// request arrives, then stops every instance.
+/// How long in-flight requests may take to finish when the daemon stops or upgrades.
+pub const DRAIN: Duration = Duration::from_secs(10);
+
+/// Why [`run`] returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// Stopped (`mcpx stop`, a signal).
+    Stop,
+    /// Drained for `mcpx upgrade`: re-execute this binary.
+    Upgrade(PathBuf),
+}
+
+/// Serves the control API on `listener` until `shutdown` completes or a `stop` or
+/// `upgrade` request arrives; then stops accepting, lets in-flight requests finish
+/// (up to [`DRAIN`]), stops the daemon's own children and detaches from the
+/// supervisors (which keep their servers for the next daemon).
 pub async fn run(
     listener: UnixListener,
     daemon: Arc<Daemon>,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) -> std::io::Result<Exit> {
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let serve = axum::serve(listener, router(daemon.clone()))
+        .with_graceful_shutdown(async move {
+            let _ = stop_rx.wait_for(|stop| *stop).await;
+        })
+        .into_future();
+    tokio::pin!(serve);
     let stop = {
         let daemon = daemon.clone();
         async move {
@@ -862,8 +924,18 @@ pub async fn run(
             }
         }
     };
-    axum::serve(listener, router(daemon.clone())).with_graceful_shutdown(stop).await?;
-    // Supervised servers stay for the next daemon; the daemon's own children cannot.
+    tokio::select! {
+        result = &mut serve => result?,
+        () = stop => {
+            let _ = stop_tx.send(true);
+            if tokio::time::timeout(DRAIN, &mut serve).await.is_err() {
+                tracing::warn!("requests still running after {}s were cut off", DRAIN.as_secs());
+            }
+        }
+    }
     daemon.pool.stop_all(false).await;
-    Ok(())
+    Ok(match lock(&daemon.upgrade).take() {
+        Some(binary) => Exit::Upgrade(binary),
+        None => Exit::Stop,
+    })
 }

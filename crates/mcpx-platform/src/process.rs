@@ -88,3 +88,31 @@ pub fn signal_group(pgid: u32, signal: Signal) -> io::Result<()> {
         Err(e) => Err(io::Error::from(e)),
     }
 }
+
+/// Lets `fd` survive `exec` (clears `FD_CLOEXEC`): for the listening socket and the
+/// lock a daemon keeps across `mcpx upgrade`.
+pub fn keep_across_exec(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    fcntl(fd, FcntlArg::F_SETFD(FdFlag::empty())).map(|_| ()).map_err(io::Error::from)
+}
+
+/// Takes ownership of a descriptor inherited across `exec` (named by number in the
+/// environment by the process that exec'd us).
+///
+/// Errors: `InvalidInput` when `fd` is not open in this process.
+pub fn inherited_fd(fd: std::os::fd::RawFd) -> io::Result<std::os::fd::OwnedFd> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd};
+    if fd < 3 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("descriptor {fd} is a standard stream")));
+    }
+    // Safety: the borrow lives only for this check; fcntl(F_GETFD) fails with EBADF
+    // rather than touching anything when `fd` is not open.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    fcntl(borrowed, FcntlArg::F_GETFD)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("descriptor {fd} is not open: {e}")))?;
+    fcntl(borrowed, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).map_err(io::Error::from)?;
+    // Safety: the descriptor is open (checked above) and, by the exec contract that
+    // named it, owned by nothing else in this process.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}

@@ -85,6 +85,13 @@ enum Command {
     },
     /// Run the daemon in the foreground.
     Daemon,
+    /// Re-execute the running daemon in place (same pid), from its own binary or --binary;
+    /// servers keep running and calls in flight finish first.
+    Upgrade {
+        /// The new mcpx binary (default: the one the daemon runs).
+        #[arg(long, value_name = "PATH")]
+        binary: Option<PathBuf>,
+    },
     /// Supervise one server instance (started by the daemon; reads its launch request on stdin).
     #[command(hide = true)]
     Supervise,
@@ -223,6 +230,7 @@ async fn dispatch(
             output::done(json, &body, "restarted");
             Ok(0)
         }
+        Command::Upgrade { binary } => upgrade(client, binary, json).await,
         Command::Refresh { server } => {
             let body = client
                 .call(Method::POST, "/v1/refresh", Some(&request(Request { server, ..Request::default() })))
@@ -313,6 +321,36 @@ async fn stop(dirs: &Dirs, all: bool, json: bool) -> Result<i32, ApiError> {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     Err(ApiError::new("daemon", "the daemon did not exit within 20s; see `mcpx logs`"))
+}
+
+/// `mcpx upgrade`: asks the daemon to drain and re-execute, then waits for the new
+/// image to answer (same pid, a new start time).
+async fn upgrade(client: &Client, binary: Option<PathBuf>, json: bool) -> Result<i32, ApiError> {
+    #[derive(serde::Deserialize)]
+    struct Health {
+        pid: u32,
+        build: String,
+        #[serde(default)]
+        started_at_ms: u64,
+    }
+    let health = |bytes: &[u8]| serde_json::from_slice::<Health>(bytes).ok();
+    let before = health(&client.call(Method::GET, "/v1/health", None::<&()>).await?)
+        .ok_or_else(|| ApiError::new("daemon", "the daemon's health answer is malformed"))?;
+    let binary = binary.map(|b| std::path::absolute(&b).unwrap_or(b));
+    client.call(Method::POST, "/v1/upgrade", Some(&Request { binary, ..Request::default() })).await?;
+    let deadline = std::time::Instant::now() + mcpx_daemon::daemon::DRAIN + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        if let Ok((200, bytes)) = client.send(Method::GET, "/v1/health", None).await {
+            if let Some(after) = health(&bytes).filter(|h| h.started_at_ms != before.started_at_ms) {
+                let text = format!("daemon pid {} upgraded: build {} -> {}", after.pid, before.build, after.build);
+                let body = serde_json::json!({ "pid": after.pid, "from": before.build, "to": after.build });
+                output::done(json, body.to_string().as_bytes(), &text);
+                return Ok(if after.pid == before.pid { 0 } else { 3 });
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    Err(ApiError::new("daemon", "the daemon did not come back from the upgrade; see `mcpx logs`"))
 }
 
 /// Whether no process holds the daemon lock.

@@ -1,35 +1,125 @@
 //! `mcpx daemon`: the daemon in the foreground. Takes the lock, binds the control
-//! socket, logs to `<state>/daemon.log` (and stderr), and serves until `mcpx stop`,
-//! SIGTERM or SIGINT.
+//! socket, logs to `<state>/daemon.log` (and stderr), adopts the supervisors a
+//! previous daemon left, and serves until `mcpx stop`, SIGTERM or SIGINT.
+//!
+//! `mcpx upgrade` re-executes the binary in place: the listening socket and the lock
+//! stay open across `exec` (their numbers in `MCPX_UPGRADE_FDS`), so clients that
+//! connect meanwhile wait in the listen backlog instead of failing.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use mcpx_daemon::daemon::{Daemon, run as serve};
+use mcpx_daemon::daemon::{Daemon, Exit, run as serve};
 use mcpx_daemon::paths::Dirs;
 use mcpx_daemon::pool::Launchers;
 use mcpx_daemon::transport::stdio::DirectLauncher;
 use mcpx_daemon::transport::supervised::SupervisedLauncher;
+use mcpx_platform::process::{Detach, SpawnSpec, inherited_fd, keep_across_exec};
 use nix::fcntl::{Flock, FlockArg};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-/// Runs the daemon until it is told to stop.
+/// The variable that hands the listening socket and the lock to the re-executed daemon.
+const UPGRADE_FDS: &str = "MCPX_UPGRADE_FDS";
+
+/// Runs the daemon until it is told to stop (or re-executes it for an upgrade).
 pub fn run() -> anyhow::Result<()> {
-    let env: HashMap<String, String> = std::env::vars().collect();
+    let mut env: HashMap<String, String> = std::env::vars().collect();
+    let inherited = env.remove(UPGRADE_FDS);
+    // The variable must not reach the servers this daemon starts.
     let dirs = Dirs::from_env(&env)?;
     dirs.prepare()?;
+    let (listener, lock) = match inherited {
+        Some(fds) => take_inherited(&fds).context("taking over the upgraded daemon's socket and lock")?,
+        None => {
+            let lock = take_lock(&dirs)?;
+            (bind(&dirs)?, lock)
+        }
+    };
+
+    let appender = tracing_appender::rolling::never(&dirs.state, "daemon.log");
+    let (file_writer, flush_guard) = tracing_appender::non_blocking(appender);
+    let filter = EnvFilter::try_from_env("MCPX_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(file_writer))
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .try_init()
+        .ok();
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
+    let exit = runtime.block_on(serve_until_exit(&dirs, &env, &listener))?;
+    drop(runtime);
+    match exit {
+        Exit::Stop => {
+            let _ = std::fs::remove_file(dirs.socket());
+            let _ = std::fs::remove_file(dirs.pid_file());
+            tracing::info!("daemon stopped");
+            Ok(())
+        }
+        Exit::Upgrade(binary) => {
+            tracing::info!(binary = %binary.display(), "re-executing for the upgrade");
+            drop(flush_guard);
+            let error = reexec(&binary, &env, &listener, &lock);
+            // Still here: exec failed. The socket was kept, so serve on with this binary.
+            eprintln!("mcpx daemon: the upgrade failed: {error}");
+            bail!("re-executing {} failed: {error}", binary.display())
+        }
+    }
+}
+
+async fn serve_until_exit(dirs: &Dirs, env: &HashMap<String, String>, listener: &OwnedFd) -> anyhow::Result<Exit> {
+    let std_listener = std::os::unix::net::UnixListener::from(listener.try_clone().context("duplicating the socket")?);
+    std_listener.set_nonblocking(true).context("setting up the socket")?;
+    let listener = tokio::net::UnixListener::from_std(std_listener).context("setting up the socket")?;
+    std::fs::write(dirs.pid_file(), format!("{}\n", std::process::id())).context("writing daemon.pid")?;
+    let exe = std::env::current_exe().context("finding the mcpx binary")?;
+    let launchers = Launchers {
+        direct: Arc::new(DirectLauncher),
+        supervised: Arc::new(SupervisedLauncher { exe, sup_dir: dirs.sup_dir(), log: dirs.supervisor_log() }),
+    };
+    let daemon = Daemon::new(dirs.clone(), env.clone(), launchers);
+    // Supervisors a previous daemon left are adopted before the first request is
+    // accepted; clients that connect meanwhile wait in the backlog.
+    daemon.adopt_all().await;
+    tracing::info!(pid = std::process::id(), build = mcpx_daemon::daemon::build(), socket = %dirs.socket().display(), "daemon listening");
+    let signals = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: stopping"),
+            _ = int.recv() => tracing::info!("SIGINT: stopping"),
+        }
+    };
+    serve(listener, daemon, signals).await.context("serving the control API")
+}
+
+/// Takes the daemon lock, or explains which daemon holds it.
+fn take_lock(dirs: &Dirs) -> anyhow::Result<OwnedFd> {
     let lock_file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(dirs.lock())
         .with_context(|| format!("opening {}", dirs.lock().display()))?;
-    let _lock = match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
-        Ok(lock) => lock,
+    match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => {
+            // flock(2) locks belong to the open file description: a duplicate
+            // descriptor keeps the lock held for the process's life (across an
+            // upgrade's exec too). The guard is forgotten so it never unlocks.
+            let keep = lock.try_clone().context("duplicating the lock descriptor")?;
+            std::mem::forget(lock);
+            Ok(OwnedFd::from(keep))
+        }
         Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
             let pid = std::fs::read_to_string(dirs.pid_file()).unwrap_or_default();
             bail!(
@@ -39,57 +129,49 @@ pub fn run() -> anyhow::Result<()> {
             );
         }
         Err((_, e)) => bail!("cannot lock {}: {e}", dirs.lock().display()),
-    };
+    }
+}
 
-    let appender = tracing_appender::rolling::never(&dirs.state, "daemon.log");
-    let (file_writer, _flush_guard) = tracing_appender::non_blocking(appender);
-    let filter = EnvFilter::try_from_env("MCPX_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::registry()
-        .with(filter)
-        .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(file_writer))
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
-        .try_init()
-        .ok();
-
-    // Holding the lock, any socket file left is stale: nothing else can be serving it.
+/// Binds the control socket (mode 0600). Holding the lock, any socket file left
+/// is stale: nothing else can be serving it.
+fn bind(dirs: &Dirs) -> anyhow::Result<OwnedFd> {
     let socket = dirs.socket();
     match std::fs::remove_file(&socket) {
-        Ok(()) => tracing::info!(socket = %socket.display(), "removed a stale socket"),
+        Ok(()) => eprintln!("mcpx daemon: removed a stale socket {}", socket.display()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            return Err(e).with_context(|| format!("removing the stale socket {}", socket.display()));
+        Err(e) => return Err(e).with_context(|| format!("removing the stale socket {}", socket.display())),
+    }
+    let listener =
+        std::os::unix::net::UnixListener::bind(&socket).with_context(|| format!("binding {}", socket.display()))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("setting the mode of {}", socket.display()))?;
+    Ok(OwnedFd::from(listener))
+}
+
+fn take_inherited(fds: &str) -> anyhow::Result<(OwnedFd, OwnedFd)> {
+    let (listen, lock) = fds.split_once(',').context("malformed MCPX_UPGRADE_FDS")?;
+    let listen = inherited_fd(listen.parse().context("malformed MCPX_UPGRADE_FDS")?)?;
+    let lock = inherited_fd(lock.parse().context("malformed MCPX_UPGRADE_FDS")?)?;
+    Ok((listen, lock))
+}
+
+/// Replaces this process with `binary daemon`, keeping the socket and the lock.
+/// Returns only if `exec` failed.
+fn reexec(binary: &Path, env: &HashMap<String, String>, listener: &OwnedFd, lock: &OwnedFd) -> std::io::Error {
+    for fd in [listener.as_fd(), lock.as_fd()] {
+        if let Err(e) = keep_across_exec(fd) {
+            return e;
         }
     }
-
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
-    runtime.block_on(async move {
-        let listener = tokio::net::UnixListener::bind(&socket).with_context(|| format!("binding {}", socket.display()))?;
-        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("setting the mode of {}", socket.display()))?;
-        std::fs::write(dirs.pid_file(), format!("{}\n", std::process::id())).context("writing daemon.pid")?;
-        tracing::info!(pid = std::process::id(), build = mcpx_daemon::daemon::build(), socket = %socket.display(), "daemon listening");
-        let exe = std::env::current_exe().context("finding the mcpx binary")?;
-        let launchers = Launchers {
-            direct: Arc::new(DirectLauncher),
-            supervised: Arc::new(SupervisedLauncher { exe, sup_dir: dirs.sup_dir(), log: dirs.supervisor_log() }),
-        };
-        let daemon = Daemon::new(dirs.clone(), env, launchers);
-        // Supervisors a previous daemon left are adopted before the first request.
-        daemon.adopt_all().await;
-        let signals = async {
-            use tokio::signal::unix::{SignalKind, signal};
-            let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
-                return std::future::pending().await;
-            };
-            tokio::select! {
-                _ = term.recv() => tracing::info!("SIGTERM: stopping"),
-                _ = int.recv() => tracing::info!("SIGINT: stopping"),
-            }
-        };
-        let result = serve(listener, daemon, signals).await;
-        let _ = std::fs::remove_file(&socket);
-        let _ = std::fs::remove_file(dirs.pid_file());
-        tracing::info!("daemon stopped");
-        result.context("serving the control API")
-    })
+    let mut vars: BTreeMap<OsString, OsString> = env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+    vars.insert(UPGRADE_FDS.into(), format!("{},{}", listener.as_raw_fd(), lock.as_raw_fd()).into());
+    let spec = SpawnSpec {
+        program: binary.to_owned(),
+        args: vec!["daemon".into()],
+        env: vars,
+        cwd: None,
+        piped: false,
+        detach: Detach::Inherit,
+    };
+    mcpx_platform::process::command(&spec).exec()
 }

@@ -44,6 +44,23 @@ pub struct World {
     pub env: Vec<(String, String)>,
 }
 
+/// Builds mcpx commands for one world; cheap to clone into threads.
+#[derive(Clone)]
+pub struct Launcher {
+    env: Vec<(String, std::ffi::OsString)>,
+    dir: PathBuf,
+}
+
+impl Launcher {
+    /// A command for the mcpx binary in this world.
+    pub fn command(&self) -> std::process::Command {
+        #[allow(clippy::disallowed_methods)] // Reason: tests run the binary under test.
+        let mut cmd = std::process::Command::new(mcpx_bin());
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v))).env_remove("MCPX_SESSION_ID").current_dir(&self.dir);
+        cmd
+    }
+}
+
 /// What a finished command printed.
 #[derive(Debug)]
 pub struct Run {
@@ -107,18 +124,19 @@ impl World {
 
     /// A command for the mcpx binary in this world.
     pub fn command(&self) -> std::process::Command {
-        #[allow(clippy::disallowed_methods)] // Reason: tests run the binary under test.
-        let mut cmd = std::process::Command::new(mcpx_bin());
-        cmd.env("MCPX_STATE_DIR", self.path("state"))
-            .env("MCPX_CACHE_DIR", self.path("cache"))
-            .env("MCPX_RUNTIME_DIR", self.path("run"))
-            .env("MCPX_CONFIG", &self.config)
-            .env_remove("MCPX_SESSION_ID")
-            .current_dir(self.dir.path());
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
-        cmd
+        self.launcher().command()
+    }
+
+    /// What `command` needs, owned, for threads that start mcpx processes.
+    pub fn launcher(&self) -> Launcher {
+        let mut env: Vec<(String, std::ffi::OsString)> = vec![
+            ("MCPX_STATE_DIR".into(), self.path("state").into()),
+            ("MCPX_CACHE_DIR".into(), self.path("cache").into()),
+            ("MCPX_RUNTIME_DIR".into(), self.path("run").into()),
+            ("MCPX_CONFIG".into(), self.config.clone().into()),
+        ];
+        env.extend(self.env.iter().map(|(k, v)| (k.clone(), v.into())));
+        Launcher { env, dir: self.dir.path().to_path_buf() }
     }
 
     /// Runs `mcpx <args>` and waits (with a generous deadline) for it.

@@ -317,3 +317,52 @@ fn a_connection_from_another_uid_is_refused() {
     std::fs::set_permissions(w.path("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
     assert_eq!(w.call("fake.echo", r#"{"message":"still"}"#).ok(), "still\n");
 }
+
+/// `mcpx upgrade` to another build under a steady load: calls in flight finish
+/// during the drain, calls issued meanwhile wait in the kept listen backlog, none
+/// fails; the daemon's pid and the servers' pids stay, the build changes.
+#[test]
+fn upgrade_under_load_loses_no_call() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    assert_eq!(w.call("fake.counter", "{}").ok(), "1\n");
+    let daemon = w.daemon_pid().unwrap();
+    let child = pid_of(&w, "fake");
+    let before = w.status()["daemon"]["build"].as_str().unwrap().to_owned();
+    // Another build: a copy of the binary is another executable, so another build id.
+    let next = w.path("mcpx-next");
+    std::fs::copy(crate::harness::mcpx_bin(), &next).unwrap();
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = (0..4)
+        .map(|n| {
+            let stop = stop.clone();
+            let launcher = w.launcher();
+            std::thread::spawn(move || {
+                let mut done = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let message = format!("worker {n} call {done}");
+                    let mut cmd = launcher.command();
+                    cmd.args(["call", "fake.echo", &json!({ "message": message, "delay_ms": 50 }).to_string()]);
+                    let out = cmd.output().unwrap();
+                    assert!(out.status.success(), "{message} failed: {}", String::from_utf8_lossy(&out.stderr));
+                    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{message}\n"));
+                    done += 1;
+                }
+                done
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let run = w.run(&["upgrade", "--binary", next.to_str().unwrap(), "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let calls: usize = workers.into_iter().map(|h| h.join().expect("a call failed during the upgrade")).sum();
+    assert!(calls >= 8, "only {calls} calls ran");
+    let status = w.status();
+    assert_eq!(w.daemon_pid(), Some(daemon));
+    assert_eq!(status["daemon"]["pid"], daemon);
+    assert_ne!(status["daemon"]["build"].as_str().unwrap(), before);
+    assert_eq!(pid_of(&w, "fake"), child);
+    assert_eq!(w.call("fake.counter", "{}").ok(), "2\n");
+}
