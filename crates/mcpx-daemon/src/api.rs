@@ -116,6 +116,9 @@ pub struct DaemonStatus {
     pub config_files: Vec<PathBuf>,
     /// The log file.
     pub log_file: PathBuf,
+    /// Problems to fix, like a service manager that would kill the supervisors.
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// One instance in `status`.

@@ -62,6 +62,8 @@ pub struct Daemon {
     pub started_at: u64,
     /// Notified when a `stop` request asks the daemon to exit.
     pub shutdown: Notify,
+    /// Found at start: a service unit whose KillMode would kill the supervisors.
+    warnings: Vec<String>,
     /// Set by `POST /v1/upgrade`: the binary to re-execute once drained.
     upgrade: std::sync::Mutex<Option<PathBuf>>,
     /// Supervisors found at start whose attach protocol this daemon cannot speak:
@@ -88,6 +90,7 @@ impl Daemon {
                 config.add_known_files(files);
             }
         }
+        let env_for_checks = env.clone();
         let daemon = Arc::new(Daemon {
             pool: Pool::new(launchers, schema.clone(), events_tx),
             schema,
@@ -102,7 +105,11 @@ impl Daemon {
             shutdown: Notify::new(),
             incompatible: std::sync::Mutex::new(Vec::new()),
             upgrade: std::sync::Mutex::new(None),
+            warnings: crate::service_check::supervisor_warnings(&env_for_checks),
         });
+        for w in &daemon.warnings {
+            tracing::warn!("{w}");
+        }
         tokio::spawn(handle_events(Arc::downgrade(&daemon), events_rx));
         daemon
     }
@@ -445,6 +452,7 @@ impl Daemon {
                 http_url: None,
                 config_files: self.config.known_files(),
                 log_file: self.dirs.log_file(),
+                warnings: self.warnings.clone(),
             },
             instances,
         }

@@ -12,4 +12,5 @@ pub mod pool;
 pub mod process;
 pub mod ring;
 pub mod schema;
+pub mod service_check;
 pub mod transport;

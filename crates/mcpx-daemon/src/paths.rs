@@ -145,7 +145,9 @@ impl Dirs {
             .create(rt)
             .map_err(|source| DirError::Io { path: rt.display().to_string(), source })?;
         check_private_dir(rt)?;
-        check_socket_path(&self.socket())
+        check_socket_path(&self.socket())?;
+        // Supervisor sockets are the longest: `sup/` and a 12-character instance id.
+        check_socket_path(&self.sup_dir().join("000000000000.sock"))
     }
 }
 

@@ -92,9 +92,24 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         binary: Option<PathBuf>,
     },
+    /// Install the daemon as a user service (systemd user unit or launchd agent) that keeps supervisors alive.
+    Service {
+        #[command(subcommand)]
+        action: ServiceAction,
+    },
     /// Supervise one server instance (started by the daemon; reads its launch request on stdin).
     #[command(hide = true)]
     Supervise,
+}
+
+#[derive(Debug, Subcommand)]
+enum ServiceAction {
+    /// Write the unit (Linux: ~/.config/systemd/user/mcpx.service; macOS: ~/Library/LaunchAgents/dev.mcpx.daemon.plist).
+    Install {
+        /// Print the file instead of writing it.
+        #[arg(long)]
+        print: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -165,6 +180,20 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
     let caller = Caller { cwd, config };
     let request = |r: Request| Request { caller: caller.clone(), ..r };
     match cli.command {
+        Command::Service { action: ServiceAction::Install { print } } => {
+            let exe = std::env::current_exe()
+                .map_err(|e| ApiError::new("usage", format!("cannot find the mcpx binary: {e}")))?;
+            let home = env.get("HOME").map(PathBuf::from).ok_or_else(|| ApiError::new("usage", "HOME is not set"))?;
+            let xdg = env.get("XDG_CONFIG_HOME").map(PathBuf::from);
+            let text = crate::service::install(print, &exe, &home, xdg.as_deref())
+                .map_err(|e| ApiError::new("usage", format!("cannot install the service: {e}")))?;
+            if print {
+                print!("{text}");
+            } else {
+                println!("{text}");
+            }
+            Ok(0)
+        }
         Command::Logs { server, follow, lines } => {
             crate::logs::show(&dirs.log_file(), server.as_deref(), lines, follow).await?;
             Ok(0)
@@ -237,7 +266,11 @@ async fn dispatch(
                 .await?;
             output::refresh(json, &body)
         }
-        Command::Stop { .. } | Command::Logs { .. } | Command::Daemon | Command::Supervise => {
+        Command::Stop { .. }
+        | Command::Logs { .. }
+        | Command::Daemon
+        | Command::Supervise
+        | Command::Service { .. } => {
             unreachable!("handled before connecting")
         }
     }

@@ -195,6 +195,9 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
     let d = &status.daemon;
     println!("daemon  pid {}  build {}  up {}s  socket {}", d.pid, d.build, d.uptime_s, d.socket.display());
     println!("log     {}", d.log_file.display());
+    for w in &d.warnings {
+        println!("WARNING {w}");
+    }
     if status.instances.is_empty() {
         println!("\nno instances running; `mcpx call <server>.<tool>` starts one");
         return;

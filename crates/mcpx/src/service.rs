@@ -6,7 +6,6 @@
 //! supervisors stay in the unit's cgroup, and the default `KillMode=control-group` kills them on
 //! every stop or restart of the unit, so the unit sets `KillMode=process`. Under launchd the
 //! agent sets `AbandonProcessGroup`, so launchd does not kill what the daemon left behind.
-#![allow(dead_code)] // Reason: wired into the CLI by the service subcommand
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -176,11 +175,11 @@ enum State {
     Same,
 }
 
-/// `s` as one word of a systemd command line (systemd.service(5), "Command lines"): quoted when
-/// it holds whitespace, quotes, backslashes or `;`, with `%` (specifiers) and `$` (variable
-/// expansion) escaped.
+/// `s` as the executable of a systemd command line (systemd.service(5), "Command lines"): quoted
+/// when it holds whitespace, quotes, backslashes or `;`, with `%` (specifiers) escaped. `$` is
+/// left alone: systemd expands variables in the arguments, not in the executable's path.
 fn systemd_quote(s: &str) -> String {
-    let escaped = s.replace('%', "%%").replace('$', "$$");
+    let escaped = s.replace('%', "%%");
     if !escaped.chars().any(|c| c.is_whitespace() || matches!(c, '"' | '\'' | '\\' | ';')) {
         return escaped;
     }
@@ -233,7 +232,7 @@ mod tests {
     #[test]
     fn odd_executable_paths_are_escaped() {
         let unit = systemd_unit(Path::new("/opt/my tools/100%/$x/mcpx"));
-        assert!(unit.contains("ExecStart=\"/opt/my tools/100%%/$$x/mcpx\" daemon\n"), "{unit}");
+        assert!(unit.contains("ExecStart=\"/opt/my tools/100%%/$x/mcpx\" daemon\n"), "{unit}");
         assert!(systemd_unit(Path::new("/a\"b\\c")).contains("ExecStart=\"/a\\\"b\\\\c\" daemon\n"));
         let plist = launchd_plist(Path::new("/opt/a&b/<mcpx>"));
         assert!(plist.contains("<string>/opt/a&amp;b/&lt;mcpx&gt;</string>"), "{plist}");

@@ -278,3 +278,20 @@ fn large_arguments_pass_intact() {
     assert!(out.status.success());
     assert_eq!(out.stdout.len(), big.len() + 1);
 }
+
+#[test]
+fn service_install_writes_a_unit_that_spares_the_supervisors() {
+    let w = World::new(json!({}));
+    let home = w.path("home");
+    std::fs::create_dir(&home).unwrap();
+    let run = w.run_with(&["service", "install"], |c| {
+        c.env("HOME", &home).env_remove("XDG_CONFIG_HOME");
+    });
+    let out = run.ok();
+    let unit = home.join(".config/systemd/user/mcpx.service");
+    assert!(out.contains(&unit.display().to_string()), "{out}");
+    let text = std::fs::read_to_string(&unit).unwrap();
+    assert!(text.contains("KillMode=process") && text.contains(" daemon"), "{text}");
+    let printed = w.run(&["service", "install", "--print"]).ok();
+    assert!(printed.contains("KillMode=process"));
+}

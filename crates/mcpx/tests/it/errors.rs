@@ -137,6 +137,14 @@ fn unsafe_runtime_dir_and_long_socket_path_are_refused() {
         "{}",
         run.stderr
     );
+    // Short enough for daemon.sock, too long for a supervisor's socket: refused too.
+    let base = w.dir.path().as_os_str().len();
+    let near = w.path(&"n".repeat(90 - base - 1));
+    let run = w.run_with(&["ls"], |c| {
+        c.env("MCPX_RUNTIME_DIR", &near);
+    });
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(run.stderr.contains("/sup/") && run.stderr.contains("over the platform limit"), "{}", run.stderr);
 }
 
 /// A second foreground daemon is refused while one runs.
