@@ -218,9 +218,9 @@ pub struct ServerOptions {
     pub sharing: Sharing,
     /// `scope`; default `global`.
     pub scope: Scope,
-    /// `max`: most instances per pool, ≥ 1; default 4.
+    /// `max`: most instances of this server across its pool keys, ≥ 1; default 4.
     pub max: u32,
-    /// `min`: instances kept warm per pool, ≤ `max`; default 0.
+    /// `min`: (`global` scope) instances started with the daemon and exempt from idle reaping, ≤ `max`; default 0.
     pub min: u32,
     /// `idleTimeout`: stop an instance idle this long; default 5 min.
     pub idle_timeout: Option<Duration>,
@@ -228,13 +228,13 @@ pub struct ServerOptions {
     pub call_timeout: Option<Duration>,
     /// `startTimeout`: fail a start (spawn + initialize) taking this long; default 60 s.
     pub start_timeout: Option<Duration>,
-    /// `supervised`: restart crashed instances; default true.
+    /// `supervised`: run each instance under its own `mcpx supervise` process, which outlives the daemon; default true.
     pub supervised: bool,
-    /// `bufferBytes`: per-instance buffer size in bytes, > 0; default 8 MiB.
+    /// `bufferBytes`: the supervisor's stdout buffer while no daemon is attached, in bytes, > 0; default 8 MiB.
     pub buffer_bytes: u64,
     /// `maxMessageBytes`: largest JSON-RPC message accepted, in bytes, > 0; default 64 MiB.
     pub max_message_bytes: u64,
-    /// `orphanTimeout`: stop instances whose clients are all gone after this long; default 1 h.
+    /// `orphanTimeout`: a supervisor no daemon attaches to for this long stops its server and exits; default 1 h.
     pub orphan_timeout: Option<Duration>,
     /// `description`: free text shown in listings.
     pub description: Option<String>,

@@ -531,8 +531,9 @@ impl Daemon {
             let boot_id = boot_id.clone();
             let known = known.clone();
             tasks.spawn(async move {
-                let deadline = Duration::from_secs(3);
-                let _ = tokio::time::timeout(deadline * 2, this.adopt_one(record, &boot_id, &known, deadline)).await;
+                // The deadline bounds every attach step; a restart after it has the
+                // server's own start timeout.
+                this.adopt_one(record, &boot_id, &known, Duration::from_secs(3)).await;
             });
         }
         while tasks.join_next().await.is_some() {}

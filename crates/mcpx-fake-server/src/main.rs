@@ -59,6 +59,7 @@
 //! | `FAKE_STDERR_ON_START=<text>` | write `text` as a line to stderr at start |
 //! | `FAKE_PROTOCOL_VERSION=<v>` | answer `initialize` with `v`, whatever was asked |
 //! | `FAKE_PAGE_SIZE=<n>` | paginate `tools/list` in pages of `n` (opaque `nextCursor`, `cursor` honoured) |
+//! | `FAKE_INIT_DELAY_MS=<ms>` | answer `initialize` only after `ms` milliseconds |
 //! | `FAKE_RECORD=<path>` | append every stdin line to `path`; non-JSON lines also to `path.invalid`; rewrite `path.inflight` with the max tools/call in flight after each tools/call |
 
 mod config;

@@ -234,6 +234,10 @@ fn send_reply(server: &Server, id: &Value, reply: Reply) {
 /// `initialize`: echo a supported requested version, else the latest one;
 /// `FAKE_PROTOCOL_VERSION` overrides either.
 fn initialize(server: &Server, params: &Value) -> Value {
+    // FAKE_INIT_DELAY_MS: answer initialize late (tests kill a daemon mid-initialize).
+    if let Some(ms) = std::env::var("FAKE_INIT_DELAY_MS").ok().and_then(|v| v.parse().ok()) {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
     let requested = params.get("protocolVersion").and_then(Value::as_str);
     let version = match (&server.config.protocol_version, requested) {
         (Some(forced), _) => forced.as_str(),

@@ -1,7 +1,7 @@
 //! The one place mcpx builds processes (architecture invariant: "every process is
 //! spawned through one function"; `clippy.toml` forbids `Command::new` elsewhere),
 //! and process-group signalling.
-#![allow(unsafe_code)] // Reason: `pre_exec(setsid)` for detached processes; see the Safety comment.
+#![allow(unsafe_code)] // Reason: `pre_exec(setsid)` for detached processes and adopting inherited descriptors; see the Safety comments.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;

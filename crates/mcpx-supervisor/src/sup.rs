@@ -105,6 +105,8 @@ struct Conn {
     last_heard: Instant,
     /// A message for the child's stdin arriving in parts.
     stdin_partial: Vec<u8>,
+    /// The message arriving is over `maxMessageBytes`: its parts are dropped until its end.
+    stdin_discarding: bool,
     /// Whether this connection was sent the exit.
     exit_sent: bool,
     closed: bool,
@@ -332,6 +334,7 @@ impl Supervisor {
                         opened: now,
                         last_heard: now,
                         stdin_partial: Vec::new(),
+                        stdin_discarding: false,
                         exit_sent: false,
                         closed: false,
                     };
@@ -476,15 +479,21 @@ impl Supervisor {
             Kind::Stdin | Kind::StdinEnd => {
                 let max = usize::try_from(self.req.max_message_bytes).unwrap_or(usize::MAX).saturating_add(1);
                 let conn = &mut self.conns[i];
-                if conn.stdin_partial.len() + frame.payload.len() <= max {
+                if conn.stdin_discarding {
+                    // The rest of a message already over the limit.
+                } else if conn.stdin_partial.len() + frame.payload.len() <= max {
                     conn.stdin_partial.extend_from_slice(&frame.payload);
                 } else {
-                    conn.stdin_partial.clear();
-                    conn.stdin_partial.shrink_to_fit();
+                    conn.stdin_partial = Vec::new();
+                    conn.stdin_discarding = true;
                     log!("dropped a stdin message over maxMessageBytes");
                 }
                 if kind == Kind::StdinEnd {
+                    let discarded = std::mem::replace(&mut conn.stdin_discarding, false);
                     let message = std::mem::take(&mut conn.stdin_partial);
+                    if discarded {
+                        return;
+                    }
                     match self.child.as_mut() {
                         Some(c) if c.stdin.is_some() => c.stdin_queue.extend_from_slice(&message),
                         _ => log!("dropped a stdin message: the child's stdin is closed"),
@@ -773,11 +782,16 @@ impl Supervisor {
                 self.stop_child(Then::Exit);
             }
         }
-        if self.exit.is_some() && self.stdout_drained() {
+        if self.exit.is_some() {
+            // An acknowledged exit was sent after all output; a stop with no daemon to
+            // tell, or an exit nobody came for within the linger, ends it regardless.
             let stopping_to_exit = matches!(self.stopping, Some(Stopping { then: Then::Exit, .. }));
             let nobody = self.attached_mut().is_none();
             let lingered = self.exited_at.is_some_and(|t| now.duration_since(t) >= EXIT_LINGER);
-            if self.exit_acked || (stopping_to_exit && nobody) || lingered {
+            if (self.exit_acked && self.stdout_drained()) || (stopping_to_exit && nobody) || lingered {
+                if self.stdout.len() > 0 {
+                    log!("exiting with {} stdout bytes no daemon collected", self.stdout.len());
+                }
                 self.done = true;
             }
         }

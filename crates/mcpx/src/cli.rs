@@ -66,9 +66,9 @@ enum Command {
         /// The server (all when omitted).
         server: Option<String>,
     },
-    /// Stop the daemon (and every server with it).
+    /// Stop the daemon; supervised servers keep running for the next daemon to adopt.
     Stop {
-        /// Also stop every server process.
+        /// Also stop every server (and its supervisor).
         #[arg(long)]
         all: bool,
     },

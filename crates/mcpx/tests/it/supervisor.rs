@@ -366,3 +366,31 @@ fn upgrade_under_load_loses_no_call() {
     assert_eq!(pid_of(&w, "fake"), child);
     assert_eq!(w.call("fake.counter", "{}").ok(), "2\n");
 }
+
+/// A daemon that dies during `initialize` stored no session: the next daemon
+/// restarts that server (same supervisor, new process) instead of resuming it.
+#[test]
+fn a_server_whose_session_was_never_stored_is_restarted() {
+    let w = World::new(json!({}));
+    let record = w.path("calls.jsonl");
+    w.set_servers(
+        json!({ "fake": { "command": fake_server(), "env": { "FAKE_INIT_DELAY_MS": "1500", "FAKE_RECORD": record } } }),
+    );
+    let mut first = w.command();
+    first
+        .args(["call", "fake.echo", r#"{"message":"x"}"#])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut first = first.spawn().unwrap();
+    wait_until("initialize reached the server", Duration::from_secs(10), || {
+        std::fs::read_to_string(&record).unwrap_or_default().contains("initialize")
+    });
+    let files = w.sup_files();
+    w.kill_daemon();
+    assert_eq!(first.wait().unwrap().code(), Some(3));
+    assert_eq!(w.call("fake.echo", r#"{"message":"restarted"}"#).ok(), "restarted\n");
+    assert!(w.log().contains("stored no session: restarting the server"), "{}", w.log());
+    assert_eq!(w.sup_files(), files, "the same supervisor");
+    let initializes = std::fs::read_to_string(&record).unwrap().matches("\"initialize\"").count();
+    assert_eq!(initializes, 2, "the restarted process was initialized once more");
+}
