@@ -19,6 +19,15 @@ pub struct Caller {
     /// An explicit config file (`--config` or `MCPX_CONFIG`): the only file read.
     #[serde(default)]
     pub config: Option<PathBuf>,
+    /// The session (`--session`, else `MCPX_SESSION_ID`), for `session` scopes.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// `MCPX_PARENT_SESSION_ID`, for `parent-session` scopes.
+    #[serde(default)]
+    pub parent_session: Option<String>,
+    /// The CLI's parent process (the agent's shell or script), for `pid` scopes.
+    #[serde(default)]
+    pub ppid: Option<u32>,
 }
 
 /// `POST /v1/ls`, `/v1/search`, `/v1/tools`, `/v1/call`, `/v1/restart`, `/v1/refresh`.
@@ -48,6 +57,9 @@ pub struct Request {
     /// `stop`: also stop every server.
     #[serde(default)]
     pub all: bool,
+    /// `restart`: only the instance with this pool key.
+    #[serde(default)]
+    pub key: Option<String>,
     /// `upgrade`: the binary to re-execute (default: the daemon's own).
     #[serde(default)]
     pub binary: Option<PathBuf>,

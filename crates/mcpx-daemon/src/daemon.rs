@@ -23,7 +23,7 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::api::{ApiError, DaemonStatus, ErrorBody, InstanceStatus, Request, SearchHit, ServerRow, Status};
 use crate::config::{
-    ConfigCache, ConfigError, ExpandedTransport, ResolveRequest, ResolvedConfig, ServerEntry, exe_identity,
+    ConfigCache, ConfigError, ExpandedTransport, ResolveRequest, ResolvedConfig, ServerEntry, Sharing, exe_identity,
     resolve_command,
 };
 use crate::instance::{
@@ -62,6 +62,8 @@ pub struct Daemon {
     pub started_at: u64,
     /// Notified when a `stop` request asks the daemon to exit.
     pub shutdown: Notify,
+    /// (server, fix) pairs already logged for degraded scopes: each is said once.
+    degraded: std::sync::Mutex<std::collections::HashSet<(String, &'static str)>>,
     /// Found at start: a service unit whose KillMode would kill the supervisors.
     warnings: Vec<String>,
     /// Set by `POST /v1/upgrade`: the binary to re-execute once drained.
@@ -105,12 +107,14 @@ impl Daemon {
             shutdown: Notify::new(),
             incompatible: std::sync::Mutex::new(Vec::new()),
             upgrade: std::sync::Mutex::new(None),
+            degraded: std::sync::Mutex::new(std::collections::HashSet::new()),
             warnings: crate::service_check::supervisor_warnings(&env_for_checks),
         });
         for w in &daemon.warnings {
             tracing::warn!("{w}");
         }
         tokio::spawn(handle_events(Arc::downgrade(&daemon), events_rx));
+        tokio::spawn(reap_idle(Arc::downgrade(&daemon)));
         daemon
     }
 
@@ -197,6 +201,24 @@ impl Daemon {
             ),
         };
         Ok(Target { entry: entry.clone(), cache_key, fingerprint, launch })
+    }
+
+    /// The pool key of `entry` for `caller`; a scope that cannot be resolved runs the
+    /// call under a fresh `call` key and says once in the log what would fix it.
+    pub fn pool_key(&self, entry: &ServerEntry, caller: &crate::api::Caller) -> String {
+        match crate::scope::resolve(entry.options.scope, caller) {
+            crate::scope::Resolved::Key(key) => key,
+            crate::scope::Resolved::Degraded { key, fix } => {
+                if lock(&self.degraded).insert((entry.name.clone(), fix)) {
+                    tracing::warn!(
+                        server = %entry.name,
+                        scope = entry.options.scope.as_str(),
+                        "the scope cannot be resolved for this caller: each call gets its own instance; to fix it, {fix}"
+                    );
+                }
+                key
+            }
+        }
     }
 
     /// `POST /v1/ls`: every configured server with its state, from the schema cache.
@@ -344,19 +366,28 @@ impl Daemon {
         };
         let target = self.target(entry)?;
         check_tool_listed(&self.schema, &target, &tool)?;
-        let inst = self.pool.acquire(&target).await.map_err(|e| server_error(&server, e))?;
-        check_tool_listed(&self.schema, &target, &tool)?;
         let timeout = match req.timeout_ms {
             Some(0) => None,
             Some(ms) => Some(Duration::from_millis(ms)),
             None => entry.options.call_timeout,
         };
+        let started = Instant::now();
+        let key = self.pool_key(entry, &req.caller);
+        let lease = self.pool.acquire(&target, &key, timeout).await.map_err(|e| server_error(&server, e))?;
+        let inst = lease.instance.clone();
+        check_tool_listed(&self.schema, &target, &tool)?;
+        // The deadline covers the wait for an instance as well.
+        let timeout = timeout.map(|t| t.saturating_sub(started.elapsed()).max(Duration::from_millis(1)));
         let name = serde_json::to_string(&tool).unwrap_or_default();
         let params = format!(r#"{{"name":{name},"arguments":{arguments}}}"#);
-        let response = inst
-            .request(Message::request("0", "tools/call", Some(&params)), timeout)
-            .await
-            .map_err(|e| server_error(&server, e))?;
+        let response = inst.request(Message::request("0", "tools/call", Some(&params)), timeout).await;
+        drop(lease);
+        if key.starts_with("call:") {
+            self.pool.release(&inst).await;
+        } else {
+            self.pool.notify_changed();
+        }
+        let response = response.map_err(|e| server_error(&server, e))?;
         response_result(&response).map_err(|e| ApiError {
             kind: "rpc".into(),
             message: format!("server `{server}` answered tools/call with an error: {}", e.message),
@@ -465,24 +496,32 @@ impl Daemon {
         let config = self.resolve(req)?;
         let name =
             req.server.as_deref().ok_or_else(|| ApiError::new("usage", "name a server: `mcpx restart <server>`"))?;
-        let target = self.target(self.server(&config, name)?)?;
+        let entry = self.server(&config, name)?;
+        let target = self.target(entry)?;
         let replaced = self.replace_incompatible(&target.cache_key).await;
+        self.pool.clear_crashes(&target.cache_key);
         let timeout = target.entry.options.start_timeout;
+        let only = req.key.as_deref();
         let mut restarted = 0;
-        for inst in self.pool.instances_of(&target.fingerprint) {
+        let mut pid = None;
+        for inst in self.pool.instances_of(&target.fingerprint).into_iter().filter(|i| only.is_none_or(|k| k == i.key))
+        {
             if inst.supervised() {
                 inst.restart(timeout).await.map_err(|e| server_error(name, e))?;
                 if let Err(e) = self.schema.refresh(&inst.cache_key, &inst, timeout).await {
                     tracing::warn!(server = name, error = %e, "listing the server's schema failed");
                 }
+                pid = inst.info.pid();
                 restarted += 1;
             }
         }
         if restarted == 0 {
-            restarted = self.pool.stop_server(&target.fingerprint).await;
+            restarted = self.pool.stop_server(&target.fingerprint, only).await;
+            let key = only.map(str::to_owned).unwrap_or_else(|| self.pool_key(entry, &req.caller));
+            let lease = self.pool.acquire(&target, &key, timeout).await.map_err(|e| server_error(name, e))?;
+            pid = lease.instance.info.pid();
         }
-        let inst = self.pool.acquire(&target).await.map_err(|e| server_error(name, e))?;
-        Ok(serde_json::json!({ "server": name, "restarted": restarted, "replaced": replaced, "pid": inst.info.pid() }))
+        Ok(serde_json::json!({ "server": name, "restarted": restarted, "replaced": replaced, "pid": pid }))
     }
 
     /// Stops incompatible supervisors of a server (they cannot be asked, so their
@@ -602,7 +641,8 @@ impl Daemon {
                     return;
                 }
                 tracing::info!(server, pid = inst.info.pid(), epoch = hello.next_epoch, "adopted a running server");
-                self.pool.adopt(inst);
+                let sharing = if rec.sharing == "exclusive" { Sharing::Exclusive } else { Sharing::Shared };
+                self.pool.adopt(inst, sharing);
             }
             Err(AttachFailure::Incompatible { theirs, ours }) => {
                 tracing::warn!(server, %theirs, %ours, "leaving an incompatible supervisor running");
@@ -673,7 +713,11 @@ impl Daemon {
                 let timeout = entry.options.start_timeout;
                 match self.pool.relist(&target.fingerprint, timeout).await {
                     Ok(true) => Ok(()),
-                    Ok(false) => self.pool.acquire(&target).await.map(|_| ()).map_err(|e| server_error(&entry.name, e)),
+                    Ok(false) => {
+                        let key = self.pool_key(entry, &req.caller);
+                        let lease = self.pool.acquire(&target, &key, timeout).await;
+                        lease.map(|_| ()).map_err(|e| server_error(&entry.name, e))
+                    }
                     Err(e) => Err(ApiError::new("server", e)),
                 }
             }
@@ -688,18 +732,37 @@ impl Daemon {
     }
 }
 
+/// Every second, stops instances that are idle past their `idleTimeout` or whose
+/// `pid` caller exited.
+async fn reap_idle(daemon: std::sync::Weak<Daemon>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let Some(daemon) = daemon.upgrade() else { return };
+        daemon.pool.reap().await;
+    }
+}
+
 /// Handles list changes (re-read the schema) and exits (logged) from instances.
 async fn handle_events(daemon: std::sync::Weak<Daemon>, mut rx: mpsc::UnboundedReceiver<(String, InstanceEvent)>) {
     while let Some((fingerprint, event)) = rx.recv().await {
         let Some(daemon) = daemon.upgrade() else {
             return;
         };
-        if event == InstanceEvent::ListChanged {
-            tokio::spawn(async move {
-                if let Err(e) = daemon.pool.relist(&fingerprint, Some(Duration::from_secs(60))).await {
-                    tracing::warn!(fingerprint, error = %e, "re-reading a schema after list_changed failed");
+        match event {
+            InstanceEvent::ListChanged => {
+                tokio::spawn(async move {
+                    if let Err(e) = daemon.pool.relist(&fingerprint, Some(Duration::from_secs(60))).await {
+                        tracing::warn!(fingerprint, error = %e, "re-reading a schema after list_changed failed");
+                    }
+                });
+            }
+            InstanceEvent::Exited { cache_key, crash } => {
+                if let Some(error) = crash {
+                    daemon.pool.record_crash(&cache_key, error);
                 }
-            });
+                daemon.pool.notify_changed();
+            }
         }
     }
 }
@@ -815,9 +878,9 @@ fn config_error(e: ConfigError) -> ApiError {
 
 fn server_error(server: &str, e: CallError) -> ApiError {
     let kind = match e {
-        CallError::Timeout(_) => "timeout",
+        CallError::Timeout(_) | CallError::Busy(_) => "timeout",
         CallError::Protocol(_) | CallError::TooLarge { .. } => "protocol",
-        CallError::Exited { .. } | CallError::Launch(_) | CallError::Lost(_) => "server",
+        CallError::Exited { .. } | CallError::Launch(_) | CallError::Lost(_) | CallError::Cancelled => "server",
     };
     let hint = match e {
         CallError::Exited { .. } | CallError::Launch(_) => {

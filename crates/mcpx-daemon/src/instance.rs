@@ -55,6 +55,12 @@ pub enum CallError {
     /// The link to the server is gone without an exit status (its supervisor died).
     #[error("instance lost: {0}")]
     Lost(String),
+    /// Every one of the server's `max` instances stayed busy until the deadline.
+    #[error("all {0} instances of the server stayed busy until the deadline (raise `max` or `callTimeout`)")]
+    Busy(usize),
+    /// The caller cancelled the request; the server was sent `notifications/cancelled`.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 fn tail_suffix(tail: &str) -> String {
@@ -88,13 +94,19 @@ impl Session {
     }
 }
 
-/// What the instance reports to the pool, for the server's schema cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the instance reports to the daemon.
+#[derive(Debug, Clone)]
 pub enum InstanceEvent {
     /// The server sent `notifications/{tools,resources,prompts}/list_changed`.
     ListChanged,
-    /// The server process ended.
-    Exited,
+    /// The server process ended (or its link was lost). `crash` holds the error when
+    /// nobody asked it to stop.
+    Exited {
+        /// The cache key of the server.
+        cache_key: String,
+        /// Why, when it was not asked to stop.
+        crash: Option<CallError>,
+    },
 }
 
 /// The life of an instance (design: instance states).
@@ -417,14 +429,24 @@ impl Instance {
                 self.state.send_replace(State::Starting);
             }
             Inbound::Lost(reason) => {
+                let expected = self.state() == State::Stopping;
                 self.state.send_replace(State::Lost);
                 self.fail_pending(|| CallError::Lost(reason.clone()));
-                let _ = events.send((self.fingerprint.clone(), InstanceEvent::Exited));
+                let crash = (!expected).then(|| CallError::Lost(reason.clone()));
+                let _ = events.send((
+                    self.fingerprint.clone(),
+                    InstanceEvent::Exited { cache_key: self.cache_key.clone(), crash },
+                ));
             }
             Inbound::Exited(exit) => {
+                let expected = self.state() == State::Stopping;
                 self.state.send_replace(State::Exited(exit));
                 self.fail_pending(|| self.exited_error(exit));
-                let _ = events.send((self.fingerprint.clone(), InstanceEvent::Exited));
+                let crash = (!expected).then(|| self.exited_error(exit));
+                let _ = events.send((
+                    self.fingerprint.clone(),
+                    InstanceEvent::Exited { cache_key: self.cache_key.clone(), crash },
+                ));
             }
         }
     }

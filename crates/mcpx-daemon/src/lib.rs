@@ -12,5 +12,6 @@ pub mod pool;
 pub mod process;
 pub mod ring;
 pub mod schema;
+pub mod scope;
 pub mod service_check;
 pub mod transport;

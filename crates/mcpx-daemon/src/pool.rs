@@ -1,21 +1,37 @@
-//! The pool: which instance serves a call, starting it when there is none.
+//! The pool (design: "Pools"): which instance serves a call, by server fingerprint
+//! and pool key, starting one when there is none.
 //!
-//! Today every server has one shared instance under the key `global`; the pools
-//! issue generalises the key (scope) and the sharing. What already holds:
-//! concurrent first calls for one key start exactly one process, and a start that
-//! fails is reported to every caller that waited for it, without a second spawn.
+//! - Concurrent first calls for one key start exactly one process; a failed start is
+//!   reported to every caller that waited for it, without a second spawn.
+//! - `exclusive` instances take one call at a time: a [`Lease`] holds the instance's
+//!   only permit, and other callers queue in arrival order (tokio's semaphore is fair).
+//! - `max` counts a server's live instances across keys; at `max` the least recently
+//!   used idle one is stopped, and with none idle callers wait (up to their deadline).
+//! - Crashes and failed starts count per fingerprint: the first restart is immediate,
+//!   later ones back off (1 s doubling to 30 s; a call in a backoff fails at once with
+//!   the last error), and 5 within 60 s put the server in `crash-loop` until `mcpx
+//!   restart` or 60 s without a failure.
+//! - [`Pool::reap`] stops idle instances (`idleTimeout`; `global` instances with
+//!   `min` ≥ 1 excepted) and those of `pid` keys whose process exited.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
-use crate::config::ServerEntry;
+use crate::config::{ServerEntry, Sharing};
 use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec, lock};
 use crate::schema::SchemaCache;
 use crate::transport::{LaunchSpec, Launcher};
+
+/// Failures within this window count toward `crash-loop`, and this long without one
+/// clears the count.
+const CRASH_WINDOW: Duration = Duration::from_secs(60);
+/// Failures within [`CRASH_WINDOW`] that make a `crash-loop`.
+const CRASH_LOOP: usize = 5;
+/// The longest backoff between restarts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// One server as a request resolved it: its entry, identity and how to start it.
 #[derive(Debug, Clone)]
@@ -30,22 +46,71 @@ pub struct Target {
     pub launch: Result<LaunchSpec, String>,
 }
 
-/// A live instance as `mcpx status` shows it.
-#[derive(Debug, Clone)]
-pub struct InstanceView {
+/// An instance lent to one call; for `exclusive` servers it holds the instance's
+/// only permit until dropped.
+#[derive(Debug)]
+pub struct Lease {
     /// The instance.
     pub instance: Arc<Instance>,
+    _permit: Option<OwnedSemaphorePermit>,
 }
 
 #[derive(Debug)]
 struct Slot {
     /// The server name the slot was first started under.
     server: String,
+    /// The pool key.
+    key: String,
     /// Held while an instance is being started, so one start serves all waiters.
     starting: tokio::sync::Mutex<()>,
     current: Mutex<Option<Arc<Instance>>>,
     /// Counts failed starts; a waiter that sees it move returns the failure.
     failures: Mutex<(u64, Option<CallError>)>,
+    /// One permit for `exclusive` instances; shared ones never wait on it.
+    exclusive: Arc<Semaphore>,
+    /// Settings fixed when the slot's instance started.
+    settings: Mutex<Settings>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Settings {
+    sharing: Sharing,
+    idle_timeout: Option<Duration>,
+    keep_warm: bool,
+}
+
+/// Crash accounting for one fingerprint.
+#[derive(Debug, Default)]
+struct Health {
+    /// When recent failures happened.
+    recent: VecDeque<Instant>,
+    /// Failures since the last 60 s without one.
+    consecutive: u32,
+    last: Option<CallError>,
+}
+
+impl Health {
+    fn forget_old(&mut self, now: Instant) {
+        while self.recent.front().is_some_and(|t| now.duration_since(*t) > CRASH_WINDOW) {
+            self.recent.pop_front();
+        }
+        if self.recent.is_empty() {
+            self.consecutive = 0;
+        }
+    }
+
+    fn crash_loop(&self) -> bool {
+        self.recent.len() >= CRASH_LOOP
+    }
+
+    /// How long after the last failure the next start may happen: none after the
+    /// first failure, then 1 s doubling to 30 s.
+    fn backoff(&self) -> Duration {
+        match self.consecutive {
+            0 | 1 => Duration::ZERO,
+            n => (Duration::from_secs(1) * 2u32.saturating_pow(n - 2)).min(MAX_BACKOFF),
+        }
+    }
 }
 
 /// The ways to start an instance: under a supervisor (the default) or as the
@@ -63,6 +128,9 @@ pub struct Pool {
     launchers: Launchers,
     schema: Arc<SchemaCache>,
     slots: Mutex<HashMap<(String, String), Arc<Slot>>>,
+    health: Mutex<HashMap<String, Health>>,
+    /// Notified when an instance becomes idle or goes away (callers waiting at `max`).
+    changed: Arc<Notify>,
     events: mpsc::UnboundedSender<(String, InstanceEvent)>,
 }
 
@@ -80,12 +148,20 @@ impl Pool {
         schema: Arc<SchemaCache>,
         events: mpsc::UnboundedSender<(String, InstanceEvent)>,
     ) -> Pool {
-        Pool { launchers, schema, slots: Mutex::new(HashMap::new()), events }
+        Pool {
+            launchers,
+            schema,
+            slots: Mutex::new(HashMap::new()),
+            health: Mutex::new(HashMap::new()),
+            changed: Arc::new(Notify::new()),
+            events,
+        }
     }
 
     /// Puts an adopted instance (a supervisor a previous daemon started) in its slot.
-    pub fn adopt(&self, inst: Arc<Instance>) {
+    pub fn adopt(&self, inst: Arc<Instance>, sharing: Sharing) {
         let slot = self.slot(&inst.server, &inst.fingerprint, &inst.key);
+        lock(&slot.settings).sharing = sharing;
         *lock(&slot.current) = Some(inst);
     }
 
@@ -103,34 +179,122 @@ impl Pool {
         self.events.clone()
     }
 
+    /// Wakes callers waiting for an instance to become idle.
+    pub fn notify_changed(&self) {
+        self.changed.notify_waiters();
+    }
+
     fn slot(&self, server: &str, fingerprint: &str, key: &str) -> Arc<Slot> {
         lock(&self.slots)
             .entry((fingerprint.to_owned(), key.to_owned()))
             .or_insert_with(|| {
                 Arc::new(Slot {
                     server: server.to_owned(),
+                    key: key.to_owned(),
                     starting: tokio::sync::Mutex::new(()),
                     current: Mutex::new(None),
                     failures: Mutex::new((0, None)),
+                    exclusive: Arc::new(Semaphore::new(1)),
+                    settings: Mutex::new(Settings::default()),
                 })
             })
             .clone()
     }
 
-    /// The live instance for `target`, started (and its schema listed) if needed.
+    /// Counts a crash or failed start of the server whose cache key (fingerprint as
+    /// written) is `fingerprint`.
+    pub fn record_crash(&self, fingerprint: &str, error: CallError) {
+        let now = Instant::now();
+        let mut health = lock(&self.health);
+        let h = health.entry(fingerprint.to_owned()).or_default();
+        h.forget_old(now);
+        h.recent.push_back(now);
+        h.consecutive += 1;
+        h.last = Some(error);
+        if h.crash_loop() {
+            tracing::warn!(fingerprint, failures = h.recent.len(), "server is in crash-loop");
+        }
+    }
+
+    /// Whether `fingerprint` is in `crash-loop` (5 failures within 60 s).
+    pub fn in_crash_loop(&self, fingerprint: &str) -> bool {
+        let mut health = lock(&self.health);
+        health.get_mut(fingerprint).is_some_and(|h| {
+            h.forget_old(Instant::now());
+            h.crash_loop()
+        })
+    }
+
+    /// Clears the crash count of `fingerprint` (`mcpx restart`).
+    pub fn clear_crashes(&self, fingerprint: &str) {
+        lock(&self.health).remove(fingerprint);
+    }
+
+    /// Fails fast while the server is in `crash-loop` or a restart backoff, with the last error.
+    fn check_health(&self, fingerprint: &str, server: &str) -> Result<(), CallError> {
+        let mut health = lock(&self.health);
+        let Some(h) = health.get_mut(fingerprint) else { return Ok(()) };
+        let now = Instant::now();
+        h.forget_old(now);
+        let last = h.last.clone().map(|e| e.to_string()).unwrap_or_default();
+        if h.crash_loop() {
+            return Err(CallError::Launch(format!(
+                "crash-loop: {} failures within {}s, the last: {last}; fix the server, then `mcpx restart {server}`",
+                h.recent.len(),
+                CRASH_WINDOW.as_secs()
+            )));
+        }
+        if let Some(at) = h.recent.back() {
+            let wait = h.backoff().saturating_sub(now.duration_since(*at));
+            if !wait.is_zero() {
+                return Err(CallError::Launch(format!(
+                    "restarting after {} failures; next try in {:.1}s; the last: {last}",
+                    h.consecutive,
+                    wait.as_secs_f64()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The instance for `target` under `key`, started (and its schema listed) if
+    /// needed, and leased to one call: for an `exclusive` server the lease waits, in
+    /// arrival order, until the instance is free. `wait` bounds the waiting.
     ///
-    /// Errors: the start failed (the error says why, with the server's exit status and
-    /// stderr tail when it exited); it is also recorded in the schema cache so `ls`
-    /// shows the server as `error`.
-    pub async fn acquire(&self, target: &Target) -> Result<Arc<Instance>, CallError> {
-        let key = "global";
+    /// Errors: the start failed (the error says why, with the server's exit status
+    /// and stderr tail when it exited; it is also recorded in the schema cache so `ls`
+    /// shows `error`); the server is in a backoff or `crash-loop`; or `wait` passed.
+    pub async fn acquire(&self, target: &Target, key: &str, wait: Option<Duration>) -> Result<Lease, CallError> {
+        let deadline = wait.map(|w| Instant::now() + w);
         let slot = self.slot(&target.entry.name, &target.fingerprint, key);
-        if let Some(inst) = live(&slot) {
+        let instance = self.instance(target, &slot, deadline).await?;
+        let permit = if lock(&slot.settings).sharing == Sharing::Exclusive {
+            let acquire = slot.exclusive.clone().acquire_owned();
+            let permit = match deadline {
+                Some(d) => tokio::time::timeout_at(d.into(), acquire)
+                    .await
+                    .map_err(|_| CallError::Timeout(wait.unwrap_or_default()))?,
+                None => acquire.await,
+            };
+            Some(permit.map_err(|_| CallError::Lost("the instance was closed".into()))?)
+        } else {
+            None
+        };
+        Ok(Lease { instance, _permit: permit })
+    }
+
+    async fn instance(
+        &self,
+        target: &Target,
+        slot: &Arc<Slot>,
+        deadline: Option<Instant>,
+    ) -> Result<Arc<Instance>, CallError> {
+        if let Some(inst) = live(slot) {
             return Ok(inst);
         }
         let seen = lock(&slot.failures).0;
         let _starting = slot.starting.lock().await;
-        if let Some(inst) = live(&slot) {
+        if let Some(inst) = live(slot) {
             return Ok(inst);
         }
         {
@@ -141,24 +305,67 @@ impl Pool {
                 }
             }
         }
-        match self.start(target, key).await {
+        self.check_health(&target.cache_key, &target.entry.name)?;
+        self.make_room(target, deadline).await?;
+        match self.start(target, &slot.key).await {
             Ok(inst) => {
+                let options = &target.entry.options;
+                *lock(&slot.settings) = Settings {
+                    sharing: options.sharing,
+                    idle_timeout: options.idle_timeout,
+                    keep_warm: slot.key == "global" && options.min >= 1,
+                };
                 *lock(&slot.current) = Some(inst.clone());
                 Ok(inst)
             }
             Err(e) => {
-                let mut failures = lock(&slot.failures);
-                failures.0 += 1;
-                failures.1 = Some(e.clone());
+                {
+                    let mut failures = lock(&slot.failures);
+                    failures.0 += 1;
+                    failures.1 = Some(e.clone());
+                }
+                self.record_crash(&target.cache_key, e.clone());
                 self.schema.record_error(&target.cache_key, &target.entry.name, &e.to_string());
                 Err(e)
             }
         }
     }
 
+    /// At `max` live instances of the server, stops the least recently used idle one,
+    /// or waits for one to become idle until `deadline`.
+    async fn make_room(&self, target: &Target, deadline: Option<Instant>) -> Result<(), CallError> {
+        let max = target.entry.options.max.max(1) as usize;
+        loop {
+            let changed = self.changed.notified();
+            let live: Vec<(Arc<Slot>, Arc<Instance>)> =
+                self.slots_of(&target.fingerprint).into_iter().filter_map(|s| live(&s).map(|i| (s, i))).collect();
+            if live.len() < max {
+                return Ok(());
+            }
+            let idle = live
+                .iter()
+                .filter(|(s, i)| i.in_flight() == 0 && s.exclusive.available_permits() == 1)
+                .max_by_key(|(_, i)| i.idle_for());
+            if let Some((slot, inst)) = idle {
+                tracing::info!(server = %inst.server, key = %inst.key, "at max instances: stopping the least recently used idle one");
+                lock(&slot.current).take();
+                inst.terminate().await;
+                continue;
+            }
+            let Some(deadline) = deadline else {
+                changed.await;
+                continue;
+            };
+            if tokio::time::timeout_at(deadline.into(), changed).await.is_err() {
+                return Err(CallError::Busy(max));
+            }
+        }
+    }
+
     async fn start(&self, target: &Target, key: &str) -> Result<Arc<Instance>, CallError> {
         let server = &target.entry.name;
-        let spec = target.launch.clone().map_err(CallError::Launch)?;
+        let mut spec = target.launch.clone().map_err(CallError::Launch)?;
+        spec.identity.key = key.to_owned();
         let options = &target.entry.options;
         tracing::info!(server = %server, fingerprint = %target.fingerprint, key, "starting server");
         let launcher = if spec.supervised { &self.launchers.supervised } else { &self.launchers.direct };
@@ -178,7 +385,7 @@ impl Pool {
         )
         .await?;
         let version = inst.session().map(|s| s.protocol_version).unwrap_or_default();
-        tracing::info!(server = %server, pid, protocol = %version, "server initialized");
+        tracing::info!(server = %server, key, pid, protocol = %version, "server initialized");
         if let Err(e) = self.schema.refresh(&target.cache_key, &inst, options.start_timeout).await {
             tracing::warn!(server = %server, error = %e, "listing the server's schema failed");
             self.schema.record_error(&target.cache_key, server, &e);
@@ -186,7 +393,11 @@ impl Pool {
         Ok(inst)
     }
 
-    /// Every live instance.
+    fn slots_of(&self, fingerprint: &str) -> Vec<Arc<Slot>> {
+        lock(&self.slots).iter().filter(|((fp, _), _)| fp == fingerprint).map(|(_, s)| s.clone()).collect()
+    }
+
+    /// Every instance the pool holds (live or ended but not yet replaced).
     pub fn instances(&self) -> Vec<Arc<Instance>> {
         let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
         slots.iter().filter_map(|s| lock(&s.current).clone()).collect()
@@ -197,13 +408,11 @@ impl Pool {
         self.instances().into_iter().filter(|i| i.fingerprint == fingerprint && i.is_alive()).collect()
     }
 
-    /// Stops the instances of `fingerprint` and forgets their failures, so the next
-    /// call starts afresh. Returns how many were stopped.
-    pub async fn stop_server(&self, fingerprint: &str) -> usize {
-        let slots: Vec<Arc<Slot>> =
-            lock(&self.slots).iter().filter(|((fp, _), _)| fp == fingerprint).map(|(_, s)| s.clone()).collect();
+    /// Stops the instances of `fingerprint` (those of `key` only, when given) and
+    /// forgets their failures, so the next call starts afresh. Returns how many were stopped.
+    pub async fn stop_server(&self, fingerprint: &str, key: Option<&str>) -> usize {
         let mut stopped = 0;
-        for slot in slots {
+        for slot in self.slots_of(fingerprint).into_iter().filter(|s| key.is_none_or(|k| k == s.key)) {
             *lock(&slot.failures) = (0, None);
             let inst = lock(&slot.current).take();
             if let Some(inst) = inst {
@@ -211,7 +420,47 @@ impl Pool {
                 stopped += 1;
             }
         }
+        self.notify_changed();
         stopped
+    }
+
+    /// Stops one instance now (a `call`-scoped one after its call, say).
+    pub async fn release(&self, inst: &Arc<Instance>) {
+        let slot = self.slot(&inst.server, &inst.fingerprint, &inst.key);
+        let taken = {
+            let mut current = lock(&slot.current);
+            if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, inst)) { current.take() } else { None }
+        };
+        if let Some(inst) = taken {
+            inst.terminate().await;
+        }
+        lock(&self.slots).retain(|_, s| lock(&s.current).is_some() || lock(&s.failures).1.is_some());
+        self.notify_changed();
+    }
+
+    /// Stops instances idle for their `idleTimeout` (not `global` ones kept warm by
+    /// `min`), and those of `pid` keys whose process exited. Returns how many stopped.
+    pub async fn reap(&self) -> usize {
+        let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
+        let mut reaped = 0;
+        for slot in slots {
+            let Some(inst) = live(&slot) else { continue };
+            let settings = *lock(&slot.settings);
+            let busy = inst.in_flight() > 0 || slot.exclusive.available_permits() == 0;
+            let idle = settings.idle_timeout.is_some_and(|t| inst.idle_for() >= t) && !settings.keep_warm;
+            let owner_gone = slot
+                .key
+                .strip_prefix("pid:")
+                .and_then(|p| p.parse::<u32>().ok())
+                .is_some_and(|pid| mcpx_platform::liveness(pid, None) != mcpx_platform::Liveness::Running);
+            if (idle && !busy) || owner_gone {
+                let why = if owner_gone { "its caller process exited" } else { "idle for idleTimeout" };
+                tracing::info!(server = %inst.server, key = %inst.key, "stopping an instance: {why}");
+                self.release(&inst).await;
+                reaped += 1;
+            }
+        }
+        reaped
     }
 
     /// Stops the daemon's own children and, when `all`, every supervised instance too;
@@ -234,24 +483,38 @@ impl Pool {
     /// Re-lists the schema of the live instance with this fingerprint (after a
     /// `list_changed`, or `mcpx refresh`). Returns false when none is live.
     pub async fn relist(&self, fingerprint: &str, timeout: Option<Duration>) -> Result<bool, String> {
-        let Some(inst) = self.instances_of(fingerprint).into_iter().next() else {
-            return Ok(false);
-        };
+        let Some(inst) = self.instances_of(fingerprint).into_iter().next() else { return Ok(false) };
         self.schema.refresh(&inst.cache_key, &inst, timeout).await.map(|_| true)
     }
 
     /// Failed starts with no live instance since, as (server, key, error).
     pub fn failures(&self) -> Vec<(String, String, CallError)> {
-        let slots: Vec<((String, String), Arc<Slot>)> =
-            lock(&self.slots).iter().map(|(k, s)| (k.clone(), s.clone())).collect();
+        let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
         slots
             .into_iter()
-            .filter(|(_, s)| live(s).is_none())
-            .filter_map(|((_, key), s)| lock(&s.failures).1.clone().map(|e| (s.server.clone(), key, e)))
+            .filter(|s| live(s).is_none())
+            .filter_map(|s| lock(&s.failures).1.clone().map(|e| (s.server.clone(), s.key.clone(), e)))
             .collect()
     }
 }
 
 fn live(slot: &Slot) -> Option<Arc<Instance>> {
     lock(&slot.current).clone().filter(|i| i.is_alive())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_the_second_failure_and_caps() {
+        let mut h = Health::default();
+        let waits: Vec<u64> = (1..=8)
+            .map(|n| {
+                h.consecutive = n;
+                h.backoff().as_secs()
+            })
+            .collect();
+        assert_eq!(waits, [0, 1, 2, 4, 8, 16, 30, 30]);
+    }
 }

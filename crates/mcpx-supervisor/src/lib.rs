@@ -4,7 +4,7 @@
 //! over its socket (`docs/attach-protocol.md`).
 //!
 //! It runs before any async runtime, as a plain `poll(2)` loop over one closed set
-//! of events ([`sup::Event`]) handled in one place. It keeps few allocations: its
+//! of events (`sup::Event`) handled in one place. It keeps few allocations: its
 //! memory is paid once per server instance.
 
 mod buffer;

@@ -57,7 +57,7 @@ enum Command {
     Restart {
         /// The server.
         server: String,
-        /// Only the instance with this pool key (today every server has only `global`).
+        /// Only the instance with this pool key (as `mcpx status` shows it).
         #[arg(long)]
         key: Option<String>,
     },
@@ -177,7 +177,14 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
         Some(cwd) if c.is_relative() => cwd.join(c),
         _ => c.clone(),
     });
-    let caller = Caller { cwd, config };
+    let caller = Caller {
+        cwd,
+        config,
+        session: env.get("MCPX_SESSION_ID").filter(|s| !s.is_empty()).cloned(),
+        parent_session: env.get("MCPX_PARENT_SESSION_ID").filter(|s| !s.is_empty()).cloned(),
+        // The process that ran this command: the agent's shell or script (`pid` scope).
+        ppid: u32::try_from(nix::unistd::getppid().as_raw()).ok(),
+    };
     let request = |r: Request| Request { caller: caller.clone(), ..r };
     match cli.command {
         Command::Service { action: ServiceAction::Install { print } } => {
@@ -243,19 +250,8 @@ async fn dispatch(
             Ok(0)
         }
         Command::Restart { server, key } => {
-            if let Some(key) = key.filter(|k| k != "global") {
-                return Err(ApiError::new(
-                    "usage",
-                    format!("no instance with key `{key}`: every server has only the `global` key for now"),
-                ));
-            }
-            let body = client
-                .call(
-                    Method::POST,
-                    "/v1/restart",
-                    Some(&request(Request { server: Some(server), ..Request::default() })),
-                )
-                .await?;
+            let restart = request(Request { server: Some(server), key, ..Request::default() });
+            let body = client.call(Method::POST, "/v1/restart", Some(&restart)).await?;
             output::done(json, &body, "restarted");
             Ok(0)
         }
@@ -319,7 +315,10 @@ async fn call(
         })
         .transpose()
         .map_err(|e| ApiError::new("usage", format!("--timeout: {e} (write it like 500ms, 30s or 5m)")))?;
-    let req = request(Request { target, server, tool, arguments, timeout_ms, ..Request::default() });
+    let mut req = request(Request { target, server, tool, arguments, timeout_ms, ..Request::default() });
+    if let Some(session) = args.session.filter(|s| !s.is_empty()) {
+        req.caller.session = Some(session);
+    }
     let body = client.call(Method::POST, "/v1/call", Some(&req)).await?;
     output::call_result(json, &body)
 }

@@ -1,7 +1,7 @@
 //! The supervised stdio transport: each server instance is owned by its own
 //! `mcpx supervise` process, and the daemon attaches to it over a unix socket with
 //! the attach protocol (`docs/attach-protocol.md`). The supervisor outlives the
-//! daemon, so a new daemon adopts it with [`attach`] and the server never restarts.
+//! daemon, so a new daemon adopts it with [`attach()`] and the server never restarts.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
