@@ -51,6 +51,11 @@ pub struct Request {
     /// `call`: a deadline in milliseconds, replacing the server's `callTimeout`; 0 means none.
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// `call`: answer as a stream of JSON lines (`application/x-ndjson`): one
+    /// `{"notification": <message>}` per progress or log notification of the call,
+    /// then `{"result": <CallToolResult>}` or `{"error": {...}}`.
+    #[serde(default)]
+    pub stream: bool,
     /// `search`: the words to look for.
     #[serde(default)]
     pub words: Vec<String>,

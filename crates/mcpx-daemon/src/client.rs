@@ -103,6 +103,88 @@ impl Client {
         }
     }
 
+    /// Sends a JSON request whose answer is a stream of JSON lines, handing each line
+    /// to `on_line` as it arrives. Retries like [`Client::call`] when nothing listens.
+    ///
+    /// Errors: the daemon answered an error status (its API error), or the connection
+    /// broke (a `daemon` error, exit 3).
+    pub async fn call_lines(
+        &self,
+        path: &str,
+        body: &impl serde::Serialize,
+        mut on_line: impl FnMut(&[u8]),
+    ) -> Result<(), ApiError> {
+        let body = serde_json::to_vec(body).map_err(|e| ApiError::new("usage", e.to_string()))?;
+        let broken = |e: String| {
+            ApiError::new(
+                "daemon",
+                format!(
+                    "the daemon connection failed: {e}; the daemon may have died during the call (see `mcpx logs`)"
+                ),
+            )
+        };
+        let mut response = match self.open(path, body.clone()).await {
+            Err(ClientError::NotRunning(_)) if self.starter.is_some() => {
+                if let Some((dirs, exe)) = &self.starter {
+                    connect_or_start(dirs, exe).await?;
+                }
+                self.open(path, body).await
+            }
+            other => other,
+        }
+        .map_err(|e| broken(e.to_string()))?;
+        let status = response.status().as_u16();
+        let mut pending = Vec::new();
+        while let Some(frame) = response.body_mut().frame().await {
+            let frame = frame.map_err(|e| broken(e.to_string()))?;
+            let Ok(data) = frame.into_data() else { continue };
+            pending.extend_from_slice(&data);
+            while let Some(i) = pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=i).collect();
+                if (200..300).contains(&status) {
+                    on_line(&line[..line.len() - 1]);
+                } else {
+                    pending.splice(0..0, line);
+                    break;
+                }
+            }
+        }
+        if !(200..300).contains(&status) {
+            return Err(match serde_json::from_slice::<ErrorBody>(&pending) {
+                Ok(e) => e.error,
+                Err(_) => ApiError::new(
+                    "daemon",
+                    format!("the daemon answered HTTP {status}: {}", String::from_utf8_lossy(&pending).trim()),
+                ),
+            });
+        }
+        if !pending.is_empty() {
+            on_line(&pending);
+        }
+        Ok(())
+    }
+
+    async fn open(&self, path: &str, body: Vec<u8>) -> Result<hyper::Response<hyper::body::Incoming>, ClientError> {
+        let stream = UnixStream::connect(&self.socket).await.map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+                ClientError::NotRunning(self.socket.clone())
+            }
+            _ => ClientError::Broken(e.to_string()),
+        })?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| ClientError::Broken(e.to_string()))?;
+        tokio::spawn(conn);
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(format!("http://localhost{path}"))
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| ClientError::Broken(e.to_string()))?;
+        sender.send_request(request).await.map_err(|e| ClientError::Broken(e.to_string()))
+    }
+
     /// Whether a daemon answers `GET /v1/health`.
     pub async fn is_up(&self) -> bool {
         matches!(self.send(Method::GET, "/v1/health", None).await, Ok((200, _)))

@@ -27,7 +27,7 @@ use crate::config::{
     resolve_command,
 };
 use crate::instance::{
-    CallError, ERROR_TAIL_BYTES, Instance, InstanceEvent, InstanceSpec, Session, lock, response_result,
+    CallContext, CallError, ERROR_TAIL_BYTES, Instance, InstanceEvent, InstanceSpec, Session, lock, response_result,
 };
 use crate::paths::Dirs;
 use crate::pool::Launchers;
@@ -332,7 +332,11 @@ impl Daemon {
 
     /// `POST /v1/call`: calls a tool and returns its `CallToolResult` exactly as the
     /// server sent it.
-    pub async fn call(&self, req: &Request) -> Result<Box<RawValue>, ApiError> {
+    pub async fn call(
+        &self,
+        req: &Request,
+        notify: Option<mpsc::UnboundedSender<Message>>,
+    ) -> Result<Box<RawValue>, ApiError> {
         let config = self.resolve(req)?;
         let (server, tool) = split_target(&config, req)?;
         let entry = self.server(&config, &server)?;
@@ -379,8 +383,14 @@ impl Daemon {
         // The deadline covers the wait for an instance as well.
         let timeout = timeout.map(|t| t.saturating_sub(started.elapsed()).max(Duration::from_millis(1)));
         let name = serde_json::to_string(&tool).unwrap_or_default();
-        let params = format!(r#"{{"name":{name},"arguments":{arguments}}}"#);
-        let response = inst.request(Message::request("0", "tools/call", Some(&params)), timeout).await;
+        // Every call asks for progress; the token is the caller's own in what it sees.
+        let params = format!(r#"{{"name":{name},"arguments":{arguments},"_meta":{{"progressToken":"mcpx-call"}}}}"#);
+        let ctx = Arc::new(CallContext {
+            label: caller_label(&req.caller),
+            notify,
+            roots: req.caller.cwd.clone().map(|cwd| vec![cwd]),
+        });
+        let response = inst.request_for(Message::request("0", "tools/call", Some(&params)), timeout, ctx).await;
         drop(lease);
         if key.starts_with("call:") {
             self.pool.release(&inst).await;
@@ -732,6 +742,57 @@ impl Daemon {
     }
 }
 
+/// How `status` names a caller: its session, else its parent process.
+fn caller_label(caller: &crate::api::Caller) -> String {
+    match (&caller.session, caller.ppid) {
+        (Some(s), _) => format!("session:{s}"),
+        (None, Some(p)) => format!("pid:{p}"),
+        (None, None) => String::new(),
+    }
+}
+
+/// `POST /v1/call` with `stream`: notifications as they come, then the outcome,
+/// one JSON object per line. A client that goes away drops the call, which cancels
+/// it upstream.
+fn call_stream(daemon: Arc<Daemon>, req: Request) -> Response {
+    let (lines_tx, lines_rx) = mpsc::channel::<Vec<u8>>(64);
+    tokio::spawn(async move {
+        let (notify_tx, mut notify_rx) = mpsc::unbounded_channel::<Message>();
+        let call = daemon.call(&req, Some(notify_tx));
+        tokio::pin!(call);
+        let line = |body: String| {
+            let mut b = body.into_bytes();
+            b.push(b'\n');
+            b
+        };
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                () = lines_tx.closed() => return,
+                Some(n) = notify_rx.recv() => {
+                    if lines_tx.send(line(format!(r#"{{"notification":{}}}"#, n.as_str()))).await.is_err() {
+                        return;
+                    }
+                }
+                outcome = &mut call => break outcome,
+            }
+        };
+        while let Ok(n) = notify_rx.try_recv() {
+            let _ = lines_tx.send(line(format!(r#"{{"notification":{}}}"#, n.as_str()))).await;
+        }
+        let last = match outcome {
+            Ok(result) => format!(r#"{{"result":{}}}"#, result.get()),
+            Err(e) => serde_json::to_string(&ErrorBody { error: e }).unwrap_or_default(),
+        };
+        let _ = lines_tx.send(line(last)).await;
+    });
+    let stream = futures_util::stream::unfold(lines_rx, |mut rx| async move {
+        rx.recv().await.map(|l| (Ok::<_, std::convert::Infallible>(bytes::Bytes::from(l)), rx))
+    });
+    ([(axum::http::header::CONTENT_TYPE, "application/x-ndjson")], axum::body::Body::from_stream(stream))
+        .into_response()
+}
+
 /// Every second, stops instances that are idle past their `idleTimeout` or whose
 /// `pid` caller exited.
 async fn reap_idle(daemon: std::sync::Weak<Daemon>) {
@@ -938,7 +999,12 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/v1/ls", post(|State(d): S, Body(r): Body| async move { d.ls(&r).map(Json) }))
         .route("/v1/search", post(|State(d): S, Body(r): Body| async move { d.search(&r).map(Json) }))
         .route("/v1/tools", post(|State(d): S, Body(r): Body| async move { d.tools(&r).map(raw_json) }))
-        .route("/v1/call", post(|State(d): S, Body(r): Body| async move { d.call(&r).await.map(raw_json) }))
+        .route(
+            "/v1/call",
+            post(|State(d): S, Body(r): Body| async move {
+                if r.stream { Ok(call_stream(d, r)) } else { d.call(&r, None).await.map(raw_json) }
+            }),
+        )
         .route("/v1/restart", post(|State(d): S, Body(r): Body| async move { d.restart(&r).await.map(Json) }))
         .route("/v1/refresh", post(|State(d): S, Body(r): Body| async move { d.refresh(&r).await.map(Json) }))
         .route(

@@ -139,6 +139,30 @@ impl State {
 
 type Reply = oneshot::Sender<Result<Message, CallError>>;
 
+/// Who a request is for, so what the server sends about it reaches that caller
+/// (design: "Pools", server-to-client requests).
+#[derive(Debug, Default)]
+pub struct CallContext {
+    /// A label for `status` (`holders`): the caller's session, pid or key.
+    pub label: String,
+    /// Receives the notifications that belong to this request: progress (with the
+    /// caller's own token restored) and, while it is the only request in flight,
+    /// the server's log messages.
+    pub notify: Option<mpsc::UnboundedSender<Message>>,
+    /// The roots the caller offers for `roots/list` (a shell caller: its working
+    /// directory); `None` when it has none to offer.
+    pub roots: Option<Vec<std::path::PathBuf>>,
+}
+
+/// A request waiting for its response.
+#[derive(Debug)]
+struct Pending {
+    reply: Reply,
+    ctx: Arc<CallContext>,
+    /// The caller's own progress token (JSON text), when it asked for progress.
+    progress: Option<String>,
+}
+
 /// One server process and its MCP session.
 #[derive(Debug)]
 pub struct Instance {
@@ -158,8 +182,9 @@ pub struct Instance {
     epoch: u32,
     next_seq: AtomicU32,
     max_message_bytes: usize,
-    /// Waiting callers by the `seq` of their upstream id.
-    pending: Mutex<HashMap<u32, Reply>>,
+    /// Waiting callers by the `seq` of their upstream id: the one map from caller
+    /// to upstream id that responses, progress, cancellation and server requests use.
+    pending: Mutex<HashMap<u32, Pending>>,
     /// Watched, so `terminate` can wait for the exit without polling.
     state: watch::Sender<State>,
     session: Mutex<Option<Session>>,
@@ -348,16 +373,38 @@ impl Instance {
     /// On timeout the server is sent `notifications/cancelled` for the request
     /// (MCP 2025-11-25, Utilities, "Cancellation").
     pub async fn request(&self, message: Message, timeout: Option<Duration>) -> Result<Message, CallError> {
+        self.request_for(message, timeout, Arc::new(CallContext::default())).await
+    }
+
+    /// [`Instance::request`] on behalf of `ctx`: a progress token in the request's
+    /// `_meta` is replaced upstream by the request's upstream id and restored in each
+    /// `notifications/progress` sent to `ctx` (MCP 2025-11-25, Utilities, "Progress").
+    /// If the returned future is dropped before the response (the caller went away),
+    /// the server is sent `notifications/cancelled` for it.
+    pub async fn request_for(
+        &self,
+        message: Message,
+        timeout: Option<Duration>,
+        ctx: Arc<CallContext>,
+    ) -> Result<Message, CallError> {
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed).max(1);
         let upstream = UpstreamId { epoch: self.epoch, seq }.to_json();
         let (reply_tx, reply_rx) = oneshot::channel();
-        lock(&self.pending).insert(seq, reply_tx);
+        let progress = message.progress_token().map(str::to_owned);
+        let message = match &progress {
+            Some(_) => message.with_progress_token(&upstream),
+            None => message,
+        };
+        lock(&self.pending).insert(seq, Pending { reply: reply_tx, ctx, progress });
         let _guard = InFlight::new(self);
+        let mut cancel = CancelOnDrop { inst: self, seq, upstream: &upstream, armed: true };
         if let State::Exited(exit) = self.state() {
+            cancel.armed = false;
             lock(&self.pending).remove(&seq);
             return Err(self.exited_error(exit));
         }
         if self.tx.send(Outbound::Message(message.with_id(&upstream))).await.is_err() {
+            cancel.armed = false;
             lock(&self.pending).remove(&seq);
             return Err(self.exited_error(ExitInfo { code: None, signal: None }));
         }
@@ -366,15 +413,46 @@ impl Instance {
             None => Ok(reply_rx.await),
         };
         match outcome {
-            Ok(Ok(result)) => result,
-            Ok(Err(_closed)) => Err(self.exited_error(ExitInfo { code: None, signal: None })),
+            Ok(Ok(result)) => {
+                cancel.armed = false;
+                result
+            }
+            Ok(Err(_closed)) => {
+                cancel.armed = false;
+                Err(self.exited_error(ExitInfo { code: None, signal: None }))
+            }
             Err(t) => {
-                lock(&self.pending).remove(&seq);
-                let params = serde_json::json!({ "requestId": serde_json::from_str::<serde_json::Value>(&upstream).unwrap_or_default(), "reason": "timeout" });
-                self.notify(Message::notification("notifications/cancelled", Some(&params.to_string()))).await;
+                cancel.armed = false;
+                self.cancel(seq, &upstream, "timeout");
                 Err(CallError::Timeout(t))
             }
         }
+    }
+
+    /// Tells the server a request is cancelled and stops waiting for it.
+    fn cancel(&self, seq: u32, upstream: &str, reason: &str) {
+        if lock(&self.pending).remove(&seq).is_none() {
+            return;
+        }
+        let id = serde_json::from_str::<serde_json::Value>(upstream).unwrap_or_default();
+        let params = serde_json::json!({ "requestId": id, "reason": reason });
+        tracing::info!(server = %self.server, request = upstream, reason, "cancelling a request");
+        if self
+            .tx
+            .try_send(Outbound::Message(Message::notification("notifications/cancelled", Some(&params.to_string()))))
+            .is_err()
+        {
+            tracing::warn!(server = %self.server, "could not send the cancellation: the link is full or closed");
+        }
+    }
+
+    /// Labels of the callers with requests in flight, for `status`.
+    pub fn holders(&self) -> Vec<String> {
+        let mut labels: Vec<String> =
+            lock(&self.pending).values().map(|p| p.ctx.label.clone()).filter(|l| !l.is_empty()).collect();
+        labels.sort();
+        labels.dedup();
+        labels
     }
 
     /// Sends a notification (no response).
@@ -402,22 +480,14 @@ impl Instance {
             Inbound::Message(m) => match m.kind() {
                 Kind::Response => self.complete(m),
                 Kind::Request => self.answer_server_request(m).await,
-                Kind::Notification => {
-                    let method = m.method().unwrap_or_default();
-                    if method.ends_with("/list_changed") {
-                        tracing::info!(server = %self.server, method, "server changed a list; re-reading its schema");
-                        let _ = events.send((self.fingerprint.clone(), InstanceEvent::ListChanged));
-                    } else {
-                        tracing::debug!(server = %self.server, method, "notification from server");
-                    }
-                }
+                Kind::Notification => self.route_notification(m, events),
             },
             Inbound::OversizeId(id) => {
                 let waiter = UpstreamId::from_json(&id)
                     .filter(|u| u.epoch == self.epoch)
                     .and_then(|u| lock(&self.pending).remove(&u.seq));
                 if let Some(w) = waiter {
-                    let _ = w.send(Err(CallError::TooLarge { limit: self.max_message_bytes }));
+                    let _ = w.reply.send(Err(CallError::TooLarge { limit: self.max_message_bytes }));
                 }
             }
             Inbound::Oversize { bytes, id } => {
@@ -452,9 +522,9 @@ impl Instance {
     }
 
     fn fail_pending(&self, error: impl Fn() -> CallError) {
-        let waiters: Vec<Reply> = lock(&self.pending).drain().map(|(_, w)| w).collect();
+        let waiters: Vec<Pending> = lock(&self.pending).drain().map(|(_, w)| w).collect();
         for w in waiters {
-            let _ = w.send(Err(error()));
+            let _ = w.reply.send(Err(error()));
         }
     }
 
@@ -465,7 +535,7 @@ impl Instance {
             .and_then(|u| lock(&self.pending).remove(&u.seq));
         match waiter {
             Some(w) => {
-                if w.send(Ok(response)).is_err() {
+                if w.reply.send(Ok(response)).is_err() {
                     tracing::info!(server = %self.server, id, "dropped a response whose caller gave up");
                 }
             }
@@ -475,23 +545,114 @@ impl Instance {
         }
     }
 
-    /// Server-to-client requests. `ping` is answered here; routing the others to a
-    /// caller arrives with the pools; until then they get a JSON-RPC error, never
-    /// silence.
+    /// Notifications from the server: progress to the request that asked for it,
+    /// log messages to the only request in flight (else the log), list changes to
+    /// the daemon (which re-reads the schema cache).
+    fn route_notification(&self, m: Message, events: &mpsc::UnboundedSender<(String, InstanceEvent)>) {
+        let method = m.method().unwrap_or_default().to_owned();
+        if method.ends_with("/list_changed") {
+            tracing::info!(server = %self.server, method, "server changed a list; re-reading its schema");
+            let _ = events.send((self.fingerprint.clone(), InstanceEvent::ListChanged));
+            return;
+        }
+        if method == "notifications/progress" {
+            let target =
+                m.notified_progress_token().and_then(UpstreamId::from_json).filter(|u| u.epoch == self.epoch).and_then(
+                    |u| {
+                        let pending = lock(&self.pending);
+                        let p = pending.get(&u.seq)?;
+                        Some((p.ctx.notify.clone()?, p.progress.clone()?))
+                    },
+                );
+            match target {
+                Some((notify, token)) => {
+                    let _ = notify.send(m.with_notified_progress_token(&token));
+                }
+                None => {
+                    tracing::debug!(server = %self.server, "dropped a progress notification no request is waiting for")
+                }
+            }
+            return;
+        }
+        if method == "notifications/message" {
+            let only = {
+                let pending = lock(&self.pending);
+                if pending.len() == 1 { pending.values().next().and_then(|p| p.ctx.notify.clone()) } else { None }
+            };
+            match only {
+                Some(notify) => {
+                    let _ = notify.send(m);
+                }
+                None => {
+                    tracing::info!(server = %self.server, "server log: {}", m.as_str().chars().take(512).collect::<String>())
+                }
+            }
+            return;
+        }
+        tracing::debug!(server = %self.server, method, "notification from server");
+    }
+
+    /// Server-to-client requests (design: "Pools"): `ping` is answered here; the
+    /// others go to the caller whose request is the only one in flight on this
+    /// instance. A shell caller answers `roots/list` with its working directory and
+    /// nothing else. Whatever nobody can answer gets a JSON-RPC error, never silence.
     async fn answer_server_request(&self, request: Message) {
         let id = request.id().unwrap_or("null").to_owned();
         let method = request.method().unwrap_or_default().to_owned();
-        let reply = if method == "ping" {
-            Message::response(&id, "{}")
-        } else {
-            tracing::info!(server = %self.server, method, "no caller can answer this server request");
-            Message::error_response(
+        if method == "ping" {
+            return self.notify(Message::response(&id, "{}")).await;
+        }
+        let callers: Vec<Arc<CallContext>> = lock(&self.pending).values().map(|p| p.ctx.clone()).collect();
+        let reply = match (callers.as_slice(), method.as_str()) {
+            ([ctx], "roots/list") => match &ctx.roots {
+                Some(roots) => {
+                    let roots: Vec<serde_json::Value> = roots
+                        .iter()
+                        .map(|r| serde_json::json!({ "uri": format!("file://{}", r.display()), "name": r.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default() }))
+                        .collect();
+                    Message::response(&id, &serde_json::json!({ "roots": roots }).to_string())
+                }
+                None => {
+                    Message::error_response(&id, error_code::CALLER_CANNOT_ANSWER, "mcpx: the caller offers no roots")
+                }
+            },
+            ([_], _) => Message::error_response(
+                &id,
+                error_code::CALLER_CANNOT_ANSWER,
+                &format!(
+                    "mcpx: the caller of the request in flight cannot answer `{method}` (a shell caller answers only roots/list)"
+                ),
+            ),
+            (many, _) => Message::error_response(
                 &id,
                 error_code::NO_CALLER,
-                &format!("mcpx: no client is available to answer `{method}`"),
-            )
+                &format!(
+                    "mcpx: {} requests are in flight on this instance, so `{method}` cannot be routed to one caller",
+                    many.len()
+                ),
+            ),
         };
+        if reply.as_str().contains("\"error\"") {
+            tracing::info!(server = %self.server, method, "answered a server request with an error: no caller can answer it");
+        }
         self.notify(reply).await;
+    }
+}
+
+/// Sends `notifications/cancelled` for a request whose caller stopped waiting
+/// (the future was dropped, or its deadline passed), unless disarmed.
+struct CancelOnDrop<'a> {
+    inst: &'a Instance,
+    seq: u32,
+    upstream: &'a str,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.inst.cancel(self.seq, self.upstream, "the caller stopped waiting");
+        }
     }
 }
 

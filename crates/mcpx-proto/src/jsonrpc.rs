@@ -45,6 +45,7 @@ pub struct Message {
     method: Option<String>,
     id: Option<Range<usize>>,
     progress_token: Option<Range<usize>>,
+    notified_token: Option<Range<usize>>,
 }
 
 impl std::fmt::Debug for Message {
@@ -73,6 +74,8 @@ struct Peek<'a> {
 #[derive(Default)]
 struct PeekParams<'a> {
     progress_token: Option<&'a RawValue>,
+    /// `params.progressToken` of a `notifications/progress`.
+    notified_token: Option<&'a RawValue>,
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for PeekParams<'a> {
@@ -81,6 +84,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for PeekParams<'a> {
         struct Obj<'a> {
             #[serde(borrow, rename = "_meta", default)]
             meta: Option<Meta<'a>>,
+            #[serde(borrow, rename = "progressToken", default)]
+            progress_token: Option<&'a RawValue>,
         }
         #[derive(Deserialize)]
         struct Meta<'a> {
@@ -95,7 +100,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for PeekParams<'a> {
             return Ok(PeekParams::default());
         }
         let obj: Obj<'a> = serde_json::from_str(text).map_err(serde::de::Error::custom)?;
-        Ok(PeekParams { progress_token: obj.meta.and_then(|m| m.progress_token) })
+        Ok(PeekParams { progress_token: obj.meta.and_then(|m| m.progress_token), notified_token: obj.progress_token })
     }
 }
 
@@ -129,9 +134,12 @@ impl Message {
             (None, _) => return Err(ParseError::NotMessage("no method, result or error")),
         };
         let id = peek.id.map(|r| span(&text, r.get()));
-        let progress_token = peek.params.and_then(|p| p.progress_token).map(|r| span(&text, r.get()));
+        let (progress_token, notified_token) = match peek.params {
+            Some(p) => (p.progress_token.map(|r| span(&text, r.get())), p.notified_token.map(|r| span(&text, r.get()))),
+            None => (None, None),
+        };
         let method = peek.method.map(Cow::into_owned);
-        Ok(Message { kind, method, id, progress_token, text })
+        Ok(Message { kind, method, id, progress_token, notified_token, text })
     }
 
     /// Parses one line of a stream: a message, or a JSON-RPC batch (an array of
@@ -209,6 +217,19 @@ impl Message {
         &self.text
     }
 
+    /// The raw JSON text of `params.progressToken` (what `notifications/progress` carries).
+    pub fn notified_progress_token(&self) -> Option<&str> {
+        self.notified_token.clone().map(|r| &self.text[r])
+    }
+
+    /// The message with `params.progressToken` replaced by `token` (a JSON text).
+    pub fn with_notified_progress_token(self, token: &str) -> Message {
+        match self.notified_token.clone() {
+            Some(r) => self.splice(r, token),
+            None => self,
+        }
+    }
+
     /// The message's JSON text.
     pub fn into_string(self) -> String {
         self.text
@@ -252,6 +273,7 @@ impl Message {
             method: self.method,
             id: self.id.map(replaced),
             progress_token: self.progress_token.map(replaced),
+            notified_token: self.notified_token.map(replaced),
             text,
         }
     }
@@ -325,6 +347,17 @@ mod tests {
         assert_eq!(up.progress_token(), Some("\"p-9\""));
         let back = up.with_progress_token("\"tok\"").with_id("1");
         assert_eq!(back.as_str(), text);
+    }
+
+    #[test]
+    fn progress_notifications_token_is_rewritten_in_place() {
+        let m = Message::parse(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":4294967303,"progress":1,"total":3}}"#).unwrap();
+        assert_eq!(m.notified_progress_token(), Some("4294967303"));
+        let back = m.with_notified_progress_token("\"caller-token\"");
+        assert_eq!(
+            back.as_str(),
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"caller-token","progress":1,"total":3}}"#
+        );
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub mod error_code {
     pub const INTERNAL_ERROR: i64 = -32603;
     /// mcpx: the server's reply exceeded `maxMessageBytes` and was discarded.
     pub const MESSAGE_TOO_LARGE: i64 = -32001;
-    /// mcpx: no caller can answer a server-to-client request.
+    /// mcpx: no single caller to route a server-to-client request to (none, or several, in flight).
     pub const NO_CALLER: i64 = -32002;
+    /// mcpx: the caller the request was routed to cannot answer it (a shell caller and sampling).
+    pub const CALLER_CANNOT_ANSWER: i64 = -32003;
 }

@@ -319,8 +319,39 @@ async fn call(
     if let Some(session) = args.session.filter(|s| !s.is_empty()) {
         req.caller.session = Some(session);
     }
-    let body = client.call(Method::POST, "/v1/call", Some(&req)).await?;
-    output::call_result(json, &body)
+    req.stream = true;
+    // Lines: notifications while the tool runs, then the result or the error.
+    let mut outcome: Option<Result<Vec<u8>, ApiError>> = None;
+    let on_line = |line: &[u8]| {
+        #[derive(serde::Deserialize)]
+        struct Line<'a> {
+            #[serde(borrow, default)]
+            notification: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow, default)]
+            result: Option<&'a serde_json::value::RawValue>,
+            #[serde(default)]
+            error: Option<ApiError>,
+        }
+        match serde_json::from_slice::<Line<'_>>(line) {
+            Ok(Line { notification: Some(n), .. }) => output::notification(json, n.get()),
+            Ok(Line { result: Some(r), .. }) => outcome = Some(Ok(r.get().as_bytes().to_vec())),
+            Ok(Line { error: Some(e), .. }) => outcome = Some(Err(e)),
+            _ => outcome = Some(Err(ApiError::new("daemon", "the daemon sent a line mcpx does not understand"))),
+        }
+    };
+    tokio::select! {
+        sent = client.call_lines("/v1/call", &req, on_line) => sent?,
+        _ = tokio::signal::ctrl_c() => {
+            // Leaving closes the connection; the daemon then cancels the request upstream.
+            eprintln!("mcpx: cancelled");
+            return Ok(130);
+        }
+    }
+    match outcome {
+        Some(Ok(body)) => output::call_result(json, &body),
+        Some(Err(e)) => Err(e),
+        None => Err(ApiError::new("daemon", "the daemon ended the call without a result; see `mcpx logs`")),
+    }
 }
 
 /// Checks the tool's arguments are one JSON object.

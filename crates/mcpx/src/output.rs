@@ -254,3 +254,31 @@ pub fn refresh(json: bool, body: &[u8]) -> Result<i32, ApiError> {
     }
     Ok(if failed { 4 } else { 0 })
 }
+
+/// A notification that arrived during `mcpx call`, on stderr: with `--json` the
+/// message as one JSON line; else progress as `progress 2/3: message` and server
+/// log messages as `log <level>: <data>`, on a terminal only.
+pub fn notification(json: bool, message: &str) {
+    use std::io::IsTerminal;
+    if json {
+        eprintln!("{message}");
+        return;
+    }
+    if !std::io::stderr().is_terminal() {
+        return;
+    }
+    let v: serde_json::Value = serde_json::from_str(message).unwrap_or_default();
+    let p = &v["params"];
+    match v["method"].as_str() {
+        Some("notifications/progress") => {
+            let total = p["total"].as_f64().map(|t| format!("/{t}")).unwrap_or_default();
+            let text = p["message"].as_str().map(|m| format!(": {m}")).unwrap_or_default();
+            eprintln!("progress {}{total}{text}", p["progress"]);
+        }
+        Some("notifications/message") => {
+            let data = p["data"].as_str().map(str::to_owned).unwrap_or_else(|| p["data"].to_string());
+            eprintln!("log {}: {data}", p["level"].as_str().unwrap_or("info"));
+        }
+        _ => {}
+    }
+}
