@@ -151,6 +151,9 @@ pub struct InstanceStatus {
     pub state: String,
     /// Calls in flight.
     pub calls: u64,
+    /// The callers (session or parent pid) with calls in flight.
+    #[serde(default)]
+    pub holders: Vec<String>,
     /// Whether a supervisor owns the process.
     pub supervised: bool,
     /// The supervisor's pid.
