@@ -233,6 +233,8 @@ impl Daemon {
             let error = cached.as_ref().and_then(|c| c.error.clone());
             let state = if entry.options.disabled {
                 "disabled"
+            } else if self.pool.in_crash_loop(&key) {
+                "crash-loop"
             } else if n_live > 0 {
                 "running"
             } else if error.is_some() {

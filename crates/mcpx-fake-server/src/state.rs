@@ -13,8 +13,9 @@ use serde_json::Value;
 /// seen at once. Waiters are woken whenever the count changes.
 #[derive(Default)]
 pub struct Gauge {
-    /// `(current, max)`.
-    counts: Mutex<(usize, usize)>,
+    /// `(current, max, peak)`: `peak` is the most in flight since the count was last
+    /// zero, so a barrier stays reached for every waiter once it was reached.
+    counts: Mutex<(usize, usize, usize)>,
     /// Signalled on every change of `current`.
     changed: Condvar,
 }
@@ -32,6 +33,7 @@ impl Gauge {
         let mut counts = self.lock();
         counts.0 += 1;
         counts.1 = counts.1.max(counts.0);
+        counts.2 = counts.2.max(counts.0);
         drop(counts);
         self.changed.notify_all();
     }
@@ -40,6 +42,9 @@ impl Gauge {
     pub fn decrement(&self) {
         let mut counts = self.lock();
         counts.0 = counts.0.saturating_sub(1);
+        if counts.0 == 0 {
+            counts.2 = 0;
+        }
         drop(counts);
         self.changed.notify_all();
     }
@@ -60,7 +65,17 @@ impl Gauge {
         (counts.0, !result.timed_out() || done(counts.0))
     }
 
-    fn lock(&self) -> MutexGuard<'_, (usize, usize)> {
+    /// Blocks until `n` operations have been in flight at once while this caller
+    /// (itself counted) waited, or `timeout` passes. Returns the count in flight now
+    /// and whether the peak reached `n`.
+    pub fn wait_for_peak(&self, timeout: Duration, n: usize) -> (usize, bool) {
+        let counts = self.lock();
+        let (counts, _) =
+            self.changed.wait_timeout_while(counts, timeout, |counts| counts.2 < n).unwrap_or_else(|p| p.into_inner());
+        (counts.0, counts.2 >= n)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, (usize, usize, usize)> {
         self.counts.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

@@ -382,7 +382,7 @@ fn progress(server: &Server, params: &Value, args: &Args<'_>) -> ToolResult {
 fn barrier(server: &Server, args: &Args<'_>) -> ToolResult {
     let n = args.usize("n")?;
     let timeout = Duration::from_millis(args.u64_or("timeout_ms", 10_000)?);
-    match server.calls.wait_until(timeout, |in_flight| in_flight >= n) {
+    match server.calls.wait_for_peak(timeout, n) {
         (_, true) => Ok(text(format!("barrier {n} reached"))),
         (in_flight, false) => Err(format!("barrier timed out with {in_flight} in flight")),
     }

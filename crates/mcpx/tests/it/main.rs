@@ -9,5 +9,6 @@ mod harness;
 mod cases;
 mod cli;
 mod errors;
+mod pools;
 mod real_servers;
 mod supervisor;
