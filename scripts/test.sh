@@ -15,11 +15,11 @@ echo "test: cargo build --workspace --all-targets"
 cargo build --workspace --all-targets
 
 if cargo nextest --version >/dev/null 2>&1; then
-    echo "test: cargo nextest run --workspace --no-fail-fast $*"
-    cargo nextest run --workspace --no-fail-fast "$@"
-    # nextest does not run doctests.
+    # nextest does not run doctests; they run first so the suite's summary closes the output.
     echo "test: cargo test --workspace --doc"
     cargo test --workspace --doc
+    echo "test: cargo nextest run --workspace --no-fail-fast $*"
+    cargo nextest run --workspace --no-fail-fast "$@"
 else
     echo "test: cargo-nextest is not installed; using cargo test --workspace --no-fail-fast $*"
     cargo test --workspace --no-fail-fast "$@"
