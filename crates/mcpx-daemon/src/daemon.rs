@@ -674,6 +674,30 @@ impl Daemon {
         }
     }
 
+    /// Starts the `global` instance of every server that a known configuration file
+    /// gives `min` ≥ 1, in the background (design: `min` starts the instance with the
+    /// daemon and exempts it from idle reaping).
+    pub fn start_warm(self: &Arc<Self>) {
+        for file in self.config.known_files() {
+            let Ok(config) = self.config.resolve(&ResolveRequest { cwd: None, explicit: Some(file) }) else { continue };
+            for entry in config.enabled() {
+                let o = &entry.options;
+                if o.min == 0 || o.scope != crate::config::Scope::Global {
+                    continue;
+                }
+                let Ok(target) = self.target(entry) else { continue };
+                let this = self.clone();
+                tokio::spawn(async move {
+                    let name = target.entry.name.clone();
+                    match this.pool.acquire(&target, "global", target.entry.options.start_timeout).await {
+                        Ok(_) => tracing::info!(server = %name, "started (min ≥ 1)"),
+                        Err(e) => tracing::warn!(server = %name, error = %e, "starting a server with min ≥ 1 failed"),
+                    }
+                });
+            }
+        }
+    }
+
     /// The fingerprints every known configuration file defines, for deciding which
     /// adopted supervisors are still wanted.
     fn known_fingerprints(&self) -> std::collections::HashSet<String> {

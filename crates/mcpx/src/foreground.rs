@@ -89,6 +89,7 @@ async fn serve_until_exit(dirs: &Dirs, env: &HashMap<String, String>, listener: 
     // Supervisors a previous daemon left are adopted before the first request is
     // accepted; clients that connect meanwhile wait in the backlog.
     daemon.adopt_all().await;
+    daemon.start_warm();
     tracing::info!(pid = std::process::id(), build = mcpx_daemon::daemon::build(), socket = %dirs.socket().display(), "daemon listening");
     let signals = async {
         use tokio::signal::unix::{SignalKind, signal};

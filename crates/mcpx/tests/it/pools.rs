@@ -285,3 +285,18 @@ fn idle_instances_are_reaped_and_max_evicts_the_least_recent() {
     call_as("c");
     assert_eq!(keyed(&w), ["session:b", "session:c"], "a was the least recently used");
 }
+
+/// `min: 1` starts the `global` instance with the daemon and keeps it past its
+/// `idleTimeout`.
+#[test]
+fn min_starts_with_the_daemon_and_is_never_reaped() {
+    let w = World::new(json!({ "fake": { "command": fake_server(), "mcpx": { "min": 1, "idleTimeout": "1s" } } }));
+    // The daemon learns the config file from a first request, then a new daemon starts it.
+    w.run(&["ls"]).ok();
+    w.run(&["stop", "--all"]).ok();
+    w.run(&["status"]).ok();
+    wait_until("the min instance runs", Duration::from_secs(15), || pids(&w, "fake").len() == 1);
+    let pid = pids(&w, "fake")[0];
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(pids(&w, "fake"), [pid], "a min instance was reaped");
+}
