@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Times mcpx against a client that runs the MCP server itself (scripts/bench.py) and writes
-# BENCHMARKS.md: builds mcpx (release), installs the servers into e2e/ (scripts/setup-e2e.sh),
-# then runs scripts/bench.py with the arguments given here:
-#   bash scripts/bench.sh                   # 30 runs per command; rewrites BENCHMARKS.md
-#   bash scripts/bench.sh --iterations 100  # more runs
-#   bash scripts/bench.sh --quick           # debug build, 3 runs, writes a temporary file and
-#                                           # prints the tables (what CI runs)
+# Times mcpx against a client that runs the MCP server itself, and its supervisors (kill -9 of
+# the daemon and adoption, memory, supervised vs. unsupervised calls), with scripts/bench.py, and
+# writes BENCHMARKS.md: builds mcpx and mcpx-fake-server (release), installs the servers into e2e/
+# (scripts/setup-e2e.sh), then runs scripts/bench.py with the arguments given here:
+#   bash scripts/bench.sh                   # 30 runs per command, 10 kills per size; rewrites
+#                                           # BENCHMARKS.md
+#   bash scripts/bench.sh --iterations 100  # more runs (see --help for --kills, --latency-iterations)
+#   bash scripts/bench.sh --quick           # debug build, 3 runs, 1 kill per size, writes a
+#                                           # temporary file and prints the tables (what CI runs)
 # Exits non-zero when a build, the setup or any benchmarked command fails.
 set -euo pipefail
 
@@ -22,16 +24,17 @@ done
 
 target="${CARGO_TARGET_DIR:-$root/target}"
 if [[ "$quick" -eq 1 ]]; then
-    echo "bench: building mcpx (cargo build -p mcpx)..."
-    cargo build --quiet -p mcpx
+    echo "bench: building mcpx (cargo build -p mcpx -p mcpx-fake-server)..."
+    cargo build --quiet -p mcpx -p mcpx-fake-server
     profile=debug
 else
-    echo "bench: building mcpx (cargo build --release -p mcpx)..."
-    cargo build --quiet --release -p mcpx
+    echo "bench: building mcpx (cargo build --release -p mcpx -p mcpx-fake-server)..."
+    cargo build --quiet --release -p mcpx -p mcpx-fake-server
     profile=release
 fi
 bash scripts/setup-e2e.sh
 
 shown="bash scripts/bench.sh"
 [[ $# -gt 0 ]] && shown+=" $*"
-exec python3 scripts/bench.py --mcpx "$target/$profile/mcpx" --profile "$profile" --command "$shown" "$@"
+exec python3 scripts/bench.py --mcpx "$target/$profile/mcpx" --fake-server "$target/$profile/mcpx-fake-server" \
+    --profile "$profile" --command "$shown" "$@"

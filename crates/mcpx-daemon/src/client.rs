@@ -165,6 +165,22 @@ impl Client {
     }
 
     async fn open(&self, path: &str, body: Vec<u8>) -> Result<hyper::Response<hyper::body::Incoming>, ClientError> {
+        self.request(Method::POST, path, &[], body).await
+    }
+
+    /// Sends one request with extra headers and returns the response as it starts
+    /// (the body still streaming), for callers that speak another protocol over the
+    /// socket (`mcpx serve` speaks MCP to `/mcp`).
+    ///
+    /// Errors: [`ClientError::NotRunning`] when nothing listens (safe to retry),
+    /// [`ClientError::Broken`] otherwise.
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, ClientError> {
         let stream = UnixStream::connect(&self.socket).await.map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
                 ClientError::NotRunning(self.socket.clone())
@@ -175,14 +191,28 @@ impl Client {
             .await
             .map_err(|e| ClientError::Broken(e.to_string()))?;
         tokio::spawn(conn);
-        let request = Request::builder()
-            .method(Method::POST)
+        let mut builder = Request::builder()
+            .method(method)
             .uri(format!("http://localhost{path}"))
             .header("host", "localhost")
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| ClientError::Broken(e.to_string()))?;
+            .header("content-type", "application/json");
+        for (k, v) in headers {
+            builder = builder.header(*k, *v);
+        }
+        let request = builder.body(Full::new(Bytes::from(body))).map_err(|e| ClientError::Broken(e.to_string()))?;
         sender.send_request(request).await.map_err(|e| ClientError::Broken(e.to_string()))
+    }
+
+    /// Makes sure a daemon answers, starting one when this client may (it was made by
+    /// [`connect_or_start`]).
+    ///
+    /// Errors: as [`connect_or_start`].
+    pub async fn ensure_daemon(&self) -> Result<(), ApiError> {
+        match &self.starter {
+            Some((dirs, exe)) => connect_or_start(dirs, exe).await.map(|_| ()),
+            None if self.is_up().await => Ok(()),
+            None => Err(ApiError::new("daemon", format!("no daemon is listening on {}", self.socket.display()))),
+        }
     }
 
     /// Whether a daemon answers `GET /v1/health`.

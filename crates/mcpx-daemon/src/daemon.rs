@@ -23,7 +23,7 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::api::{ApiError, DaemonStatus, ErrorBody, InstanceStatus, Request, SearchHit, ServerRow, Status};
 use crate::config::{
-    ConfigCache, ConfigError, ExpandedTransport, ResolveRequest, ResolvedConfig, ServerEntry, Sharing, exe_identity,
+    ConfigCache, ConfigError, ExpandedTransport, ResolveRequest, ResolvedConfig, ServerEntry, exe_identity,
     resolve_command,
 };
 use crate::instance::{
@@ -66,6 +66,8 @@ pub struct Daemon {
     degraded: std::sync::Mutex<std::collections::HashSet<(String, &'static str)>>,
     /// Found at start: a service unit whose KillMode would kill the supervisors.
     warnings: Vec<String>,
+    /// MCP client sessions of the `/mcp` endpoint.
+    pub mcp: crate::mcp::Sessions,
     /// Set by `POST /v1/upgrade`: the binary to re-execute once drained.
     upgrade: std::sync::Mutex<Option<PathBuf>>,
     /// Supervisors found at start whose attach protocol this daemon cannot speak:
@@ -107,6 +109,7 @@ impl Daemon {
             shutdown: Notify::new(),
             incompatible: std::sync::Mutex::new(Vec::new()),
             upgrade: std::sync::Mutex::new(None),
+            mcp: crate::mcp::Sessions::default(),
             degraded: std::sync::Mutex::new(std::collections::HashSet::new()),
             warnings: crate::service_check::supervisor_warnings(&env_for_checks),
         });
@@ -119,7 +122,7 @@ impl Daemon {
     }
 
     /// The configuration the caller sees; records newly seen files in the state directory.
-    fn resolve(&self, req: &Request) -> Result<ResolvedConfig, ApiError> {
+    pub(crate) fn resolve(&self, req: &Request) -> Result<ResolvedConfig, ApiError> {
         let before = self.config.known_files().len();
         let resolved = self
             .config
@@ -135,7 +138,7 @@ impl Daemon {
     }
 
     /// The entry named `name`, or an `unknown_server` error listing the names that exist.
-    fn server<'a>(&self, config: &'a ResolvedConfig, name: &str) -> Result<&'a ServerEntry, ApiError> {
+    pub(crate) fn server<'a>(&self, config: &'a ResolvedConfig, name: &str) -> Result<&'a ServerEntry, ApiError> {
         config.get(name).ok_or_else(|| unknown_server(config, name))
     }
 
@@ -377,13 +380,10 @@ impl Daemon {
             Some(ms) => Some(Duration::from_millis(ms)),
             None => entry.options.call_timeout,
         };
-        let started = Instant::now();
         let key = self.pool_key(entry, &req.caller);
         let lease = self.pool.acquire(&target, &key, timeout).await.map_err(|e| server_error(&server, e))?;
         let inst = lease.instance.clone();
         check_tool_listed(&self.schema, &target, &tool)?;
-        // The deadline covers the wait for an instance as well.
-        let timeout = timeout.map(|t| t.saturating_sub(started.elapsed()).max(Duration::from_millis(1)));
         let name = serde_json::to_string(&tool).unwrap_or_default();
         // Every call asks for progress; the token is the caller's own in what it sees.
         let params = format!(r#"{{"name":{name},"arguments":{arguments},"_meta":{{"progressToken":"mcpx-call"}}}}"#);
@@ -597,7 +597,7 @@ impl Daemon {
         &self,
         rec: Record,
         boot_id: &str,
-        known: &std::collections::HashSet<String>,
+        known: &HashMap<String, crate::config::ServerOptions>,
         deadline: Duration,
     ) {
         let dir = self.dirs.sup_dir();
@@ -650,14 +650,13 @@ impl Daemon {
                         inst
                     }
                 };
-                if !known.contains(&rec.fingerprint) {
+                let Some(options) = known.get(&rec.fingerprint) else {
                     tracing::info!(server, "no known configuration defines this server any more: stopping it");
                     inst.terminate().await;
                     return;
-                }
+                };
                 tracing::info!(server, pid = inst.info.pid(), epoch = hello.next_epoch, "adopted a running server");
-                let sharing = if rec.sharing == "exclusive" { Sharing::Exclusive } else { Sharing::Shared };
-                self.pool.adopt(inst, sharing);
+                self.pool.adopt(inst, options);
             }
             Err(AttachFailure::Incompatible { theirs, ours }) => {
                 tracing::warn!(server, %theirs, %ours, "leaving an incompatible supervisor running");
@@ -700,13 +699,13 @@ impl Daemon {
 
     /// The fingerprints every known configuration file defines, for deciding which
     /// adopted supervisors are still wanted.
-    fn known_fingerprints(&self) -> std::collections::HashSet<String> {
-        let mut set = std::collections::HashSet::new();
+    fn known_fingerprints(&self) -> HashMap<String, crate::config::ServerOptions> {
+        let mut set = HashMap::new();
         for file in self.config.known_files() {
             let Ok(config) = self.config.resolve(&ResolveRequest { cwd: None, explicit: Some(file) }) else { continue };
             for entry in config.servers.values() {
                 if let Ok(target) = self.target(entry) {
-                    set.insert(target.fingerprint);
+                    set.insert(target.fingerprint, entry.options.clone());
                 }
             }
         }
@@ -1045,6 +1044,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
                 Json(serde_json::json!({ "stopping": true }))
             }),
         )
+        .merge(crate::mcp::routes())
         // Tool arguments may be as large as a server accepts (`maxMessageBytes`, 64 MiB
         // by default); the HTTP layer's own 2 MB default would refuse them.
         .layer(axum::extract::DefaultBodyLimit::max(MAX_REQUEST_BODY))

@@ -516,7 +516,9 @@ impl Instance {
                 self.state.send_replace(State::Starting);
             }
             Inbound::Lost(reason) => {
-                let expected = self.state() == State::Stopping;
+                // A crash is an unrequested end of a running instance; a failed start
+                // is counted by the pool, once.
+                let expected = self.state() != State::Running;
                 self.state.send_replace(State::Lost);
                 self.fail_pending(|| CallError::Lost(reason.clone()));
                 let crash = (!expected).then(|| CallError::Lost(reason.clone()));
@@ -526,7 +528,7 @@ impl Instance {
                 ));
             }
             Inbound::Exited(exit) => {
-                let expected = self.state() == State::Stopping;
+                let expected = self.state() != State::Running;
                 self.state.send_replace(State::Exited(exit));
                 self.fail_pending(|| self.exited_error(exit));
                 let crash = (!expected).then(|| self.exited_error(exit));
@@ -625,7 +627,7 @@ impl Instance {
                 Some(roots) => {
                     let roots: Vec<serde_json::Value> = roots
                         .iter()
-                        .map(|r| serde_json::json!({ "uri": format!("file://{}", r.display()), "name": r.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default() }))
+                        .map(|r| serde_json::json!({ "uri": file_uri(r), "name": r.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default() }))
                         .collect();
                     Message::response(&id, &serde_json::json!({ "roots": roots }).to_string())
                 }
@@ -654,6 +656,21 @@ impl Instance {
         }
         self.notify(reply).await;
     }
+}
+
+/// A `file://` URI for a path (RFC 8089), percent-encoding what may not stand in a
+/// URI path as it is.
+fn file_uri(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file://");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri
 }
 
 /// Sends `notifications/cancelled` for a request whose caller stopped waiting

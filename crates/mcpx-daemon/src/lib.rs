@@ -7,6 +7,7 @@ pub mod client;
 pub mod config;
 pub mod daemon;
 pub mod instance;
+pub mod mcp;
 pub mod names;
 pub mod paths;
 pub mod pool;

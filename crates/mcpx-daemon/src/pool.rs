@@ -87,20 +87,25 @@ struct Health {
     /// Failures since the last 60 s without one.
     consecutive: u32,
     last: Option<CallError>,
+    /// 5 failures came within 60 s; stays until 60 s pass without a failure.
+    looping: bool,
 }
 
 impl Health {
     fn forget_old(&mut self, now: Instant) {
+        // 60 s without a failure clears everything, the crash-loop included.
+        if self.recent.back().is_some_and(|t| now.duration_since(*t) > CRASH_WINDOW) {
+            self.recent.clear();
+            self.consecutive = 0;
+            self.looping = false;
+        }
         while self.recent.front().is_some_and(|t| now.duration_since(*t) > CRASH_WINDOW) {
             self.recent.pop_front();
-        }
-        if self.recent.is_empty() {
-            self.consecutive = 0;
         }
     }
 
     fn crash_loop(&self) -> bool {
-        self.recent.len() >= CRASH_LOOP
+        self.looping
     }
 
     /// How long after the last failure the next start may happen: none after the
@@ -158,10 +163,15 @@ impl Pool {
         }
     }
 
-    /// Puts an adopted instance (a supervisor a previous daemon started) in its slot.
-    pub fn adopt(&self, inst: Arc<Instance>, sharing: Sharing) {
+    /// Puts an adopted instance (a supervisor a previous daemon started) in its slot,
+    /// with the options of the configuration that defines it.
+    pub fn adopt(&self, inst: Arc<Instance>, options: &crate::config::ServerOptions) {
         let slot = self.slot(&inst.server, &inst.fingerprint, &inst.key);
-        lock(&slot.settings).sharing = sharing;
+        *lock(&slot.settings) = Settings {
+            sharing: options.sharing,
+            idle_timeout: options.idle_timeout,
+            keep_warm: inst.key == "global" && options.min >= 1,
+        };
         *lock(&slot.current) = Some(inst);
     }
 
@@ -211,6 +221,9 @@ impl Pool {
         h.recent.push_back(now);
         h.consecutive += 1;
         h.last = Some(error);
+        if h.recent.len() >= CRASH_LOOP {
+            h.looping = true;
+        }
         if h.crash_loop() {
             tracing::warn!(fingerprint, failures = h.recent.len(), "server is in crash-loop");
         }
@@ -271,9 +284,7 @@ impl Pool {
         let permit = if lock(&slot.settings).sharing == Sharing::Exclusive {
             let acquire = slot.exclusive.clone().acquire_owned();
             let permit = match deadline {
-                Some(d) => tokio::time::timeout_at(d.into(), acquire)
-                    .await
-                    .map_err(|_| CallError::Timeout(wait.unwrap_or_default()))?,
+                Some(d) => tokio::time::timeout_at(d.into(), acquire).await.map_err(|_| CallError::Busy(1))?,
                 None => acquire.await,
             };
             Some(permit.map_err(|_| CallError::Lost("the instance was closed".into()))?)

@@ -85,6 +85,12 @@ enum Command {
     },
     /// Run the daemon in the foreground.
     Daemon,
+    /// Be an MCP server over stdio presenting every configured server (or one, with --server).
+    Serve {
+        /// Pass this one server through under its own names.
+        #[arg(long)]
+        server: Option<String>,
+    },
     /// Re-execute the running daemon in place (same pid), from its own binary or --binary;
     /// servers keep running and calls in flight finish first.
     Upgrade {
@@ -206,6 +212,12 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             Ok(0)
         }
         Command::Stop { all } => stop(&dirs, all, json).await,
+        Command::Serve { server } => {
+            let exe = std::env::current_exe()
+                .map_err(|e| ApiError::new("daemon", format!("cannot find the mcpx binary: {e}")))?;
+            let client = connect_or_start(&dirs, &exe).await?;
+            crate::serve::run(client, server, caller.config.clone()).await
+        }
         command => {
             let exe = std::env::current_exe()
                 .map_err(|e| ApiError::new("daemon", format!("cannot find the mcpx binary: {e}")))?;
@@ -256,6 +268,7 @@ async fn dispatch(
             Ok(0)
         }
         Command::Upgrade { binary } => upgrade(client, binary, json).await,
+        Command::Serve { .. } => unreachable!("serve runs without dispatch"),
         Command::Refresh { server } => {
             let body = client
                 .call(Method::POST, "/v1/refresh", Some(&request(Request { server, ..Request::default() })))
@@ -367,10 +380,19 @@ fn arguments_object(text: &str) -> Result<Box<serde_json::value::RawValue>, ApiE
 }
 
 async fn stop(dirs: &Dirs, all: bool, json: bool) -> Result<i32, ApiError> {
-    let client = Client::new(dirs.socket());
+    let mut client = Client::new(dirs.socket());
     if !client.is_up().await {
-        output::done(json, br#"{"stopped":false,"reason":"no daemon is running"}"#, "no daemon is running");
-        return Ok(0);
+        // Supervisors outlive a dead daemon: with --all, a daemon adopts them to stop them.
+        let supervised = std::fs::read_dir(dirs.sup_dir())
+            .map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "json")))
+            .unwrap_or(false);
+        if !(all && supervised) {
+            output::done(json, br#"{"stopped":false,"reason":"no daemon is running"}"#, "no daemon is running");
+            return Ok(0);
+        }
+        let exe = std::env::current_exe()
+            .map_err(|e| ApiError::new("daemon", format!("cannot find the mcpx binary: {e}")))?;
+        client = connect_or_start(dirs, &exe).await?;
     }
     client.call(Method::POST, "/v1/stop", Some(&Request { all, ..Request::default() })).await?;
     // Wait until the daemon is gone, so `stop` returning means stopped: it holds

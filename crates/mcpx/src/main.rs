@@ -6,6 +6,7 @@ mod cli;
 mod foreground;
 mod logs;
 mod output;
+mod serve;
 mod service;
 
 fn main() {

@@ -216,6 +216,11 @@ impl World {
         let pid = self.daemon_pid().expect("a daemon runs");
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
         wait_until("the killed daemon is gone", Duration::from_secs(10), || !alive(pid));
+        // Its listening socket closes as it exits: wait until nothing accepts there.
+        let socket = self.path("run/daemon.sock");
+        wait_until("the killed daemon's socket refuses", Duration::from_secs(10), || {
+            std::os::unix::net::UnixStream::connect(&socket).is_err()
+        });
     }
 
     /// The files in the runtime directory's `sup/`.

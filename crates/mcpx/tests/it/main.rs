@@ -11,4 +11,5 @@ mod cli;
 mod errors;
 mod pools;
 mod real_servers;
+mod serve;
 mod supervisor;

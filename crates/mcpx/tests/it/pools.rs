@@ -231,6 +231,16 @@ fn c12_crashes_fail_fast_restart_and_crash_loop() {
     assert_eq!(w.call("fake.echo", r#"{"message":"back"}"#).ok(), "back\n", "the next call restarts it");
 
     let dies = World::new(json!({ "dies": { "command": fake_server(), "env": { "FAKE_EXIT_BEFORE_INIT": "3" } } }));
+    // The first restart is immediate: two calls in a row both really start it.
+    for _ in 0..2 {
+        let run = dies.run(&["call", "dies.echo", "{}", "--json"]);
+        let error = run.json()["error"]["message"].as_str().unwrap_or("").to_owned();
+        assert!(error.contains("exited with code 3"), "{error}");
+    }
+    // Then restarts back off: a call right away fails fast with the last error.
+    let run = dies.run(&["call", "dies.echo", "{}", "--json"]);
+    let error = run.json()["error"]["message"].as_str().unwrap_or("").to_owned();
+    assert!(error.contains("next try in") && error.contains("exited with code 3"), "{error}");
     let mut codes = Vec::new();
     for _ in 0..8 {
         let run = dies.run(&["call", "dies.echo", "{}", "--json"]);
@@ -241,7 +251,7 @@ fn c12_crashes_fail_fast_restart_and_crash_loop() {
         }
         assert!(error.contains("exited with code 3") || error.contains("next try in"), "{error}");
         // Wait out the backoff so the next call is a real start.
-        std::thread::sleep(Duration::from_millis(if codes.len() < 2 { 10 } else { 1100 * (1 << (codes.len() - 2)) }));
+        std::thread::sleep(Duration::from_millis(1100 * (1 << codes.len())));
     }
     assert!(codes.iter().all(|c| *c == 4), "{codes:?}");
     assert_eq!(dies.ls_row("dies")["state"], "crash-loop");

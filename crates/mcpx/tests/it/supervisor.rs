@@ -394,3 +394,17 @@ fn a_server_whose_session_was_never_stored_is_restarted() {
     let initializes = std::fs::read_to_string(&record).unwrap().matches("\"initialize\"").count();
     assert_eq!(initializes, 2, "the restarted process was initialized once more");
 }
+
+/// `stop --all` after the daemon was killed still stops the supervisors it left:
+/// a daemon adopts them to stop them.
+#[test]
+fn stop_all_after_a_daemon_kill_stops_the_orphans() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    w.call("fake.echo", r#"{"message":"x"}"#).ok();
+    let inst = w.instance("fake").unwrap();
+    let (sup, child) = (inst["supervisor_pid"].as_i64().unwrap() as i32, inst["pid"].as_i64().unwrap() as i32);
+    w.kill_daemon();
+    w.run(&["stop", "--all"]).ok();
+    wait_until("supervisor and server are gone", Duration::from_secs(10), || !alive(sup) && !alive(child));
+    assert!(w.sup_files().is_empty(), "{:?}", w.sup_files());
+}

@@ -1,0 +1,441 @@
+//! The aggregated MCP endpoint: streamable HTTP at `/mcp` on the control socket
+//! (MCP 2025-11-25, Transports, "Streamable HTTP"), presenting every configured
+//! server as one MCP server, and `/mcp/<server>` passing one server through.
+//!
+//! - `initialize` creates a session (`Mcp-Session-Id`); later requests without the
+//!   header get 400, with an unknown one 404; `DELETE` ends a session.
+//! - The client's revision is echoed when supported, else the newest is answered;
+//!   JSON-RPC batches are processed only under 2025-03-26, else refused with -32600.
+//! - Tools and prompts are named `<server>__<name>` ([`crate::names`]); resource URIs
+//!   become `mcpx://<server>/<original>`; calls, reads and gets map back.
+//! - Lists come from the schema cache; a server never listed is started and listed
+//!   first (up to its `startTimeout`); a server that fails is left out and logged.
+//! - A `tools/call` whose client accepts `text/event-stream` is answered as SSE, with
+//!   its progress notifications before the response.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use mcpx_proto::mcp::{self, error_code};
+use mcpx_proto::{Kind, Message};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::api::{Caller, Request};
+use crate::daemon::Daemon;
+use crate::instance::{CallContext, lock};
+use crate::names::NameMap;
+
+/// The session header (Transports, "Session Management").
+pub const SESSION_HEADER: &str = "mcp-session-id";
+/// Headers `mcpx serve` sends so the daemon sees its caller: working directory,
+/// explicit config, pool session and the MCP client's pid.
+pub const CWD_HEADER: &str = "x-mcpx-cwd";
+/// See [`CWD_HEADER`].
+pub const CONFIG_HEADER: &str = "x-mcpx-config";
+/// See [`CWD_HEADER`].
+pub const CALLER_SESSION_HEADER: &str = "x-mcpx-session";
+/// See [`CWD_HEADER`].
+pub const PPID_HEADER: &str = "x-mcpx-ppid";
+
+/// One MCP client session.
+#[derive(Debug)]
+pub struct McpSession {
+    /// Only this server, passed through (`/mcp/<server>`); `None`: the aggregate.
+    server: Option<String>,
+    /// Who the client is, for configuration and pool keys.
+    caller: Caller,
+    /// The negotiated revision.
+    version: String,
+    /// Exposed tool and prompt names of the last listing.
+    tools: Mutex<NameMap>,
+    prompts: Mutex<NameMap>,
+}
+
+/// Every open MCP session of the daemon.
+#[derive(Debug, Default)]
+pub struct Sessions {
+    map: Mutex<HashMap<String, Arc<McpSession>>>,
+}
+
+/// The `/mcp` routes.
+pub fn routes() -> Router<Arc<Daemon>> {
+    Router::new()
+        .route("/mcp", post(post_aggregate).delete(delete).get(get_stream))
+        .route("/mcp/{server}", post(post_server).delete(delete).get(get_stream))
+}
+
+async fn post_aggregate(State(d): State<Arc<Daemon>>, headers: HeaderMap, body: Bytes) -> Response {
+    handle_post(d, None, headers, body).await
+}
+
+async fn post_server(
+    State(d): State<Arc<Daemon>>,
+    Path(server): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle_post(d, Some(server), headers, body).await
+}
+
+async fn delete(State(d): State<Arc<Daemon>>, headers: HeaderMap) -> Response {
+    match session_id(&headers) {
+        None => (StatusCode::BAD_REQUEST, "Mcp-Session-Id header is required").into_response(),
+        Some(id) => match lock(&d.mcp.map).remove(&id) {
+            Some(_) => StatusCode::NO_CONTENT.into_response(),
+            None => StatusCode::NOT_FOUND.into_response(),
+        },
+    }
+}
+
+/// The optional GET stream for server-initiated messages is not offered yet: 405,
+/// as the transport allows (Transports, "Listening for Messages from the Server").
+async fn get_stream() -> Response {
+    (StatusCode::METHOD_NOT_ALLOWED, "this endpoint offers no GET stream; use POST").into_response()
+}
+
+fn session_id(headers: &HeaderMap) -> Option<String> {
+    headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned)
+}
+
+fn header(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers.get(name).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty()).map(str::to_owned)
+}
+
+fn json_response(status: StatusCode, body: String, session: Option<&str>) -> Response {
+    let mut response = (status, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response();
+    if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
+        response.headers_mut().insert(SESSION_HEADER, id);
+    }
+    response
+}
+
+fn rpc_error(id: &str, code: i64, message: &str) -> Message {
+    Message::error_response(id, code, message)
+}
+
+async fn handle_post(d: Arc<Daemon>, server: Option<String>, headers: HeaderMap, body: Bytes) -> Response {
+    let messages = match Message::parse_line(&body) {
+        Ok(m) if !m.is_empty() => m,
+        Ok(_) => {
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                rpc_error("null", error_code::INVALID_REQUEST, "empty batch").into_string(),
+                None,
+            );
+        }
+        Err(e) => {
+            let code = if matches!(e, mcpx_proto::ParseError::NotJson(_)) {
+                error_code::PARSE_ERROR
+            } else {
+                error_code::INVALID_REQUEST
+            };
+            return json_response(StatusCode::BAD_REQUEST, rpc_error("null", code, &e.to_string()).into_string(), None);
+        }
+    };
+    let batch = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    let first = &messages[0];
+    if !batch && first.method() == Some("initialize") && first.kind() == Kind::Request {
+        return initialize(&d, server, &headers, first);
+    }
+    let Some(id) = session_id(&headers) else {
+        let e = rpc_error("null", -32000, "Bad Request: Mcp-Session-Id header is required");
+        return json_response(StatusCode::BAD_REQUEST, e.into_string(), None);
+    };
+    let Some(session) = lock(&d.mcp.map).get(&id).cloned() else {
+        let e = rpc_error("null", -32001, "Session not found: initialize again");
+        return json_response(StatusCode::NOT_FOUND, e.into_string(), None);
+    };
+    if batch && session.version != "2025-03-26" {
+        let e = rpc_error(
+            "null",
+            error_code::INVALID_REQUEST,
+            &format!("JSON-RPC batches are not allowed under protocol revision {}", session.version),
+        );
+        return json_response(StatusCode::BAD_REQUEST, e.into_string(), None);
+    }
+    let requests: Vec<Message> = messages.into_iter().filter(|m| m.kind() == Kind::Request).collect();
+    if requests.is_empty() {
+        // Notifications and responses: accepted.
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let wants_sse = header(&headers, "accept").is_some_and(|a| a.contains("text/event-stream"));
+    if !batch && wants_sse && requests[0].method() == Some("tools/call") {
+        return sse_call(d, session, requests.into_iter().next().unwrap_or_else(|| unreachable!()), id);
+    }
+    let mut answers = Vec::new();
+    for r in requests {
+        answers.push(handle_request(&d, &session, r, None).await.into_string());
+    }
+    let body = if batch { format!("[{}]", answers.join(",")) } else { answers.remove(0) };
+    json_response(StatusCode::OK, body, Some(&id))
+}
+
+/// `initialize`: a new session, the client's revision echoed when supported
+/// (Lifecycle, "Version negotiation").
+fn initialize(d: &Daemon, server: Option<String>, headers: &HeaderMap, request: &Message) -> Response {
+    let id = request.id().unwrap_or("null").to_owned();
+    let params: Value = serde_json::from_str(request.as_str()).map(|v: Value| v["params"].clone()).unwrap_or_default();
+    let version = mcp::negotiate(params["protocolVersion"].as_str().unwrap_or_default()).to_owned();
+    let caller = Caller {
+        cwd: header(headers, CWD_HEADER).map(Into::into),
+        // Without a working directory, the daemon's own MCPX_CONFIG (design: Configuration).
+        config: header(headers, CONFIG_HEADER).or_else(|| d.env.get("MCPX_CONFIG").cloned()).map(Into::into),
+        session: header(headers, CALLER_SESSION_HEADER),
+        parent_session: None,
+        ppid: header(headers, PPID_HEADER).and_then(|p| p.parse().ok()),
+    };
+    let session_id: String = {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(format!("{:?}{}", std::time::SystemTime::now(), std::process::id()).as_bytes());
+        h.update(id.as_bytes());
+        h.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect()
+    };
+    let caller = Caller { session: caller.session.or_else(|| Some(format!("mcp-{session_id}"))), ..caller };
+    let instructions = match &server {
+        Some(s) => format!("mcpx passes the server `{s}` through."),
+        None => "mcpx: every configured MCP server behind one endpoint. Tools are named <server>__<tool>.".to_owned(),
+    };
+    let result = json!({
+        "protocolVersion": version,
+        "capabilities": { "tools": { "listChanged": true }, "resources": { "listChanged": true }, "prompts": { "listChanged": true }, "logging": {} },
+        "serverInfo": { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") },
+        "instructions": instructions,
+    });
+    let session = McpSession { server, caller, version, tools: Mutex::default(), prompts: Mutex::default() };
+    lock(&d.mcp.map).insert(session_id.clone(), Arc::new(session));
+    json_response(StatusCode::OK, Message::response(&id, &result.to_string()).into_string(), Some(&session_id))
+}
+
+/// A `tools/call` answered as server-sent events: its notifications, then the response.
+fn sse_call(d: Arc<Daemon>, session: Arc<McpSession>, request: Message, session_id: String) -> Response {
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(64);
+    tokio::spawn(async move {
+        let (ntx, mut nrx) = mpsc::unbounded_channel::<Message>();
+        let call = handle_request(&d, &session, request, Some(ntx));
+        tokio::pin!(call);
+        let event = |m: &str| format!("event: message\ndata: {m}\n\n").into_bytes();
+        let response = loop {
+            tokio::select! {
+                biased;
+                () = tx.closed() => return,
+                Some(n) = nrx.recv() => {
+                    if tx.send(event(n.as_str())).await.is_err() {
+                        return;
+                    }
+                }
+                r = &mut call => break r,
+            }
+        };
+        while let Ok(n) = nrx.try_recv() {
+            let _ = tx.send(event(n.as_str())).await;
+        }
+        let _ = tx.send(event(response.as_str())).await;
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(Bytes::from(b)), rx))
+    });
+    let mut response = (
+        [(axum::http::header::CONTENT_TYPE, "text/event-stream"), (axum::http::header::CACHE_CONTROL, "no-cache")],
+        axum::body::Body::from_stream(stream),
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(&session_id) {
+        response.headers_mut().insert(SESSION_HEADER, v);
+    }
+    response
+}
+
+/// Answers one request of a session; the response carries the request's own id.
+async fn handle_request(
+    d: &Daemon,
+    session: &McpSession,
+    request: Message,
+    notify: Option<mpsc::UnboundedSender<Message>>,
+) -> Message {
+    let id = request.id().unwrap_or("null").to_owned();
+    let method = request.method().unwrap_or_default().to_owned();
+    let params: Value =
+        serde_json::from_str::<Value>(request.as_str()).map(|v| v["params"].clone()).unwrap_or(Value::Null);
+    let result = match method.as_str() {
+        "ping" => Ok(json!({})),
+        "logging/setLevel" => Ok(json!({})),
+        "tools/list" => list(d, session, "tools").await,
+        "prompts/list" => list(d, session, "prompts").await,
+        "resources/list" => list(d, session, "resources").await,
+        "resources/templates/list" => list(d, session, "resourceTemplates").await,
+        "tools/call" | "prompts/get" | "resources/read" => return forward(d, session, request, &params, notify).await,
+        // The 2026-07-28 revision's discovery: not offered, so such clients fall back to initialize.
+        _ => Err((error_code::METHOD_NOT_FOUND, format!("method `{method}` is not offered by mcpx"))),
+    };
+    match result {
+        Ok(v) => Message::response(&id, &v.to_string()),
+        Err((code, message)) => rpc_error(&id, code, &message),
+    }
+}
+
+type RpcResult = Result<Value, (i64, String)>;
+
+/// The servers a session sees: one, or every enabled one of the caller's configuration.
+fn servers(d: &Daemon, session: &McpSession) -> Result<Vec<crate::config::ServerEntry>, (i64, String)> {
+    let req = Request { caller: session.caller.clone(), ..Request::default() };
+    let config = d.resolve(&req).map_err(|e| (error_code::INTERNAL_ERROR, e.message))?;
+    match &session.server {
+        Some(name) => {
+            d.server(&config, name).map(|e| vec![e.clone()]).map_err(|e| (error_code::INVALID_PARAMS, e.message))
+        }
+        None => Ok(config.enabled().cloned().collect()),
+    }
+}
+
+/// The schema cache entry of `entry`, listing the server first when it was never
+/// listed (design: "Discovery": MCP clients see every tool on their first listing).
+async fn listed(
+    d: &Daemon,
+    session: &McpSession,
+    entry: &crate::config::ServerEntry,
+) -> Option<crate::schema::CacheEntry> {
+    let key = entry.fingerprint(None);
+    let cached = d.schema.get(&key);
+    if cached.as_ref().is_some_and(|c| c.tools.is_some() && c.error.is_none()) {
+        return cached;
+    }
+    let target = d.target(entry).ok()?;
+    let pool_key = d.pool_key(entry, &session.caller);
+    match d.pool.acquire(&target, &pool_key, entry.options.start_timeout).await {
+        Ok(_) => d.schema.get(&key),
+        Err(e) => {
+            tracing::warn!(server = %entry.name, error = %e, "left out of an MCP listing: it failed to start");
+            None
+        }
+    }
+}
+
+/// An aggregate list: every server's items with names or URIs made unique.
+async fn list(d: &Daemon, session: &McpSession, field: &str) -> RpcResult {
+    let entries = servers(d, session)?;
+    let passthrough = session.server.is_some();
+    let mut items: Vec<(String, Value)> = Vec::new();
+    for entry in &entries {
+        let Some(cached) = listed(d, session, entry).await else { continue };
+        let list = match field {
+            "tools" => cached.tools,
+            "prompts" => cached.prompts,
+            "resources" => cached.resources,
+            _ => cached.resource_templates,
+        };
+        for raw in list.into_iter().flatten() {
+            let Ok(v) = serde_json::from_str::<Value>(raw.get()) else { continue };
+            if field == "tools" && !entry.options.tool_allowed(v["name"].as_str().unwrap_or_default()) {
+                continue;
+            }
+            items.push((entry.name.clone(), v));
+        }
+    }
+    if !passthrough {
+        match field {
+            "tools" | "prompts" => {
+                let names =
+                    NameMap::build(items.iter().map(|(s, v)| (s.as_str(), v["name"].as_str().unwrap_or_default())));
+                for (s, v) in &mut items {
+                    if let Some(exposed) = names.exposed(s, v["name"].as_str().unwrap_or_default()) {
+                        v["name"] = Value::String(exposed.to_owned());
+                    }
+                }
+                *lock(if field == "tools" { &session.tools } else { &session.prompts }) = names;
+            }
+            "resources" => {
+                for (s, v) in &mut items {
+                    if let Some(uri) = v["uri"].as_str() {
+                        v["uri"] = Value::String(format!("mcpx://{s}/{uri}"));
+                    }
+                }
+            }
+            _ => {
+                for (s, v) in &mut items {
+                    if let Some(t) = v["uriTemplate"].as_str() {
+                        v["uriTemplate"] = Value::String(format!("mcpx://{s}/{t}"));
+                    }
+                }
+            }
+        }
+    }
+    let values: Vec<Value> = items.into_iter().map(|(_, v)| v).collect();
+    Ok(json!({ field: values }))
+}
+
+/// `tools/call`, `prompts/get`, `resources/read`: maps the name or URI back to its
+/// server and forwards the request, byte-faithful but for the name or URI.
+async fn forward(
+    d: &Daemon,
+    session: &McpSession,
+    request: Message,
+    params: &Value,
+    notify: Option<mpsc::UnboundedSender<Message>>,
+) -> Message {
+    let id = request.id().unwrap_or("null").to_owned();
+    let method = request.method().unwrap_or_default().to_owned();
+    let fail = |code: i64, message: String| rpc_error(&id, code, &message);
+    let (server, rewritten) = match (&session.server, method.as_str()) {
+        (Some(s), _) => (s.clone(), params.clone()),
+        (None, "resources/read") => {
+            let uri = params["uri"].as_str().unwrap_or_default();
+            let Some((server, original)) = uri.strip_prefix("mcpx://").and_then(|r| r.split_once('/')) else {
+                return fail(error_code::INVALID_PARAMS, format!("unknown resource `{uri}`: list resources first"));
+            };
+            let mut p = params.clone();
+            p["uri"] = Value::String(original.to_owned());
+            (server.to_owned(), p)
+        }
+        (None, _) => {
+            let exposed = params["name"].as_str().unwrap_or_default();
+            let field = if method == "tools/call" { "tools" } else { "prompts" };
+            let map = if field == "tools" { &session.tools } else { &session.prompts };
+            let mut found = lock(map).original(exposed).map(|(s, t)| (s.to_owned(), t.to_owned()));
+            if found.is_none() {
+                let _ = list(d, session, field).await;
+                found = lock(map).original(exposed).map(|(s, t)| (s.to_owned(), t.to_owned()));
+            }
+            let Some((server, original)) = found else {
+                return fail(error_code::INVALID_PARAMS, format!("unknown {}: `{exposed}`", &field[..field.len() - 1]));
+            };
+            let mut p = params.clone();
+            p["name"] = Value::String(original);
+            (server, p)
+        }
+    };
+    let entries = match servers(d, session) {
+        Ok(e) => e,
+        Err((code, message)) => return fail(code, message),
+    };
+    let Some(entry) = entries.into_iter().find(|e| e.name == server) else {
+        return fail(error_code::INVALID_PARAMS, format!("no server `{server}`"));
+    };
+    let target = match d.target(&entry) {
+        Ok(t) => t,
+        Err(e) => return fail(error_code::INTERNAL_ERROR, e.message),
+    };
+    let key = d.pool_key(&entry, &session.caller);
+    let timeout = entry.options.call_timeout;
+    let lease = match d.pool.acquire(&target, &key, timeout).await {
+        Ok(l) => l,
+        Err(e) => return fail(error_code::INTERNAL_ERROR, format!("server `{server}`: {e}")),
+    };
+    let upstream = Message::request(&id, &method, Some(&rewritten.to_string()));
+    let ctx = Arc::new(CallContext { label: session.caller.session.clone().unwrap_or_default(), notify, roots: None });
+    let result = lease.instance.forward(upstream, timeout, ctx).await;
+    drop(lease);
+    d.pool.notify_changed();
+    match result {
+        // The server's answer, with the client's id, byte for byte otherwise.
+        Ok(response) => response,
+        Err(e) => fail(error_code::INTERNAL_ERROR, format!("server `{server}`: {e}")),
+    }
+}

@@ -1,0 +1,203 @@
+//! `mcpx serve`: an MCP server over stdio (MCP 2025-11-25, Transports, "stdio")
+//! that presents the daemon's aggregate (or one server, with `--server`).
+//!
+//! It relays each message to the daemon's `/mcp` endpoint over the control socket
+//! and writes the answers (JSON, or the events of an SSE answer) to stdout. It is
+//! one MCP session and one caller for pooling: it makes its own session id at start
+//! and presents it on every reconnect, so `session`-scoped servers keep their
+//! instance. When the daemon goes away it starts or finds a new one and
+//! initializes again with the client's own `initialize`, by itself; a request in
+//! flight at that moment fails with a JSON-RPC error, never hangs.
+
+use std::sync::Arc;
+
+use http_body_util::BodyExt;
+use mcpx_daemon::api::ApiError;
+use mcpx_daemon::client::{Client, ClientError, Method};
+use mcpx_daemon::mcp::{CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, PPID_HEADER, SESSION_HEADER};
+use mcpx_proto::mcp::error_code;
+use mcpx_proto::{Kind, Message};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+
+/// What `serve` knows of its session with the daemon.
+struct Bridge {
+    client: Client,
+    path: String,
+    /// Headers naming the caller: working directory, config, pool session, client pid.
+    caller: Vec<(&'static str, String)>,
+    /// The client's `initialize`, replayed after the daemon restarts.
+    initialize: Mutex<Option<Vec<u8>>>,
+    /// The daemon-side MCP session.
+    session: Mutex<Option<String>>,
+    out: Mutex<tokio::io::Stdout>,
+}
+
+/// Runs until stdin ends. `server`: pass one server through instead of the aggregate.
+pub async fn run(client: Client, server: Option<String>, config: Option<std::path::PathBuf>) -> Result<i32, ApiError> {
+    let mut caller = vec![
+        (CALLER_SESSION_HEADER, format!("serve-{}-{}", std::process::id(), mcpx_daemon::schema::now())),
+        (PPID_HEADER, nix::unistd::getppid().as_raw().to_string()),
+    ];
+    if let Ok(cwd) = std::env::current_dir() {
+        caller.push((CWD_HEADER, cwd.display().to_string()));
+    }
+    if let Some(c) = config {
+        caller.push((CONFIG_HEADER, c.display().to_string()));
+    }
+    let bridge = Arc::new(Bridge {
+        client,
+        path: server.map_or_else(|| "/mcp".to_owned(), |s| format!("/mcp/{s}")),
+        caller,
+        initialize: Mutex::new(None),
+        session: Mutex::new(None),
+        out: Mutex::new(tokio::io::stdout()),
+    });
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let is_initialize = Message::parse(line.as_str()).is_ok_and(|m| m.method() == Some("initialize"));
+        if is_initialize {
+            // In order: everything after it needs the session.
+            *bridge.initialize.lock().await = Some(line.clone().into_bytes());
+            bridge.relay(line.into_bytes(), true).await;
+        } else {
+            let b = bridge.clone();
+            tokio::spawn(async move { b.relay(line.into_bytes(), false).await });
+        }
+    }
+    if let Some(id) = bridge.session.lock().await.take() {
+        let _ = bridge.client.request(Method::DELETE, &bridge.path, &[(SESSION_HEADER, &id)], Vec::new()).await;
+    }
+    Ok(0)
+}
+
+impl Bridge {
+    /// Sends one client message and writes what comes back. A request that cannot be
+    /// answered gets a JSON-RPC error.
+    async fn relay(&self, body: Vec<u8>, initialize: bool) {
+        let request_id = Message::parse_line(&body)
+            .ok()
+            .and_then(|m| m.into_iter().find(|m| m.kind() == Kind::Request))
+            .and_then(|m| m.id().map(str::to_owned));
+        let mut outcome = self.send(&body, initialize).await;
+        if matches!(outcome, Err(Failure::SessionGone)) && !initialize {
+            // The daemon restarted (or forgot the session): initialize again, retry once.
+            outcome = match self.reinitialize().await {
+                Ok(()) => self.send(&body, false).await,
+                Err(e) => Err(e),
+            };
+        }
+        let error = match outcome {
+            Ok(()) => return,
+            Err(Failure::SessionGone) => "the daemon lost this session and initializing again failed".to_owned(),
+            Err(Failure::Daemon(e)) => {
+                // Forget the session: the next message reconnects.
+                *self.session.lock().await = None;
+                format!("the mcpx daemon went away during the request ({e}); the next request reconnects")
+            }
+        };
+        if let Some(id) = request_id {
+            self.write(Message::error_response(&id, error_code::INTERNAL_ERROR, &format!("mcpx: {error}")).as_str())
+                .await;
+        }
+    }
+
+    async fn send(&self, body: &[u8], initialize: bool) -> Result<(), Failure> {
+        let session = self.session.lock().await.clone();
+        if session.is_none() && !initialize {
+            self.reinitialize().await?;
+        }
+        let session = self.session.lock().await.clone();
+        let mut headers: Vec<(&str, &str)> = vec![("accept", "application/json, text/event-stream")];
+        headers.extend(self.caller.iter().map(|(k, v)| (*k, v.as_str())));
+        if let Some(s) = &session {
+            headers.push((SESSION_HEADER, s));
+        }
+        let response = match self.client.request(Method::POST, &self.path, &headers, body.to_vec()).await {
+            Ok(r) => r,
+            Err(ClientError::NotRunning(_)) => {
+                self.client.ensure_daemon().await.map_err(|e| Failure::Daemon(e.message))?;
+                return Err(Failure::SessionGone);
+            }
+            Err(e) => return Err(Failure::Daemon(e.to_string())),
+        };
+        let status = response.status().as_u16();
+        if status == 404 && !initialize {
+            return Err(Failure::SessionGone);
+        }
+        if initialize {
+            if let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+                *self.session.lock().await = Some(id.to_owned());
+            }
+        }
+        let sse = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.starts_with("text/event-stream"));
+        let mut body = response.into_body();
+        let mut pending = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| Failure::Daemon(e.to_string()))?;
+            let Ok(data) = frame.into_data() else { continue };
+            pending.extend_from_slice(&data);
+            if sse {
+                // Events end with a blank line; each `data:` line is one message.
+                while let Some(end) = find(&pending, b"\n\n") {
+                    let event: Vec<u8> = pending.drain(..end + 2).collect();
+                    for line in String::from_utf8_lossy(&event).lines() {
+                        if let Some(data) = line.strip_prefix("data:") {
+                            self.write(data.trim_start()).await;
+                        }
+                    }
+                }
+            }
+        }
+        if !sse && !pending.is_empty() && status != 202 {
+            self.write(String::from_utf8_lossy(&pending).trim()).await;
+        }
+        Ok(())
+    }
+
+    /// Opens a new daemon-side session with the client's own `initialize`.
+    async fn reinitialize(&self) -> Result<(), Failure> {
+        let Some(init) = self.initialize.lock().await.clone() else {
+            return Err(Failure::Daemon("the client has not initialized".into()));
+        };
+        self.client.ensure_daemon().await.map_err(|e| Failure::Daemon(e.message))?;
+        let mut headers: Vec<(&str, &str)> = vec![("accept", "application/json, text/event-stream")];
+        headers.extend(self.caller.iter().map(|(k, v)| (*k, v.as_str())));
+        let response = self
+            .client
+            .request(Method::POST, &self.path, &headers, init)
+            .await
+            .map_err(|e| Failure::Daemon(e.to_string()))?;
+        let id = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let _ = response.into_body().collect().await;
+        *self.session.lock().await = id;
+        tracing::debug!("re-initialized with the daemon");
+        Ok(())
+    }
+
+    async fn write(&self, message: &str) {
+        let mut out = self.out.lock().await;
+        let mut line = message.as_bytes().to_vec();
+        line.push(b'\n');
+        let _ = out.write_all(&line).await;
+        let _ = out.flush().await;
+    }
+}
+
+enum Failure {
+    /// The daemon does not know the session (it restarted): initialize again.
+    SessionGone,
+    /// The daemon could not be reached or died during the request.
+    Daemon(String),
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}

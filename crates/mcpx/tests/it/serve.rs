@@ -1,0 +1,195 @@
+//! The MCP endpoint: streamable HTTP at `/mcp` on the control socket and `mcpx
+//! serve` over stdio (cases C09 server side, C15, C16; names; daemon restarts).
+
+use std::io::{BufRead, BufReader, Write};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::harness::{World, fake_server, wait_until};
+
+/// One HTTP exchange with the daemon's socket: (status, headers, body).
+fn http(w: &World, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
+    #[allow(clippy::disallowed_methods)] // Reason: curl is the documented way to reach the socket.
+    let mut cmd = std::process::Command::new("curl");
+    cmd.args(["-s", "-i", "-X", method, "--unix-socket"]).arg(w.path("run/daemon.sock"));
+    cmd.args(["-H", "content-type: application/json", "-H", "accept: application/json, text/event-stream"]);
+    for (k, v) in headers {
+        cmd.args(["-H", &format!("{k}: {v}")]);
+    }
+    if !body.is_empty() {
+        cmd.args(["--data-binary", body]);
+    }
+    let out = cmd.arg(format!("http://localhost{path}")).output().expect("curl is needed for these tests");
+    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+    let (head, body) = text.split_once("\n\n").unwrap_or((&text, ""));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, head.to_lowercase(), body.to_owned())
+}
+
+fn initialize(w: &World, path: &str, version: &str) -> (String, Value) {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    let (status, head, body) = http(w, "POST", path, &[], &body.to_string());
+    assert_eq!(status, 200, "{head}{body}");
+    let session = head.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).unwrap().trim().to_owned();
+    (session, serde_json::from_str(&body).unwrap())
+}
+
+fn rpc(w: &World, path: &str, session: &str, body: Value) -> Value {
+    let (status, head, body) = http(w, "POST", path, &[("mcp-session-id", session)], &body.to_string());
+    assert_eq!(status, 200, "{head}{body}");
+    // An SSE answer: the last event is the response.
+    let json = body.lines().filter_map(|l| l.strip_prefix("data: ")).next_back().map(str::to_owned).unwrap_or(body);
+    serde_json::from_str(&json).unwrap()
+}
+
+/// C15: each supported revision is echoed; an unknown one gets the newest.
+#[test]
+fn c15_protocol_versions() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    w.run(&["ls"]).ok();
+    for v in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        assert_eq!(initialize(&w, "/mcp", v).1["result"]["protocolVersion"], v);
+    }
+    assert_eq!(initialize(&w, "/mcp", "2031-01-01").1["result"]["protocolVersion"], "2025-11-25");
+}
+
+/// C09 (server side): 404 for an unknown session, 400 for a missing one; DELETE ends one.
+#[test]
+fn c09_sessions_unknown_missing_and_deleted() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    w.run(&["ls"]).ok();
+    let ping = json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" }).to_string();
+    assert_eq!(http(&w, "POST", "/mcp", &[("mcp-session-id", "no-such-session")], &ping).0, 404);
+    assert_eq!(http(&w, "POST", "/mcp", &[], &ping).0, 400);
+    let (session, _) = initialize(&w, "/mcp", "2025-11-25");
+    assert_eq!(rpc(&w, "/mcp", &session, json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" }))["result"], json!({}));
+    assert_eq!(http(&w, "DELETE", "/mcp", &[("mcp-session-id", &session)], "").0, 204);
+    assert_eq!(http(&w, "POST", "/mcp", &[("mcp-session-id", &session)], &ping).0, 404);
+    // server/discover (2026-07-28) is not offered: -32601, so clients fall back to initialize.
+    let (session, _) = initialize(&w, "/mcp", "2025-11-25");
+    let answer = rpc(&w, "/mcp", &session, json!({ "jsonrpc": "2.0", "id": 3, "method": "server/discover" }));
+    assert_eq!(answer["error"]["code"], -32601);
+}
+
+/// C16: a batch of tools/call is processed under 2025-03-26 and refused with -32600 later.
+#[test]
+fn c16_batches_only_under_2025_03_26() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    w.run(&["ls"]).ok();
+    let batch = json!([
+        { "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fake__echo", "arguments": { "message": "a" } } },
+        { "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "fake__echo", "arguments": { "message": "b" } } },
+    ])
+    .to_string();
+    let (old, _) = initialize(&w, "/mcp", "2025-03-26");
+    let (status, _, body) = http(&w, "POST", "/mcp", &[("mcp-session-id", &old)], &batch);
+    assert_eq!(status, 200);
+    let answers: Vec<Value> = serde_json::from_str(&body).unwrap();
+    assert_eq!(answers[0]["result"]["content"][0]["text"], "a");
+    assert_eq!(answers[1]["result"]["content"][0]["text"], "b");
+    let (new, _) = initialize(&w, "/mcp", "2025-06-18");
+    let (_, _, body) = http(&w, "POST", "/mcp", &[("mcp-session-id", &new)], &batch);
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], -32600);
+}
+
+/// Tools named with `.`, `/`, spaces, non-ASCII or too long for one name are exposed
+/// under valid names, and calls reach the original tool; resources read through
+/// their rewritten URIs return the original content; progress arrives over SSE.
+#[test]
+fn aggregate_names_resources_and_progress() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let long = "x".repeat(70);
+    for name in ["dotted.name", "slash/name", "with space", "naïve", long.as_str()] {
+        w.call("fake.add_tool", &json!({ "name": name }).to_string()).ok();
+    }
+    let (session, _) = initialize(&w, "/mcp", "2025-11-25");
+    let tools = rpc(&w, "/mcp", &session, json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }));
+    let names: Vec<String> =
+        tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
+    let valid = |n: &str| {
+        !n.is_empty() && n.len() <= 64 && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    assert!(names.iter().all(|n| valid(n)), "{names:?}");
+    assert!(tools["result"]["tools"].as_array().unwrap().iter().all(|t| t["x-fake"] == true), "unknown fields survive");
+    for original in ["dotted.name", "slash/name", "with space", "naïve", long.as_str()] {
+        let exposed = names.iter().find(|n| {
+            n.starts_with("fake__") && n.len() > 6 && {
+                let answer = rpc(
+                    &w,
+                    "/mcp",
+                    &session,
+                    json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": { "name": n, "arguments": { "message": original } } }),
+                );
+                answer["result"]["content"][0]["text"] == original && !["fake__echo"].contains(&n.as_str())
+            }
+        });
+        assert!(exposed.is_some(), "no exposed name reaches `{original}`: {names:?}");
+    }
+    let resources = rpc(&w, "/mcp", &session, json!({ "jsonrpc": "2.0", "id": 4, "method": "resources/list" }));
+    let uri = resources["result"]["resources"][0]["uri"].as_str().unwrap().to_owned();
+    assert_eq!(uri, "mcpx://fake/fake://static");
+    let read = rpc(
+        &w,
+        "/mcp",
+        &session,
+        json!({ "jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": { "uri": uri } }),
+    );
+    assert_eq!(read["result"]["contents"][0]["text"], "static resource");
+
+    let body = json!({ "jsonrpc": "2.0", "id": "p", "method": "tools/call",
+        "params": { "name": "fake__progress", "arguments": { "count": 3, "interval_ms": 150 }, "_meta": { "progressToken": "client-token" } } });
+    let (_, head, text) = http(&w, "POST", "/mcp", &[("mcp-session-id", &session)], &body.to_string());
+    assert!(head.contains("text/event-stream"), "{head}");
+    let events: Vec<Value> =
+        text.lines().filter_map(|l| l.strip_prefix("data: ")).map(|d| serde_json::from_str(d).unwrap()).collect();
+    assert_eq!(events.len(), 4, "{text}");
+    assert!(events[..3].iter().all(|e| e["params"]["progressToken"] == "client-token"));
+    assert_eq!(events[3]["id"], "p");
+}
+
+/// `mcpx serve` over stdio: lists and calls; after `kill -9` of the daemon it
+/// reconnects by itself and the next call reaches the same server process.
+#[test]
+fn serve_survives_a_daemon_kill() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let mut serve = w.command();
+    serve.arg("serve").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+    let mut child = serve.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if let Ok(v) = serde_json::from_str(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    let recv =
+        |rx: &std::sync::mpsc::Receiver<Value>| rx.recv_timeout(Duration::from_secs(30)).expect("no answer from serve");
+    send(json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }));
+    assert_eq!(recv(&rx)["result"]["protocolVersion"], "2025-06-18");
+    send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    send(
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "fake__counter", "arguments": {} } }),
+    );
+    assert_eq!(recv(&rx)["result"]["content"][0]["text"], "1");
+    let pid = w.instance("fake").unwrap()["pid"].clone();
+    w.kill_daemon();
+    send(
+        json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": "fake__counter", "arguments": {} } }),
+    );
+    let answer = recv(&rx);
+    assert_eq!(answer["id"], 3);
+    assert_eq!(answer["result"]["content"][0]["text"], "2", "{answer}");
+    wait_until("the new daemon runs", Duration::from_secs(10), || w.daemon_pid().is_some());
+    assert_eq!(w.instance("fake").unwrap()["pid"], pid);
+    drop(stdin); // EOF: serve ends its session and exits.
+    let _ = child.wait();
+}
