@@ -48,24 +48,7 @@ impl Client {
 
     /// Sends one request and returns the HTTP status and body.
     pub async fn send(&self, method: Method, path: &str, body: Option<Vec<u8>>) -> Result<(u16, Bytes), ClientError> {
-        let stream = UnixStream::connect(&self.socket).await.map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
-                ClientError::NotRunning(self.socket.clone())
-            }
-            _ => ClientError::Broken(e.to_string()),
-        })?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| ClientError::Broken(e.to_string()))?;
-        tokio::spawn(conn);
-        let request = Request::builder()
-            .method(method)
-            .uri(format!("http://localhost{path}"))
-            .header("host", "localhost")
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .map_err(|e| ClientError::Broken(e.to_string()))?;
-        let response = sender.send_request(request).await.map_err(|e| ClientError::Broken(e.to_string()))?;
+        let response = self.request(method, path, &[], body.unwrap_or_default()).await?;
         let status = response.status().as_u16();
         let body = response.into_body().collect().await.map_err(|e| ClientError::Broken(e.to_string()))?.to_bytes();
         Ok((status, body))

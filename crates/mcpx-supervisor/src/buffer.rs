@@ -45,17 +45,7 @@ impl StdoutBuffer {
             self.data.drain(..over);
             self.dropped += over as u64;
             // Drop the rest of the cut line as well.
-            match self.data.iter().position(|b| *b == b'\n') {
-                Some(i) => {
-                    self.data.drain(..=i);
-                    self.dropped += i as u64 + 1;
-                }
-                None => {
-                    self.dropped += self.data.len() as u64;
-                    self.data.clear();
-                    self.skip_to_newline = true;
-                }
-            }
+            self.resync();
         }
         self.dropped - before
     }
@@ -74,8 +64,9 @@ impl StdoutBuffer {
         }
     }
 
-    /// Marks that the stream handed out so far ended mid-line (a daemon detached
-    /// after a partial line): the rest of that line is not handed to the next one.
+    /// Drops the head of the buffer up to and including the next newline: after a
+    /// cut (an overflow, or a daemon that detached after a partial line) the rest of
+    /// that line is never handed on. Without a newline yet, it is skipped as it comes.
     pub fn resync(&mut self) {
         match self.data.iter().position(|b| *b == b'\n') {
             Some(i) => {
