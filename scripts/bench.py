@@ -41,23 +41,37 @@ configuration in its own private mcpx (directories, config, daemon):
   sup     a warm `mcpx call` (whole process) to a supervised server and to the same server
           configured with `"supervised": false`, for server-everything (`echo`) and the fake
           server (`echo`), the four calls taking turns.
+
+Then the throughput of one shared instance (the fake server, in its own private mcpx), not
+whole processes: 1, 8 and 64 callers (threads of this process) each calling `echo` back to
+back for a fixed time, through the daemon's MCP endpoint (streamable HTTP, POST /mcp on the
+control socket, one MCP session and one keep-alive connection per caller, the tool named
+`fake__echo`) vs. the same callers straight to one fake server over its stdio (a writer sends
+each caller's next request once its answer is in, a reader thread matches answers by id).
+Rounds of the two take turns; calls/s (median of the rounds), per-call latency, and the CPU
+time per call of each process (the client, daemon, supervisor, server). Every answer's id and
+text are checked.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import http.client
 import json
 import os
+import queue
 import re
 import select
 import shlex
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +95,10 @@ DEFAULT_LATENCY_ITERATIONS = 100  # measured calls per side, supervised vs. not 
 ADOPT_SIZES = (1, 10, 100)  # supervised fake servers running when the daemon is killed
 MEMORY_SIZE = 10  # the adoption row whose supervisors' memory is reported
 ORPHAN_TIMEOUT = "2m"  # for the fake servers: a supervisor left behind by a crash stops soon
+THROUGHPUT_CALLERS = (1, 8, 64)  # concurrent callers of one shared instance
+DEFAULT_THROUGHPUT_SECONDS = 3.0  # per measured round (1 with --quick)
+DEFAULT_THROUGHPUT_REPEATS = 5  # measured rounds per side and caller count (1 with --quick)
+THROUGHPUT_WARMUP_SECONDS = 0.3  # per warm-up round
 
 
 class BenchError(Exception):
@@ -529,7 +547,7 @@ def server_versions(e2e: Path) -> list[str]:
     return out
 
 
-def report(args, rows: list[Row], sup: SupResults, info: dict) -> str:
+def report(args, rows: list[Row], sup: SupResults, tput: TputResults, info: dict) -> str:
     lines = [
         "# Benchmarks",
         "",
@@ -539,7 +557,7 @@ def report(args, rows: list[Row], sup: SupResults, info: dict) -> str:
         f"- {info['mcpx_version']}, `{args.profile}` build (`{info['mcpx_rel']}`), commit {info['commit']}",
         f"- servers (e2e/package.json): {', '.join(info['servers'])}; "
         f"server-everything reports `{info['server_info']}` in `initialize`",
-        f"- the fake server of sections {len(rows) + 1} to {len(rows) + 3}: mcpx-fake-server from this workspace "
+        f"- the fake server of sections {len(rows) + 1} to {len(rows) + 4}: mcpx-fake-server from this workspace "
         f"(`crates/mcpx-fake-server`), `{args.profile}` build (`{info['fake_rel']}`)",
         f"- Node.js {info['node']}, Python {info['python']} (the direct client and the timing harness)",
         f"- load average (1 minute, /proc/loadavg): {info['load']}; anything else running skews the times",
@@ -572,10 +590,16 @@ def report(args, rows: list[Row], sup: SupResults, info: dict) -> str:
         "",
         *supervisor_summary(sup),
         "",
+        f"Throughput of `tools/call` on one shared instance of the fake server (section {len(rows) + 4}): "
+        f"calls per second, medians of {tput.repeats} rounds of {tput.seconds:g} s, and each call's latency (median):",
+        "",
+        *throughput_summary(tput),
+        "",
     ]
     for n, row in enumerate(rows, 1):
         lines += [f"## {n}. {row.title}", "", row.what, "", *row_table(row)]
     lines += supervisor_sections(len(rows) + 1, sup, args.kills)
+    lines += throughput_section(len(rows) + 4, tput)
     lines += reproduce_section(len(rows) + 1)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -585,17 +609,19 @@ REPRODUCE = r"""
 
 ```sh
 bash scripts/bench.sh                   # release build, @ITER@ runs per command, @KILLS@ kills per size,
-                                        # @LAT@ calls per command in section @S3@; rewrites BENCHMARKS.md
-bash scripts/bench.sh --iterations 100  # more runs (and --kills N, --latency-iterations N)
-bash scripts/bench.sh --quick           # debug build, 3 runs, 1 kill per size, writes a temporary file
-                                        # (what CI runs)
+                                        # @LAT@ calls per command in section @S3@, @TREP@ rounds of @TSEC@ s
+                                        # per side in section @S4@; rewrites BENCHMARKS.md
+bash scripts/bench.sh --iterations 100  # more runs (and --kills N, --latency-iterations N,
+                                        # --throughput-seconds S, --throughput-repeats N)
+bash scripts/bench.sh --quick           # debug build, 3 runs, 1 kill per size, 1 throughput round
+                                        # of 1 s, writes a temporary file (what CI runs)
 ```
 
 `scripts/bench.sh` builds mcpx and the fake server (`cargo build --release -p mcpx -p mcpx-fake-server`),
 installs the servers into `e2e/` (`bash scripts/setup-e2e.sh`) and runs `scripts/bench.py` (Python
 standard library only). That gives mcpx private state, cache and runtime directories and a config
 holding only server-everything, all in a temporary directory, and one more such private mcpx for
-each configuration of sections @S1@ to @S3@; at the end it stops every daemon and every server
+each configuration of sections @S1@ to @S4@; at the end it stops every daemon and every server
 (`mcpx status`, which starts a daemon that adopts any supervisor left by a kill, then
 `mcpx stop --all`), checks that no server or supervisor is left, and removes the directory.
 
@@ -653,6 +679,15 @@ done
 $mcpx stop --all
 hyperfine -N --warmup 3 --runs 100 "$mcpx call everything.echo '@ARGS_DQ@'"
 
+# @S4@. the daemon's MCP endpoint that section @S4@ loads with many callers at once (the load itself
+# needs a client that keeps its connections open: scripts/bench.py), here one session and one call
+# with curl; the tool is named <server>__<tool>
+sock=$MCPX_RUNTIME_DIR/daemon.sock
+session=$(curl -s -o /dev/null -D - --unix-socket $sock -H 'content-type: application/json' \
+    -H 'accept: application/json' --data-binary "$init" http://localhost/mcp | tr -d '\r' | sed -n 's/^mcp-session-id: //Ip')
+curl -s --unix-socket $sock -H 'content-type: application/json' -H 'accept: application/json' \
+    -H "mcp-session-id: $session" --data-binary '@HTTPCALL@' http://localhost/mcp
+
 $mcpx stop --all; rm -rf /tmp/mcpx-b
 ```
 """
@@ -676,10 +711,14 @@ def reproduce_section(first_sup: int) -> list[str]:
         .replace("@S1@", str(first_sup))
         .replace("@S2@", str(first_sup + 1))
         .replace("@S3@", str(first_sup + 2))
+        .replace("@S4@", str(first_sup + 3))
+        .replace("@TREP@", str(DEFAULT_THROUGHPUT_REPEATS))
+        .replace("@TSEC@", f"{DEFAULT_THROUGHPUT_SECONDS:g}")
         .replace("@INIT@", init)
         .replace("@INITIALIZED@", '{"jsonrpc":"2.0","method":"notifications/initialized"}')
         .replace("@LIST@", '{"jsonrpc":"2.0","id":2,"method":"tools/list"}')
         .replace("@CALL@", json.dumps(call, separators=(",", ":")))
+        .replace("@HTTPCALL@", json.dumps(echo_request(2, "everything__echo", ECHO_MESSAGE), separators=(",", ":")))
         .replace("@ARGS@", ECHO_ARGS)
         .replace("@ARGS_DQ@", ECHO_ARGS.replace('"', '\\"'))
     )
@@ -712,6 +751,18 @@ def parse_args() -> argparse.Namespace:
         default=None,
         help=f"measured calls per command, supervised vs. not (default {DEFAULT_LATENCY_ITERATIONS}, 3 with --quick)",
     )
+    p.add_argument(
+        "--throughput-seconds",
+        type=float,
+        default=None,
+        help=f"seconds per measured throughput round (default {DEFAULT_THROUGHPUT_SECONDS:g}, 1 with --quick)",
+    )
+    p.add_argument(
+        "--throughput-repeats",
+        type=int,
+        default=None,
+        help=f"measured throughput rounds per side and number of callers (default {DEFAULT_THROUGHPUT_REPEATS}, 1 with --quick)",
+    )
     p.add_argument("--command", default=None, help="how the benchmark was started, for the report's header")
     p.add_argument("--e2e", type=Path, default=ROOT / "e2e", help="the directory scripts/setup-e2e.sh installed into")
     a = p.parse_args()
@@ -721,8 +772,14 @@ def parse_args() -> argparse.Namespace:
         a.kills = 1 if a.quick else DEFAULT_KILLS
     if a.latency_iterations is None:
         a.latency_iterations = 3 if a.quick else DEFAULT_LATENCY_ITERATIONS
-    if min(a.iterations, a.kills, a.latency_iterations) < 1:
-        p.error("--iterations, --kills and --latency-iterations must be at least 1")
+    if a.throughput_seconds is None:
+        a.throughput_seconds = 1.0 if a.quick else DEFAULT_THROUGHPUT_SECONDS
+    if a.throughput_repeats is None:
+        a.throughput_repeats = 1 if a.quick else DEFAULT_THROUGHPUT_REPEATS
+    if min(a.iterations, a.kills, a.latency_iterations, a.throughput_repeats) < 1:
+        p.error("--iterations, --kills, --latency-iterations and --throughput-repeats must be at least 1")
+    if a.throughput_seconds <= 0:
+        p.error("--throughput-seconds must be more than 0")
     a.mcpx = a.mcpx.resolve()
     if not os.access(a.mcpx, os.X_OK):
         p.error(f"{a.mcpx} is not an executable file (build it first: cargo build --release -p mcpx)")
@@ -758,6 +815,7 @@ def main() -> int:
     try:
         rows, server_info = run_rows(args, mcpx, direct)
         sup = run_supervisor_rows(args, tmp, registry)
+        tput = run_throughput(args, tmp, registry)
     except BenchError as e:
         failed = True
         print(f"bench: error: {e}", file=sys.stderr)
@@ -796,7 +854,7 @@ def main() -> int:
         f"over {time.monotonic() - started:.0f} s",
         "python": sys.version.split()[0],
     }
-    text = report(args, rows, sup, info)
+    text = report(args, rows, sup, tput, info)
     if args.quick and args.output is None:
         fd, name = tempfile.mkstemp(prefix="mcpx-bench-", suffix=".md")
         os.close(fd)
@@ -809,10 +867,14 @@ def main() -> int:
     print()
     print("\n".join(supervisor_summary(sup)))
     print()
+    print()
+    print("\n".join(throughput_summary(tput)))
+    print()
     for n, row in enumerate(rows, 1):
         print(f"{n}. {row.title}")
         print("\n".join(row_table(row)))
     print("\n".join(supervisor_sections(len(rows) + 1, sup, args.kills)))
+    print("\n".join(throughput_section(len(rows) + 4, tput)))
     print(f"bench: wrote {out}")
     return 0
 
@@ -1360,6 +1422,536 @@ def supervisor_sections(first: int, sup: SupResults, kills: int) -> list[str]:
         *memory_section(first + 1, sup),
         *latency_section(first + 2, sup),
     ]
+
+
+# --- throughput on one shared instance ------------------------------------------------------
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """HTTP/1.1 to the daemon's control socket (a unix socket); keep-alive, as http.client does."""
+
+    def __init__(self, socket_path: str) -> None:
+        super().__init__("localhost", timeout=STEP_TIMEOUT)
+        self.socket_path = socket_path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self.socket_path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+def jsonrpc_line(msg: dict) -> bytes:
+    return json.dumps(msg, separators=(",", ":")).encode()
+
+
+def echo_request(id_: int, tool: str, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": tool, "arguments": {"message": message}}}
+
+
+def check_echo(what: str, msg: dict, id_: int, message: str) -> None:
+    """`msg` must be the response to request `id_`: an echo result whose text is `message`."""
+    res = msg.get("result")
+    content = res.get("content") if isinstance(res, dict) else None
+    texts = [c.get("text") for c in content or [] if isinstance(c, dict) and c.get("type") == "text"]
+    if msg.get("id") != id_ or res.get("isError") or texts != [message]:
+        raise BenchError(f"{what}: expected the echo {message!r} to request {id_}, got {json.dumps(msg)[:300]}")
+
+
+class McpHttp:
+    """One MCP client of the daemon's endpoint: streamable HTTP, POST /mcp, plain JSON answers."""
+
+    HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
+
+    def __init__(self, conn: UnixHTTPConnection, session: str | None = None) -> None:
+        self.conn = conn
+        self.session = session
+
+    def post(self, msg: dict, what: str) -> tuple[int, dict | None]:
+        """(HTTP status, the JSON answer or None for an empty body)."""
+        headers = dict(self.HEADERS)
+        if self.session is not None:
+            headers["Mcp-Session-Id"] = self.session
+        self.conn.request("POST", "/mcp", body=jsonrpc_line(msg), headers=headers)
+        resp = self.conn.getresponse()
+        body = resp.read()
+        if self.session is None and resp.status == 200:
+            self.session = resp.getheader("Mcp-Session-Id")
+        if not body.strip():
+            return resp.status, None
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            raise BenchError(f"{what}: HTTP {resp.status} with a body that is not JSON: {body[:300]!r}")
+        return resp.status, answer
+
+    def request(self, msg: dict, what: str) -> dict:
+        status, answer = self.post(msg, what)
+        if status != 200 or not isinstance(answer, dict) or "error" in answer or not isinstance(answer.get("result"), dict):
+            raise BenchError(f"{what}: HTTP {status}: {json.dumps(answer)[:300]}")
+        return answer["result"]
+
+
+@dataclass
+class Round:
+    """One timed round: `callers` callers issuing calls back to back for the round's duration."""
+
+    calls: int
+    seconds: float  # from the start until the last caller's last answer
+    latencies: list[float]  # seconds per call, every call
+    cpu: dict[str, float]  # seconds of CPU time in the round, per process ("client", "daemon", ...)
+
+    @property
+    def rate(self) -> float:
+        return self.calls / self.seconds
+
+
+@dataclass
+class TputCase:
+    callers: int
+    daemon: list[Round] = field(default_factory=list)
+    direct: list[Round] = field(default_factory=list)
+
+
+@dataclass
+class TputResults:
+    cases: list[TputCase]
+    seconds: float  # per round
+    repeats: int
+    server_pid: int  # of the daemon's instance, unchanged throughout
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads), from /proc/PID/stat."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError as e:
+        raise BenchError(f"cannot read the CPU time of pid {pid}: {e}")
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_now(pids: dict[str, int]) -> dict[str, float]:
+    t = os.times()
+    return {"client": t.user + t.system, **{name: cpu_seconds(pid) for name, pid in pids.items()}}
+
+
+def cpu_spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: after[k] - before[k] for k in before}
+
+
+def run_callers(callers: int, seconds: float, caller) -> tuple[int, float, list[float]]:
+    """Runs `caller(i, end, latencies)` in `callers` threads, all released at once; each issues calls
+    until `end` and returns how many it completed. Returns (calls, seconds, latencies)."""
+    start = [0.0]
+    ready = threading.Barrier(callers, action=lambda: start.__setitem__(0, time.perf_counter()))
+    counts = [0] * callers
+    finished = [0.0] * callers
+    lats: list[list[float]] = [[] for _ in range(callers)]
+    errors: list[BaseException] = []
+
+    def body(i: int) -> None:
+        try:
+            ready.wait(timeout=STEP_TIMEOUT)
+            counts[i] = caller(i, start[0] + seconds, lats[i])
+            finished[i] = time.perf_counter()
+        except BaseException as e:  # noqa: BLE001: reported below
+            errors.append(e)
+            ready.abort()
+
+    threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(callers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(seconds + 2 * STEP_TIMEOUT)
+    if any(t.is_alive() for t in threads):
+        raise BenchError(f"{callers} callers: a caller did not finish within {seconds + 2 * STEP_TIMEOUT:.0f}s")
+    if errors:
+        e = next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
+        if isinstance(e, BenchError):
+            raise e
+        raise BenchError(f"{callers} callers: {type(e).__name__}: {e}")
+    return sum(counts), max(finished) - start[0], [x for per in lats for x in per]
+
+
+class DaemonLoad:
+    """N callers of the daemon's MCP endpoint, each with its own MCP session and, in each round,
+    its own persistent (keep-alive) connection to the control socket."""
+
+    def __init__(self, mcpx: Mcpx, tool: str, max_callers: int) -> None:
+        self.sock = str(Path(mcpx.env["MCPX_RUNTIME_DIR"]) / "daemon.sock")
+        self.tool = tool
+        self.sessions: list[str] = []
+        self.next_id = [2] * max_callers  # request ids, per session
+        conn = UnixHTTPConnection(self.sock)
+        try:
+            for i in range(max_callers):
+                client = McpHttp(conn)
+                init = client.request(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "initialize",
+                        "params": {"protocolVersion": PROTOCOL_VERSION, "capabilities": CLIENT_CAPABILITIES, "clientInfo": CLIENT_INFO},
+                    },
+                    "initialize (daemon endpoint)",
+                )
+                if not client.session or not isinstance(init.get("serverInfo"), dict):
+                    raise BenchError(f"initialize (daemon endpoint): no session or serverInfo: {json.dumps(init)[:300]}")
+                status, _ = client.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, "notifications/initialized")
+                if status != 202:
+                    raise BenchError(f"notifications/initialized (daemon endpoint): HTTP {status}, not 202")
+                # The session maps exposed tool names back to servers from its own listing.
+                tools = client.request({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, "tools/list (daemon endpoint)")
+                names = [t.get("name") for t in tools.get("tools", []) if isinstance(t, dict)]
+                if tool not in names:
+                    raise BenchError(f"tools/list (daemon endpoint): no `{tool}` among {names}")
+                self.sessions.append(client.session)
+        finally:
+            conn.close()
+        if len(set(self.sessions)) != max_callers:
+            raise BenchError(f"the daemon endpoint gave {len(set(self.sessions))} distinct sessions to {max_callers} initializes")
+
+    def round(self, callers: int, seconds: float, pids: dict[str, int]) -> Round:
+        conns = [UnixHTTPConnection(self.sock) for _ in range(callers)]
+        try:
+            for c in conns:
+                c.connect()
+
+            def caller(i: int, end: float, lat: list[float]) -> int:
+                client = McpHttp(conns[i], self.sessions[i])
+                n = 0
+                while True:
+                    t0 = time.perf_counter()
+                    if t0 >= end:
+                        return n
+                    id_ = self.next_id[i] = self.next_id[i] + 1
+                    message = f"c{i}-{id_}"
+                    status, answer = client.post(echo_request(id_, self.tool, message), "tools/call (daemon endpoint)")
+                    lat.append(time.perf_counter() - t0)
+                    if status != 200 or not isinstance(answer, dict):
+                        raise BenchError(f"tools/call (daemon endpoint): HTTP {status}: {json.dumps(answer)[:300]}")
+                    check_echo("tools/call (daemon endpoint)", answer, id_, message)
+                    n += 1
+
+            before = cpu_now(pids)
+            calls, elapsed, lats = run_callers(callers, seconds, caller)
+            cpu = cpu_spent(before, cpu_now(pids))
+        finally:
+            for c in conns:
+                c.close()
+        return Round(calls, elapsed, lats, cpu)
+
+    def close(self) -> None:
+        conn = UnixHTTPConnection(self.sock)
+        try:
+            for s in self.sessions:
+                conn.request("DELETE", "/mcp", headers={"Mcp-Session-Id": s})
+                resp = conn.getresponse()
+                resp.read()
+                if resp.status != 204:
+                    raise BenchError(f"DELETE /mcp (session {s}): HTTP {resp.status}, not 204")
+        finally:
+            conn.close()
+
+
+class DirectLoad:
+    """The same load sent straight to one server process over its stdio: a writer sends the
+    callers' requests (distinct ids), a reader thread matches the answers by id and hands each
+    caller back to the writer for its next call, so at most N are in flight."""
+
+    def __init__(self, command: list[str], stderr_path: Path) -> None:
+        self.stderr_path = stderr_path
+        self.err = open(stderr_path, "wb")
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err)
+        self.fd = self.proc.stdin.fileno()
+        self.reader = LineReader(self.proc.stdout.fileno())
+        self.next_id = 1
+        try:
+            params = {"protocolVersion": PROTOCOL_VERSION, "capabilities": CLIENT_CAPABILITIES, "clientInfo": CLIENT_INFO}
+            init = self._request("initialize", params)
+            if not isinstance(init.get("serverInfo"), dict):
+                raise BenchError(f"initialize (direct): not an initialize result: {json.dumps(init)[:300]}")
+            os.write(self.fd, jsonrpc_line({"jsonrpc": "2.0", "method": "notifications/initialized"}) + b"\n")
+        except BaseException:
+            self.proc.kill()
+            self.close()
+            raise
+
+    def _request(self, method: str, params: dict) -> dict:
+        id_ = self.next_id
+        self.next_id += 1
+        os.write(self.fd, jsonrpc_line({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}) + b"\n")
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while True:
+            got = self.reader.message(deadline, method)
+            if got is None:
+                raise BenchError(f"{method} (direct): the server closed stdout{self._stderr_tail()}")
+            if "method" not in got:
+                break
+        if got.get("id") != id_ or not isinstance(got.get("result"), dict):
+            raise BenchError(f"{method} (direct): {json.dumps(got)[:300]}")
+        return got["result"]
+
+    def _stderr_tail(self) -> str:
+        try:
+            tail = self.stderr_path.read_text(errors="replace")[-2000:].strip()
+        except OSError:
+            return ""
+        return f"\n--- server stderr ---\n{tail}" if tail else ""
+
+    def round(self, callers: int, seconds: float) -> Round:
+        todo: queue.SimpleQueue = queue.SimpleQueue()  # callers whose next call is due; None: the end
+        outstanding: dict[int, tuple[int, str, float]] = {}  # id -> (caller, message, sent at)
+        lats: list[float] = []
+        errors: list[BaseException] = []
+        last = [0.0]
+        pids = {"server": self.proc.pid}
+        start = time.perf_counter()
+        end = start + seconds
+
+        def read() -> None:
+            try:
+                done = 0
+                while done < callers:
+                    got = self.reader.message(time.monotonic() + STEP_TIMEOUT, "tools/call (direct)")
+                    if got is None:
+                        raise BenchError(f"tools/call (direct): the server closed stdout{self._stderr_tail()}")
+                    if "method" in got:
+                        continue  # a notification
+                    t1 = time.perf_counter()
+                    entry = outstanding.pop(got.get("id"), None)
+                    if entry is None:
+                        raise BenchError(f"tools/call (direct): an answer to no outstanding request: {json.dumps(got)[:300]}")
+                    caller, message, t0 = entry
+                    check_echo("tools/call (direct)", got, got["id"], message)
+                    lats.append(t1 - t0)
+                    if t1 < end:
+                        todo.put(caller)
+                    else:
+                        done += 1
+                        last[0] = t1
+            except BaseException as e:  # noqa: BLE001: reported below
+                errors.append(e)
+            todo.put(None)
+
+        before = cpu_now(pids)
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        for c in range(callers):
+            todo.put(c)
+        try:
+            while (c := todo.get()) is not None:
+                id_ = self.next_id
+                self.next_id += 1
+                message = f"c{c}-{id_}"
+                outstanding[id_] = (c, message, time.perf_counter())
+                os.write(self.fd, jsonrpc_line(echo_request(id_, "echo", message)) + b"\n")
+        except OSError as e:  # a broken pipe: the server is gone
+            raise BenchError(f"tools/call (direct): writing to the server: {e}{self._stderr_tail()}")
+        reader.join(STEP_TIMEOUT)
+        cpu = cpu_spent(before, cpu_now(pids))
+        if errors:
+            e = errors[0]
+            raise e if isinstance(e, BenchError) else BenchError(f"tools/call (direct): {type(e).__name__}: {e}")
+        return Round(len(lats), last[0] - start, lats, cpu)
+
+    def close(self) -> None:
+        """Closes the server's stdin and waits for it to exit (kills it if it does not)."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            code = self.proc.wait(timeout=STEP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise BenchError(f"direct: the fake server did not exit within {STEP_TIMEOUT:.0f}s of stdin closing")
+        finally:
+            self.proc.stdout.close()
+            self.err.close()
+        if code != 0:
+            raise BenchError(f"direct: the fake server exited with status {code}{self._stderr_tail()}")
+
+
+def run_throughput(args, tmp: Path, registry: list) -> TputResults:
+    fake = args.fake_server
+    m = private_mcpx(args.mcpx, tmp / "t", {"fake": fake_entry(fake)}, registry)
+    m.checked(("refresh",), lambda out: "fake: refreshed" in out, "fake was not refreshed")
+
+    def instance() -> tuple[int, int, int]:
+        status = m.status()
+        insts = status.get("instances", [])
+        if len(insts) != 1 or insts[0].get("server") != "fake" or insts[0].get("state") != "running":
+            raise BenchError(f"throughput: not one running fake instance: {json.dumps(insts)[:500]}")
+        pid, sup = insts[0].get("pid"), insts[0].get("supervisor_pid")
+        if not isinstance(pid, int) or not isinstance(sup, int):
+            raise BenchError(f"throughput: the fake instance has no pid or supervisor pid: {json.dumps(insts[0])[:300]}")
+        m.track(pid, sup)
+        return m.daemon_pid(), sup, pid
+
+    before = instance()
+    daemon_pid, sup_pid, server_pid = before
+    pids = {"daemon": daemon_pid, "supervisor": sup_pid, "server": server_pid}
+    callers = THROUGHPUT_CALLERS
+    load = DaemonLoad(m, "fake__echo", max(callers))
+    direct = DirectLoad([str(fake)], tmp / "tput-direct-stderr.log")
+    cases = [TputCase(n) for n in callers]
+    try:
+        log(
+            f"throughput: {len(callers)} caller counts ({', '.join(map(str, callers))}), each {WARMUP} warm-up rounds of "
+            f"{THROUGHPUT_WARMUP_SECONDS:g}s and {args.throughput_repeats} measured round"
+            f"{'s' if args.throughput_repeats > 1 else ''} of {args.throughput_seconds:g}s of the daemon and the direct client in turn"
+        )
+        for case in cases:
+            for _ in range(WARMUP):
+                load.round(case.callers, THROUGHPUT_WARMUP_SECONDS, pids)
+                direct.round(case.callers, THROUGHPUT_WARMUP_SECONDS)
+            for _ in range(args.throughput_repeats):
+                case.daemon.append(load.round(case.callers, args.throughput_seconds, pids))
+                case.direct.append(direct.round(case.callers, args.throughput_seconds))
+            d, s = statistics.median(r.rate for r in case.daemon), statistics.median(r.rate for r in case.direct)
+            log(f"throughput: {case.callers} caller{'s' if case.callers > 1 else ''}: {d:.0f} calls/s through the daemon, {s:.0f} direct")
+    finally:
+        direct.close()
+    load.close()
+    after = instance()
+    if after != before:
+        raise BenchError(f"throughput: the daemon, supervisor or server changed during the rounds (pids {before} -> {after})")
+    return TputResults(cases, args.throughput_seconds, args.throughput_repeats, server_pid)
+
+
+# --- the throughput report ------------------------------------------------------------------
+
+
+def rate(rounds: list[Round]) -> float:
+    return statistics.median(r.rate for r in rounds)
+
+
+def calls_s(v: float) -> str:
+    return f"{v:,.0f}"
+
+
+def all_latencies(rounds: list[Round]) -> list[float]:
+    return [x for r in rounds for x in r.latencies]
+
+
+def cpu_per_call(rounds: list[Round], name: str) -> float:
+    """Seconds of CPU time of process `name` per completed call, over every round."""
+    return sum(r.cpu[name] for r in rounds) / sum(r.calls for r in rounds)
+
+
+def us(seconds: float) -> str:
+    return f"{seconds * 1e6:.0f} µs"
+
+
+def tput_ratio(daemon: float, direct: float) -> str:
+    r = daemon / direct
+    return f"{r:.2f}x" + (f" (direct {direct / daemon:.1f}x as many)" if r < 1 else "")
+
+
+def throughput_summary(t: TputResults) -> list[str]:
+    lines = [
+        "| concurrent callers | through the daemon | direct | daemon / direct | latency through the daemon | latency direct |",
+        "| ---: | ---: | ---: | --- | ---: | ---: |",
+    ]
+    for c in t.cases:
+        d, s = rate(c.daemon), rate(c.direct)
+        lines.append(
+            f"| {c.callers} | {calls_s(d)} calls/s | {calls_s(s)} calls/s | **{tput_ratio(d, s)}** "
+            f"| {ms(statistics.median(all_latencies(c.daemon)))} | {ms(statistics.median(all_latencies(c.direct)))} |"
+        )
+    return lines
+
+
+def throughput_section(n: int, t: TputResults) -> list[str]:
+    lines = [
+        f"## {n}. Throughput: concurrent calls on one shared instance",
+        "",
+        "How many `tools/call` per second one instance of a server serves through the daemon, with 1, 8 and 64 "
+        "callers at once, against the same load sent straight to the server. The server is the fake server "
+        "(its `echo` tool answers at once), so what the numbers show is the path, not the server.",
+        "",
+        "- *Through the daemon*: one private mcpx with the fake server as `fake` (supervised, and by default "
+        "`global` scope and `shared`, so one instance serves every caller; it is started before the rounds, and "
+        "its pid, its supervisor's and the daemon's are checked to be the same after them). The callers are threads of the benchmark "
+        "(Python, `http.client`) speaking MCP to the daemon's endpoint: streamable HTTP, `POST /mcp` on the "
+        "control socket `$MCPX_RUNTIME_DIR/daemon.sock`, with `Accept: application/json` (plain JSON answers). "
+        "Each caller has its own MCP session (`initialize`, whose `Mcp-Session-Id` every later POST carries, "
+        "`notifications/initialized`, `tools/list` once, before the rounds) and in each round its own "
+        "keep-alive connection, and calls `fake__echo` back to back: client -> daemon -> supervisor -> "
+        "server and back.",
+        "- *Direct*: the same callers against one fake server process that the benchmark started itself, over "
+        "its stdin and stdout: a writer thread sends each caller's next `tools/call echo` (with its own id) "
+        "as soon as its previous answer is in, a reader thread matches the answers to the callers by id; so "
+        "at most N calls are in flight, as through the daemon.",
+        "",
+        f"Every call sends its own message (`c<caller>-<id>`) and every answer is checked: its id, and its text "
+        f"equal to that message. A round lasts {t.seconds:g} s: each caller starts calls until then, and the "
+        "round's rate is the calls completed over the time from its start to the last answer. For each number "
+        f"of callers, {WARMUP} untimed warm-up rounds of {THROUGHPUT_WARMUP_SECONDS:g} s of each side, then "
+        + (
+            f"{t.repeats} measured rounds of each, in turn daemon then direct; the rates below are the medians of "
+            f"the {t.repeats} rounds (with their lowest and highest). "
+            if t.repeats > 1
+            else "1 measured round of each, daemon then direct. "
+        )
+        + "A call's latency is the time from just before "
+        "its request is sent until its answer has been read, over every call of the measured rounds.",
+        "",
+        "| callers | path | calls/s (median) | lowest, highest round | calls | latency median | latency p90 |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for c in t.cases:
+        for label, rounds in (("through the daemon", c.daemon), ("direct", c.direct)):
+            rates = [r.rate for r in rounds]
+            lat = all_latencies(rounds)
+            lines.append(
+                f"| {c.callers} | {label} | {calls_s(rate(rounds))} | {calls_s(min(rates))}, {calls_s(max(rates))} "
+                f"| {sum(r.calls for r in rounds):,} | {ms(statistics.median(lat))} | {ms(percentile(lat, 90))} |"
+            )
+    lines.append("")
+    for c in t.cases:
+        d, s = rate(c.daemon), rate(c.direct)
+        lines += [
+            f"With {c.callers} caller{'s' if c.callers > 1 else ''}, the daemon serves **{calls_s(d)} calls/s, "
+            f"{d / s:.2f}x** the direct throughput (daemon median / direct median = {calls_s(d)} / {calls_s(s)} "
+            f"= {d / s:.2f}).",
+            "",
+        ]
+    lines += [
+        "Every process runs on the same machine: the benchmark's callers, the daemon, the supervisor and the "
+        "server share its CPUs, so a path's throughput is bounded by the CPU time a call costs all of them "
+        "together. That time per call, from `/proc/PID/stat` (user + system, every thread) before and after "
+        "the measured rounds, divided by the calls completed. The client is this Python process (its threads "
+        "and `http.client`, or the writer and reader): its share is the benchmark's, not mcpx's.",
+        "",
+        "| callers | path | client (Python) | daemon | supervisor | server | all | mcpx (daemon + supervisor) |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for c in t.cases:
+        for label, rounds in (("through the daemon", c.daemon), ("direct", c.direct)):
+            per = {k: cpu_per_call(rounds, k) for k in rounds[0].cpu}
+            cells = [str(c.callers), label, us(per["client"])]
+            cells += [us(per[k]) if k in per else "-" for k in ("daemon", "supervisor", "server")]
+            cells += [us(sum(per.values())), us(per["daemon"] + per["supervisor"]) if "daemon" in per else "-"]
+            lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    for c in t.cases:
+        mcpx_cpu = cpu_per_call(c.daemon, "daemon") + cpu_per_call(c.daemon, "supervisor")
+        lines += [
+            f"With {c.callers} caller{'s' if c.callers > 1 else ''}, mcpx (daemon and supervisor) spends {us(mcpx_cpu)} "
+            f"of CPU time on a call, the server {us(cpu_per_call(c.daemon, 'server'))} (direct: "
+            f"{us(cpu_per_call(c.direct, 'server'))}), the Python client {us(cpu_per_call(c.daemon, 'client'))} "
+            f"(direct: {us(cpu_per_call(c.direct, 'client'))}).",
+            "",
+        ]
+    return lines
 
 
 if __name__ == "__main__":
