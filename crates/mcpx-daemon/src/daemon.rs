@@ -62,6 +62,11 @@ pub struct Daemon {
     pub started_at: u64,
     /// Notified when a `stop` request asks the daemon to exit.
     pub shutdown: Notify,
+    /// Recent command lookups: (command, PATH, cwd) → (when, program, identity).
+    #[allow(clippy::type_complexity)] // Reason: a private cache; a named type would only move the tuple.
+    resolved: std::sync::Mutex<
+        HashMap<(String, Option<String>, Option<PathBuf>), (Instant, PathBuf, Option<crate::config::ExeIdentity>)>,
+    >,
     /// (server, fix) pairs already logged for degraded scopes: each is said once.
     degraded: std::sync::Mutex<std::collections::HashSet<(String, &'static str)>>,
     /// Found at start: a service unit whose KillMode would kill the supervisors.
@@ -111,6 +116,7 @@ impl Daemon {
             upgrade: std::sync::Mutex::new(None),
             mcp: crate::mcp::Sessions::default(),
             degraded: std::sync::Mutex::new(std::collections::HashSet::new()),
+            resolved: std::sync::Mutex::new(HashMap::new()),
             warnings: crate::service_check::supervisor_warnings(&env_for_checks),
         });
         for w in &daemon.warnings {
@@ -172,9 +178,8 @@ impl Daemon {
             crate::config::TransportSpec::Stdio { command, .. } => command.clone(),
             crate::config::TransportSpec::Remote { url, .. } => url.clone(),
         };
-        let (fingerprint, launch) = match resolve_command(&stdio.command, path_var.as_deref(), cwd.as_deref()) {
-            Ok(program) => {
-                let identity = exe_identity(&program).ok();
+        let (fingerprint, launch) = match self.resolve_program(&stdio.command, path_var.as_deref(), cwd.as_deref()) {
+            Ok((program, identity)) => {
                 let options = &entry.options;
                 let spec = LaunchSpec {
                     identity: Identity {
@@ -204,6 +209,27 @@ impl Daemon {
             ),
         };
         Ok(Target { entry: entry.clone(), cache_key, fingerprint, launch })
+    }
+
+    /// Finds the program for `command` (like execvp) and its identity, reusing a
+    /// lookup younger than [`RESOLVE_TTL`]: every call resolves its server, and a PATH
+    /// walk costs a stat per directory.
+    fn resolve_program(
+        &self,
+        command: &str,
+        path_var: Option<&str>,
+        cwd: Option<&std::path::Path>,
+    ) -> Result<(PathBuf, Option<crate::config::ExeIdentity>), crate::config::CommandNotFound> {
+        let key = (command.to_owned(), path_var.map(str::to_owned), cwd.map(std::path::Path::to_path_buf));
+        if let Some((at, program, identity)) = lock(&self.resolved).get(&key) {
+            if at.elapsed() < RESOLVE_TTL {
+                return Ok((program.clone(), identity.clone()));
+            }
+        }
+        let program = resolve_command(command, path_var, cwd)?;
+        let identity = exe_identity(&program).ok();
+        lock(&self.resolved).insert(key, (Instant::now(), program.clone(), identity.clone()));
+        Ok((program, identity))
     }
 
     /// The pool key of `entry` for `caller`; a scope that cannot be resolved runs the
@@ -1053,6 +1079,10 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
 
 /// The largest control API request body, in bytes (1 GiB).
 pub const MAX_REQUEST_BODY: usize = 1 << 30;
+
+/// How long a command lookup is reused: a program installed or replaced on PATH is
+/// seen within this time.
+pub const RESOLVE_TTL: Duration = Duration::from_secs(2);
 
 /// How long in-flight requests may take to finish when the daemon stops or upgrades.
 pub const DRAIN: Duration = Duration::from_secs(10);
