@@ -219,7 +219,15 @@ pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiErro
         return Ok(client);
     }
     dirs.prepare().map_err(|e| ApiError::new("daemon", e.to_string()))?;
-    let env = std::env::vars_os().collect();
+    let mut env: std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString> = std::env::vars_os().collect();
+    // The daemon runs in `/`: hand it the directories as this process resolved them.
+    for (var, dir) in
+        [("MCPX_STATE_DIR", &dirs.state), ("MCPX_CACHE_DIR", &dirs.cache), ("MCPX_RUNTIME_DIR", &dirs.runtime)]
+    {
+        if env.contains_key(std::ffi::OsStr::new(var)) {
+            env.insert(var.into(), dir.into());
+        }
+    }
     let mut child = process::spawn(&SpawnSpec {
         program: exe.to_owned(),
         args: vec!["daemon".into()],

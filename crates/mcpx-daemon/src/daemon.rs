@@ -993,8 +993,8 @@ fn config_error(e: ConfigError) -> ApiError {
 
 fn server_error(server: &str, e: CallError) -> ApiError {
     let kind = match e {
-        CallError::Timeout(_) | CallError::Busy(_) => "timeout",
-        CallError::Protocol(_) | CallError::TooLarge { .. } => "protocol",
+        CallError::Timeout(_) | CallError::Busy(_) | CallError::StartTimeout(_) => "timeout",
+        CallError::Protocol(_) | CallError::TooLarge { .. } | CallError::RequestTooLarge { .. } => "protocol",
         CallError::Exited { .. } | CallError::Launch(_) | CallError::Lost(_) | CallError::Cancelled => "server",
     };
     let hint = match e {

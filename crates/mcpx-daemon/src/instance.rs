@@ -41,11 +41,24 @@ pub enum CallError {
         /// The configured limit.
         limit: usize,
     },
+    /// The request is larger than `maxMessageBytes`; it was not sent.
+    #[error(
+        "the request is {bytes} bytes, over maxMessageBytes ({limit} bytes); it was not sent (raise `maxMessageBytes` in the server's `mcpx` block if it is expected)"
+    )]
+    RequestTooLarge {
+        /// Its size.
+        bytes: usize,
+        /// The configured limit.
+        limit: usize,
+    },
     /// No answer within the deadline; a cancellation was sent to the server.
     #[error(
-        "no reply within {0:?}; the request was cancelled (raise `callTimeout` in the server's `mcpx` block or pass --timeout)"
+        "no reply within {}; the request was cancelled (raise `callTimeout` in the server's `mcpx` block or pass --timeout)", human(*.0)
     )]
     Timeout(Duration),
+    /// The server did not answer `initialize` within `startTimeout`.
+    #[error("the server did not answer initialize within {} (raise `startTimeout` in the server's `mcpx` block)", human(*.0))]
+    StartTimeout(Duration),
     /// The server answered, but not the way MCP requires.
     #[error("{0}")]
     Protocol(String),
@@ -61,6 +74,18 @@ pub enum CallError {
     /// The caller cancelled the request; the server was sent `notifications/cancelled`.
     #[error("cancelled")]
     Cancelled,
+}
+
+/// A duration as people write it: `250ms`, `1.5s`, `2m`.
+fn human(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms % 60_000 == 0 {
+        format!("{}m", ms / 60_000)
+    } else {
+        format!("{:.1}s", d.as_secs_f64()).replace(".0s", "s")
+    }
 }
 
 fn tail_suffix(tail: &str) -> String {
@@ -221,7 +246,11 @@ impl Instance {
         events: mpsc::UnboundedSender<(String, InstanceEvent)>,
     ) -> Result<Arc<Instance>, CallError> {
         let inst = Instance::new(spec, link, events);
-        match inst.initialize(start_timeout).await {
+        let initialized = inst.initialize(start_timeout).await.map_err(|e| match e {
+            CallError::Timeout(t) => CallError::StartTimeout(t),
+            other => other,
+        });
+        match initialized {
             Ok(session) => {
                 inst.running(session).await;
                 Ok(inst)
@@ -387,6 +416,10 @@ impl Instance {
         timeout: Option<Duration>,
         ctx: Arc<CallContext>,
     ) -> Result<Message, CallError> {
+        if message.as_str().len() >= self.max_message_bytes {
+            // The server would never see it (a supervisor drops it whole): fail now.
+            return Err(CallError::RequestTooLarge { bytes: message.as_str().len(), limit: self.max_message_bytes });
+        }
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed).max(1);
         let upstream = UpstreamId { epoch: self.epoch, seq }.to_json();
         let (reply_tx, reply_rx) = oneshot::channel();

@@ -83,14 +83,18 @@ impl Dirs {
                 .or_else(|| home.as_ref().map(|h| h.join(fallback).join("mcpx")))
                 .ok_or(DirError::Unset { what, var })
         };
-        let state = pick("MCPX_STATE_DIR", "XDG_STATE_HOME", ".local/state", "state")?;
-        let cache = pick("MCPX_CACHE_DIR", "XDG_CACHE_HOME", ".cache", "cache")?;
+        // The daemon runs in `/`: relative paths are made absolute against the
+        // caller's directory, so every process means the same directories.
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let absolute = |p: PathBuf| if p.is_relative() { cwd.join(p) } else { p };
+        let state = absolute(pick("MCPX_STATE_DIR", "XDG_STATE_HOME", ".local/state", "state")?);
+        let cache = absolute(pick("MCPX_CACHE_DIR", "XDG_CACHE_HOME", ".cache", "cache")?);
         let runtime =
             get("MCPX_RUNTIME_DIR").or_else(|| get("XDG_RUNTIME_DIR").map(|p| p.join("mcpx"))).unwrap_or_else(|| {
                 let tmp = get("TMPDIR").unwrap_or_else(|| PathBuf::from("/tmp"));
                 tmp.join(format!("mcpx-{}", nix::unistd::getuid()))
             });
-        Ok(Dirs { state, cache, runtime })
+        Ok(Dirs { state, cache, runtime: absolute(runtime) })
     }
 
     /// The daemon's control socket.

@@ -445,7 +445,15 @@ impl Pool {
         if let Some(inst) = taken {
             inst.terminate().await;
         }
-        lock(&self.slots).retain(|_, s| lock(&s.current).is_some() || lock(&s.failures).1.is_some());
+        // A `call` key is used once: forget its slot. (Other slots stay: one may be
+        // starting an instance right now.)
+        if inst.key.starts_with("call:") {
+            let mut slots = lock(&self.slots);
+            let key = (inst.fingerprint.clone(), inst.key.clone());
+            if slots.get(&key).is_some_and(|s| lock(&s.current).is_none() && s.starting.try_lock().is_ok()) {
+                slots.remove(&key);
+            }
+        }
         self.notify_changed();
     }
 

@@ -80,8 +80,9 @@ struct ChildProc {
     stdout: Option<ChildStdout>,
     stderr: Option<ChildStderr>,
     pidfd: Option<PidFd>,
-    /// Whole messages waiting for the child's stdin.
+    /// Whole messages waiting for the child's stdin, written from `stdin_pos`.
     stdin_queue: Vec<u8>,
+    stdin_pos: usize,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -134,6 +135,8 @@ pub struct Supervisor {
     last_epoch: u32,
     unattached_since: Option<Instant>,
     last_heartbeat: Instant,
+    /// When a stdout drop was last logged (at most one line a second).
+    last_drop_log: Option<Instant>,
     done: bool,
 }
 
@@ -169,6 +172,7 @@ impl Supervisor {
             last_epoch: 0,
             unattached_since: Some(now),
             last_heartbeat: now,
+            last_drop_log: None,
             done: false,
             req,
         };
@@ -206,6 +210,7 @@ impl Supervisor {
             stderr,
             pidfd,
             stdin_queue: Vec::new(),
+            stdin_pos: 0,
         });
         self.exit = None;
         self.exited_at = None;
@@ -251,7 +256,7 @@ impl Supervisor {
         }
         let mut has_pidfd = false;
         if let Some(child) = &self.child {
-            if let Some(s) = &child.stdout {
+            if let (Some(s), false) = (&child.stdout, self.stdout_paused()) {
                 fds.push(PollFd::new(s.as_fd(), PollFlags::POLLIN));
                 what.push(Event::Stdout);
             }
@@ -259,7 +264,7 @@ impl Supervisor {
                 fds.push(PollFd::new(s.as_fd(), PollFlags::POLLIN));
                 what.push(Event::Stderr);
             }
-            if let (Some(s), false) = (&child.stdin, child.stdin_queue.is_empty()) {
+            if let (Some(s), true) = (&child.stdin, child.stdin_pos < child.stdin_queue.len()) {
                 fds.push(PollFd::new(s.as_fd(), PollFlags::POLLOUT));
                 what.push(Event::StdinWritable);
             }
@@ -504,6 +509,7 @@ impl Supervisor {
                 if let Some(c) = self.child.as_mut() {
                     c.stdin = None;
                     c.stdin_queue.clear();
+                    c.stdin_pos = 0;
                 }
             }
             Kind::Signal => {
@@ -575,12 +581,22 @@ impl Supervisor {
                 }
                 Ok(n) => {
                     let dropped = self.stdout.push(&buf[..n]);
-                    if dropped > 0 {
-                        log!("stdout buffer full: dropped {dropped} bytes ({} in all)", self.stdout.dropped);
+                    if dropped > 0 && self.last_drop_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                        // At most a line a second: a flooding server must not flood the log.
+                        self.last_drop_log = Some(Instant::now());
+                        log!(
+                            "stdout buffer full while no daemon is attached: {} bytes dropped so far",
+                            self.stdout.dropped
+                        );
                     }
                     // Hand it on as soon as possible, so the buffer only fills while
                     // no daemon is attached.
                     self.pump();
+                    if self.stdout_paused() {
+                        // The attached daemon is behind: leave the rest in the pipe
+                        // (the server waits) rather than drop what a daemon will read.
+                        return;
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -627,22 +643,30 @@ impl Supervisor {
         let Some(child) = self.child.as_mut() else { return };
         let Some(stdin) = child.stdin.as_mut() else {
             child.stdin_queue.clear();
+            child.stdin_pos = 0;
             return;
         };
-        while !child.stdin_queue.is_empty() {
-            match stdin.write(&child.stdin_queue) {
-                Ok(n) => {
-                    child.stdin_queue.drain(..n);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+        while child.stdin_pos < child.stdin_queue.len() {
+            match stdin.write(&child.stdin_queue[child.stdin_pos..]) {
+                Ok(n) => child.stdin_pos += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
                     log!("writing the child's stdin failed: {e}");
                     child.stdin = None;
                     child.stdin_queue.clear();
+                    child.stdin_pos = 0;
                     return;
                 }
             }
+        }
+        // Written bytes leave the queue in one move, not one per write.
+        if child.stdin_pos == child.stdin_queue.len() {
+            child.stdin_queue.clear();
+            child.stdin_pos = 0;
+        } else if child.stdin_pos > (1 << 20) {
+            child.stdin_queue.drain(..child.stdin_pos);
+            child.stdin_pos = 0;
         }
     }
 
@@ -668,6 +692,7 @@ impl Supervisor {
         child.pidfd = None;
         child.stdin = None;
         child.stdin_queue.clear();
+        child.stdin_pos = 0;
         self.exit = Some(ExitStatus { code, signal, at });
         self.exited_at = Some(Instant::now());
         log!("child {pgid} exited (code {code:?}, signal {signal:?})");
@@ -723,6 +748,7 @@ impl Supervisor {
         if let Some(c) = self.child.as_mut() {
             c.stdin = None;
             c.stdin_queue.clear();
+            c.stdin_pos = 0;
         }
         self.stopping = Some(Stopping { phase: 0, deadline: Instant::now() + CLOSE_GRACE, then });
     }
@@ -795,6 +821,14 @@ impl Supervisor {
                 self.done = true;
             }
         }
+    }
+
+    /// Whether to stop reading the child's stdout for now: a daemon is attached but
+    /// has not taken what is already buffered. Flow control, not loss: only output
+    /// with no daemon attached is ever dropped.
+    fn stdout_paused(&self) -> bool {
+        let attached = self.conns.iter().find(|c| matches!(c.state, ConnState::Attached(_)) && !c.closed);
+        attached.is_some_and(|c| c.out.len() >= CONN_HIGH_WATER || self.stdout.len() >= self.stdout.capacity() / 2)
     }
 
     fn stdout_drained(&self) -> bool {

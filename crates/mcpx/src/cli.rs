@@ -153,6 +153,9 @@ pub fn main() -> i32 {
         // Before any runtime or thread: the supervisor forks.
         return mcpx_supervisor::main();
     }
+    // A closed output pipe (`mcpx ls | head`) ends the command quietly, as in other
+    // shell tools. The daemon and supervisors keep SIGPIPE ignored.
+    let _ = mcpx_platform::default_sigpipe();
     if let Command::Daemon = cli.command {
         return match crate::foreground::run() {
             Ok(()) => 0,

@@ -286,10 +286,14 @@ impl StdoutParser {
                             continue;
                         }
                         Err(e) => {
-                            self.info.skipped_lines.fetch_add(1, Ordering::Relaxed);
+                            let skipped = self.info.skipped_lines.fetch_add(1, Ordering::Relaxed) + 1;
                             self.info.dropped_bytes.fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
-                            let shown = String::from_utf8_lossy(&line[..line.len().min(LOG_LINE_MAX)]).into_owned();
-                            tracing::warn!(server = %self.server, error = %e, line = %shown, "skipped a stdout line that is not a JSON-RPC message");
+                            // The first lines, then one in 10,000 (with the count): a
+                            // server flooding stdout must not flood the log.
+                            if skipped <= 10 || skipped % 10_000 == 0 {
+                                let shown = String::from_utf8_lossy(&line[..line.len().min(LOG_LINE_MAX)]).into_owned();
+                                tracing::warn!(server = %self.server, error = %e, line = %shown, skipped, "skipped a stdout line that is not a JSON-RPC message");
+                            }
                             continue;
                         }
                     }
@@ -313,11 +317,13 @@ pub(crate) struct StderrSink {
     info: std::sync::Arc<LinkInfo>,
     server: String,
     line: Vec<u8>,
+    /// Lines seen, for rate-limiting the log.
+    lines: u64,
 }
 
 impl StderrSink {
     pub(crate) fn new(info: std::sync::Arc<LinkInfo>, server: String) -> StderrSink {
-        StderrSink { info, server, line: Vec::new() }
+        StderrSink { info, server, line: Vec::new(), lines: 0 }
     }
 
     pub(crate) fn push(&mut self, bytes: &[u8]) {
@@ -335,7 +341,11 @@ impl StderrSink {
 
     pub(crate) fn flush(&mut self) {
         if !self.line.is_empty() {
-            tracing::info!(server = %self.server, "stderr: {}", String::from_utf8_lossy(&self.line));
+            self.lines += 1;
+            // The first 1,000 lines, then one in 1,000: all of it stays in the ring.
+            if self.lines <= 1000 || self.lines % 1000 == 0 {
+                tracing::info!(server = %self.server, "stderr: {}", String::from_utf8_lossy(&self.line));
+            }
             self.line.clear();
         }
     }

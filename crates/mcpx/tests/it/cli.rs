@@ -295,3 +295,58 @@ fn service_install_writes_a_unit_that_spares_the_supervisors() {
     let printed = w.run(&["service", "install", "--print"]).ok();
     assert!(printed.contains("KillMode=process"));
 }
+
+/// Replies far over the supervisor's buffer arrive whole while a daemon is attached
+/// (flow control, not loss); a request over maxMessageBytes fails at once with a
+/// size error; a closed output pipe ends the CLI quietly (SIGPIPE, no panic).
+#[test]
+fn big_replies_oversize_requests_and_closed_pipes() {
+    let w = World::new(json!({ "fake": { "command": fake_server(), "mcpx": { "maxMessageBytes": "16MiB" } } }));
+    let run = w.run(&["call", "fake.big", r#"{"line_bytes":12000000}"#, "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.json()["content"][0]["text"].as_str().unwrap().len() > 11_000_000);
+    assert!(w.instance("fake").unwrap()["dropped_bytes"] == 0);
+
+    let big = json!({ "message": "z".repeat(17 << 20) }).to_string();
+    let mut cmd = w.command();
+    cmd.args(["call", "fake.echo", "-", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(big.as_bytes()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let error: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(error["error"]["message"].as_str().unwrap().contains("it was not sent"), "{error}");
+
+    let script = format!(
+        "'{}' call fake.big '{{\"line_bytes\":2000000}}' | head -c 10 >/dev/null",
+        crate::harness::mcpx_bin().display()
+    );
+    #[allow(clippy::disallowed_methods)] // Reason: a shell pipe that closes early.
+    let piped = std::process::Command::new("/bin/bash")
+        .args(["-c", &format!("{script}; echo ${{PIPESTATUS[0]}}")])
+        .envs(w.launcher().command().get_envs().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))))
+        .current_dir(w.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&piped.stdout).trim(), "141", "{}", String::from_utf8_lossy(&piped.stderr));
+    assert!(!String::from_utf8_lossy(&piped.stderr).contains("panicked"));
+}
+
+#[test]
+fn relative_directories_mean_the_same_for_cli_and_daemon() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let run = w.run_with(&["call", "fake.echo", r#"{"message":"rel"}"#], |c| {
+        c.env("MCPX_STATE_DIR", "rel-state").env("MCPX_CACHE_DIR", "rel-cache").env("MCPX_RUNTIME_DIR", "rel-run");
+    });
+    assert_eq!(run.ok(), "rel\n");
+    assert!(w.path("rel-run/daemon.sock").exists());
+    assert!(w.path("rel-state/daemon.log").exists());
+    let _ = w.run_with(&["stop", "--all"], |c| {
+        c.env("MCPX_STATE_DIR", "rel-state").env("MCPX_CACHE_DIR", "rel-cache").env("MCPX_RUNTIME_DIR", "rel-run");
+    });
+}

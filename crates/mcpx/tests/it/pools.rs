@@ -310,3 +310,24 @@ fn min_starts_with_the_daemon_and_is_never_reaped() {
     std::thread::sleep(Duration::from_millis(2500));
     assert_eq!(pids(&w, "fake"), [pid], "a min instance was reaped");
 }
+
+/// `call`-scoped instances under concurrency: every one is stopped after its call,
+/// none is left behind (nor its supervisor).
+#[test]
+fn call_scoped_instances_never_leak() {
+    let w = World::new(json!({ "fake": { "command": fake_server(), "mcpx": { "scope": "call" } } }));
+    for _ in 0..3 {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let mut cmd = w.launcher().command();
+                cmd.args(["call", "fake.pid", "{}"]);
+                std::thread::spawn(move || cmd.output().unwrap())
+            })
+            .collect();
+        for h in handles {
+            assert!(h.join().unwrap().status.success());
+        }
+    }
+    wait_until("every call's instance and supervisor are gone", Duration::from_secs(20), || w.sup_files().is_empty());
+    assert!(pids(&w, "fake").is_empty());
+}
