@@ -756,6 +756,31 @@ impl Daemon {
                 format!("cannot upgrade to {}: not an executable file", binary.display()),
             ));
         }
+        // Only an mcpx binary may replace the daemon: ask it.
+        let probe = crate::process::SpawnSpec {
+            program: binary.clone(),
+            args: vec!["--version".into()],
+            env: std::env::vars_os().collect(),
+            cwd: None,
+            piped: true,
+            detach: crate::process::Detach::Inherit,
+        };
+        let version =
+            mcpx_platform::process::command(&probe).output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+        match version {
+            Ok(v) if v.starts_with("mcpx ") => {}
+            Ok(v) => {
+                return Err(ApiError::new(
+                    "usage",
+                    format!(
+                        "{} is not an mcpx binary (`--version` said {:?}); the daemon keeps running",
+                        binary.display(),
+                        v.lines().next().unwrap_or_default()
+                    ),
+                ));
+            }
+            Err(e) => return Err(ApiError::new("usage", format!("cannot run {}: {e}", binary.display()))),
+        }
         tracing::info!(binary = %binary.display(), "upgrade requested: draining");
         *lock(&self.upgrade) = Some(binary.clone());
         self.shutdown.notify_one();
@@ -947,7 +972,12 @@ fn split_target(config: &ResolvedConfig, req: &Request) -> Result<(String, Strin
         Some(name) => Ok((name.clone(), target[name.len() + 1..].to_owned())),
         None => {
             let server = target.split_once('.').map_or(target, |(s, _)| s);
-            if target.contains('.') {
+            if let Some(name) = target.strip_suffix('.').filter(|n| config.servers.contains_key(*n)) {
+                Err(ApiError::new(
+                    "usage",
+                    format!("name a tool after the dot: `mcpx call {name}.<tool>` (see `mcpx tools {name}`)"),
+                ))
+            } else if target.contains('.') {
                 Err(unknown_server(config, server))
             } else {
                 Err(ApiError::new(

@@ -156,3 +156,15 @@ fn a_second_daemon_is_refused() {
     assert_eq!(run.code, 3, "{run:?}");
     assert!(run.stderr.contains("a daemon is already running"), "{}", run.stderr);
 }
+
+#[test]
+fn upgrade_refuses_a_binary_that_is_not_mcpx_and_call_needs_a_tool_name() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    w.run(&["ls"]).ok();
+    let pid = w.daemon_pid();
+    let run = w.run(&["upgrade", "--binary", "/bin/true"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("is not an mcpx binary"), "{}", run.stderr);
+    assert_eq!(w.daemon_pid(), pid, "the daemon keeps running");
+    insta::assert_snapshot!("call_without_tool", fails(&w, &["call", "fake.", "{}"], 2));
+}
