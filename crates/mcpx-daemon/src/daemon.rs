@@ -890,11 +890,13 @@ async fn handle_events(daemon: std::sync::Weak<Daemon>, mut rx: mpsc::UnboundedR
             return;
         };
         match event {
-            InstanceEvent::ListChanged => {
+            InstanceEvent::ListChanged(method) => {
                 tokio::spawn(async move {
                     if let Err(e) = daemon.pool.relist(&fingerprint, Some(Duration::from_secs(60))).await {
                         tracing::warn!(fingerprint, error = %e, "re-reading a schema after list_changed failed");
                     }
+                    // Then every MCP session with a stream hears of it.
+                    daemon.mcp.broadcast(&Message::notification(&method, None));
                 });
             }
             InstanceEvent::Exited { cache_key, crash } => {

@@ -122,8 +122,8 @@ impl Session {
 /// What the instance reports to the daemon.
 #[derive(Debug, Clone)]
 pub enum InstanceEvent {
-    /// The server sent `notifications/{tools,resources,prompts}/list_changed`.
-    ListChanged,
+    /// The server sent `notifications/{tools,resources,prompts}/list_changed`; the method.
+    ListChanged(String),
     /// The server process ended (or its link was lost). `crash` holds the error when
     /// nobody asked it to stop.
     Exited {
@@ -604,7 +604,7 @@ impl Instance {
         let method = m.method().unwrap_or_default().to_owned();
         if method.ends_with("/list_changed") {
             tracing::info!(server = %self.server, method, "server changed a list; re-reading its schema");
-            let _ = events.send((self.fingerprint.clone(), InstanceEvent::ListChanged));
+            let _ = events.send((self.fingerprint.clone(), InstanceEvent::ListChanged(method)));
             return;
         }
         if method == "notifications/progress" {

@@ -12,6 +12,8 @@
 //!   first (up to its `startTimeout`); a server that fails is left out and logged.
 //! - A `tools/call` whose client accepts `text/event-stream` is answered as SSE, with
 //!   its progress notifications before the response.
+//! - One GET stream per session carries what the daemon sends on its own: a server's
+//!   `list_changed` becomes one to every session with a stream.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -56,12 +58,31 @@ pub struct McpSession {
     /// Exposed tool and prompt names of the last listing.
     tools: Mutex<NameMap>,
     prompts: Mutex<NameMap>,
+    /// The GET stream for messages the server sends on its own, while one is open.
+    stream: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
 }
 
 /// Every open MCP session of the daemon.
 #[derive(Debug, Default)]
 pub struct Sessions {
     map: Mutex<HashMap<String, Arc<McpSession>>>,
+}
+
+impl Sessions {
+    /// Sends `message` on the GET stream of every session that has one (a server's
+    /// `list_changed` becomes one to every session, which then lists again).
+    pub fn broadcast(&self, message: &Message) {
+        let sessions: Vec<Arc<McpSession>> = lock(&self.map).values().cloned().collect();
+        for s in sessions {
+            if let Some(tx) = lock(&s.stream).as_ref() {
+                let _ = tx.try_send(sse_event(message.as_str()));
+            }
+        }
+    }
+}
+
+fn sse_event(data: &str) -> Vec<u8> {
+    format!("event: message\ndata: {data}\n\n").into_bytes()
 }
 
 /// The `/mcp` routes.
@@ -94,10 +115,38 @@ async fn delete(State(d): State<Arc<Daemon>>, headers: HeaderMap) -> Response {
     }
 }
 
-/// The optional GET stream for server-initiated messages is not offered yet: 405,
-/// as the transport allows (Transports, "Listening for Messages from the Server").
-async fn get_stream() -> Response {
-    (StatusCode::METHOD_NOT_ALLOWED, "this endpoint offers no GET stream; use POST").into_response()
+/// The GET stream for messages the server sends on its own (Transports, "Listening
+/// for Messages from the Server"): one per session; a second one while the first is
+/// open is refused with 409, and the session is left as it was.
+async fn get_stream(State(d): State<Arc<Daemon>>, headers: HeaderMap) -> Response {
+    let Some(id) = session_id(&headers) else {
+        return (StatusCode::BAD_REQUEST, "Mcp-Session-Id header is required").into_response();
+    };
+    let Some(session) = lock(&d.mcp.map).get(&id).cloned() else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(64);
+    {
+        let mut stream = lock(&session.stream);
+        if stream.as_ref().is_some_and(|s| !s.is_closed()) {
+            return (StatusCode::CONFLICT, "this session already has a GET stream open").into_response();
+        }
+        *stream = Some(tx.clone());
+    }
+    // A comment line at once, so clients see the stream is open.
+    let _ = tx.try_send(b": stream open\n\n".to_vec());
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(Bytes::from(b)), rx))
+    });
+    let mut response = (
+        [(axum::http::header::CONTENT_TYPE, "text/event-stream"), (axum::http::header::CACHE_CONTROL, "no-cache")],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(SESSION_HEADER, v);
+    }
+    response
 }
 
 fn session_id(headers: &HeaderMap) -> Option<String> {
@@ -209,7 +258,14 @@ fn initialize(d: &Daemon, server: Option<String>, headers: &HeaderMap, request: 
         "serverInfo": { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") },
         "instructions": instructions,
     });
-    let session = McpSession { server, caller, version, tools: Mutex::default(), prompts: Mutex::default() };
+    let session = McpSession {
+        server,
+        caller,
+        version,
+        tools: Mutex::default(),
+        prompts: Mutex::default(),
+        stream: Mutex::default(),
+    };
     lock(&d.mcp.map).insert(session_id.clone(), Arc::new(session));
     json_response(StatusCode::OK, Message::response(&id, &result.to_string()).into_string(), Some(&session_id))
 }
@@ -221,7 +277,7 @@ fn sse_call(d: Arc<Daemon>, session: Arc<McpSession>, request: Message, session_
         let (ntx, mut nrx) = mpsc::unbounded_channel::<Message>();
         let call = handle_request(&d, &session, request, Some(ntx));
         tokio::pin!(call);
-        let event = |m: &str| format!("event: message\ndata: {m}\n\n").into_bytes();
+        let event = sse_event;
         let response = loop {
             tokio::select! {
                 biased;

@@ -193,3 +193,35 @@ fn serve_survives_a_daemon_kill() {
     drop(stdin); // EOF: serve ends its session and exits.
     let _ = child.wait();
 }
+
+/// C10: a second GET stream on a live session is refused with an HTTP error and the
+/// server behind it is untouched; a server's `list_changed` reaches the open stream.
+#[test]
+fn c10_one_get_stream_per_session_and_list_changed_reaches_it() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    w.call("fake.echo", r#"{"message":"x"}"#).ok();
+    let pid = w.instance("fake").unwrap()["pid"].clone();
+    let (session, _) = initialize(&w, "/mcp", "2025-11-25");
+    let events = w.path("events.txt");
+    #[allow(clippy::disallowed_methods)] // Reason: curl holds the GET stream open.
+    let mut stream = std::process::Command::new("curl")
+        .args(["-s", "-N", "--unix-socket"])
+        .arg(w.path("run/daemon.sock"))
+        .args(["-H", "accept: text/event-stream", "-H", &format!("mcp-session-id: {session}"), "-o"])
+        .arg(&events)
+        .arg("http://localhost/mcp")
+        .spawn()
+        .unwrap();
+    wait_until("the stream is open", Duration::from_secs(10), || {
+        std::fs::read_to_string(&events).unwrap_or_default().contains("stream open")
+    });
+    let (status, _, _) = http(&w, "GET", "/mcp", &[("mcp-session-id", &session)], "");
+    assert_eq!(status, 409, "a second GET stream was accepted");
+    assert_eq!(w.instance("fake").unwrap()["pid"], pid);
+    w.call("fake.add_tool", r#"{"name":"fresh"}"#).ok();
+    wait_until("list_changed reaches the stream", Duration::from_secs(10), || {
+        std::fs::read_to_string(&events).unwrap_or_default().contains("notifications/tools/list_changed")
+    });
+    let _ = stream.kill();
+    let _ = stream.wait();
+}
