@@ -73,6 +73,8 @@ pub struct Daemon {
     warnings: Vec<String>,
     /// MCP client sessions of the `/mcp` endpoint.
     pub mcp: crate::mcp::Sessions,
+    /// The URL of `/mcp` on TCP, when that listener is enabled.
+    pub http_url: std::sync::Mutex<Option<String>>,
     /// Set by `POST /v1/upgrade`: the binary to re-execute once drained.
     upgrade: std::sync::Mutex<Option<PathBuf>>,
     /// Supervisors found at start whose attach protocol this daemon cannot speak:
@@ -115,6 +117,7 @@ impl Daemon {
             incompatible: std::sync::Mutex::new(Vec::new()),
             upgrade: std::sync::Mutex::new(None),
             mcp: crate::mcp::Sessions::default(),
+            http_url: std::sync::Mutex::new(None),
             degraded: std::sync::Mutex::new(std::collections::HashSet::new()),
             resolved: std::sync::Mutex::new(HashMap::new()),
             warnings: crate::service_check::supervisor_warnings(&env_for_checks),
@@ -521,7 +524,7 @@ impl Daemon {
                 build: build().to_owned(),
                 uptime_s: self.started.elapsed().as_secs(),
                 socket: self.dirs.socket(),
-                http_url: None,
+                http_url: lock(&self.http_url).clone(),
                 config_files: self.config.known_files(),
                 log_file: self.dirs.log_file(),
                 warnings: self.warnings.clone(),

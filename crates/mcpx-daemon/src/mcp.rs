@@ -85,6 +85,67 @@ fn sse_event(data: &str) -> Vec<u8> {
     format!("event: message\ndata: {data}\n\n").into_bytes()
 }
 
+/// How the TCP listener for `/mcp` admits requests (design: "Processes and files"):
+/// the `Host` (and `Origin`, when sent) must name this machine's loopback, against DNS
+/// rebinding; and unless `token` is `None`, `Authorization: Bearer <token>` is required.
+#[derive(Debug, Clone)]
+pub struct TcpGuard {
+    /// The bearer token (`<state>/token`), or `None` with `--http-no-auth`.
+    pub token: Option<String>,
+}
+
+/// The `/mcp` routes for the TCP listener, behind [`TcpGuard`].
+pub fn tcp_routes(guard: TcpGuard) -> Router<Arc<Daemon>> {
+    routes().layer(axum::middleware::from_fn(move |req: axum::extract::Request, next: axum::middleware::Next| {
+        let guard = guard.clone();
+        async move {
+            if let Some(refusal) = guard.check(req.headers()) {
+                return refusal;
+            }
+            next.run(req).await
+        }
+    }))
+}
+
+impl TcpGuard {
+    /// `Some(response)` when the request must be refused.
+    fn check(&self, headers: &HeaderMap) -> Option<Response> {
+        let loopback = |host: &str| {
+            let host = host
+                .rsplit_once(':')
+                .filter(|(h, p)| !h.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+                .map_or(host, |(h, _)| h);
+            matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+        };
+        let host = header(headers, "host").unwrap_or_default();
+        if !loopback(&host) {
+            return Some(
+                (StatusCode::FORBIDDEN, "Host must be localhost, 127.0.0.1 or [::1] (DNS rebinding protection)")
+                    .into_response(),
+            );
+        }
+        if let Some(origin) = header(headers, "origin") {
+            let authority = origin.split_once("://").map_or(origin.as_str(), |(_, a)| a).trim_end_matches('/');
+            if !loopback(authority) {
+                return Some(
+                    (StatusCode::FORBIDDEN, "Origin must be a loopback address (DNS rebinding protection)")
+                        .into_response(),
+                );
+            }
+        }
+        if let Some(token) = &self.token {
+            let given = header(headers, "authorization");
+            if given.as_deref().and_then(|a| a.strip_prefix("Bearer ")) != Some(token.as_str()) {
+                let mut r =
+                    (StatusCode::UNAUTHORIZED, "a bearer token is required: the one in <state>/token").into_response();
+                r.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer realm=\"mcpx\""));
+                return Some(r);
+            }
+        }
+        None
+    }
+}
+
 /// The `/mcp` routes.
 pub fn routes() -> Router<Arc<Daemon>> {
     Router::new()

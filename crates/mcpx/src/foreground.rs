@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -89,6 +89,10 @@ async fn serve_until_exit(dirs: &Dirs, env: &HashMap<String, String>, listener: 
     // Supervisors a previous daemon left are adopted before the first request is
     // accepted; clients that connect meanwhile wait in the backlog.
     daemon.adopt_all().await;
+    if let Some(addr) = env.get("MCPX_HTTP_ADDR").filter(|a| !a.is_empty()) {
+        let no_auth = env.get("MCPX_HTTP_NO_AUTH").is_some_and(|v| v == "1");
+        serve_tcp(&daemon, dirs, addr, no_auth).await?;
+    }
     daemon.start_warm();
     tracing::info!(pid = std::process::id(), build = mcpx_daemon::daemon::build(), socket = %dirs.socket().display(), "daemon listening");
     let signals = async {
@@ -102,6 +106,52 @@ async fn serve_until_exit(dirs: &Dirs, env: &HashMap<String, String>, listener: 
         }
     };
     serve(listener, daemon, signals).await.context("serving the control API")
+}
+
+/// Serves `/mcp` on TCP at `addr` (opt-in, loopback only), behind the Host/Origin
+/// checks and, unless `no_auth`, the bearer token kept in `<state>/token` (0600).
+async fn serve_tcp(daemon: &Arc<Daemon>, dirs: &Dirs, addr: &str, no_auth: bool) -> anyhow::Result<()> {
+    let sock: std::net::SocketAddr =
+        addr.parse().with_context(|| format!("MCPX_HTTP_ADDR `{addr}` is not an address like 127.0.0.1:8765"))?;
+    if !sock.ip().is_loopback() {
+        bail!("MCPX_HTTP_ADDR `{addr}` is not a loopback address; mcpx serves /mcp on loopback only");
+    }
+    let token = if no_auth { None } else { Some(token(dirs)?) };
+    let listener = tokio::net::TcpListener::bind(sock).await.with_context(|| format!("binding {addr}"))?;
+    let bound = listener.local_addr().context("reading the bound address")?;
+    *daemon.http_url.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(format!("http://{bound}/mcp"));
+    tracing::info!(url = %format!("http://{bound}/mcp"), auth = !no_auth, "serving /mcp on TCP");
+    let app = mcpx_daemon::mcp::tcp_routes(mcpx_daemon::mcp::TcpGuard { token }).with_state(daemon.clone());
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "the TCP listener stopped");
+        }
+    });
+    Ok(())
+}
+
+/// The bearer token for TCP clients: `<state>/token`, made (0600) at first use.
+fn token(dirs: &Dirs) -> anyhow::Result<String> {
+    use std::io::Read;
+    let path = dirs.state.join("token");
+    if let Ok(t) = std::fs::read_to_string(&path) {
+        if !t.trim().is_empty() {
+            return Ok(t.trim().to_owned());
+        }
+    }
+    let mut bytes = [0u8; 24];
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).context("reading /dev/urandom")?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    use std::io::Write;
+    f.write_all(token.as_bytes())?;
+    Ok(token)
 }
 
 /// Takes the daemon lock, or explains which daemon holds it.

@@ -195,6 +195,9 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
     let d = &status.daemon;
     println!("daemon  pid {}  build {}  up {}s  socket {}", d.pid, d.build, d.uptime_s, d.socket.display());
     println!("log     {}", d.log_file.display());
+    if let Some(url) = &d.http_url {
+        println!("http    {url}");
+    }
     for w in &d.warnings {
         println!("WARNING {w}");
     }

@@ -225,3 +225,50 @@ fn c10_one_get_stream_per_session_and_list_changed_reaches_it() {
     let _ = stream.kill();
     let _ = stream.wait();
 }
+
+/// `/mcp` on TCP (opt-in, loopback): a bearer token unless disabled, and Host and
+/// Origin checked against DNS rebinding.
+#[test]
+fn tcp_listener_requires_the_token_and_refuses_rebinding() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    w.run_with(&["ls"], |c| {
+        c.env("MCPX_HTTP_ADDR", &addr);
+    })
+    .ok();
+    assert_eq!(w.status()["daemon"]["http_url"], format!("http://{addr}/mcp"));
+    let token = std::fs::read_to_string(w.path("state/token")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(w.path("state/token")).unwrap().permissions().mode() & 0o777, 0o600);
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } })
+    .to_string();
+    let post = |headers: &[&str]| -> u16 {
+        #[allow(clippy::disallowed_methods)] // Reason: curl is the HTTP client of these tests.
+        let mut cmd = std::process::Command::new("curl");
+        cmd.args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-H",
+            "content-type: application/json",
+            "--data-binary",
+            &init,
+        ]);
+        for h in headers {
+            cmd.args(["-H", h]);
+        }
+        let out = cmd.arg(format!("http://{addr}/mcp")).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).parse().unwrap_or(0)
+    };
+    let bearer = format!("authorization: Bearer {token}");
+    assert_eq!(post(&[]), 401);
+    assert_eq!(post(&["authorization: Bearer wrong"]), 401);
+    assert_eq!(post(&[&bearer]), 200);
+    assert_eq!(post(&[&bearer, "host: evil.example"]), 403);
+    assert_eq!(post(&[&bearer, "origin: http://evil.example"]), 403);
+    assert_eq!(post(&[&bearer, &format!("origin: http://localhost:{port}")]), 200);
+}
