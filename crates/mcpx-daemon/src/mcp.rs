@@ -60,7 +60,14 @@ pub struct McpSession {
     prompts: Mutex<NameMap>,
     /// The GET stream for messages the server sends on its own, while one is open.
     stream: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    /// Discovery mode: only mcpx's own few tools, so an agent pays no context for
+    /// schemas it has not asked for.
+    discover: bool,
 }
+
+/// Sent on `initialize` (`mcpx serve --discover`): the session offers only mcpx's
+/// discovery tools.
+pub const MODE_HEADER: &str = "x-mcpx-mode";
 
 /// Every open MCP session of the daemon.
 #[derive(Debug, Default)]
@@ -310,6 +317,7 @@ fn initialize(d: &Daemon, server: Option<String>, headers: &HeaderMap, request: 
     };
     let caller = Caller { session: caller.session.or_else(|| Some(format!("mcp-{session_id}"))), ..caller };
     let instructions = match &server {
+        _ if header(headers, MODE_HEADER).as_deref() == Some("discover") => "mcpx: every configured MCP server, discovered on demand: mcpx_list_servers, mcpx_search, mcpx_describe, then mcpx_call.".to_owned(),
         Some(s) => format!("mcpx passes the server `{s}` through."),
         None => "mcpx: every configured MCP server behind one endpoint. Tools are named <server>__<tool>.".to_owned(),
     };
@@ -319,6 +327,7 @@ fn initialize(d: &Daemon, server: Option<String>, headers: &HeaderMap, request: 
         "serverInfo": { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") },
         "instructions": instructions,
     });
+    let discover = header(headers, MODE_HEADER).as_deref() == Some("discover");
     let session = McpSession {
         server,
         caller,
@@ -326,6 +335,7 @@ fn initialize(d: &Daemon, server: Option<String>, headers: &HeaderMap, request: 
         tools: Mutex::default(),
         prompts: Mutex::default(),
         stream: Mutex::default(),
+        discover,
     };
     lock(&d.mcp.map).insert(session_id.clone(), Arc::new(session));
     json_response(StatusCode::OK, Message::response(&id, &result.to_string()).into_string(), Some(&session_id))
@@ -381,6 +391,11 @@ async fn handle_request(
     let method = request.method().unwrap_or_default().to_owned();
     let params: Value =
         serde_json::from_str::<Value>(request.as_str()).map(|v| v["params"].clone()).unwrap_or(Value::Null);
+    if session.discover {
+        if let Some(answer) = discover::handle(d, session, &id, &method, &params).await {
+            return answer;
+        }
+    }
     let result = match method.as_str() {
         "ping" => Ok(json!({})),
         "logging/setLevel" => Ok(json!({})),
@@ -554,5 +569,104 @@ async fn forward(
         // The server's answer, with the client's id, byte for byte otherwise.
         Ok(response) => response,
         Err(e) => fail(error_code::INTERNAL_ERROR, format!("server `{server}`: {e}")),
+    }
+}
+
+/// `mcpx serve --discover`: four tools instead of every schema (list the servers,
+/// search the tools, describe one server's tools, call a tool).
+mod discover {
+    use super::*;
+
+    /// The tools of discovery mode.
+    fn tools() -> Value {
+        let object =
+            |props: Value, required: &[&str]| json!({ "type": "object", "properties": props, "required": required });
+        json!({ "tools": [
+            { "name": "mcpx_list_servers", "description": "List the configured MCP servers: name, tool count, state, description.",
+              "inputSchema": object(json!({}), &[]) },
+            { "name": "mcpx_search", "description": "Find tools of every server whose name or description holds all the words, best first.",
+              "inputSchema": object(json!({ "query": { "type": "string", "description": "words to look for" } }), &["query"]) },
+            { "name": "mcpx_describe", "description": "The full definitions (with input schemas) of one server's tools, or of one tool.",
+              "inputSchema": object(json!({ "server": { "type": "string" }, "tool": { "type": "string" } }), &["server"]) },
+            { "name": "mcpx_call", "description": "Call a tool of a server with its arguments; returns the tool's own result.",
+              "inputSchema": object(json!({ "server": { "type": "string" }, "tool": { "type": "string" }, "arguments": { "type": "object" } }), &["server", "tool"]) },
+        ] })
+    }
+
+    fn text(value: &impl serde::Serialize) -> Value {
+        json!({ "content": [{ "type": "text", "text": serde_json::to_string_pretty(value).unwrap_or_default() }] })
+    }
+
+    fn tool_error(message: &str) -> Value {
+        json!({ "content": [{ "type": "text", "text": message }], "isError": true })
+    }
+
+    /// Answers what discovery mode changes; `None` for everything else.
+    pub(super) async fn handle(
+        d: &Daemon,
+        session: &McpSession,
+        id: &str,
+        method: &str,
+        params: &Value,
+    ) -> Option<Message> {
+        let req = |server: Option<&str>, tool: Option<&str>| Request {
+            caller: session.caller.clone(),
+            server: server.map(str::to_owned),
+            tool: tool.map(str::to_owned),
+            ..Request::default()
+        };
+        let result = match method {
+            "tools/list" => tools(),
+            "prompts/list" => json!({ "prompts": [] }),
+            "resources/list" => json!({ "resources": [] }),
+            "resources/templates/list" => json!({ "resourceTemplates": [] }),
+            "tools/call" => {
+                let args = &params["arguments"];
+                let s = |k: &str| args[k].as_str().map(str::to_owned);
+                match params["name"].as_str().unwrap_or_default() {
+                    "mcpx_list_servers" => {
+                        d.ls(&req(None, None)).map_or_else(|e| tool_error(&e.message), |rows| text(&rows))
+                    }
+                    "mcpx_search" => {
+                        let words = s("query").unwrap_or_default().split_whitespace().map(str::to_owned).collect();
+                        let r = Request { words, ..req(None, None) };
+                        d.search(&r).map_or_else(|e| tool_error(&e.message), |hits| text(&hits))
+                    }
+                    "mcpx_describe" => {
+                        let server = s("server").unwrap_or_default();
+                        let entries = servers(d, session).unwrap_or_default();
+                        if let Some(entry) = entries.iter().find(|e| e.name == server) {
+                            // A server never listed is started and listed first.
+                            let _ = listed(d, session, entry).await;
+                        }
+                        let described = d.tools(&req(Some(&server), s("tool").as_deref()));
+                        described.map_or_else(
+                            |e| tool_error(&e.message),
+                            |raw| json!({ "content": [{ "type": "text", "text": raw.get() }] }),
+                        )
+                    }
+                    "mcpx_call" => {
+                        let r = Request {
+                            arguments: serde_json::value::to_raw_value(&if args["arguments"].is_object() {
+                                args["arguments"].clone()
+                            } else {
+                                json!({})
+                            })
+                            .ok(),
+                            ..req(s("server").as_deref(), s("tool").as_deref())
+                        };
+                        match d.call(&r, None).await {
+                            Ok(raw) => serde_json::from_str(raw.get()).unwrap_or_default(),
+                            Err(e) => tool_error(&e.message),
+                        }
+                    }
+                    other => {
+                        return Some(rpc_error(id, error_code::INVALID_PARAMS, &format!("unknown tool: `{other}`")));
+                    }
+                }
+            }
+            _ => return None,
+        };
+        Some(Message::response(id, &result.to_string()))
     }
 }

@@ -88,8 +88,11 @@ enum Command {
     /// Be an MCP server over stdio presenting every configured server (or one, with --server).
     Serve {
         /// Pass this one server through under its own names.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "discover")]
         server: Option<String>,
+        /// Offer only four tools (list servers, search, describe, call), so the client pays no context for schemas it has not asked for.
+        #[arg(long)]
+        discover: bool,
     },
     /// Re-execute the running daemon in place (same pid), from its own binary or --binary;
     /// servers keep running and calls in flight finish first.
@@ -215,11 +218,11 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             Ok(0)
         }
         Command::Stop { all } => stop(&dirs, all, json).await,
-        Command::Serve { server } => {
+        Command::Serve { server, discover } => {
             let exe = std::env::current_exe()
                 .map_err(|e| ApiError::new("daemon", format!("cannot find the mcpx binary: {e}")))?;
             let client = connect_or_start(&dirs, &exe).await?;
-            crate::serve::run(client, server, caller.config.clone()).await
+            crate::serve::run(client, server, discover, caller.config.clone()).await
         }
         command => {
             let exe = std::env::current_exe()

@@ -1,5 +1,6 @@
 //! `mcpx serve`: an MCP server over stdio (MCP 2025-11-25, Transports, "stdio")
-//! that presents the daemon's aggregate (or one server, with `--server`).
+//! that presents the daemon's aggregate (or one server, with `--server`; or only
+//! four discovery tools, with `--discover`).
 //!
 //! It relays each message to the daemon's `/mcp` endpoint over the control socket
 //! and writes the answers (JSON, or the events of an SSE answer) to stdout. It is
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use http_body_util::BodyExt;
 use mcpx_daemon::api::ApiError;
 use mcpx_daemon::client::{Client, ClientError, Method};
-use mcpx_daemon::mcp::{CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, PPID_HEADER, SESSION_HEADER};
+use mcpx_daemon::mcp::{CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, MODE_HEADER, PPID_HEADER, SESSION_HEADER};
 use mcpx_proto::mcp::error_code;
 use mcpx_proto::{Kind, Message};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -34,7 +35,12 @@ struct Bridge {
 }
 
 /// Runs until stdin ends. `server`: pass one server through instead of the aggregate.
-pub async fn run(client: Client, server: Option<String>, config: Option<std::path::PathBuf>) -> Result<i32, ApiError> {
+pub async fn run(
+    client: Client,
+    server: Option<String>,
+    discover: bool,
+    config: Option<std::path::PathBuf>,
+) -> Result<i32, ApiError> {
     let mut caller = vec![
         (CALLER_SESSION_HEADER, format!("serve-{}-{}", std::process::id(), mcpx_daemon::schema::now())),
         (PPID_HEADER, nix::unistd::getppid().as_raw().to_string()),
@@ -44,6 +50,9 @@ pub async fn run(client: Client, server: Option<String>, config: Option<std::pat
     }
     if let Some(c) = config {
         caller.push((CONFIG_HEADER, c.display().to_string()));
+    }
+    if discover {
+        caller.push((MODE_HEADER, "discover".to_owned()));
     }
     let bridge = Arc::new(Bridge {
         client,

@@ -272,3 +272,35 @@ fn tcp_listener_requires_the_token_and_refuses_rebinding() {
     assert_eq!(post(&[&bearer, "origin: http://evil.example"]), 403);
     assert_eq!(post(&[&bearer, &format!("origin: http://localhost:{port}")]), 200);
 }
+
+/// `mcpx serve --discover`: four tools, and through them every server's tools.
+#[test]
+fn serve_discover_offers_four_tools_that_reach_everything() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let mut serve = w.command();
+    serve.args(["serve", "--discover"]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+    let mut child = serve.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut ask = |v: Value| -> Value {
+        writeln!(stdin, "{v}").unwrap();
+        serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap()
+    };
+    ask(json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }));
+    let tools = ask(json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }));
+    let names: Vec<&str> =
+        tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["mcpx_list_servers", "mcpx_search", "mcpx_describe", "mcpx_call"]);
+    let call = |name: &str, arguments: Value| json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": name, "arguments": arguments } });
+    let described = ask(call("mcpx_describe", json!({ "server": "fake", "tool": "counter" })));
+    assert!(described["result"]["content"][0]["text"].as_str().unwrap().contains("\"counter\""), "{described}");
+    let found = ask(call("mcpx_search", json!({ "query": "counter" })));
+    assert!(found["result"]["content"][0]["text"].as_str().unwrap().contains("\"counter\""), "{found}");
+    let servers = ask(call("mcpx_list_servers", json!({})));
+    assert!(servers["result"]["content"][0]["text"].as_str().unwrap().contains("\"fake\""), "{servers}");
+    let counted = ask(call("mcpx_call", json!({ "server": "fake", "tool": "counter", "arguments": {} })));
+    assert_eq!(counted["result"]["content"][0]["text"], "1", "{counted}");
+    drop(stdin);
+    let _ = child.wait();
+}
