@@ -420,6 +420,7 @@ impl Daemon {
             label: caller_label(&req.caller),
             notify,
             roots: req.caller.cwd.clone().map(|cwd| vec![cwd]),
+            client: None,
         });
         let response = inst.request_for(Message::request("0", "tools/call", Some(&params)), timeout, ctx).await;
         drop(lease);

@@ -177,7 +177,41 @@ pub struct CallContext {
     /// The roots the caller offers for `roots/list` (a shell caller: its working
     /// directory); `None` when it has none to offer.
     pub roots: Option<Vec<std::path::PathBuf>>,
+    /// An MCP client that answers server requests itself: the methods it declared
+    /// (`sampling/createMessage`, `elicitation/create`, `roots/list`) and where its
+    /// answers arrive. Requests go to it over `notify`.
+    pub client: Option<(Vec<String>, Arc<ClientReplies>)>,
 }
+
+/// Where an MCP client's answers to forwarded server requests are matched up, by
+/// the id mcpx gave each request on its way to the client.
+#[derive(Debug, Default)]
+pub struct ClientReplies {
+    waiting: Mutex<HashMap<String, oneshot::Sender<Message>>>,
+    next: AtomicU64,
+}
+
+impl ClientReplies {
+    /// Hands a client's response to the server request waiting for it; false when
+    /// no request has that id (late or unknown).
+    pub fn deliver(&self, response: Message) -> bool {
+        let id = response.id().unwrap_or("null").to_owned();
+        match lock(&self.waiting).remove(&id) {
+            Some(tx) => tx.send(response).is_ok(),
+            None => false,
+        }
+    }
+
+    fn register(&self) -> (String, oneshot::Receiver<Message>) {
+        let id = format!("\"mcpx-{}\"", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.waiting).insert(id.clone(), tx);
+        (id, rx)
+    }
+}
+
+/// How long an MCP client has to answer a forwarded server request.
+pub const CLIENT_ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// A request waiting for its response.
 #[derive(Debug)]
@@ -655,6 +689,34 @@ impl Instance {
             return self.notify(Message::response(&id, "{}")).await;
         }
         let callers: Vec<Arc<CallContext>> = lock(&self.pending).values().map(|p| p.ctx.clone()).collect();
+        // The only caller in flight is an MCP client that declared this capability:
+        // ask it, and hand its answer back to the server under the server's own id.
+        if let [ctx] = callers.as_slice() {
+            if let (Some((can, replies)), Some(notify)) = (&ctx.client, &ctx.notify) {
+                if can.contains(&method) {
+                    let (client_id, answer) = replies.register();
+                    if notify.send(request.with_id(&client_id)).is_ok() {
+                        let tx = self.tx.clone();
+                        let server = self.server.clone();
+                        tokio::spawn(async move {
+                            let reply = match tokio::time::timeout(CLIENT_ANSWER_TIMEOUT, answer).await {
+                                Ok(Ok(response)) => response.with_id(&id),
+                                _ => {
+                                    tracing::info!(server = %server, method, "the MCP client did not answer a forwarded request");
+                                    Message::error_response(
+                                        &id,
+                                        error_code::NO_CALLER,
+                                        &format!("mcpx: the client did not answer `{method}`"),
+                                    )
+                                }
+                            };
+                            let _ = tx.send(Outbound::Message(reply)).await;
+                        });
+                        return;
+                    }
+                }
+            }
+        }
         let reply = match (callers.as_slice(), method.as_str()) {
             ([ctx], "roots/list") => match &ctx.roots {
                 Some(roots) => {
@@ -672,7 +734,7 @@ impl Instance {
                 &id,
                 error_code::CALLER_CANNOT_ANSWER,
                 &format!(
-                    "mcpx: the caller of the request in flight cannot answer `{method}` (a shell caller answers only roots/list)"
+                    "mcpx: the caller of the request in flight cannot answer `{method}` (a shell caller answers only roots/list; an MCP client must declare the capability and accept an SSE answer)"
                 ),
             ),
             (many, _) => Message::error_response(

@@ -60,6 +60,10 @@ pub struct McpSession {
     prompts: Mutex<NameMap>,
     /// The GET stream for messages the server sends on its own, while one is open.
     stream: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    /// The server requests this client declared it can answer (from its capabilities).
+    can_answer: Vec<String>,
+    /// Its answers to forwarded server requests.
+    replies: Arc<crate::instance::ClientReplies>,
     /// Discovery mode: only mcpx's own few tools, so an agent pays no context for
     /// schemas it has not asked for.
     discover: bool,
@@ -277,6 +281,12 @@ async fn handle_post(d: Arc<Daemon>, server: Option<String>, headers: HeaderMap,
         );
         return json_response(StatusCode::BAD_REQUEST, e.into_string(), None);
     }
+    // Responses answer server requests mcpx forwarded to this client.
+    for m in messages.iter().filter(|m| m.kind() == Kind::Response) {
+        if !session.replies.deliver(m.clone()) {
+            tracing::info!(id = m.id().unwrap_or("null"), "dropped a client response no forwarded request waits for");
+        }
+    }
     let requests: Vec<Message> = messages.into_iter().filter(|m| m.kind() == Kind::Request).collect();
     if requests.is_empty() {
         // Notifications and responses: accepted.
@@ -335,6 +345,16 @@ fn initialize(d: &Daemon, server: Option<String>, headers: &HeaderMap, request: 
         tools: Mutex::default(),
         prompts: Mutex::default(),
         stream: Mutex::default(),
+        can_answer: ["sampling", "elicitation", "roots"]
+            .iter()
+            .filter(|c| params["capabilities"].get(**c).is_some())
+            .map(|c| match *c {
+                "sampling" => "sampling/createMessage".to_owned(),
+                "elicitation" => "elicitation/create".to_owned(),
+                _ => "roots/list".to_owned(),
+            })
+            .collect(),
+        replies: Arc::default(),
         discover,
     };
     lock(&d.mcp.map).insert(session_id.clone(), Arc::new(session));
@@ -561,7 +581,13 @@ async fn forward(
         Err(e) => return fail(error_code::INTERNAL_ERROR, format!("server `{server}`: {e}")),
     };
     let upstream = Message::request(&id, &method, Some(&rewritten.to_string()));
-    let ctx = Arc::new(CallContext { label: session.caller.session.clone().unwrap_or_default(), notify, roots: None });
+    let client = Some((session.can_answer.clone(), session.replies.clone()));
+    let ctx = Arc::new(CallContext {
+        label: session.caller.session.clone().unwrap_or_default(),
+        notify,
+        roots: None,
+        client,
+    });
     let result = lease.instance.forward(upstream, timeout, ctx).await;
     drop(lease);
     d.pool.notify_changed();

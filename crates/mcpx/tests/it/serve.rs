@@ -304,3 +304,54 @@ fn serve_discover_offers_four_tools_that_reach_everything() {
     drop(stdin);
     let _ = child.wait();
 }
+
+/// A server that asks for sampling mid-call reaches an MCP client that declared
+/// sampling (on the call's SSE answer) and its answer completes the call; a client
+/// that did not declare it sees the call fail with a clear error, not a hang.
+#[test]
+fn sampling_is_forwarded_to_a_client_that_declared_it() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    w.run(&["ls"]).ok();
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": "2025-11-25", "capabilities": { "sampling": {} }, "clientInfo": { "name": "t", "version": "1" } } });
+    let (status, head, _) = http(&w, "POST", "/mcp", &[], &body.to_string());
+    assert_eq!(status, 200);
+    let session = head.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).unwrap().trim().to_owned();
+    let events = w.path("call.sse");
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "fake__sample", "arguments": {} } });
+    #[allow(clippy::disallowed_methods)] // Reason: curl holds the call's SSE answer open.
+    let mut pending = std::process::Command::new("curl")
+        .args(["-s", "-N", "--unix-socket"])
+        .arg(w.path("run/daemon.sock"))
+        .args(["-H", "content-type: application/json", "-H", "accept: application/json, text/event-stream"])
+        .args(["-H", &format!("mcp-session-id: {session}"), "--data-binary", &call.to_string(), "-o"])
+        .arg(&events)
+        .arg("http://localhost/mcp")
+        .spawn()
+        .unwrap();
+    let mut request = Value::Null;
+    wait_until("the sampling request reaches the client", Duration::from_secs(15), || {
+        let text = std::fs::read_to_string(&events).unwrap_or_default();
+        request = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .find(|m| m["method"] == "sampling/createMessage")
+            .unwrap_or(Value::Null);
+        !request.is_null()
+    });
+    let answer = json!({ "jsonrpc": "2.0", "id": request["id"],
+        "result": { "role": "assistant", "content": { "type": "text", "text": "hello from the client" }, "model": "test" } });
+    assert_eq!(http(&w, "POST", "/mcp", &[("mcp-session-id", &session)], &answer.to_string()).0, 202);
+    assert!(pending.wait().unwrap().success());
+    let text = std::fs::read_to_string(&events).unwrap();
+    let last: Value =
+        serde_json::from_str(text.lines().filter_map(|l| l.strip_prefix("data: ")).next_back().unwrap()).unwrap();
+    assert_eq!(last["id"], 2);
+    assert!(last["result"]["content"][0]["text"].as_str().unwrap().contains("hello from the client"), "{last}");
+
+    // A client without the capability: the call ends with the server's error, at once.
+    let (plain, _) = initialize(&w, "/mcp", "2025-11-25");
+    let answer = rpc(&w, "/mcp", &plain, call);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+}
