@@ -64,3 +64,45 @@ fn mcp_server_time_from_pypi() {
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("UTC"), "{}", run.stdout);
 }
+
+/// The official Python MCP SDK (pinned in e2e/requirements.txt) as a client: over
+/// `mcpx serve` and over `/mcp` on TCP it lists the aggregate of three real servers
+/// and calls one tool of each.
+#[test]
+fn python_sdk_client_over_serve_and_http() {
+    let w = World::new(json!({}));
+    let e2e = e2e_dir();
+    let bin = |name: &str| e2e.join("node_modules/.bin").join(name).display().to_string();
+    w.set_servers(json!({
+        "everything": { "command": bin("mcp-server-everything"), "args": ["stdio"] },
+        "memory": { "command": bin("mcp-server-memory"), "env": { "MEMORY_FILE_PATH": w.path("memory.jsonl") } },
+        "time": { "command": e2e.join(".venv/bin/mcp-server-time").display().to_string(), "args": ["--local-timezone", "UTC"] },
+    }));
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    w.run_with(&["ls"], |c| {
+        c.env("MCPX_HTTP_ADDR", &addr);
+    })
+    .ok();
+    let token = std::fs::read_to_string(w.path("state/token")).unwrap();
+    let sdk = |args: &[&str]| -> serde_json::Value {
+        let cmd = w.command();
+        #[allow(clippy::disallowed_methods)] // Reason: the Python SDK client under test.
+        let mut py = std::process::Command::new(e2e.join(".venv/bin/python"));
+        py.arg(e2e.join("sdk_client.py")).args(args);
+        py.envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))));
+        let out = py.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let mcpx = crate::harness::mcpx_bin().display().to_string();
+    for seen in [sdk(&["stdio", &mcpx]), sdk(&["http", &format!("http://{addr}/mcp"), token.trim()])] {
+        let tools: Vec<&str> = seen["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+        for expected in ["everything__echo", "memory__read_graph", "time__get_current_time"] {
+            assert!(tools.contains(&expected), "{expected} missing from {tools:?}");
+        }
+        assert_eq!(seen["echo"], "Echo: from the sdk");
+        assert_eq!(seen["graph_error"], false);
+        assert!(seen["time"].as_str().unwrap().contains("UTC"), "{seen}");
+    }
+}
