@@ -263,7 +263,7 @@ async fn handle_post(d: Arc<Daemon>, server: Option<String>, headers: HeaderMap,
     let batch = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
     let first = &messages[0];
     if !batch && first.method() == Some("initialize") && first.kind() == Kind::Request {
-        return initialize(&d, server, &headers, first);
+        return initialize(&d, server, &headers, first).await;
     }
     let Some(id) = session_id(&headers) else {
         let e = rpc_error("null", -32000, "Bad Request: Mcp-Session-Id header is required");
@@ -306,7 +306,7 @@ async fn handle_post(d: Arc<Daemon>, server: Option<String>, headers: HeaderMap,
 
 /// `initialize`: a new session, the client's revision echoed when supported
 /// (Lifecycle, "Version negotiation").
-fn initialize(d: &Daemon, server: Option<String>, headers: &HeaderMap, request: &Message) -> Response {
+async fn initialize(d: &Daemon, server: Option<String>, headers: &HeaderMap, request: &Message) -> Response {
     let id = request.id().unwrap_or("null").to_owned();
     let params: Value = serde_json::from_str(request.as_str()).map(|v: Value| v["params"].clone()).unwrap_or_default();
     let version = mcp::negotiate(params["protocolVersion"].as_str().unwrap_or_default()).to_owned();
@@ -357,6 +357,24 @@ fn initialize(d: &Daemon, server: Option<String>, headers: &HeaderMap, request: 
         replies: Arc::default(),
         discover,
     };
+    let mut result = result;
+    if let Some(name) = &session.server {
+        // Passed through: the server's own capabilities, info and instructions.
+        let entry = servers(d, &session).ok().and_then(|e| e.into_iter().find(|e| &e.name == name));
+        let Some(entry) = entry else {
+            let e = rpc_error(&id, error_code::INVALID_PARAMS, &format!("no server `{name}` is configured"));
+            return json_response(StatusCode::OK, e.into_string(), None);
+        };
+        if let Some(upstream) = listed(d, &session, &entry).await.and_then(|c| c.session) {
+            result["capabilities"] = serde_json::from_str(upstream.capabilities.get()).unwrap_or_default();
+            if let Some(info) = &upstream.server_info {
+                result["serverInfo"] = serde_json::from_str(info.get()).unwrap_or_default();
+            }
+            if let Some(text) = &upstream.instructions {
+                result["instructions"] = Value::String(text.clone());
+            }
+        }
+    }
     lock(&d.mcp.map).insert(session_id.clone(), Arc::new(session));
     json_response(StatusCode::OK, Message::response(&id, &result.to_string()).into_string(), Some(&session_id))
 }
@@ -415,6 +433,10 @@ async fn handle_request(
         if let Some(answer) = discover::handle(d, session, &id, &method, &params).await {
             return answer;
         }
+    }
+    // One server passed through: everything but ping goes to it as it is, lists included.
+    if session.server.is_some() && method != "ping" {
+        return forward(d, session, request, &params, notify).await;
     }
     let result = match method.as_str() {
         "ping" => Ok(json!({})),
