@@ -64,6 +64,9 @@ pub struct McpSession {
     can_answer: Vec<String>,
     /// Its answers to forwarded server requests.
     replies: Arc<crate::instance::ClientReplies>,
+    /// Its requests being answered, by id (JSON text): `notifications/cancelled` from
+    /// the client stops one, which cancels it upstream too.
+    inflight: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
     /// Discovery mode: only mcpx's own few tools, so an agent pays no context for
     /// schemas it has not asked for.
     discover: bool,
@@ -281,6 +284,13 @@ async fn handle_post(d: Arc<Daemon>, server: Option<String>, headers: HeaderMap,
         );
         return json_response(StatusCode::BAD_REQUEST, e.into_string(), None);
     }
+    // The client cancels one of its requests (Utilities, "Cancellation").
+    for m in messages.iter().filter(|m| m.method() == Some("notifications/cancelled")) {
+        let id = serde_json::from_str::<Value>(m.as_str()).ok().map(|v| v["params"]["requestId"].to_string());
+        if let Some(stop) = id.and_then(|id| lock(&session.inflight).get(&id).cloned()) {
+            stop.notify_one();
+        }
+    }
     // Responses answer server requests mcpx forwarded to this client.
     for m in messages.iter().filter(|m| m.kind() == Kind::Response) {
         if !session.replies.deliver(m.clone()) {
@@ -298,7 +308,7 @@ async fn handle_post(d: Arc<Daemon>, server: Option<String>, headers: HeaderMap,
     }
     let mut answers = Vec::new();
     for r in requests {
-        answers.push(handle_request(&d, &session, r, None).await.into_string());
+        answers.push(cancellable(&d, &session, r, None).await.into_string());
     }
     let body = if batch { format!("[{}]", answers.join(",")) } else { answers.remove(0) };
     json_response(StatusCode::OK, body, Some(&id))
@@ -355,6 +365,7 @@ async fn initialize(d: &Daemon, server: Option<String>, headers: &HeaderMap, req
             })
             .collect(),
         replies: Arc::default(),
+        inflight: Mutex::default(),
         discover,
     };
     let mut result = result;
@@ -384,7 +395,7 @@ fn sse_call(d: Arc<Daemon>, session: Arc<McpSession>, request: Message, session_
     let (tx, rx) = mpsc::channel::<Vec<u8>>(64);
     tokio::spawn(async move {
         let (ntx, mut nrx) = mpsc::unbounded_channel::<Message>();
-        let call = handle_request(&d, &session, request, Some(ntx));
+        let call = cancellable(&d, &session, request, Some(ntx));
         tokio::pin!(call);
         let event = sse_event;
         let response = loop {
@@ -416,6 +427,25 @@ fn sse_call(d: Arc<Daemon>, session: Arc<McpSession>, request: Message, session_
         response.headers_mut().insert(SESSION_HEADER, v);
     }
     response
+}
+
+/// [`handle_request`], stopped early when the client cancels the request: the work is
+/// dropped, which sends `notifications/cancelled` to the server it was forwarded to.
+async fn cancellable(
+    d: &Daemon,
+    session: &McpSession,
+    request: Message,
+    notify: Option<mpsc::UnboundedSender<Message>>,
+) -> Message {
+    let id = request.id().unwrap_or("null").to_owned();
+    let stop = Arc::new(tokio::sync::Notify::new());
+    lock(&session.inflight).insert(id.clone(), stop.clone());
+    let answer = tokio::select! {
+        answer = handle_request(d, session, request, notify) => answer,
+        () = stop.notified() => rpc_error(&id, error_code::INTERNAL_ERROR, "cancelled by the client"),
+    };
+    lock(&session.inflight).remove(&id);
+    answer
 }
 
 /// Answers one request of a session; the response carries the request's own id.

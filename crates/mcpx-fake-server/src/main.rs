@@ -14,14 +14,26 @@
 //!   under one mutex (except `split`, which splits one line on purpose).
 //! - `initialize` answers the client's `protocolVersion` if it is one of
 //!   2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, else 2025-11-25.
-//!   Capabilities: tools, resources and prompts (all `listChanged`) and
-//!   logging. Requests before `initialize` are answered anyway.
+//!   Capabilities: tools, resources (`listChanged`, `subscribe`) and prompts
+//!   (all `listChanged`), logging and completions. Requests before
+//!   `initialize` are answered anyway.
 //! - Also: `ping`, `logging/setLevel`, `tools/list` (each tool carries an
 //!   unknown field `"x-fake": true`), `tools/call`, `resources/list`
-//!   (`fake://static`), `resources/read` (`fake://static` → "static
+//!   (`fake://static` first), `resources/read` (`fake://static` → "static
 //!   resource", `fake://item/{id}` → "item {id}"), `resources/templates/list`
-//!   (`fake://item/{id}`), `prompts/list` and `prompts/get` (`greet`, argument
-//!   `name`). Other methods: `-32601`. Notifications are accepted silently.
+//!   (`fake://item/{id}`), `resources/subscribe` / `resources/unsubscribe`
+//!   (remembered, `{}`; no update notifications), `prompts/list` and
+//!   `prompts/get` (`greet`, argument `name`), `completion/complete`
+//!   (prefix-filtered candidates). Other methods: `-32601`. Notifications
+//!   are accepted silently.
+//! - The fixtures of the official MCP conformance suite's server scenarios
+//!   are served alongside (see `conformance.rs`): tools `test_*` and
+//!   `json_schema_2020_12_tool` (listed after the tools below), resources
+//!   `test://static-text`, `test://static-binary`, `test://watched-resource`,
+//!   template `test://template/{id}/data`, and prompts `test_simple_prompt`,
+//!   `test_prompt_with_arguments`, `test_prompt_with_embedded_resource`,
+//!   `test_prompt_with_image`. `test_sampling` / `test_elicitation*` ask the
+//!   client (`sampling/createMessage`, `elicitation/create`) like `sample`.
 //! - On stdin EOF the server waits up to 1 s for in-flight requests to
 //!   answer, then exits 0.
 //!
@@ -63,6 +75,7 @@
 //! | `FAKE_RECORD=<path>` | append every stdin line to `path`; non-JSON lines also to `path.invalid`; rewrite `path.inflight` with the max tools/call in flight after each tools/call |
 
 mod config;
+mod conformance;
 mod protocol;
 mod record;
 mod server;

@@ -5,6 +5,7 @@
 //! once; notifications and responses are handled inline on the reader
 //! thread because they are cheap and never block.
 
+use std::collections::HashSet;
 use std::io::{self, BufRead};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -14,6 +15,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::config::Config;
+use crate::conformance;
 use crate::protocol::{
     self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Output, PARSE_ERROR, RESOURCE_NOT_FOUND,
 };
@@ -67,6 +69,8 @@ pub struct Server {
     pub counter: AtomicU64,
     /// Tools added at run time by `add_tool` (they behave like `echo`).
     pub extra_tools: Mutex<Vec<String>>,
+    /// Resource URIs the client subscribed to (`resources/subscribe`).
+    pub subscriptions: Mutex<HashSet<String>>,
     /// `tools/call` requests in flight (for `barrier` and `inflight`).
     pub calls: Gauge,
     /// All requests in flight (to finish them on stdin EOF).
@@ -86,6 +90,7 @@ impl Server {
             out: Output::new(),
             counter: AtomicU64::new(0),
             extra_tools: Mutex::new(Vec::new()),
+            subscriptions: Mutex::new(HashSet::new()),
             calls: Gauge::default(),
             requests: Gauge::default(),
             pending: Pending::default(),
@@ -190,21 +195,29 @@ fn handle_request(server: &Server, id: &Value, method: &str, params: &Value) {
             }
             reply
         }
-        "resources/list" => Reply::Result(json!({
-            "resources": [{ "uri": "fake://static", "name": "static", "mimeType": "text/plain" }],
-        })),
-        "resources/templates/list" => Reply::Result(json!({
-            "resourceTemplates": [{ "uriTemplate": "fake://item/{id}", "name": "item" }],
-        })),
+        "resources/list" => {
+            let mut resources = vec![json!({ "uri": "fake://static", "name": "static", "mimeType": "text/plain" })];
+            resources.extend(conformance::resources());
+            Reply::Result(json!({ "resources": resources }))
+        }
+        "resources/templates/list" => {
+            let mut templates = vec![json!({ "uriTemplate": "fake://item/{id}", "name": "item" })];
+            templates.extend(conformance::resource_templates());
+            Reply::Result(json!({ "resourceTemplates": templates }))
+        }
         "resources/read" => resources_read(params),
-        "prompts/list" => Reply::Result(json!({
-            "prompts": [{
+        "resources/subscribe" | "resources/unsubscribe" => subscription(server, method, params),
+        "prompts/list" => {
+            let mut prompts = vec![json!({
                 "name": "greet",
                 "description": "Greets someone by name.",
                 "arguments": [{ "name": "name" }],
-            }],
-        })),
+            })];
+            prompts.extend(conformance::prompts());
+            Reply::Result(json!({ "prompts": prompts }))
+        }
         "prompts/get" => prompts_get(params),
+        "completion/complete" => Reply::Result(conformance::complete(params)),
         _ => Reply::Error(METHOD_NOT_FOUND, format!("Method not found: {method}")),
     };
     send_reply(server, id, reply);
@@ -248,9 +261,10 @@ fn initialize(server: &Server, params: &Value) -> Value {
         "protocolVersion": version,
         "capabilities": {
             "tools": { "listChanged": true },
-            "resources": { "listChanged": true },
+            "resources": { "listChanged": true, "subscribe": true },
             "prompts": { "listChanged": true },
             "logging": {},
+            "completions": {},
         },
         "serverInfo": { "name": "mcpx-fake-server", "version": env!("CARGO_PKG_VERSION") },
         "instructions": "A fake server for tests.",
@@ -286,6 +300,9 @@ fn parse_cursor(cursor: &Value) -> Option<usize> {
 /// `resources/read` of `fake://static` or `fake://item/{id}`.
 fn resources_read(params: &Value) -> Reply {
     let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default();
+    if let Some(content) = conformance::read_resource(uri) {
+        return Reply::Result(json!({ "contents": [content] }));
+    }
     let text = if uri == "fake://static" {
         "static resource".to_owned()
     } else if let Some(item) = uri.strip_prefix("fake://item/") {
@@ -298,9 +315,27 @@ fn resources_read(params: &Value) -> Reply {
     }))
 }
 
+/// `resources/subscribe` / `resources/unsubscribe`: records or forgets `uri`
+/// (no update notifications are ever sent) and answers `{}`.
+fn subscription(server: &Server, method: &str, params: &Value) -> Reply {
+    let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+        return Reply::Error(INVALID_PARAMS, "missing `uri`".to_owned());
+    };
+    let mut subscriptions = server.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
+    if method == "resources/subscribe" {
+        subscriptions.insert(uri.to_owned());
+    } else {
+        subscriptions.remove(uri);
+    }
+    Reply::Result(json!({}))
+}
+
 /// `prompts/get` of `greet` (argument `name`, default "world").
 fn prompts_get(params: &Value) -> Reply {
     let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+    if let Some(result) = conformance::get_prompt(name, params) {
+        return Reply::Result(result);
+    }
     if name != "greet" {
         return Reply::Error(INVALID_PARAMS, format!("Unknown prompt: {name}"));
     }

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use crate::conformance;
 use crate::protocol::{self, INVALID_PARAMS};
 use crate::server::{Reply, Server};
 
@@ -140,6 +141,10 @@ pub fn list(server: &Server) -> Vec<Value> {
         .into_iter()
         .map(|(name, description, properties, required)| tool_entry(name, description, properties, required))
         .collect();
+    tools.extend(conformance::tools().into_iter().map(|mut tool| {
+        tool["x-fake"] = json!(true);
+        tool
+    }));
     for name in extra_tools(server) {
         tools.push(tool_entry(
             &name,
@@ -195,6 +200,12 @@ pub fn call(server: &Server, id: &Value, params: &Value) -> Reply {
         "stdout_flood" => stdout_flood(server, &args),
         "flood_later" => Ok(flood_later(server, id, &args)),
         _ if extra_tools(server).iter().any(|extra| extra == name) => echo(&args),
+        _ if name.starts_with(conformance::TOOL_PREFIX) || name == conformance::SCHEMA_TOOL => {
+            match conformance::call_tool(server, name, params) {
+                Some(reply) => Ok(reply),
+                None => return Reply::Error(INVALID_PARAMS, format!("Unknown tool: {name}")),
+            }
+        }
         _ => return Reply::Error(INVALID_PARAMS, format!("Unknown tool: {name}")),
     };
     result.unwrap_or_else(|message| Reply::Result(tool_error(message)))
@@ -405,6 +416,13 @@ fn add_tool(server: &Server, args: &Args<'_>) -> ToolResult {
 /// `roots` / `sample`: sends a request to the client and waits for its
 /// response; the result becomes our text, its error our `isError` text.
 fn ask_client(server: &Server, method: &str, params: Value) -> ToolResult {
+    let result = ask_client_raw(server, method, params)?;
+    Ok(text(protocol::to_line(&result)))
+}
+
+/// Sends `method` to the client and waits for its response: its `result`, or
+/// its error message (also on timeout) as `Err`.
+pub fn ask_client_raw(server: &Server, method: &str, params: Value) -> Result<Value, String> {
     let (id, answer) = server.pending.register();
     server.out.send(&protocol::request(&json!(id), method, params));
     let Ok(message) = answer.recv_timeout(CLIENT_REPLY_TIMEOUT) else {
@@ -418,8 +436,7 @@ fn ask_client(server: &Server, method: &str, params: Value) -> ToolResult {
         };
         return Err(text);
     }
-    let result = message.get("result").cloned().unwrap_or(Value::Null);
-    Ok(text(protocol::to_line(&result)))
+    Ok(message.get("result").cloned().unwrap_or(Value::Null))
 }
 
 /// `stdout_flood`: about `bytes` bytes (exactly, unless `bytes` is smaller

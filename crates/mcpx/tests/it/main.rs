@@ -8,6 +8,7 @@ mod harness;
 
 mod cases;
 mod cli;
+mod conformance;
 mod errors;
 mod pools;
 mod real_servers;

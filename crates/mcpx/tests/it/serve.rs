@@ -355,3 +355,39 @@ fn sampling_is_forwarded_to_a_client_that_declared_it() {
     let answer = rpc(&w, "/mcp", &plain, call);
     assert_eq!(answer["result"]["isError"], true, "{answer}");
 }
+
+/// A client's `notifications/cancelled` reaches the server as a cancellation of the
+/// forwarded request (its upstream id), and the client's call ends at once.
+#[test]
+fn a_client_cancellation_reaches_the_server() {
+    let w = World::new(json!({}));
+    let record = w.path("calls.jsonl");
+    w.set_servers(json!({ "fake": { "command": fake_server(), "env": { "FAKE_RECORD": record } } }));
+    w.run(&["ls"]).ok();
+    let (session, _) = initialize(&w, "/mcp", "2025-11-25");
+    let call = json!({ "jsonrpc": "2.0", "id": "slow-1", "method": "tools/call", "params": { "name": "fake__slow", "arguments": { "ms": 20000 } } });
+    #[allow(clippy::disallowed_methods)] // Reason: curl holds the call open.
+    let mut pending = std::process::Command::new("curl")
+        .args(["-s", "--unix-socket"])
+        .arg(w.path("run/daemon.sock"))
+        .args(["-H", "content-type: application/json", "-H", &format!("mcp-session-id: {session}")])
+        .args(["--data-binary", &call.to_string(), "-o", "/dev/null", "http://localhost/mcp"])
+        .spawn()
+        .unwrap();
+    wait_until("the call reaches the server", Duration::from_secs(15), || {
+        std::fs::read_to_string(&record).unwrap_or_default().contains("\"slow\"")
+    });
+    let started = std::time::Instant::now();
+    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": "slow-1", "reason": "user" } });
+    assert_eq!(http(&w, "POST", "/mcp", &[("mcp-session-id", &session)], &cancel.to_string()).0, 202);
+    assert!(pending.wait().unwrap().success());
+    assert!(started.elapsed() < Duration::from_secs(10), "the call waited for the tool");
+    wait_until("the cancellation reaches the server", Duration::from_secs(10), || {
+        std::fs::read_to_string(&record).unwrap_or_default().contains("notifications/cancelled")
+    });
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&record).unwrap().lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let forwarded = lines.iter().find(|m| m["params"]["name"] == "slow").unwrap();
+    let cancelled = lines.iter().find(|m| m["method"] == "notifications/cancelled").unwrap();
+    assert_eq!(cancelled["params"]["requestId"], forwarded["id"]);
+}
