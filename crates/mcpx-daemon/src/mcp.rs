@@ -632,7 +632,15 @@ async fn forward(
         Ok(l) => l,
         Err(e) => return fail(error_code::INTERNAL_ERROR, format!("server `{server}`: {e}")),
     };
-    let upstream = Message::request(&id, &method, Some(&rewritten.to_string()));
+    // Passed through, the request goes as the client wrote it (byte for byte but its
+    // id); mapped, only its params are rebuilt, and absent params stay absent.
+    let upstream = if session.server.is_some() {
+        request
+    } else if rewritten.is_null() {
+        Message::request(&id, &method, None)
+    } else {
+        Message::request(&id, &method, Some(&rewritten.to_string()))
+    };
     let client = Some((session.can_answer.clone(), session.replies.clone()));
     let ctx = Arc::new(CallContext {
         label: session.caller.session.clone().unwrap_or_default(),

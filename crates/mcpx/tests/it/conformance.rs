@@ -56,3 +56,46 @@ fn conformance_server_scenarios_pass_through_mcpx() {
         .collect();
     assert!(failed.is_empty(), "conformance scenarios failed through mcpx: {failed:?}\nall: {results:?}");
 }
+
+/// server-everything: every scenario that passes against it directly (its own
+/// streamable HTTP mode) passes through mcpx (`/mcp/everything`, the same server on
+/// stdio). Both runs go at once: each takes about a minute.
+#[test]
+fn server_everything_passes_through_mcpx_what_it_passes_directly() {
+    let e2e = e2e_dir();
+    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let direct_port = free();
+    #[allow(clippy::disallowed_methods)] // Reason: the real server in its own HTTP mode, for comparison.
+    let mut direct = std::process::Command::new(e2e.join("node_modules/.bin/mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", direct_port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    crate::harness::wait_until("server-everything listens", std::time::Duration::from_secs(30), || {
+        std::net::TcpStream::connect(("127.0.0.1", direct_port)).is_ok()
+    });
+    let w = World::new(json!({ "everything": {
+        "command": e2e.join("node_modules/.bin/mcp-server-everything").display().to_string(), "args": ["stdio"] } }));
+    let port = free();
+    w.run_with(&["ls"], |c| {
+        c.env("MCPX_HTTP_ADDR", format!("127.0.0.1:{port}")).env("MCPX_HTTP_NO_AUTH", "1");
+    })
+    .ok();
+    let directly = std::thread::spawn(move || run_suite(&format!("http://127.0.0.1:{direct_port}/mcp")));
+    let through = run_suite(&format!("http://127.0.0.1:{port}/mcp/everything"));
+    let directly = directly.join().unwrap();
+    let _ = direct.kill();
+    let _ = direct.wait();
+    let lost: Vec<&String> = directly
+        .iter()
+        .filter(|(name, passed)| **passed && through.get(*name) != Some(&true))
+        .map(|(n, _)| n)
+        .collect();
+    assert!(directly.values().filter(|p| **p).count() >= 5, "too few pass directly: {directly:?}");
+    assert!(
+        lost.is_empty(),
+        "passes directly but not through mcpx: {lost:?}\ndirect: {directly:?}\nthrough: {through:?}"
+    );
+}
