@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real MCP servers used by the end-to-end tests and the quickstart, inside e2e/:
-#   - e2e/node_modules: @modelcontextprotocol/server-everything and server-memory (npm ci from
+#   - e2e/node_modules: server-everything, server-memory, the conformance suite, the Inspector and
+#     Node 22 (npm install from
 #     e2e/package-lock.json; needs Node >= 20 and npm);
 #   - e2e/.venv: mcp-server-time (pip install -r e2e/requirements.txt; needs Python >= 3.10 with
 #     the venv module).
@@ -56,10 +57,13 @@ if [[ -f "$node_stamp" && "$(cat "$node_stamp")" == "$node_want" \
     && -x "$e2e/node_modules/.bin/mcp-server-everything" && -x "$e2e/node_modules/.bin/mcp-server-memory" ]]; then
     say "node servers up to date (e2e/node_modules)"
 else
-    say "installing node servers into e2e/node_modules (npm ci)..."
-    quietly "npm ci in e2e/" npm ci --prefix "$e2e" --no-audit --no-fund --loglevel=error
+    say "installing node servers and clients into e2e/node_modules (npm install from the lock)..."
+    # Not `npm ci`: the Inspector pulls vite, whose lock entry names an optional
+    # dependency the registry does not have (404), which `npm ci` refuses. `npm install`
+    # follows the lock for everything else; --no-save keeps the lock as committed.
+    quietly "npm install in e2e/" npm install --prefix "$e2e" --no-audit --no-fund --no-save --loglevel=error
     for bin in mcp-server-everything mcp-server-memory; do
-        [[ -x "$e2e/node_modules/.bin/$bin" ]] || die "npm ci finished but e2e/node_modules/.bin/$bin is missing"
+        [[ -x "$e2e/node_modules/.bin/$bin" ]] || die "npm install finished but e2e/node_modules/.bin/$bin is missing"
     done
     printf '%s\n' "$node_want" >"$node_stamp"
 fi
