@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -1141,30 +1141,44 @@ pub async fn run(
     daemon: Arc<Daemon>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<Exit> {
-    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
-    let serve = axum::serve(listener, router(daemon.clone()))
-        .with_graceful_shutdown(async move {
-            let _ = stop_rx.wait_for(|stop| *stop).await;
-        })
-        .into_future();
-    tokio::pin!(serve);
-    let stop = {
-        let daemon = daemon.clone();
-        async move {
-            tokio::select! {
-                () = shutdown => {}
-                () = daemon.shutdown.notified() => {}
-            }
+    // Each connection carries one request (no keep-alive), so stopping is simply: stop
+    // accepting, then let every accepted connection finish. A graceful shutdown that
+    // closes idle connections would drop a request accepted but not yet read.
+    let app = router(daemon.clone());
+    let mut conns = tokio::task::JoinSet::new();
+    let stop = async {
+        tokio::select! {
+            () = shutdown => {}
+            () = daemon.shutdown.notified() => {}
         }
     };
-    tokio::select! {
-        result = &mut serve => result?,
-        () = stop => {
-            let _ = stop_tx.send(true);
-            if tokio::time::timeout(DRAIN, &mut serve).await.is_err() {
-                tracing::warn!("requests still running after {}s were cut off", DRAIN.as_secs());
-            }
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                    conns.spawn(async move {
+                        let io = hyper_util::rt::TokioIo::new(stream);
+                        let _ = hyper::server::conn::http1::Builder::new().keep_alive(false).serve_connection(io, service).await;
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            () = &mut stop => break,
         }
+    }
+    // Not accepting any more; clients that connect now wait in the backlog (an upgrade
+    // keeps the socket open) or are refused (a stop closes it).
+    drop(listener);
+    let drained = tokio::time::timeout(DRAIN, async { while conns.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        tracing::warn!("requests still running after {}s were cut off", DRAIN.as_secs());
+        conns.abort_all();
     }
     daemon.pool.stop_all(false).await;
     Ok(match lock(&daemon.upgrade).take() {
