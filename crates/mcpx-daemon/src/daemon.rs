@@ -869,11 +869,7 @@ fn call_stream(daemon: Arc<Daemon>, req: Request) -> Response {
         };
         let _ = lines_tx.send(line(last)).await;
     });
-    let stream = futures_util::stream::unfold(lines_rx, |mut rx| async move {
-        rx.recv().await.map(|l| (Ok::<_, std::convert::Infallible>(bytes::Bytes::from(l)), rx))
-    });
-    ([(axum::http::header::CONTENT_TYPE, "application/x-ndjson")], axum::body::Body::from_stream(stream))
-        .into_response()
+    ([(axum::http::header::CONTENT_TYPE, "application/x-ndjson")], crate::mcp::channel_body(lines_rx)).into_response()
 }
 
 /// Every second, stops instances that are idle past their `idleTimeout` or whose

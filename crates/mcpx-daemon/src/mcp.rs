@@ -95,6 +95,16 @@ impl Sessions {
     }
 }
 
+/// A streaming HTTP body fed by a channel: each item is sent as it comes; the body
+/// ends when every sender is gone. Dropping the body (the client went away) closes
+/// the channel, which is how producers notice.
+pub(crate) fn channel_body(rx: mpsc::Receiver<Vec<u8>>) -> axum::body::Body {
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(Bytes::from(b)), rx))
+    });
+    axum::body::Body::from_stream(stream)
+}
+
 fn sse_event(data: &str) -> Vec<u8> {
     format!("event: message\ndata: {data}\n\n").into_bytes()
 }
@@ -210,12 +220,9 @@ async fn get_stream(State(d): State<Arc<Daemon>>, headers: HeaderMap) -> Respons
     }
     // A comment line at once, so clients see the stream is open.
     let _ = tx.try_send(b": stream open\n\n".to_vec());
-    let body = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(Bytes::from(b)), rx))
-    });
     let mut response = (
         [(axum::http::header::CONTENT_TYPE, "text/event-stream"), (axum::http::header::CACHE_CONTROL, "no-cache")],
-        axum::body::Body::from_stream(body),
+        channel_body(rx),
     )
         .into_response();
     if let Ok(v) = HeaderValue::from_str(&id) {
@@ -415,12 +422,9 @@ fn sse_call(d: Arc<Daemon>, session: Arc<McpSession>, request: Message, session_
         }
         let _ = tx.send(event(response.as_str())).await;
     });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(Bytes::from(b)), rx))
-    });
     let mut response = (
         [(axum::http::header::CONTENT_TYPE, "text/event-stream"), (axum::http::header::CACHE_CONTROL, "no-cache")],
-        axum::body::Body::from_stream(stream),
+        channel_body(rx),
     )
         .into_response();
     if let Ok(v) = HeaderValue::from_str(&session_id) {

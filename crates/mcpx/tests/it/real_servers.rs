@@ -5,14 +5,17 @@ use serde_json::json;
 
 use crate::harness::{World, alive, e2e_dir};
 
+/// A world with the three real servers; server-memory keeps its graph in the world.
 fn real_world() -> World {
+    let w = World::new(json!({}));
     let e2e = e2e_dir();
     let bin = |name: &str| e2e.join("node_modules/.bin").join(name).display().to_string();
-    World::new(json!({
+    w.set_servers(json!({
         "everything": { "command": bin("mcp-server-everything"), "args": ["stdio"] },
-        "memory": { "command": bin("mcp-server-memory"), "env": { "MEMORY_FILE_PATH": "/dev/null/never" } },
+        "memory": { "command": bin("mcp-server-memory"), "env": { "MEMORY_FILE_PATH": w.path("memory.jsonl") } },
         "time": { "command": e2e.join(".venv/bin/mcp-server-time").display().to_string(), "args": ["--local-timezone", "UTC"] },
-    }))
+    }));
+    w
 }
 
 #[test]
@@ -70,14 +73,8 @@ fn mcp_server_time_from_pypi() {
 /// and calls one tool of each.
 #[test]
 fn python_sdk_client_over_serve_and_http() {
-    let w = World::new(json!({}));
+    let w = real_world();
     let e2e = e2e_dir();
-    let bin = |name: &str| e2e.join("node_modules/.bin").join(name).display().to_string();
-    w.set_servers(json!({
-        "everything": { "command": bin("mcp-server-everything"), "args": ["stdio"] },
-        "memory": { "command": bin("mcp-server-memory"), "env": { "MEMORY_FILE_PATH": w.path("memory.jsonl") } },
-        "time": { "command": e2e.join(".venv/bin/mcp-server-time").display().to_string(), "args": ["--local-timezone", "UTC"] },
-    }));
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let addr = format!("127.0.0.1:{port}");
     w.run_with(&["ls"], |c| {
@@ -112,14 +109,8 @@ fn python_sdk_client_over_serve_and_http() {
 /// of each; over `/mcp` on TCP too.
 #[test]
 fn mcp_inspector_cli_over_serve_and_http() {
-    let w = World::new(json!({}));
+    let w = real_world();
     let e2e = e2e_dir();
-    let bin = |name: &str| e2e.join("node_modules/.bin").join(name).display().to_string();
-    w.set_servers(json!({
-        "everything": { "command": bin("mcp-server-everything"), "args": ["stdio"] },
-        "memory": { "command": bin("mcp-server-memory"), "env": { "MEMORY_FILE_PATH": w.path("memory.jsonl") } },
-        "time": { "command": e2e.join(".venv/bin/mcp-server-time").display().to_string(), "args": ["--local-timezone", "UTC"] },
-    }));
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     w.run_with(&["ls"], |c| {
         c.env("MCPX_HTTP_ADDR", format!("127.0.0.1:{port}"));
