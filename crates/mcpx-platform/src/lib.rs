@@ -314,14 +314,5 @@ pub fn ignore_sigpipe() -> io::Result<()> {
     signal::ignore_sigpipe()
 }
 
-/// Restores the default SIGPIPE action (terminate): for command-line front ends
-/// whose output may go to a pipe that closes early (`mcpx ls | head`), which should
-/// end quietly as other shell tools do, not fail writing.
-///
-/// Errors: the `io::Error` of `sigaction(2)`.
-pub fn default_sigpipe() -> io::Result<()> {
-    signal::default_sigpipe()
-}
-
 #[cfg(test)]
 mod tests;

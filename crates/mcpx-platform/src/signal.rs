@@ -13,11 +13,3 @@ pub(crate) fn ignore_sigpipe() -> io::Result<()> {
     unsafe { sigaction(Signal::SIGPIPE, &ignore) }?;
     Ok(())
 }
-
-/// See [`crate::default_sigpipe`].
-pub(crate) fn default_sigpipe() -> io::Result<()> {
-    let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
-    // Safety: `SIG_DFL` installs no handler either; no code runs in signal context.
-    unsafe { sigaction(Signal::SIGPIPE, &default) }?;
-    Ok(())
-}

@@ -156,9 +156,23 @@ pub fn main() -> i32 {
         // Before any runtime or thread: the supervisor forks.
         return mcpx_supervisor::main();
     }
-    // A closed output pipe (`mcpx ls | head`) ends the command quietly, as in other
-    // shell tools. The daemon and supervisors keep SIGPIPE ignored.
-    let _ = mcpx_platform::default_sigpipe();
+    // A closed output pipe (`mcpx ls | head`) ends the command quietly with the status
+    // a shell gives SIGPIPE (141), as in other shell tools. SIGPIPE itself stays
+    // ignored: the CLI also writes to the daemon's socket, where a daemon that dies
+    // must be an error (exit 3), not a silent death.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default_hook(info);
+    }));
     if let Command::Daemon = cli.command {
         return match crate::foreground::run() {
             Ok(()) => 0,
