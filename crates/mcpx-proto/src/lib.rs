@@ -10,6 +10,8 @@ pub mod framing;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod scan;
+pub mod sse;
 
 pub use framing::{Frame, LineDecoder};
 pub use jsonrpc::{Kind, Message, ParseError, UpstreamId};
+pub use sse::{SseDecoder, SseEvent};
