@@ -31,8 +31,9 @@ use crate::instance::{
 };
 use crate::paths::Dirs;
 use crate::pool::Launchers;
-use crate::pool::{Pool, Target};
+use crate::pool::{Launch, Pool, Target};
 use crate::schema::SchemaCache;
+use crate::transport::http::RemoteSpec;
 use crate::transport::supervised::{AttachFailure, attach, reap_orphan};
 use crate::transport::{ExitInfo, Inbound, Link};
 use crate::transport::{Identity, LaunchSpec};
@@ -160,14 +161,32 @@ impl Daemon {
     pub fn target(&self, entry: &ServerEntry) -> Result<Target, ApiError> {
         let cache_key = entry.fingerprint(None);
         let expanded = entry.expand(&self.env).map_err(config_error)?;
-        let ExpandedTransport::Stdio(stdio) = expanded else {
-            return Err(ApiError::new(
-                "config",
-                format!(
-                    "server `{}`: remote (`url`) servers are not supported yet; remove it or use a stdio command",
-                    entry.name
-                ),
-            ));
+        let options = &entry.options;
+        let identity = |fingerprint: String| Identity {
+            server: entry.name.clone(),
+            fingerprint,
+            cache_key: cache_key.clone(),
+            key: "global".into(),
+            sharing: options.sharing.as_str().into(),
+        };
+        let max_message_bytes = usize::try_from(options.max_message_bytes).unwrap_or(usize::MAX);
+        let stdio = match expanded {
+            ExpandedTransport::Stdio(stdio) => stdio,
+            ExpandedTransport::Remote(remote) => {
+                let crate::config::TransportSpec::Remote { url: written_url, .. } = &entry.transport else {
+                    unreachable!("a remote entry expands to a remote transport")
+                };
+                let spec = RemoteSpec {
+                    identity: identity(cache_key.clone()),
+                    url: remote.url.clone(),
+                    written_url: written_url.clone(),
+                    headers: remote.headers.clone(),
+                    kind: remote.kind,
+                    max_message_bytes,
+                };
+                let launch = Ok(Launch::Remote(spec));
+                return Ok(Target { entry: entry.clone(), fingerprint: cache_key.clone(), cache_key, launch });
+            }
         };
         let cwd = stdio.cwd.clone().or_else(|| self.env.get("HOME").map(PathBuf::from));
         // The child's environment: the daemon's, plus the entry's `env`. The command
@@ -182,16 +201,9 @@ impl Daemon {
             crate::config::TransportSpec::Remote { url, .. } => url.clone(),
         };
         let (fingerprint, launch) = match self.resolve_program(&stdio.command, path_var.as_deref(), cwd.as_deref()) {
-            Ok((program, identity)) => {
-                let options = &entry.options;
+            Ok((program, exe)) => {
                 let spec = LaunchSpec {
-                    identity: Identity {
-                        server: entry.name.clone(),
-                        fingerprint: entry.fingerprint(identity.as_ref()),
-                        cache_key: cache_key.clone(),
-                        key: "global".into(),
-                        sharing: options.sharing.as_str().into(),
-                    },
+                    identity: identity(entry.fingerprint(exe.as_ref())),
                     supervised: options.supervised,
                     buffer_bytes: options.buffer_bytes,
                     orphan_timeout: options.orphan_timeout,
@@ -201,9 +213,9 @@ impl Daemon {
                     args: stdio.args.iter().map(OsString::from).collect(),
                     env,
                     cwd,
-                    max_message_bytes: usize::try_from(entry.options.max_message_bytes).unwrap_or(usize::MAX),
+                    max_message_bytes,
                 };
-                (entry.fingerprint(identity.as_ref()), Ok(spec))
+                (entry.fingerprint(exe.as_ref()), Ok(Launch::Stdio(spec)))
             }
             Err(e) if written == stdio.command => (cache_key.clone(), Err(e.to_string())),
             Err(_) => (
@@ -1026,8 +1038,13 @@ fn config_error(e: ConfigError) -> ApiError {
 fn server_error(server: &str, e: CallError) -> ApiError {
     let kind = match e {
         CallError::Timeout(_) | CallError::Busy(_) | CallError::StartTimeout(_) => "timeout",
+        CallError::Remote(ref r) if r.timed_out => "timeout",
         CallError::Protocol(_) | CallError::TooLarge { .. } | CallError::RequestTooLarge { .. } => "protocol",
-        CallError::Exited { .. } | CallError::Launch(_) | CallError::Lost(_) | CallError::Cancelled => "server",
+        CallError::Exited { .. }
+        | CallError::Launch(_)
+        | CallError::Lost(_)
+        | CallError::Cancelled
+        | CallError::Remote(_) => "server",
     };
     let hint = match e {
         CallError::Exited { .. } | CallError::Launch(_) => {

@@ -74,6 +74,10 @@ pub enum CallError {
     /// The caller cancelled the request; the server was sent `notifications/cancelled`.
     #[error("cancelled")]
     Cancelled,
+    /// A remote server could not be reached or refused the exchange (HTTP status,
+    /// connection, TLS, timeout).
+    #[error("{0}")]
+    Remote(crate::transport::http::RemoteError),
 }
 
 /// A duration as people write it: `250ms`, `1.5s`, `2m`.
@@ -311,7 +315,7 @@ impl Instance {
     }
 
     fn new(spec: InstanceSpec, link: Link, events: mpsc::UnboundedSender<(String, InstanceEvent)>) -> Arc<Instance> {
-        let Link { tx, rx, info, epoch } = link;
+        let Link { tx, rx, info, epoch, .. } = link;
         let inst = Arc::new(Instance {
             server: spec.server,
             fingerprint: spec.fingerprint,
@@ -396,6 +400,12 @@ impl Instance {
     /// Whether a supervisor owns the server process.
     pub fn supervised(&self) -> bool {
         self.info.supervisor.is_some()
+    }
+
+    /// Whether the instance lives on when the daemon exits: supervised, or a remote
+    /// session the next daemon takes up.
+    pub fn outlives_daemon(&self) -> bool {
+        self.info.supervisor.is_some() || self.info.remote.is_some()
     }
 
     /// Current state.
@@ -567,11 +577,13 @@ impl Instance {
                 Kind::Notification => self.route_notification(m, events),
             },
             Inbound::OversizeId(id) => {
-                let waiter = UpstreamId::from_json(&id)
-                    .filter(|u| u.epoch == self.epoch)
-                    .and_then(|u| lock(&self.pending).remove(&u.seq));
-                if let Some(w) = waiter {
+                if let Some(w) = self.take_waiter(&id) {
                     let _ = w.reply.send(Err(CallError::TooLarge { limit: self.max_message_bytes }));
+                }
+            }
+            Inbound::Failed { id, error } => {
+                if let Some(w) = self.take_waiter(&id) {
+                    let _ = w.reply.send(Err(CallError::Remote(error)));
                 }
             }
             Inbound::Oversize { bytes, id } => {
@@ -607,6 +619,11 @@ impl Instance {
         }
     }
 
+    /// Removes the caller waiting for the request with upstream id `id` (raw JSON).
+    fn take_waiter(&self, id: &str) -> Option<Pending> {
+        UpstreamId::from_json(id).filter(|u| u.epoch == self.epoch).and_then(|u| lock(&self.pending).remove(&u.seq))
+    }
+
     fn fail_pending(&self, error: impl Fn() -> CallError) {
         let waiters: Vec<Pending> = lock(&self.pending).drain().map(|(_, w)| w).collect();
         for w in waiters {
@@ -616,10 +633,7 @@ impl Instance {
 
     fn complete(&self, response: Message) {
         let id = response.id().unwrap_or("null").to_owned();
-        let waiter = UpstreamId::from_json(&id)
-            .filter(|u| u.epoch == self.epoch)
-            .and_then(|u| lock(&self.pending).remove(&u.seq));
-        match waiter {
+        match self.take_waiter(&id) {
             Some(w) => {
                 if w.reply.send(Ok(response)).is_err() {
                     tracing::info!(server = %self.server, id, "dropped a response whose caller gave up");
@@ -866,7 +880,8 @@ mod tests {
     fn instance() -> (Arc<Instance>, mpsc::Receiver<Outbound>, mpsc::Sender<Inbound>) {
         let (out_tx, out_rx) = mpsc::channel(16);
         let (in_tx, in_rx) = mpsc::channel(16);
-        let link = Link { tx: out_tx, rx: in_rx, info: Arc::new(LinkInfo::new(Some(1), None)), epoch: 7 };
+        let link =
+            Link { tx: out_tx, rx: in_rx, info: Arc::new(LinkInfo::new(Some(1), None)), epoch: 7, resumed: None };
         let spec = InstanceSpec {
             server: "s".into(),
             fingerprint: "f".into(),

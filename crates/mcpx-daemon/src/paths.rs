@@ -127,6 +127,11 @@ impl Dirs {
         self.state.join("daemon.log")
     }
 
+    /// Where remote MCP sessions are kept for the next daemon (`remote/<instance>.json`).
+    pub fn remote_sessions(&self) -> PathBuf {
+        self.state.join("remote")
+    }
+
     /// The list of every configuration file the daemon has resolved.
     pub fn known_configs(&self) -> PathBuf {
         self.state.join("config-files.json")

@@ -23,6 +23,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use crate::config::{ServerEntry, Sharing};
 use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec, lock};
 use crate::schema::SchemaCache;
+use crate::transport::http::{RemoteLauncher, RemoteSpec};
 use crate::transport::{LaunchSpec, Launcher};
 
 /// Failures within this window count toward `crash-loop`, and this long without one
@@ -43,7 +44,16 @@ pub struct Target {
     /// The full fingerprint (with the resolved executable's identity): the instance key.
     pub fingerprint: String,
     /// How to start it, or why it cannot be started (command not found, ...).
-    pub launch: Result<LaunchSpec, String>,
+    pub launch: Result<Launch, String>,
+}
+
+/// How to start one instance of a server.
+#[derive(Debug, Clone)]
+pub enum Launch {
+    /// A local process over stdio.
+    Stdio(LaunchSpec),
+    /// A remote server over HTTP.
+    Remote(RemoteSpec),
 }
 
 /// An instance lent to one call; for `exclusive` servers it holds the instance's
@@ -126,6 +136,8 @@ pub struct Launchers {
     pub direct: Arc<dyn Launcher>,
     /// Under `mcpx supervise`.
     pub supervised: Arc<dyn Launcher>,
+    /// Remote servers over HTTP.
+    pub remote: RemoteLauncher,
 }
 
 /// All instances of the daemon, by fingerprint and key.
@@ -375,26 +387,34 @@ impl Pool {
 
     async fn start(&self, target: &Target, key: &str) -> Result<Arc<Instance>, CallError> {
         let server = &target.entry.name;
-        let mut spec = target.launch.clone().map_err(CallError::Launch)?;
-        spec.identity.key = key.to_owned();
         let options = &target.entry.options;
         tracing::info!(server = %server, fingerprint = %target.fingerprint, key, "starting server");
-        let launcher = if spec.supervised { &self.launchers.supervised } else { &self.launchers.direct };
-        let link = launcher.launch(spec).await.map_err(|e| CallError::Launch(e.to_string()))?;
+        let launched = match target.launch.clone().map_err(CallError::Launch)? {
+            Launch::Stdio(mut spec) => {
+                spec.identity.key = key.to_owned();
+                let launcher = if spec.supervised { &self.launchers.supervised } else { &self.launchers.direct };
+                launcher.launch(spec).await
+            }
+            Launch::Remote(mut spec) => {
+                spec.identity.key = key.to_owned();
+                self.launchers.remote.launch(spec).await
+            }
+        };
+        let mut link = launched.map_err(|e| CallError::Launch(e.to_string()))?;
         let pid = link.info.pid();
-        let inst = Instance::start(
-            InstanceSpec {
-                server: server.clone(),
-                fingerprint: target.fingerprint.clone(),
-                cache_key: target.cache_key.clone(),
-                key: key.to_owned(),
-                max_message_bytes: usize::try_from(options.max_message_bytes).unwrap_or(usize::MAX),
-            },
-            link,
-            options.start_timeout,
-            self.events.clone(),
-        )
-        .await?;
+        let spec = InstanceSpec {
+            server: server.clone(),
+            fingerprint: target.fingerprint.clone(),
+            cache_key: target.cache_key.clone(),
+            key: key.to_owned(),
+            max_message_bytes: usize::try_from(options.max_message_bytes).unwrap_or(usize::MAX),
+        };
+        // A remote session a previous daemon kept is taken up without a new `initialize`.
+        let resumed = link.resumed.take().and_then(|json| serde_json::from_str(&json).ok());
+        let inst = match resumed {
+            Some(session) => Instance::resume(spec, link, session, self.events.clone()),
+            None => Instance::start(spec, link, options.start_timeout, self.events.clone()).await?,
+        };
         let version = inst.session().map(|s| s.protocol_version).unwrap_or_default();
         tracing::info!(server = %server, key, pid, protocol = %version, "server initialized");
         if let Err(e) = self.schema.refresh(&target.cache_key, &inst, options.start_timeout).await {
@@ -482,9 +502,9 @@ impl Pool {
         reaped
     }
 
-    /// Stops the daemon's own children and, when `all`, every supervised instance too;
-    /// other supervised instances are only detached (their supervisors keep the
-    /// servers for the next daemon). Waits for what it stops.
+    /// Stops the daemon's own children and, when `all`, every supervised and remote
+    /// instance too; the others are only detached (supervisors keep their servers,
+    /// remote sessions stay kept, for the next daemon). Waits for what it stops.
     pub async fn stop_all(&self, all: bool) {
         let instances: Vec<Arc<Instance>> = {
             let slots = lock(&self.slots);
@@ -492,7 +512,7 @@ impl Pool {
         };
         let mut tasks = tokio::task::JoinSet::new();
         for inst in instances {
-            if all || !inst.supervised() {
+            if all || !inst.outlives_daemon() {
                 tasks.spawn(async move { inst.terminate().await });
             }
         }

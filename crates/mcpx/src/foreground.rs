@@ -18,6 +18,7 @@ use anyhow::{Context, bail};
 use mcpx_daemon::daemon::{Daemon, Exit, run as serve};
 use mcpx_daemon::paths::Dirs;
 use mcpx_daemon::pool::Launchers;
+use mcpx_daemon::transport::http::RemoteLauncher;
 use mcpx_daemon::transport::stdio::DirectLauncher;
 use mcpx_daemon::transport::supervised::SupervisedLauncher;
 use mcpx_platform::process::{Detach, SpawnSpec, inherited_fd, keep_across_exec};
@@ -84,6 +85,7 @@ async fn serve_until_exit(dirs: &Dirs, env: &HashMap<String, String>, listener: 
     let launchers = Launchers {
         direct: Arc::new(DirectLauncher),
         supervised: Arc::new(SupervisedLauncher { exe, sup_dir: dirs.sup_dir(), log: dirs.supervisor_log() }),
+        remote: RemoteLauncher::new(dirs.remote_sessions()).context("setting up the HTTP client")?,
     };
     let daemon = Daemon::new(dirs.clone(), env.clone(), launchers);
     // Supervisors a previous daemon left are adopted before the first request is

@@ -6,6 +6,7 @@
 //! owns the server's pipes (the daemon directly today, a supervisor process later,
 //! or an HTTP session for remote servers) is swapped behind [`Launcher`] alone.
 
+pub mod http;
 pub mod stdio;
 pub mod supervised;
 
@@ -118,6 +119,14 @@ pub enum Inbound {
     /// The supervisor restarted the server: a new process with this pid runs and
     /// needs a new `initialize`.
     Restarted(u32),
+    /// A request could not be delivered to a remote server, or its answer not read:
+    /// `id` is the request's upstream id (raw JSON).
+    Failed {
+        /// The request's id.
+        id: String,
+        /// What went wrong.
+        error: http::RemoteError,
+    },
     /// The server is gone. Always the last item.
     Exited(ExitInfo),
     /// The link to the server is gone without an exit status (its supervisor died,
@@ -190,6 +199,8 @@ pub struct LinkInfo {
     pub dropped_bytes: AtomicU64,
     /// Stdout bytes a supervisor held for this daemon when it attached.
     pub buffered_at_attach: AtomicU64,
+    /// For a remote server: its URL as written.
+    pub remote: Option<String>,
 }
 
 impl LinkInfo {
@@ -202,6 +213,7 @@ impl LinkInfo {
             skipped_lines: AtomicU64::new(0),
             dropped_bytes: AtomicU64::new(0),
             buffered_at_attach: AtomicU64::new(0),
+            remote: None,
         }
     }
 
@@ -237,6 +249,9 @@ pub struct Link {
     pub info: std::sync::Arc<LinkInfo>,
     /// The epoch to carry in upstream ids: from the supervisor's hello, else 1.
     pub epoch: u32,
+    /// An MCP session a previous daemon kept for this instance (the `initialize`
+    /// result, JSON): the instance resumes it instead of initializing.
+    pub resumed: Option<String>,
 }
 
 /// The longest stdout or stderr line shown in the log.

@@ -59,7 +59,7 @@ fn launch(spec: LaunchSpec) -> Result<Link, LaunchError> {
     let stderr_task = tokio::spawn(read_stderr(stderr, StderrSink::new(info.clone(), server.clone())));
     tokio::spawn(write_stdin(stdin, out_rx, exit_rx, pid, server.clone()));
     tokio::spawn(wait_child(child, pid, stdout_task, stderr_task, in_tx, exit_tx, server));
-    Ok(Link { tx: out_tx, rx: in_rx, info, epoch: 1 })
+    Ok(Link { tx: out_tx, rx: in_rx, info, epoch: 1, resumed: None })
 }
 
 /// Reads stdout and hands the parsed messages on.

@@ -268,7 +268,7 @@ pub async fn attach(
             "the server exited while no daemon was attached"
         );
     }
-    Ok((hello, Link { tx: out_tx, rx: in_rx, info, epoch }))
+    Ok((hello, Link { tx: out_tx, rx: in_rx, info, epoch, resumed: None }))
 }
 
 struct Reader {
