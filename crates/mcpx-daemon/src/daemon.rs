@@ -247,6 +247,18 @@ impl Daemon {
         Ok((program, identity))
     }
 
+    /// Stops the instances whose server no configuration file holds any more (removed,
+    /// or changed so its fingerprint differs): a remote session is ended with `DELETE`.
+    async fn retire_unconfigured(&self) {
+        let Some(configured) = self.config.configured() else { return };
+        for inst in self.pool.instances() {
+            if inst.is_alive() && !configured.contains(&inst.cache_key) {
+                tracing::info!(server = %inst.server, key = %inst.key, "stopping an instance: its server left the configuration");
+                self.pool.release(&inst).await;
+            }
+        }
+    }
+
     /// The pool key of `entry` for `caller`; a scope that cannot be resolved runs the
     /// call under a fresh `call` key and says once in the log what would fix it.
     pub fn pool_key(&self, entry: &ServerEntry, caller: &crate::api::Caller) -> String {
@@ -892,6 +904,7 @@ async fn reap_idle(daemon: std::sync::Weak<Daemon>) {
         tick.tick().await;
         let Some(daemon) = daemon.upgrade() else { return };
         daemon.pool.reap().await;
+        daemon.retire_unconfigured().await;
     }
 }
 

@@ -176,6 +176,26 @@ impl ConfigCache {
         self.lock().known.extend(files);
     }
 
+    /// The schema cache keys ([`ServerEntry::fingerprint`] as written) of every server in
+    /// every known file: what some configuration still holds. `None` while a known file
+    /// cannot be read or parsed (it may be mid-edit), or none is known yet, so nothing is
+    /// judged removed then.
+    pub fn configured(&self) -> Option<std::collections::HashSet<String>> {
+        let known = self.known_files();
+        if known.is_empty() {
+            return None;
+        }
+        let mut keys = std::collections::HashSet::new();
+        for path in known {
+            match self.load(&path, false) {
+                Ok(Some(servers)) => keys.extend(servers.values().map(|e| e.fingerprint(None))),
+                Ok(None) => {}
+                Err(_) => return None,
+            }
+        }
+        Some(keys)
+    }
+
     /// How many times a file has been read and parsed since creation (diagnostics, tests).
     pub fn reads(&self) -> u64 {
         self.reads.load(Ordering::Relaxed)

