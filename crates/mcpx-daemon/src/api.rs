@@ -139,7 +139,7 @@ pub struct DaemonStatus {
 }
 
 /// One instance in `status`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct InstanceStatus {
     /// Server name.
     pub server: String,
@@ -160,6 +160,9 @@ pub struct InstanceStatus {
     pub supervisor_pid: Option<u32>,
     /// The supervisor's attach protocol version.
     pub supervisor_protocol: Option<String>,
+    /// A remote server's URL, as written in the configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// Bytes of the server's output discarded (oversize messages, non-JSON lines).
     pub dropped_bytes: u64,
     /// Non-JSON lines skipped on stdout.

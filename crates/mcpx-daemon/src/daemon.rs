@@ -479,11 +479,15 @@ impl Daemon {
                     supervised: i.supervised(),
                     supervisor_pid: i.info.supervisor.as_ref().map(|s| s.pid),
                     supervisor_protocol: i.info.supervisor.as_ref().map(|s| s.protocol.clone()),
+                    url: i.info.remote.clone(),
                     dropped_bytes: i.info.dropped(),
                     skipped_lines: i.info.skipped_lines.load(std::sync::atomic::Ordering::Relaxed),
                     buffered_at_attach: i.info.buffered_at_attach.load(std::sync::atomic::Ordering::Relaxed),
                     last_error: match state {
                         crate::instance::State::Exited(e) => Some(format!("server {e}")),
+                        crate::instance::State::Lost if i.info.remote.is_some() => {
+                            Some("the remote server could not be reached".into())
+                        }
                         crate::instance::State::Lost => Some("instance lost: its supervisor went away".into()),
                         _ => None,
                     },
@@ -501,20 +505,10 @@ impl Daemon {
             instances.push(InstanceStatus {
                 server,
                 key,
-                pid: None,
                 state: "error".into(),
-                calls: 0,
-                holders: Vec::new(),
-                supervised: false,
-                supervisor_pid: None,
-                supervisor_protocol: None,
-                dropped_bytes: 0,
-                skipped_lines: 0,
-                buffered_at_attach: 0,
                 last_error: Some(error.to_string()),
                 stderr_tail,
-                idle_s: None,
-                uptime_s: None,
+                ..InstanceStatus::default()
             });
         }
         for (record, theirs) in lock(&self.incompatible).iter() {
@@ -523,22 +517,15 @@ impl Daemon {
                 key: record.key.clone(),
                 pid: record.child.map(|c| c.pid),
                 state: "incompatible".into(),
-                calls: 0,
-                holders: Vec::new(),
                 supervised: true,
                 supervisor_pid: Some(record.supervisor.pid),
                 supervisor_protocol: Some(theirs.to_string()),
-                dropped_bytes: 0,
-                skipped_lines: 0,
-                buffered_at_attach: 0,
                 last_error: Some(format!(
                     "its supervisor speaks attach protocol {theirs}, this daemon {}; `mcpx restart {}` replaces it",
                     crate::transport::supervised::speaks(),
                     record.server
                 )),
-                stderr_tail: String::new(),
-                idle_s: None,
-                uptime_s: None,
+                ..InstanceStatus::default()
             });
         }
         instances.sort_by(|a, b| (&a.server, &a.key).cmp(&(&b.server, &b.key)));

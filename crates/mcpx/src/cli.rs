@@ -66,7 +66,7 @@ enum Command {
         /// The server (all when omitted).
         server: Option<String>,
     },
-    /// Stop the daemon; supervised servers keep running for the next daemon to adopt.
+    /// Stop the daemon; supervised servers keep running and remote sessions stay kept, for the next daemon.
     Stop {
         /// Also stop every server (and its supervisor).
         #[arg(long)]
