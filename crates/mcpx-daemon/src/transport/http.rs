@@ -187,7 +187,7 @@ impl RemoteLauncher {
             background: Mutex::new(Vec::new()),
         });
         if resumed.is_some() {
-            remote.clone().start_listening();
+            drop(remote.clone().start_listening());
         }
         tokio::spawn(run(remote, out_rx));
         Ok(Link { tx: out_tx, rx: in_rx, info, epoch, resumed })
@@ -288,6 +288,11 @@ async fn run(remote: Arc<Remote>, mut out: mpsc::Receiver<Outbound>) {
     loop {
         tokio::select! {
             item = out.recv() => match item {
+                // `initialized` goes before anything after it: the server may only
+                // then offer some tools, and say so on the GET stream.
+                Some(Outbound::Message(m)) if m.method() == Some("notifications/initialized") => {
+                    remote.clone().send(m).await;
+                }
                 Some(Outbound::Message(m)) => {
                     tasks.spawn(remote.clone().send(m));
                 }
@@ -344,6 +349,12 @@ impl Remote {
         if force_legacy {
             return self.post_legacy(m).await;
         }
+        if m.method() == Some("notifications/initialized") {
+            // Open the GET stream first, so what the server sends once initialized
+            // (a `list_changed`, say) has somewhere to go.
+            let ready = self.clone().start_listening();
+            let _ = tokio::time::timeout(CONNECT_TIMEOUT, ready).await;
+        }
         let mut retried = false;
         loop {
             let sid = lock(&self.state).id.clone();
@@ -372,9 +383,6 @@ impl Remote {
             }
             let wanted = (m.kind() == Kind::Request).then(|| m.id().unwrap_or("null"));
             self.read_answer(response, wanted, Sink::Forward).await?;
-            if m.method() == Some("notifications/initialized") {
-                self.clone().start_listening();
-            }
             return Ok(());
         }
     }
@@ -660,22 +668,30 @@ impl Remote {
         self.read_answer(response, None, Sink::Swallow).await?;
         self.save();
         self.abort_background();
-        self.clone().start_listening();
+        drop(self.clone().start_listening());
         Ok(())
     }
 
     /// Opens the optional GET stream for server-initiated messages, in the background.
-    fn start_listening(self: Arc<Self>) {
+    /// The receiver hears when the server first answered the GET (or refused it).
+    fn start_listening(self: Arc<Self>) -> tokio::sync::oneshot::Receiver<()> {
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let this = self.clone();
-        let handle = tokio::spawn(async move { this.listen().await }).abort_handle();
+        let handle = tokio::spawn(async move { this.listen(ready_tx).await }).abort_handle();
         lock(&self.background).push(handle);
+        ready_rx
     }
 
-    async fn listen(&self) {
+    async fn listen(&self, ready: tokio::sync::oneshot::Sender<()>) {
+        let mut ready = Some(ready);
         let mut last: Option<String> = None;
         let mut failures = 0u32;
         loop {
-            let response = match self.get(last.as_deref()).await {
+            let answer = self.get(last.as_deref()).await;
+            if let Some(ready) = ready.take() {
+                let _ = ready.send(());
+            }
+            let response = match answer {
                 Ok(r) => r,
                 Err(e) => {
                     failures += 1;

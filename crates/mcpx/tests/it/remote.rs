@@ -237,3 +237,58 @@ fn remote_failures_are_clear_errors() {
     }
     assert!(!w.log().contains("s3cret-value"), "a header value reached the log");
 }
+
+/// A remote server's sampling request mid-call reaches the `mcpx serve` client that
+/// declared sampling, and its answer completes the call; a `session`-scoped remote
+/// server gets one upstream MCP session per caller session.
+#[test]
+fn remote_sampling_and_session_scope() {
+    let (_server, port) = everything("streamableHttp");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let w = World::new(json!({
+        "ev": { "url": url },
+        "per": { "url": url, "mcpx": { "scope": "session" } },
+    }));
+    let mut serve = Serve::start(&w, json!({ "sampling": {} }));
+    // server-everything adds its sampling tool after `initialized` and says so with
+    // `list_changed`, which the schema cache follows.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !serve.request("tools/list", json!({})).to_string().contains("ev__trigger-sampling-request") {
+        assert!(Instant::now() < deadline, "the sampling tool never appeared");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    serve.send(json!({ "jsonrpc": "2.0", "id": 50, "method": "tools/call",
+        "params": { "name": "ev__trigger-sampling-request", "arguments": { "prompt": "say hi", "maxTokens": 10 } } }));
+    let request = loop {
+        let m = serve.recv();
+        if m["method"] == "sampling/createMessage" {
+            break m;
+        }
+        assert_ne!(m["id"], 50, "the call ended before sampling: {m}");
+    };
+    serve.send(json!({ "jsonrpc": "2.0", "id": request["id"],
+        "result": { "role": "assistant", "content": { "type": "text", "text": "hi from the client" }, "model": "t" } }));
+    let answer = loop {
+        let m = serve.recv();
+        if m["id"] == 50 {
+            break m;
+        }
+    };
+    assert!(answer.to_string().contains("hi from the client"), "{answer}");
+
+    for session in ["a", "b", "a"] {
+        let run = w.run(&["call", "--session", session, "per.echo", r#"{"message":"scoped"}"#]);
+        assert!(run.ok().contains("scoped"));
+    }
+    let keys: Vec<Value> = w.status()["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["server"] == "per")
+        .map(|i| i["key"].clone())
+        .collect();
+    // The serve session listed `per` under its own key, too.
+    assert!(keys.contains(&json!("session:a")) && keys.contains(&json!("session:b")), "{keys:?}");
+    let kept = std::fs::read_dir(w.path("state/remote")).unwrap().count();
+    assert_eq!(kept, 1 + keys.len(), "one kept session per instance: {keys:?}");
+}
