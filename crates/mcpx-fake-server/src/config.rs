@@ -5,7 +5,7 @@
 use std::env;
 
 /// Settings that shape the server's behaviour for a whole run.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Config {
     /// `FAKE_PROTOCOL_VERSION`: answer `initialize` with this version,
     /// whatever the client asked for.
@@ -13,8 +13,19 @@ pub struct Config {
     /// `FAKE_PAGE_SIZE`: paginate `tools/list` in pages of this many tools.
     /// `None` (or 0) means one page with every tool.
     pub page_size: Option<usize>,
-    /// `FAKE_RECORD`: path of the file recording every line read from stdin.
+    /// `FAKE_RECORD`: path of the file recording every line read from stdin
+    /// (every message POSTed in HTTP mode; HTTP requests go to `<path>.http`).
     pub record: Option<String>,
+    /// `FAKE_TOOLS`: how many generated ~2 KiB tools `gen_0000`... to list.
+    pub generated_tools: usize,
+    /// `FAKE_HTTP_STATUS`: answer every HTTP POST with this status.
+    pub http_status: Option<u16>,
+    /// `FAKE_HTTP_RESPONSE=json`: answer HTTP requests with an `application/json`
+    /// body instead of an SSE stream.
+    pub http_json: bool,
+    /// `FAKE_HTTP_PRIMING=1`: begin every SSE response to a POST with a priming
+    /// event, then close it (the client must resume with `Last-Event-ID`).
+    pub http_priming: bool,
 }
 
 impl Config {
@@ -30,7 +41,32 @@ impl Config {
                 None
             }
         });
-        Self { protocol_version: non_empty("FAKE_PROTOCOL_VERSION"), page_size, record: non_empty("FAKE_RECORD") }
+        let generated_tools = number("FAKE_TOOLS").unwrap_or(0);
+        let http_status = number::<u16>("FAKE_HTTP_STATUS").filter(|code| {
+            let valid = (100..=999).contains(code);
+            if !valid {
+                eprintln!("mcpx-fake-server: ignoring invalid FAKE_HTTP_STATUS={code}");
+            }
+            valid
+        });
+        let http_json = match non_empty("FAKE_HTTP_RESPONSE").as_deref() {
+            None | Some("sse") => false,
+            Some("json") => true,
+            Some(other) => {
+                eprintln!("mcpx-fake-server: ignoring invalid FAKE_HTTP_RESPONSE={other:?} (json or sse)");
+                false
+            }
+        };
+        let http_priming = non_empty("FAKE_HTTP_PRIMING").is_some_and(|v| v != "0");
+        Self {
+            protocol_version: non_empty("FAKE_PROTOCOL_VERSION"),
+            page_size,
+            record: non_empty("FAKE_RECORD"),
+            generated_tools,
+            http_status,
+            http_json,
+            http_priming,
+        }
     }
 }
 
@@ -47,6 +83,13 @@ pub fn run_startup_faults() {
         eprintln!("fake server failing before initialize");
         std::process::exit(code);
     }
+}
+
+/// Environment variable `name` as a number, if set; unparsable values are reported
+/// on stderr and ignored.
+fn number<T: std::str::FromStr>(name: &str) -> Option<T> {
+    let raw = non_empty(name)?;
+    raw.trim().parse().map_err(|_| eprintln!("mcpx-fake-server: ignoring invalid {name}={raw:?}")).ok()
 }
 
 /// The value of environment variable `name`, if set and not empty.

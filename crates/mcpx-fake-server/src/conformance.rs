@@ -5,7 +5,7 @@
 //!
 //! - tools `test_*` (text, image, audio, embedded resource, mixed content,
 //!   logging, error, progress, sampling, elicitation, SEP-1034 defaults,
-//!   SEP-1330 enums) and `json_schema_2020_12_tool`;
+//!   SEP-1330 enums, SEP-1699 reconnection) and `json_schema_2020_12_tool`;
 //! - resources `test://static-text`, `test://static-binary`,
 //!   `test://watched-resource`, template `test://template/{id}/data`;
 //! - prompts `test_simple_prompt`, `test_prompt_with_arguments`,
@@ -36,6 +36,9 @@ const WAV_BASE64: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQ
 
 /// Pause between the logging / progress notifications of a tool.
 const STEP: Duration = Duration::from_millis(50);
+
+/// How long `test_reconnection` waits after closing its stream before replying.
+const RECONNECTION_PAUSE: Duration = Duration::from_millis(100);
 
 /// An input schema with no properties.
 fn no_args() -> Value {
@@ -74,6 +77,11 @@ pub fn tools() -> Vec<Value> {
         ),
         ("test_elicitation_sep1034_defaults", "Elicits a form whose fields all have defaults.", no_args()),
         ("test_elicitation_sep1330_enums", "Elicits a form with the five enum variants.", no_args()),
+        (
+            "test_reconnection",
+            "Over HTTP, primes and closes its SSE stream, then replies (resumed with Last-Event-ID).",
+            no_args(),
+        ),
     ];
     let mut tools: Vec<Value> = specs
         .into_iter()
@@ -254,6 +262,12 @@ pub fn call_tool(server: &Server, name: &str, params: &Value) -> Option<Reply> {
             }),
             "Elicitation completed",
         ),
+        "test_reconnection" => {
+            // SEP-1699: the client must resume the closed stream to get this answer.
+            server.out.prime_and_close();
+            thread::sleep(RECONNECTION_PAUSE);
+            text("Reconnection test completed.")
+        }
         SCHEMA_TOOL => text(format!("Received: {}", protocol::to_line(params.get("arguments").unwrap_or(&json!({}))))),
         _ => return None,
     };

@@ -2,8 +2,48 @@
 //!
 //! It speaks newline-delimited JSON-RPC 2.0 on stdin/stdout, like any stdio
 //! MCP server, but every tool is a fault or a probe that integration tests
-//! trigger on cue. It has no command-line options; it is driven entirely
-//! by the tools below and by `FAKE_*` environment variables.
+//! trigger on cue. It is driven by the tools below and by `FAKE_*`
+//! environment variables; its one option picks the transport (any other
+//! argument is ignored).
+//!
+//! # Command line
+//!
+//! - `mcpx-fake-server`: stdio (everything below).
+//! - `mcpx-fake-server --http 127.0.0.1:PORT` (PORT may be 0): streamable HTTP
+//!   (MCP 2025-11-25) on `/mcp`. Once bound it prints exactly one line,
+//!   `http://127.0.0.1:<port>/mcp`, on stdout, and serves until killed.
+//!   stdin is not read.
+//!
+//! # Streamable HTTP (`--http`)
+//!
+//! - An `initialize` POST creates a session (`Mcp-Session-Id`, 32 random hex
+//!   digits), with its own instance of the engine: the same tools, fixtures and
+//!   `FAKE_*` behaviour as on stdio (the counter, `add_tool`... are per session).
+//!   DELETE ends it (200).
+//! - A POST without a session id (but `initialize`) is 400; an unknown or ended
+//!   session 404; `Accept` must list both `application/json` and
+//!   `text/event-stream` (else 406), `Content-Type` be `application/json` (else
+//!   415), an `MCP-Protocol-Version`, if sent, be supported (else 400). An
+//!   `Origin`, if sent, must be http(s) on `localhost`, `127.0.0.1` or `[::1]`,
+//!   any port (else 403), for every method. Other methods: 405.
+//! - A POSTed notification or response: 202, no body. A request: an SSE stream
+//!   (`text/event-stream`) with every message the engine sends while handling it
+//!   (progress, logging, `sampling/createMessage`, `elicitation/create`,
+//!   `roots/list`, `notifications/tools/list_changed` of `add_tool`...), ending
+//!   with the response. Anything sent after that, or not tied to a request, goes
+//!   to the standalone stream: `GET` with `Accept: text/event-stream` (a second
+//!   one at once: 409); with none open, it waits for the next `GET`.
+//! - Every event has an id `<stream>-<n>`, unique in the session, and every
+//!   stream keeps its events: a `GET` with `Last-Event-ID` replays what followed
+//!   that event on its stream, then carries the rest of it (such a `GET` is no
+//!   second standalone stream: no 409, unless it resumes the standalone one while
+//!   that is open).
+//! - The tools keep their meaning per message: `junk` lines become events of
+//!   their own, `split` writes its event in `pieces` chunks, `big` is one event,
+//!   `exit` ends the whole process (every session).
+//! - The conformance tool `test_reconnection` (SEP-1699) sends a priming event
+//!   (an id, `retry: 50`, empty data) and closes its stream, then replies 100 ms
+//!   later: the client must resume to get the answer (on stdio it just replies).
 //!
 //! # Protocol
 //!
@@ -72,10 +112,15 @@
 //! | `FAKE_PROTOCOL_VERSION=<v>` | answer `initialize` with `v`, whatever was asked |
 //! | `FAKE_PAGE_SIZE=<n>` | paginate `tools/list` in pages of `n` (opaque `nextCursor`, `cursor` honoured) |
 //! | `FAKE_INIT_DELAY_MS=<ms>` | answer `initialize` only after `ms` milliseconds |
-//! | `FAKE_RECORD=<path>` | append every stdin line to `path`; non-JSON lines also to `path.invalid`; rewrite `path.inflight` with the max tools/call in flight after each tools/call |
+//! | `FAKE_RECORD=<path>` | append every stdin line (HTTP: every POSTed message) to `path`; non-JSON lines also to `path.invalid`; rewrite `path.inflight` with the max tools/call in flight after each tools/call; HTTP: append `<METHOD> <session-id or -> <JSON-RPC method or ->` to `path.http` for every HTTP request (`POST - initialize`, `POST 3fa1… tools/call`, `DELETE 3fa1… -`) |
+//! | `FAKE_TOOLS=<n>` | `tools/list` also lists `n` generated tools `gen_0000`, `gen_0001`… (after the conformance tools), each entry padded to ~2 KiB (n=1000: a ~2 MiB list, one SSE event); calling one returns its name |
+//! | `FAKE_HTTP_STATUS=<code>` | HTTP: every POST answers `code` with a short text body; 401 adds `WWW-Authenticate: Bearer realm="fake", error="invalid_token"` |
+//! | `FAKE_HTTP_RESPONSE=json` | HTTP: answer requests with an `application/json` body instead of an SSE stream; everything else the engine sends goes to the `GET` stream, and a JSON answer whose request sent anything there waits 100 ms, so that progress arrives first (`sse`: the default) |
+//! | `FAKE_HTTP_PRIMING=1` | HTTP: every SSE response to a POST is a priming event (an id, `retry: 50`, empty data), then the server closes it; the client must resume with `GET` + `Last-Event-ID` to get the rest (progress, the response) |
 
 mod config;
 mod conformance;
+mod http;
 mod protocol;
 mod record;
 mod server;
@@ -85,7 +130,37 @@ mod tools;
 use std::sync::Arc;
 
 fn main() {
+    let http = match parse_args(std::env::args().skip(1)) {
+        Ok(http) => http,
+        Err(message) => {
+            eprintln!("mcpx-fake-server: {message}\nusage: mcpx-fake-server [--http ADDR]");
+            std::process::exit(2);
+        }
+    };
     config::run_startup_faults();
-    let server = Arc::new(server::Server::new(config::Config::from_env()));
-    server::run(server)
+    let config = config::Config::from_env();
+    match http {
+        Some(addr) => {
+            if let Err(message) = http::serve(&addr, config) {
+                eprintln!("mcpx-fake-server: {message}");
+                std::process::exit(1);
+            }
+        }
+        None => server::run(Arc::new(server::Server::new(config))),
+    }
+}
+
+/// The command line: `--http ADDR` (or `--http=ADDR`) gives `Some(ADDR)`, nothing
+/// gives `None` (stdio). Other arguments are ignored, as they always were (tests
+/// run the fake in place of commands such as `npx -y some-server`).
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<String>, String> {
+    let mut http = None;
+    while let Some(arg) = args.next() {
+        if arg == "--http" {
+            http = Some(args.next().ok_or("--http needs an address, e.g. 127.0.0.1:0")?);
+        } else if let Some(addr) = arg.strip_prefix("--http=") {
+            http = Some(addr.to_owned());
+        }
+    }
+    Ok(http)
 }

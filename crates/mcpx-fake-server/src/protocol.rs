@@ -1,11 +1,13 @@
 //! JSON-RPC 2.0 plumbing: message builders, classification of incoming
-//! lines, and the single mutex-guarded stdout writer.
+//! lines, and the single mutex-guarded writer of outgoing messages.
 //!
-//! Every byte the server puts on stdout goes through [`Output`], so two
+//! Every byte the server sends goes through [`Output`] (to stdout, or to an
+//! HTTP session's streams: a [`Sink`]), so two
 //! handler threads can never interleave half-written messages — except on
 //! purpose, via [`Output::write_in_pieces`] (the `split` tool), which still
 //! holds the lock while it dribbles one message out in several writes.
 
+use std::cell::Cell;
 use std::io::{self, Write};
 use std::sync::{Mutex, MutexGuard};
 use std::thread;
@@ -106,24 +108,109 @@ pub fn classify(message: Value) -> Incoming {
     }
 }
 
-/// The one and only stdout writer, guarded by a mutex.
+thread_local! {
+    /// The transport route of the request this thread handles (see [`with_route`]).
+    static ROUTE: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// The route of the request being handled on this thread, if any: an opaque number
+/// the transport gave [`with_route`] when it dispatched the request (the HTTP mode
+/// uses it to send a request's messages on that request's stream).
+pub fn current_route() -> Option<u64> {
+    ROUTE.with(Cell::get)
+}
+
+/// Runs `f` with [`current_route`] returning `route` on this thread. The server's
+/// dispatch hands the route on to the thread it spawns for a request.
+pub fn with_route<T>(route: Option<u64>, f: impl FnOnce() -> T) -> T {
+    let before = ROUTE.with(|cell| cell.replace(route));
+    let result = f();
+    ROUTE.with(|cell| cell.set(before));
+    result
+}
+
+/// Where the server's outgoing lines go: stdout (stdio mode) or an HTTP session.
+pub trait Sink: Send + Sync {
+    /// Delivers one complete line (a JSON-RPC message, or junk on purpose), without
+    /// its newline.
+    fn line(&self, line: &str);
+
+    /// Delivers `line` in `pieces` separate flushed writes `delay` apart (`split`).
+    fn pieces(&self, line: &str, pieces: usize, delay: Duration);
+
+    /// Sends a priming event and closes the current request's stream, so that the
+    /// client has to resume it (`test_reconnection`). Nothing to do on stdio.
+    fn prime_and_close(&self) {}
+}
+
+/// The process's stdout, as a [`Sink`].
+struct Stdout;
+
+impl Sink for Stdout {
+    fn line(&self, line: &str) {
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+        let mut out = io::stdout().lock();
+        let _ = out.write_all(&buf).and_then(|()| out.flush());
+    }
+
+    fn pieces(&self, line: &str, pieces: usize, delay: Duration) {
+        let mut bytes = line.as_bytes().to_vec();
+        bytes.push(b'\n');
+        let mut out = io::stdout().lock();
+        for (i, piece) in split_pieces(&bytes, pieces).enumerate() {
+            if i > 0 {
+                thread::sleep(delay);
+            }
+            if out.write_all(piece).and_then(|()| out.flush()).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Splits `bytes` into exactly `pieces` non-empty pieces (clamped to 1..=len); the
+/// first `len % pieces` are one byte longer.
+pub fn split_pieces(bytes: &[u8], pieces: usize) -> impl Iterator<Item = &[u8]> {
+    let pieces = pieces.clamp(1, bytes.len().max(1));
+    let (base, extra) = (bytes.len() / pieces, bytes.len() % pieces);
+    let mut start = 0;
+    (0..pieces).map(move |i| {
+        let end = start + base + usize::from(i < extra);
+        let piece = &bytes[start..end];
+        start = end;
+        piece
+    })
+}
+
+/// The one and only writer of the server's messages, guarded by a mutex.
 ///
 /// Write errors (e.g. the client closed our stdout) are ignored: the client
 /// is gone, and stdin EOF will end the process shortly.
 pub struct Output {
-    stdout: Mutex<io::Stdout>,
+    /// Held for every write, so two messages never interleave.
+    lock: Mutex<()>,
+    /// Where the lines go.
+    sink: Box<dyn Sink>,
 }
 
 impl Output {
-    /// Wraps the process's stdout.
+    /// Writes to the process's stdout.
     pub fn new() -> Self {
-        Self { stdout: Mutex::new(io::stdout()) }
+        Self::with_sink(Box::new(Stdout))
     }
 
-    /// Locks stdout. A poisoned lock (a handler panicked mid-write) is still
-    /// usable: the worst case is one garbled line, which is fine for a fake.
-    pub fn lock(&self) -> MutexGuard<'_, io::Stdout> {
-        self.stdout.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// Writes to `sink`.
+    pub fn with_sink(sink: Box<dyn Sink>) -> Self {
+        Self { lock: Mutex::new(()), sink }
+    }
+
+    /// Takes the writer's lock (nothing is written while it is held). A poisoned
+    /// lock (a handler panicked mid-write) is still usable: the worst case is one
+    /// garbled line, which is fine for a fake.
+    pub fn lock(&self) -> MutexGuard<'_, ()> {
+        self.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Serializes `message` and writes it as one line, then flushes.
@@ -133,34 +220,21 @@ impl Output {
 
     /// Writes `line` plus `"\n"` in a single write, then flushes.
     pub fn write_line(&self, line: &str) {
-        let mut buf = Vec::with_capacity(line.len() + 1);
-        buf.extend_from_slice(line.as_bytes());
-        buf.push(b'\n');
-        let mut out = self.lock();
-        let _ = out.write_all(&buf).and_then(|()| out.flush());
+        let _guard = self.lock();
+        self.sink.line(line);
     }
 
     /// Writes `line` plus `"\n"` in `pieces` separate writes, flushing after
     /// each and sleeping `delay` between them, while holding the lock the
     /// whole time (so no other message can land in the middle).
     pub fn write_in_pieces(&self, line: &str, pieces: usize, delay: Duration) {
-        let mut bytes = line.as_bytes().to_vec();
-        bytes.push(b'\n');
-        // At least one piece, and no empty pieces.
-        let pieces = pieces.clamp(1, bytes.len());
-        // Exactly `pieces` pieces: the first `len % pieces` get one extra byte.
-        let (base, extra) = (bytes.len() / pieces, bytes.len() % pieces);
-        let mut out = self.lock();
-        let mut start = 0;
-        for i in 0..pieces {
-            if i > 0 {
-                thread::sleep(delay);
-            }
-            let end = start + base + usize::from(i < extra);
-            if out.write_all(&bytes[start..end]).and_then(|()| out.flush()).is_err() {
-                return;
-            }
-            start = end;
-        }
+        let _guard = self.lock();
+        self.sink.pieces(line, pieces, delay);
+    }
+
+    /// See [`Sink::prime_and_close`].
+    pub fn prime_and_close(&self) {
+        let _guard = self.lock();
+        self.sink.prime_and_close();
     }
 }

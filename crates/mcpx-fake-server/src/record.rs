@@ -4,7 +4,10 @@
 //! - `<path>` gets every non-blank stdin line, verbatim, one per line;
 //! - `<path>.invalid` gets the lines that were not valid JSON;
 //! - `<path>.inflight` is rewritten after every `tools/call` with the maximum
-//!   number of `tools/call` requests seen in flight at once.
+//!   number of `tools/call` requests seen in flight at once;
+//! - in HTTP mode, `<path>` gets every POSTed message instead (one line each), and
+//!   `<path>.http` one line per HTTP request: `<METHOD> <session-id or -> <JSON-RPC
+//!   method or ->`.
 //!
 //! Every write is flushed immediately so a test can read the files while
 //! the server is still running. I/O errors are reported on stderr and
@@ -23,13 +26,27 @@ pub struct Recorder {
     /// Serializes rewrites of `<path>.inflight` so an older (smaller) value
     /// can never overwrite a newer one.
     inflight: Mutex<()>,
+    /// `<path>.http`, opened on the first HTTP request.
+    http: Mutex<Option<File>>,
 }
 
 impl Recorder {
     /// Creates a recorder writing next to `path`.
     pub fn new(path: String) -> Self {
         let lines = open_append(&path);
-        Self { path, lines: Mutex::new(lines), inflight: Mutex::new(()) }
+        Self { path, lines: Mutex::new(lines), inflight: Mutex::new(()), http: Mutex::new(None) }
+    }
+
+    /// Records one HTTP request as a line of `<path>.http`.
+    pub fn http(&self, line: &str) {
+        let path = format!("{}.http", self.path);
+        let mut file = self.http.lock().unwrap_or_else(|p| p.into_inner());
+        if file.is_none() {
+            *file = open_append(&path);
+        }
+        if let Some(file) = file.as_mut() {
+            append(file, line.as_bytes(), &path);
+        }
     }
 
     /// Records one received line (without its trailing newline).

@@ -24,7 +24,7 @@ use crate::state::{Gauge, Pending};
 use crate::tools;
 
 /// Protocol versions the server accepts when the client asks for them.
-const SUPPORTED_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+pub const SUPPORTED_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
 /// Version answered when the client asks for one we do not know.
 const LATEST_VERSION: &str = "2025-11-25";
@@ -77,17 +77,23 @@ pub struct Server {
     requests: Gauge,
     /// Server-to-client requests awaiting the client's response.
     pub pending: Pending,
-    /// The `FAKE_RECORD` transcript, if enabled.
-    recorder: Option<Recorder>,
+    /// The `FAKE_RECORD` transcript, if enabled (shared by every HTTP session).
+    recorder: Option<Arc<Recorder>>,
 }
 
 impl Server {
-    /// Creates the server state from its configuration.
+    /// Creates the server state from its configuration, writing to stdout.
     pub fn new(config: Config) -> Self {
-        let recorder = config.record.clone().map(Recorder::new);
+        let recorder = config.record.clone().map(|path| Arc::new(Recorder::new(path)));
+        Self::with_output(config, Output::new(), recorder)
+    }
+
+    /// Creates the server state writing to `out` and recording to `recorder` (one
+    /// engine per HTTP session, all sharing one recorder).
+    pub fn with_output(config: Config, out: Output, recorder: Option<Arc<Recorder>>) -> Self {
         Self {
             config,
-            out: Output::new(),
+            out,
             counter: AtomicU64::new(0),
             extra_tools: Mutex::new(Vec::new()),
             subscriptions: Mutex::new(HashSet::new()),
@@ -95,6 +101,13 @@ impl Server {
             requests: Gauge::default(),
             pending: Pending::default(),
             recorder,
+        }
+    }
+
+    /// Records one received message (`FAKE_RECORD`), as the stdin loop does.
+    pub fn record(&self, line: &[u8], valid_json: bool) {
+        if let Some(recorder) = &self.recorder {
+            recorder.line(line, valid_json);
         }
     }
 }
@@ -118,9 +131,7 @@ pub fn run(server: Arc<Server>) -> ! {
             continue;
         }
         let parsed = serde_json::from_slice::<Value>(line);
-        if let Some(recorder) = &server.recorder {
-            recorder.line(line, parsed.is_ok());
-        }
+        server.record(line, parsed.is_ok());
         match parsed {
             Ok(message) => dispatch(&server, message),
             Err(err) => {
@@ -135,14 +146,18 @@ pub fn run(server: Arc<Server>) -> ! {
 
 /// Routes one parsed message: requests go to their own thread,
 /// notifications are accepted silently, responses go to their waiter.
-fn dispatch(server: &Arc<Server>, message: Value) {
+///
+/// A request's thread runs with the caller's [`protocol::current_route`], so
+/// everything it sends can be told apart by the transport.
+pub fn dispatch(server: &Arc<Server>, message: Value) {
     match protocol::classify(message) {
         Incoming::Request { id, method, params } => {
             // Count the request *before* spawning, so EOF cannot miss it.
             let guard = RequestGuard::new(Arc::clone(server));
-            let spawned = thread::Builder::new()
-                .name(format!("req-{method}"))
-                .spawn(move || handle_request(&guard.0, &id, &method, &params));
+            let route = protocol::current_route();
+            let spawned = thread::Builder::new().name(format!("req-{method}")).spawn(move || {
+                protocol::with_route(route, || handle_request(&guard.0, &id, &method, &params));
+            });
             if let Err(err) = spawned {
                 eprintln!("mcpx-fake-server: cannot spawn a handler thread: {err}");
             }
