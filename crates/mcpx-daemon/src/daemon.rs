@@ -291,10 +291,11 @@ impl Daemon {
                 "disabled"
             } else if self.pool.in_crash_loop(&key) {
                 "crash-loop"
+            } else if error.is_some() {
+                // A failed start, or a running instance whose listing failed.
+                "error"
             } else if n_live > 0 {
                 "running"
-            } else if error.is_some() {
-                "error"
             } else if cached.as_ref().is_some_and(|c| c.tools.is_some()) {
                 "ready"
             } else {
@@ -820,7 +821,12 @@ impl Daemon {
                     Ok(false) => {
                         let key = self.pool_key(entry, &req.caller);
                         let lease = self.pool.acquire(&target, &key, timeout).await;
-                        lease.map(|_| ()).map_err(|e| server_error(&entry.name, e))
+                        lease.map_err(|e| server_error(&entry.name, e))?;
+                        // The start lists the server; a failed listing is kept in the cache.
+                        match self.schema.get(&target.cache_key).and_then(|c| c.error) {
+                            Some(e) => Err(ApiError::new("server", format!("server `{}`: {e}", entry.name))),
+                            None => Ok(()),
+                        }
                     }
                     Err(e) => Err(ApiError::new("server", e)),
                 }

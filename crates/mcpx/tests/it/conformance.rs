@@ -6,14 +6,13 @@
 //! plain HTTP/1.1 exchanges check that mode's errors, resumption, faults and record.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use serde_json::json;
 
-use crate::harness::{World, e2e_dir, fake_server};
+use crate::harness::{Spawned, World, e2e_dir, fake_http, fake_server};
 
 /// Scenarios allowed to fail, each with the reason. Everything else must pass.
 const ALLOWED_FAILURES: &[(&str, &str)] = &[];
@@ -119,7 +118,7 @@ fn server_everything_passes_through_mcpx_what_it_passes_directly() {
 
 /// The fake server in its streamable HTTP mode, killed on drop (pass or fail).
 struct FakeHttp {
-    child: Child,
+    _child: Spawned,
     /// `http://127.0.0.1:<port>/mcp`, as it printed.
     url: String,
 }
@@ -127,19 +126,8 @@ struct FakeHttp {
 impl FakeHttp {
     /// Starts `mcpx-fake-server --http 127.0.0.1:0` with `env` and reads its URL.
     fn start(env: &[(&str, &str)]) -> FakeHttp {
-        #[allow(clippy::disallowed_methods)] // Reason: the fake server is the server under test.
-        let mut child = std::process::Command::new(fake_server())
-            .args(["--http", "127.0.0.1:0"])
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let fake = FakeHttp { child, url: line.trim().to_owned() };
-        assert!(fake.url.starts_with("http://127.0.0.1:") && fake.url.ends_with("/mcp"), "printed {line:?}");
-        fake
+        let (child, url) = fake_http("127.0.0.1:0", env);
+        FakeHttp { _child: child, url }
     }
 
     /// `127.0.0.1:<port>`.
@@ -183,13 +171,6 @@ impl FakeHttp {
         let reply = self.exchange("POST", None, &[], &rpc(1, "initialize", INIT_PARAMS));
         assert_eq!(reply.status, 200, "{reply:?}");
         (reply.header("mcp-session-id").expect("a session id").to_owned(), reply)
-    }
-}
-
-impl Drop for FakeHttp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -281,6 +281,27 @@ impl Drop for Spawned {
     }
 }
 
+/// The fake server in its streamable HTTP mode on `addr` (`127.0.0.1:0` for any port)
+/// with `env`, and the URL it printed once listening.
+pub fn fake_http(addr: &str, env: &[(&str, &str)]) -> (Spawned, String) {
+    use std::io::BufRead;
+    #[allow(clippy::disallowed_methods)] // Reason: the fake server is the server under test.
+    let mut child = std::process::Command::new(fake_server())
+        .args(["--http", addr])
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let child = Spawned(child);
+    let mut line = String::new();
+    std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
+    let url = line.trim().to_owned();
+    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "the fake server printed {line:?}");
+    (child, url)
+}
+
 /// A TCP port that was free a moment ago on 127.0.0.1.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::harness::{Serve, Spawned, World, e2e_dir, free_port, wait_for_port};
+use crate::harness::{Serve, Spawned, World, e2e_dir, fake_http, free_port, wait_for_port, wait_until};
 
 /// server-everything in `mode` (`streamableHttp` or `sse`) on a free port.
 fn everything(mode: &str) -> (Spawned, u16) {
@@ -291,4 +291,118 @@ fn remote_sampling_and_session_scope() {
     assert!(keys.contains(&json!("session:a")) && keys.contains(&json!("session:b")), "{keys:?}");
     let kept = std::fs::read_dir(w.path("state/remote")).unwrap().count();
     assert_eq!(kept, 1 + keys.len(), "one kept session per instance: {keys:?}");
+}
+
+/// The `.http` record of the fake server: one `<METHOD> <session> <method>` per request.
+fn http_record(record: &std::path::Path) -> Vec<String> {
+    let path = record.with_extension("jsonl.http");
+    std::fs::read_to_string(path).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+/// The DELETEs in the record.
+fn deletes(record: &std::path::Path) -> Vec<String> {
+    http_record(record).into_iter().filter(|l| l.starts_with("DELETE ")).collect()
+}
+
+/// A session ends with `DELETE` when its instance is reaped, when its server leaves the
+/// configuration and on `mcpx stop --all`; a daemon `kill -9` and restart sends none and
+/// the next daemon carries on in the same session (the counter goes on, no second
+/// `initialize`). A server restarted under mcpx: exactly one retry.
+#[test]
+fn sessions_end_with_delete_only_when_their_instance_stops() {
+    let w = World::new(json!({}));
+    let record = w.path("fake.jsonl");
+    let record_env = record.display().to_string();
+    let (server, url) = fake_http("127.0.0.1:0", &[("FAKE_RECORD", &record_env)]);
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    // Distinct URLs (queries the server ignores): entries with one URL share an instance.
+    let idle = json!({ "url": format!("{url}?idle"), "mcpx": { "idleTimeout": "1s" } });
+    w.set_servers(json!({ "fake": { "url": url }, "idle": idle, "gone": { "url": format!("{url}?gone") } }));
+    assert_eq!(w.call("fake.counter", "{}").ok(), "1\n");
+    w.kill_daemon();
+    assert_eq!(w.call("fake.counter", "{}").ok(), "2\n", "the next daemon re-uses the session");
+    assert!(deletes(&record).is_empty(), "{:?}", http_record(&record));
+    let inits = || http_record(&record).iter().filter(|l| l.ends_with(" initialize")).count();
+    assert_eq!(inits(), 1, "{:?}", http_record(&record));
+
+    // Reaped after idleTimeout.
+    w.call("idle.echo", r#"{"message":"x"}"#).ok();
+    wait_until("the idle instance's session is deleted", Duration::from_secs(15), || deletes(&record).len() == 1);
+    // Removed from the configuration.
+    w.call("gone.echo", r#"{"message":"x"}"#).ok();
+    w.set_servers(json!({ "fake": { "url": url }, "idle": idle }));
+    wait_until("the removed server's session is deleted", Duration::from_secs(15), || deletes(&record).len() == 2);
+
+    // The server restarts (on the same port) and forgets every session: one retry.
+    drop(server);
+    let (_server, _) = fake_http(&addr, &[("FAKE_RECORD", &record_env)]);
+    let before = http_record(&record).len();
+    assert_eq!(w.call("fake.counter", "{}").ok(), "1\n", "a new server process counts afresh");
+    let after: Vec<String> = http_record(&record)[before..].to_vec();
+    let calls: Vec<&String> = after.iter().filter(|l| l.ends_with(" tools/call")).collect();
+    assert_eq!(calls.len(), 2, "the call and exactly one retry: {after:?}");
+    assert_eq!(after.iter().filter(|l| l.ends_with(" initialize")).count(), 1, "{after:?}");
+    assert_eq!(w.log().matches("forgot the MCP session").count(), 1);
+
+    w.run(&["stop", "--all"]).ok();
+    assert_eq!(deletes(&record).len(), 3, "{:?}", http_record(&record));
+    assert!(std::fs::read_dir(w.path("state/remote")).map(|d| d.count()).unwrap_or(0) == 0, "no session kept");
+}
+
+/// C17: `tools/list` with 1,000 tools as one 2 MiB SSE event arrives whole; under a
+/// smaller `maxMessageBytes` the listing fails with an explicit, logged error instead of
+/// an empty list. A 5 MB answer passes intact as one SSE event and as a JSON body.
+#[test]
+fn c17_large_sse_events_arrive_whole() {
+    let (_sse, sse_url) = fake_http("127.0.0.1:0", &[("FAKE_TOOLS", "1000")]);
+    let (_json, json_url) = fake_http("127.0.0.1:0", &[("FAKE_HTTP_RESPONSE", "json")]);
+    let w = World::new(json!({
+        "big": { "url": sse_url },
+        // Another URL (a query the server ignores): limits are not in the fingerprint.
+        "small": { "url": format!("{sse_url}?small"), "mcpx": { "maxMessageBytes": "1MiB" } },
+        "json": { "url": json_url },
+    }));
+    w.run(&["refresh", "big"]).ok();
+    let tools = w.run(&["tools", "big", "--json"]).json();
+    let generated =
+        tools.as_array().unwrap().iter().filter(|t| t["name"].as_str().unwrap().starts_with("gen_")).count();
+    assert_eq!(generated, 1000);
+
+    let run = w.run(&["refresh", "small"]);
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(run.stdout.contains("small: error:") && run.stdout.contains("maxMessageBytes"), "{run:?}");
+    assert!(w.log().contains("discarded a message over maxMessageBytes"), "the drop is logged");
+    let row = w.ls_row("small");
+    assert_eq!(row["state"], "error", "{row}");
+    assert!(row["error"].as_str().unwrap().contains("maxMessageBytes"), "{row}");
+    assert_eq!(row["tools"], Value::Null, "never an empty list: {row}");
+
+    for server in ["big", "json"] {
+        let out = w.call(&format!("{server}.big"), r#"{"line_bytes":5000000}"#).ok();
+        assert!(out.len() > 4_900_000 && out.trim_end().ends_with("xxxx"), "{server}: {} bytes", out.len());
+    }
+}
+
+/// Answers as plain JSON (progress then travels on the GET stream) and SSE answers that
+/// close after a priming event (resumed with `Last-Event-ID`) both carry a call, its
+/// progress and its cancellation.
+#[test]
+fn json_answers_and_resumed_streams() {
+    let w = World::new(json!({}));
+    let record = w.path("fake.jsonl");
+    let record_env = record.display().to_string();
+    let (_json, json_url) = fake_http("127.0.0.1:0", &[("FAKE_HTTP_RESPONSE", "json"), ("FAKE_RECORD", &record_env)]);
+    let (_priming, priming_url) = fake_http("127.0.0.1:0", &[("FAKE_HTTP_PRIMING", "1")]);
+    w.set_servers(json!({ "json": { "url": json_url }, "priming": { "url": priming_url } }));
+    for server in ["json", "priming"] {
+        assert_eq!(w.call(&format!("{server}.echo"), r#"{"message":"hi"}"#).ok(), "hi\n", "{server}");
+        let run = w.run(&["call", &format!("{server}.progress"), r#"{"count":3,"interval_ms":50}"#, "--json"]);
+        assert_eq!(run.code, 0, "{server}: {run:?}");
+        assert_eq!(progress_lines(&run.stderr).len(), 3, "{server}: {}", run.stderr);
+    }
+    let run = w.run(&["call", "json.slow", r#"{"ms":20000}"#, "--timeout", "1s"]);
+    assert_eq!(run.code, 5, "{run:?}");
+    wait_until("the cancellation reaches the server", Duration::from_secs(10), || {
+        std::fs::read_to_string(&record).unwrap_or_default().contains("notifications/cancelled")
+    });
 }
