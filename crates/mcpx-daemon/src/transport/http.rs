@@ -855,6 +855,14 @@ impl Remote {
                 timed_out: true,
                 unreachable: e.is_connect(),
             }
+        } else if let Some(tls) = tls_error(e) {
+            RemoteError {
+                message: format!(
+                    "TLS with {url} failed: {tls}; check that the server speaks HTTPS there and that this machine's root certificates trust it"
+                ),
+                timed_out: false,
+                unreachable: true,
+            }
         } else if e.is_connect() {
             RemoteError {
                 message: format!(
@@ -901,6 +909,23 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
         source = s.source();
     }
     text
+}
+
+/// The TLS failure behind an error, if that is what it is. rustls reports through
+/// `io::Error`s (nested), whose `source` skips the error they wrap, so both ways down
+/// are followed.
+fn tls_error(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut stack = vec![e];
+    while let Some(c) = stack.pop() {
+        if let Some(tls) = c.downcast_ref::<rustls::Error>() {
+            return Some(tls.to_string());
+        }
+        if let Some(inner) = c.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref) {
+            stack.push(inner);
+        }
+        stack.extend(c.source());
+    }
+    None
 }
 
 /// The innermost cause of an error.

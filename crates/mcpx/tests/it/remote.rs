@@ -187,8 +187,22 @@ fn canned(response: Option<&'static str>) -> u16 {
     port
 }
 
+/// A plain HTTP server that answers 400 at once, before reading: what a TLS client
+/// meets at an `https://` URL served without TLS.
+fn plain_http() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    port
+}
+
 /// Connection refused, HTTP 401 with its challenge, 403, 503 and a server that never
-/// answers: each a clear error (exit 4, or 5 for the timeout) and the server in `error`.
+/// answers, and TLS spoken to a plain HTTP server: each a clear error (exit 4, or 5 for
+/// the timeout) and the server in `error`; during the backoff, the same error at once.
 #[test]
 fn remote_failures_are_clear_errors() {
     let refused = free_port();
@@ -206,6 +220,7 @@ fn remote_failures_are_clear_errors() {
         "forbidden": { "url": url(forbidden) },
         "failing": { "url": url(failing) },
         "silent": { "url": url(silent), "mcpx": { "startTimeout": "1s" } },
+        "tls": { "url": format!("https://127.0.0.1:{}/mcp", plain_http()) },
     }));
     let cases = [
         ("refused", 4, "cannot connect to"),
@@ -213,6 +228,7 @@ fn remote_failures_are_clear_errors() {
         ("forbidden", 4, "HTTP 403 Forbidden"),
         ("failing", 4, "HTTP 503 Service Unavailable"),
         ("silent", 5, "did not answer initialize within 1s"),
+        ("tls", 4, "TLS with https://127.0.0.1:"),
     ];
     for (server, code, says) in cases {
         let run = w.run_with(&["call", &format!("{server}.anything"), "{}"], |c| {
@@ -227,7 +243,7 @@ fn remote_failures_are_clear_errors() {
                 "forbidden" => forbidden,
                 "failing" => failing,
                 _ => silent,
-            })) || server == "silent",
+            })) || matches!(server, "silent" | "tls"),
             "{server}: the URL is named: {}",
             run.stderr
         );
@@ -236,6 +252,12 @@ fn remote_failures_are_clear_errors() {
         assert_eq!(row["state"], "error", "{server}: {row}");
     }
     assert!(!w.log().contains("s3cret-value"), "a header value reached the log");
+    // During the backoff that follows, a call fails at once with the last error.
+    let started = Instant::now();
+    let run = w.run(&["call", "refused.anything", "{}"]);
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(run.stderr.contains("cannot connect to"), "{}", run.stderr);
+    assert!(started.elapsed() < Duration::from_secs(5));
 }
 
 /// A remote server's sampling request mid-call reaches the `mcpx serve` client that
