@@ -327,7 +327,7 @@ fn deletes(record: &std::path::Path) -> Vec<String> {
 }
 
 /// A session ends with `DELETE` when its instance is reaped, when its server leaves the
-/// configuration and on `mcpx stop --all`; a daemon `kill -9` and restart sends none and
+/// configuration, on `mcpx restart` and on `mcpx stop --all`; a daemon `kill -9` and restart sends none and
 /// the next daemon carries on in the same session (the counter goes on, no second
 /// `initialize`). A server restarted under mcpx: exactly one retry.
 #[test]
@@ -366,8 +366,13 @@ fn sessions_end_with_delete_only_when_their_instance_stops() {
     assert_eq!(after.iter().filter(|l| l.ends_with(" initialize")).count(), 1, "{after:?}");
     assert_eq!(w.log().matches("forgot the MCP session").count(), 1);
 
-    w.run(&["stop", "--all"]).ok();
+    // `mcpx restart` ends the session and opens a new one.
+    w.run(&["restart", "fake"]).ok();
     assert_eq!(deletes(&record).len(), 3, "{:?}", http_record(&record));
+    assert_eq!(w.call("fake.counter", "{}").ok(), "1\n", "a new session counts afresh");
+
+    w.run(&["stop", "--all"]).ok();
+    assert_eq!(deletes(&record).len(), 4, "{:?}", http_record(&record));
     assert!(std::fs::read_dir(w.path("state/remote")).map(|d| d.count()).unwrap_or(0) == 0, "no session kept");
 }
 
