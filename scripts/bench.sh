@@ -2,7 +2,9 @@
 # Times mcpx against a client that runs the MCP server itself, its supervisors (kill -9 of the
 # daemon and adoption, memory, supervised vs. unsupervised calls) and the throughput of one shared
 # instance with 1, 8 and 64 concurrent callers (through the daemon's MCP endpoint vs. straight to
-# the server), with scripts/bench.py, and writes BENCHMARKS.md: builds mcpx and mcpx-fake-server
+# the server), and ping and tools/call latency and throughput along eight paths to one fake server
+# (direct stdio, `mcpx serve`, the daemon's streamable HTTP on TCP, supergateway, mcp-proxy),
+# with scripts/bench.py, and writes BENCHMARKS.md: builds mcpx and mcpx-fake-server
 # (release), installs the servers into e2e/ (scripts/setup-e2e.sh), then runs scripts/bench.py
 # with the arguments given here:
 #   bash scripts/bench.sh                   # 30 runs per command, 10 kills per size, 5 throughput
@@ -10,8 +12,9 @@
 #   bash scripts/bench.sh --iterations 100  # more runs (see --help for --kills, --latency-iterations,
 #                                           # --throughput-seconds, --throughput-repeats)
 #   bash scripts/bench.sh --quick           # debug build, 3 runs, 1 kill per size, 1 throughput
-#                                           # round of 1 s, writes a temporary file and prints the
-#                                           # tables (what CI runs)
+#                                           # round of 1 s, 1 proxy round of 10 requests and 0.2 s,
+#                                           # writes a temporary file and prints the tables (what CI runs)
+#   bash scripts/bench.sh --only-proxies    # only the proxy comparison, printed
 # Exits non-zero when a build, the setup or any benchmarked command fails.
 set -euo pipefail
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the real MCP servers used by the end-to-end tests and the quickstart, inside e2e/:
-#   - e2e/node_modules: server-everything, server-memory, the conformance suite, the Inspector and
-#     Node 22 (npm install from
-#     e2e/package-lock.json; needs Node >= 20 and npm);
+#   - e2e/node_modules: server-everything, server-memory, the conformance suite, the Inspector,
+#     supergateway (for scripts/bench.sh) and Node 22 (npm install from e2e/package-lock.json;
+#     needs Node >= 20 and npm);
 #   - e2e/.venv: mcp-server-time (pip install -r e2e/requirements.txt; needs Python >= 3.10 with
-#     the venv module).
+#     the venv module);
+#   - e2e/mcp-proxy/.venv: the Python mcp-proxy, for scripts/bench.sh (pip install -r
+#     e2e/requirements-mcp-proxy.txt), in a venv of its own: it needs mcp < 2, e2e/.venv has mcp 2.
 # Idempotent: each part is reinstalled only when it is missing or its lock file changed (a stamp
 # file inside the install records what was installed). Nothing is written outside e2e/ except
 # npm's and pip's download caches.
@@ -54,7 +56,8 @@ node_major="$(node -p 'process.versions.node.split(".")[0]')"
 node_stamp="$e2e/node_modules/.mcpx-setup-stamp"
 node_want="$(fingerprint "node$node_major" "$e2e/package.json" "$e2e/package-lock.json")"
 if [[ -f "$node_stamp" && "$(cat "$node_stamp")" == "$node_want" \
-    && -x "$e2e/node_modules/.bin/mcp-server-everything" && -x "$e2e/node_modules/.bin/mcp-server-memory" ]]; then
+    && -x "$e2e/node_modules/.bin/mcp-server-everything" && -x "$e2e/node_modules/.bin/mcp-server-memory" \
+    && -f "$e2e/node_modules/supergateway/dist/index.js" ]]; then
     say "node servers up to date (e2e/node_modules)"
 else
     say "installing node servers and clients into e2e/node_modules (npm install from the lock)..."
@@ -65,6 +68,8 @@ else
     for bin in mcp-server-everything mcp-server-memory; do
         [[ -x "$e2e/node_modules/.bin/$bin" ]] || die "npm install finished but e2e/node_modules/.bin/$bin is missing"
     done
+    [[ -f "$e2e/node_modules/supergateway/dist/index.js" ]] \
+        || die "npm install finished but e2e/node_modules/supergateway/dist/index.js is missing"
     printf '%s\n' "$node_want" >"$node_stamp"
 fi
 
@@ -89,4 +94,20 @@ else
     printf '%s\n' "$py_want" >"$py_stamp"
 fi
 
-say "ready: e2e/node_modules/.bin/{mcp-server-everything,mcp-server-memory}, e2e/.venv/bin/mcp-server-time"
+# mcp-proxy needs mcp < 2, so it gets a venv of its own, installed the same way.
+proxy_venv="$e2e/mcp-proxy/.venv"
+proxy_stamp="$proxy_venv/.mcpx-setup-stamp"
+proxy_want="$(fingerprint "$(python3 --version 2>&1)" "$e2e/requirements-mcp-proxy.txt")"
+if [[ -f "$proxy_stamp" && "$(cat "$proxy_stamp")" == "$proxy_want" && -x "$proxy_venv/bin/mcp-proxy" ]]; then
+    say "mcp-proxy up to date (e2e/mcp-proxy/.venv)"
+else
+    say "installing mcp-proxy into e2e/mcp-proxy/.venv (pip install -r e2e/requirements-mcp-proxy.txt)..."
+    quietly "python3 -m venv (on Debian/Ubuntu, install python3-venv)" python3 -m venv --clear "$proxy_venv"
+    quietly "pip install -r e2e/requirements-mcp-proxy.txt" \
+        "$proxy_venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$e2e/requirements-mcp-proxy.txt"
+    [[ -x "$proxy_venv/bin/mcp-proxy" ]] || die "pip finished but e2e/mcp-proxy/.venv/bin/mcp-proxy is missing"
+    printf '%s\n' "$proxy_want" >"$proxy_stamp"
+fi
+
+say "ready: e2e/node_modules/.bin/{mcp-server-everything,mcp-server-memory}, e2e/node_modules/supergateway," \
+    "e2e/.venv/bin/mcp-server-time, e2e/mcp-proxy/.venv/bin/mcp-proxy"

@@ -124,6 +124,14 @@ async fn serve_tcp(daemon: &Arc<Daemon>, dirs: &Dirs, addr: &str, no_auth: bool)
     *daemon.http_url.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(format!("http://{bound}/mcp"));
     tracing::info!(url = %format!("http://{bound}/mcp"), auth = !no_auth, "serving /mcp on TCP");
     let app = mcpx_daemon::mcp::tcp_routes(mcpx_daemon::mcp::TcpGuard { token }).with_state(daemon.clone());
+    // Without TCP_NODELAY, the last write of an SSE answer waits for the client's
+    // delayed ACK (about 40 ms per call on a kept-alive connection).
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|stream| {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::warn!(error = %e, "cannot set TCP_NODELAY on a /mcp connection");
+        }
+    });
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!(error = %e, "the TCP listener stopped");
