@@ -79,35 +79,28 @@ need python3 "install Python 3.10 or newer"
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
     || die "$(python3 --version 2>&1) is too old: mcp-server-time needs Python 3.10 or newer"
 
-venv="$e2e/.venv"
-py_stamp="$venv/.mcpx-setup-stamp"
-py_want="$(fingerprint "$(python3 --version 2>&1)" "$e2e/requirements.txt")"
-if [[ -f "$py_stamp" && "$(cat "$py_stamp")" == "$py_want" && -x "$venv/bin/mcp-server-time" ]]; then
-    say "python servers up to date (e2e/.venv)"
-else
-    say "installing python servers into e2e/.venv (pip install -r e2e/requirements.txt)..."
-    # --clear: start from an empty venv so packages dropped from requirements.txt go away.
+# venv_install <venv dir, relative to e2e/> <requirements file> <a program it must provide>:
+# (re)creates the venv from the pinned requirements unless its stamp says they are installed.
+venv_install() {
+    local venv="$e2e/$1" requirements="$e2e/$2" program="$3"
+    local stamp="$venv/.mcpx-setup-stamp" want
+    want="$(fingerprint "$(python3 --version 2>&1)" "$requirements")"
+    if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$venv/bin/$program" ]]; then
+        say "python packages up to date (e2e/$1)"
+        return
+    fi
+    say "installing python packages into e2e/$1 (pip install -r e2e/$2)..."
+    # --clear: start from an empty venv so packages dropped from the requirements go away.
     quietly "python3 -m venv (on Debian/Ubuntu, install python3-venv)" python3 -m venv --clear "$venv"
-    quietly "pip install -r e2e/requirements.txt" \
-        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$e2e/requirements.txt"
-    [[ -x "$venv/bin/mcp-server-time" ]] || die "pip finished but e2e/.venv/bin/mcp-server-time is missing"
-    printf '%s\n' "$py_want" >"$py_stamp"
-fi
+    quietly "pip install -r e2e/$2" \
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$requirements"
+    [[ -x "$venv/bin/$program" ]] || die "pip finished but e2e/$1/bin/$program is missing"
+    printf '%s\n' "$want" >"$stamp"
+}
 
-# mcp-proxy needs mcp < 2, so it gets a venv of its own, installed the same way.
-proxy_venv="$e2e/mcp-proxy/.venv"
-proxy_stamp="$proxy_venv/.mcpx-setup-stamp"
-proxy_want="$(fingerprint "$(python3 --version 2>&1)" "$e2e/requirements-mcp-proxy.txt")"
-if [[ -f "$proxy_stamp" && "$(cat "$proxy_stamp")" == "$proxy_want" && -x "$proxy_venv/bin/mcp-proxy" ]]; then
-    say "mcp-proxy up to date (e2e/mcp-proxy/.venv)"
-else
-    say "installing mcp-proxy into e2e/mcp-proxy/.venv (pip install -r e2e/requirements-mcp-proxy.txt)..."
-    quietly "python3 -m venv (on Debian/Ubuntu, install python3-venv)" python3 -m venv --clear "$proxy_venv"
-    quietly "pip install -r e2e/requirements-mcp-proxy.txt" \
-        "$proxy_venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$e2e/requirements-mcp-proxy.txt"
-    [[ -x "$proxy_venv/bin/mcp-proxy" ]] || die "pip finished but e2e/mcp-proxy/.venv/bin/mcp-proxy is missing"
-    printf '%s\n' "$proxy_want" >"$proxy_stamp"
-fi
+venv_install .venv requirements.txt mcp-server-time
+# mcp-proxy needs mcp < 2 (e2e/.venv has mcp 2), so it gets a venv of its own.
+venv_install mcp-proxy/.venv requirements-mcp-proxy.txt mcp-proxy
 
 say "ready: e2e/node_modules/.bin/{mcp-server-everything,mcp-server-memory}, e2e/node_modules/supergateway," \
     "e2e/.venv/bin/mcp-server-time, e2e/mcp-proxy/.venv/bin/mcp-proxy"
