@@ -487,12 +487,7 @@ impl Remote {
             }
         }
         if dropped > 0 {
-            self.info.dropped_bytes.fetch_add(dropped, Ordering::Relaxed);
-            let id = wanted.map(str::to_owned);
-            if let Some(id) = &id {
-                let _ = self.inbound.send(Inbound::OversizeId(id.clone())).await;
-            }
-            let _ = self.inbound.send(Inbound::Oversize { bytes: dropped, id }).await;
+            self.report_oversize(dropped, wanted.map(str::to_owned)).await;
             return Ok(());
         }
         let answered = self.deliver_data(&body, wanted, sink).await?;
@@ -565,12 +560,8 @@ impl Remote {
                     }
                     SseEvent::Data { .. } => {}
                     SseEvent::Oversize { bytes, id } => {
-                        self.info.dropped_bytes.fetch_add(bytes, Ordering::Relaxed);
                         let answers = id.is_some() && id.as_deref() == wanted;
-                        if let Some(id) = &id {
-                            let _ = self.inbound.send(Inbound::OversizeId(id.clone())).await;
-                        }
-                        let _ = self.inbound.send(Inbound::Oversize { bytes, id }).await;
+                        self.report_oversize(bytes, id).await;
                         if answers {
                             return Ok((true, true));
                         }
@@ -578,6 +569,16 @@ impl Remote {
                 }
             }
         }
+    }
+
+    /// Counts a discarded oversize message and tells the instance, which fails the
+    /// request it answered (`id`, raw JSON).
+    async fn report_oversize(&self, bytes: u64, id: Option<String>) {
+        self.info.dropped_bytes.fetch_add(bytes, Ordering::Relaxed);
+        if let Some(id) = &id {
+            let _ = self.inbound.send(Inbound::OversizeId(id.clone())).await;
+        }
+        let _ = self.inbound.send(Inbound::Oversize { bytes, id }).await;
     }
 
     /// Parses one JSON body or event and hands its messages on. Returns whether it
