@@ -54,9 +54,11 @@ fn run_suite(url: &str) -> BTreeMap<String, bool> {
         .collect()
 }
 
-#[test]
-fn conformance_server_scenarios_pass_through_mcpx() {
-    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+/// Runs the suite against `/mcp/fake` on a daemon whose `fake` entry is `entry`, and
+/// fails unless every scenario passes (apart from [`ALLOWED_FAILURES`]), with
+/// dns-rebinding-protection among them.
+fn suite_passes_through_mcpx(entry: serde_json::Value) {
+    let w = World::new(json!({ "fake": entry }));
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     w.run_with(&["ls"], |c| {
         c.env("MCPX_HTTP_ADDR", format!("127.0.0.1:{port}")).env("MCPX_HTTP_NO_AUTH", "1");
@@ -71,6 +73,19 @@ fn conformance_server_scenarios_pass_through_mcpx() {
         .map(|(name, _)| name)
         .collect();
     assert!(failed.is_empty(), "conformance scenarios failed through mcpx: {failed:?}\nall: {results:?}");
+}
+
+#[test]
+fn conformance_server_scenarios_pass_through_mcpx() {
+    suite_passes_through_mcpx(json!({ "command": fake_server() }));
+}
+
+/// The same with the fake server as a remote server: the suite's client → mcpx's
+/// `/mcp/fake` → mcpx's streamable HTTP client → the fake server's HTTP mode.
+#[test]
+fn conformance_server_scenarios_pass_through_mcpx_to_a_remote_server() {
+    let (_server, url) = fake_http("127.0.0.1:0", &[]);
+    suite_passes_through_mcpx(json!({ "url": url }));
 }
 
 /// server-everything: every scenario that passes against it directly (its own
