@@ -429,7 +429,26 @@ fn json_answers_and_resumed_streams() {
     }
     let run = w.run(&["call", "json.slow", r#"{"ms":20000}"#, "--timeout", "1s"]);
     assert_eq!(run.code, 5, "{run:?}");
-    wait_until("the cancellation reaches the server", Duration::from_secs(10), || {
-        std::fs::read_to_string(&record).unwrap_or_default().contains("notifications/cancelled")
+    let recorded = || -> Vec<Value> {
+        let text = std::fs::read_to_string(&record).unwrap_or_default();
+        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    };
+    let cancelled = |lines: &[Value]| lines.iter().filter(|m| m["method"] == "notifications/cancelled").count();
+    wait_until("the timeout's cancellation reaches the server", Duration::from_secs(10), || {
+        cancelled(&recorded()) == 1
     });
+
+    // An MCP client's own cancellation, through `mcpx serve`, names the forwarded request.
+    let mut serve = Serve::start(&w, json!({}));
+    serve.send(json!({ "jsonrpc": "2.0", "id": "slow-1", "method": "tools/call",
+        "params": { "name": "json__slow", "arguments": { "ms": 20000 } } }));
+    wait_until("the second slow call reaches the server", Duration::from_secs(10), || {
+        recorded().iter().filter(|m| m["params"]["name"] == "slow").count() == 2
+    });
+    serve.send(json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": "slow-1" } }));
+    wait_until("the client's cancellation reaches the server", Duration::from_secs(10), || cancelled(&recorded()) == 2);
+    let lines = recorded();
+    let forwarded = lines.iter().filter(|m| m["params"]["name"] == "slow").nth(1).unwrap();
+    let cancel = lines.iter().filter(|m| m["method"] == "notifications/cancelled").nth(1).unwrap();
+    assert_eq!(cancel["params"]["requestId"], forwarded["id"], "{lines:?}");
 }
