@@ -91,12 +91,24 @@ fn remote_servers_through_the_cli_and_serve() {
         assert_eq!(progress.len(), steps, "{server}: {}", run.stderr);
         assert!(progress.iter().all(|p| p["params"]["progressToken"] == "mcpx-call"), "{progress:?}");
     }
+    for server in ["ev_http", "ev_sse", "ev_auto", "py"] {
+        let row = w.ls_row(server);
+        assert_eq!(row["state"], "running", "{row}");
+        assert!(row["tools"].as_u64().unwrap() >= 3, "{row}");
+    }
     // A call that times out is cancelled; the session carries on.
-    let started = Instant::now();
-    let run = w.run(&["call", "py.sleep", r#"{"seconds":30}"#, "--timeout", "1s"]);
-    assert_eq!(run.code, 5, "{run:?}");
-    assert!(started.elapsed() < Duration::from_secs(20), "the timed-out call hung");
-    assert!(w.call("py.echo", r#"{"message":"still here"}"#).ok().contains("still here"));
+    for (server, tool, args) in [
+        ("py", "sleep", r#"{"seconds":30}"#),
+        ("ev_http", "trigger-long-running-operation", r#"{"duration":30,"steps":2}"#),
+        ("ev_sse", "trigger-long-running-operation", r#"{"duration":30,"steps":2}"#),
+    ] {
+        let started = Instant::now();
+        let run = w.run(&["call", &format!("{server}.{tool}"), args, "--timeout", "1s"]);
+        assert_eq!(run.code, 5, "{server}: {run:?}");
+        assert!(started.elapsed() < Duration::from_secs(20), "{server}: the timed-out call hung");
+        let out = w.call(&format!("{server}.echo"), r#"{"message":"still here"}"#).ok();
+        assert!(out.contains("still here"), "{server}: {out}");
+    }
 
     let mut serve = Serve::start(&w, json!({}));
     let listed = serve.request("tools/list", json!({}));
