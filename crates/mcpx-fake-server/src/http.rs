@@ -82,6 +82,11 @@ pub fn serve(addr: &str, config: Config) -> Result<(), String> {
         let recorder = config.record.clone().map(|path| Arc::new(Recorder::new(path)));
         let app = Arc::new(App { config, recorder, sessions: Mutex::new(HashMap::new()) });
         let router = Router::new().route("/mcp", any(handle)).layer(DefaultBodyLimit::disable()).with_state(app);
+        // Without TCP_NODELAY an SSE answer's second write waits for the client's
+        // delayed ACK (about 40 ms), as with most servers that set it.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+            let _ = stream.set_nodelay(true);
+        });
         axum::serve(listener, router).await.map_err(|err| format!("serving HTTP: {err}"))
     })
 }
