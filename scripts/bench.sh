@@ -4,6 +4,7 @@
 # instance with 1, 8 and 64 concurrent callers (through the daemon's MCP endpoint vs. straight to
 # the server), and ping and tools/call latency and throughput along eight paths to one fake server
 # (direct stdio, `mcpx serve`, the daemon's streamable HTTP on TCP, supergateway, mcp-proxy),
+# and tools/call latency to a remote (streamable HTTP) fake server directly and through mcpx,
 # with scripts/bench.py, and writes BENCHMARKS.md: builds mcpx and mcpx-fake-server
 # (release), installs the servers into e2e/ (scripts/setup-e2e.sh), then runs scripts/bench.py
 # with the arguments given here:
@@ -15,6 +16,7 @@
 #                                           # round of 1 s, 1 proxy round of 10 requests and 0.2 s,
 #                                           # writes a temporary file and prints the tables (what CI runs)
 #   bash scripts/bench.sh --only-proxies    # only the proxy comparison, printed
+#   bash scripts/bench.sh --only-remote     # only the remote servers' section, printed
 # Exits non-zero when a build, the setup or any benchmarked command fails.
 set -euo pipefail
 
