@@ -33,10 +33,7 @@ pub async fn show(file: &Path, server: Option<&str>, lines: usize, follow: bool)
     f.read_to_string(&mut text).map_err(|e| ApiError::new("usage", format!("cannot read {}: {e}", file.display())))?;
     let picked: Vec<&str> = text.lines().filter(|l| matches(l)).collect();
     if let (Some(server), true) = (server, picked.is_empty()) {
-        eprintln!(
-            "no lines about server `{server}` in {} yet; `mcpx ls` lists the configured servers",
-            file.display()
-        );
+        eprintln!("no lines about server `{server}` in {} yet; `mcpx ls` lists the configured servers", file.display());
     }
     for line in &picked[picked.len().saturating_sub(lines)..] {
         println!("{line}");
