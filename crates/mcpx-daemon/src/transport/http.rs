@@ -915,6 +915,7 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 /// The TLS failure behind an error, if that is what it is. rustls reports through
 /// `io::Error`s (nested), whose `source` skips the error they wrap, so both ways down
 /// are followed.
+#[cfg(not(target_vendor = "apple"))]
 fn tls_error(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     let mut stack = vec![e];
     while let Some(c) = stack.pop() {
@@ -926,6 +927,13 @@ fn tls_error(e: &(dyn std::error::Error + 'static)) -> Option<String> {
         }
         stack.extend(c.source());
     }
+    None
+}
+
+/// The TLS failure behind an error: the system's TLS on Apple platforms reports it as
+/// a connect error, which [`RemoteError`] words already.
+#[cfg(target_vendor = "apple")]
+fn tls_error(_: &(dyn std::error::Error + 'static)) -> Option<String> {
     None
 }
 
