@@ -644,7 +644,7 @@ fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
 }
 
 /// Whether the request's `Origin`, if any, is http(s) on localhost, 127.0.0.1 or
-/// [::1] (any port): DNS rebinding protection.
+/// `[::1]` (any port): DNS rebinding protection.
 fn origin_allowed(headers: &HeaderMap) -> bool {
     let Some(origin) = headers.get(header::ORIGIN) else { return true };
     let Ok(origin) = origin.to_str() else { return false };
