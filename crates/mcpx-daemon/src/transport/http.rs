@@ -341,6 +341,7 @@ impl Remote {
             let mut state = lock(&self.state);
             state.initialize = Some(m.as_str().to_owned());
             state.id = None;
+            state.protocol = None;
         }
         let force_legacy = {
             let state = lock(&self.state);
@@ -648,10 +649,12 @@ impl Remote {
     async fn reinitialize(self: &Arc<Self>, stale: Option<&str>) -> Result<(), RemoteError> {
         let _guard = self.connect.lock().await;
         let initialize = {
-            let state = lock(&self.state);
+            let mut state = lock(&self.state);
             if state.id.as_deref() != stale {
                 return Ok(());
             }
+            // The revision is negotiated again (`MCP-Protocol-Version` follows `initialize`).
+            state.protocol = None;
             state.initialize.clone()
         };
         let Some(initialize) = initialize else {
