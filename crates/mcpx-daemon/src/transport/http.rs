@@ -815,7 +815,7 @@ impl Remote {
                 tracing::info!(server = %self.server, status = r.status().as_u16(), "ended the MCP session (DELETE)")
             }
             Err(e) => {
-                tracing::warn!(server = %self.server, error = %chain(&e), "ending the MCP session (DELETE) failed")
+                tracing::warn!(server = %self.server, error = %self.describe(&e), "ending the MCP session (DELETE) failed")
             }
         }
     }
@@ -848,11 +848,21 @@ impl Remote {
         }
     }
 
+    /// What failed, without the URL: reqwest's outer layers repeat the URL expanded,
+    /// which may hold a secret (`${VAR}` in a query), and the innermost cause says what
+    /// failed. Any URL left is replaced with the one written in the configuration.
+    fn describe(&self, e: &reqwest::Error) -> String {
+        let mut detail = root_cause(e);
+        if let Some(expanded) = e.url() {
+            detail = detail.replace(expanded.as_str(), &self.written_url);
+        }
+        detail.replace(self.url.as_str(), &self.written_url)
+    }
+
     /// An error of the HTTP client, classified and worded for the user.
     fn transport_error(&self, e: &reqwest::Error) -> RemoteError {
         let url = &self.written_url;
-        // reqwest's outer layers repeat the URL; the innermost cause says what failed.
-        let detail = if e.is_connect() || e.is_timeout() { root_cause(e) } else { chain(e) };
+        let detail = self.describe(e);
         if e.is_timeout() {
             RemoteError {
                 message: format!("timed out reaching {url}: {detail}"),

@@ -212,6 +212,14 @@ fn plain_http() -> u16 {
     port
 }
 
+/// A server that accepts connections and closes them unanswered.
+fn closing() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || for _ in listener.incoming() {});
+    port
+}
+
 /// Connection refused, HTTP 401 with its challenge, 403, 503 and a server that never
 /// answers, and TLS spoken to a plain HTTP server: each a clear error (exit 4, or 5 for
 /// the timeout) and the server in `error`; during the backoff, the same error at once.
@@ -233,6 +241,8 @@ fn remote_failures_are_clear_errors() {
         "failing": { "url": url(failing) },
         "silent": { "url": url(silent), "mcpx": { "startTimeout": "1s" } },
         "tls": { "url": format!("https://127.0.0.1:{}/mcp", plain_http()) },
+        // A secret in the URL's query must not reach a message through the HTTP client's own.
+        "closing": { "url": format!("http://127.0.0.1:{}/mcp?token=${{MCPX_TEST_SECRET}}", closing()) },
     }));
     let cases = [
         ("refused", 4, "cannot connect to"),
@@ -241,6 +251,7 @@ fn remote_failures_are_clear_errors() {
         ("failing", 4, "HTTP 503 Service Unavailable"),
         ("silent", 5, "did not answer initialize within 1s"),
         ("tls", 4, "TLS with https://127.0.0.1:"),
+        ("closing", 4, "?token=${MCPX_TEST_SECRET} failed"),
     ];
     for (server, code, says) in cases {
         let run = w.run_with(&["call", &format!("{server}.anything"), "{}"], |c| {
@@ -255,7 +266,7 @@ fn remote_failures_are_clear_errors() {
                 "forbidden" => forbidden,
                 "failing" => failing,
                 _ => silent,
-            })) || matches!(server, "silent" | "tls"),
+            })) || matches!(server, "silent" | "tls" | "closing"),
             "{server}: the URL is named: {}",
             run.stderr
         );
@@ -263,7 +274,8 @@ fn remote_failures_are_clear_errors() {
         let row = w.ls_row(server);
         assert_eq!(row["state"], "error", "{server}: {row}");
     }
-    assert!(!w.log().contains("s3cret-value"), "a header value reached the log");
+    assert!(!w.log().contains("s3cret-value"), "a secret reached the log");
+    assert!(!w.run(&["status", "--json"]).stdout.contains("s3cret-value"), "a secret reached status");
     // During the backoff that follows, a call fails at once with the last error.
     let started = Instant::now();
     let run = w.run(&["call", "refused.anything", "{}"]);
