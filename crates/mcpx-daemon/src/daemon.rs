@@ -184,6 +184,10 @@ impl Daemon {
                     kind: remote.kind,
                     max_message_bytes,
                 };
+                // A malformed URL or header is the configuration's mistake (exit 2).
+                spec.endpoint().map_err(|e| {
+                    ApiError::new("config", format!("{}: server `{}`: {e}", entry.source.display(), entry.name))
+                })?;
                 let launch = Ok(Launch::Remote(spec));
                 return Ok(Target { entry: entry.clone(), fingerprint: cache_key.clone(), cache_key, launch });
             }

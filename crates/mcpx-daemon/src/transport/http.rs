@@ -91,6 +91,29 @@ impl fmt::Debug for RemoteSpec {
     }
 }
 
+impl RemoteSpec {
+    /// The endpoint and the request headers, checked.
+    ///
+    /// Errors: the URL is not an http(s) URL, or a header name or value is not valid
+    /// HTTP; the message names the key, never a value.
+    pub fn endpoint(&self) -> Result<(Url, HeaderMap), String> {
+        let url = Url::parse(&self.url).map_err(|e| format!("the `url` is not a valid URL ({e})"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!("the `url` must start with http:// or https://, not {}://", url.scheme()));
+        }
+        let mut headers = HeaderMap::new();
+        for (name, value) in &self.headers {
+            let n = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("`headers`: `{name}` is not a valid HTTP header name"))?;
+            let mut v = HeaderValue::from_str(value)
+                .map_err(|_| format!("`headers`: the value of `{name}` is not a valid HTTP header value"))?;
+            v.set_sensitive(true);
+            headers.insert(n, v);
+        }
+        Ok((url, headers))
+    }
+}
+
 /// Why a message could not be delivered to a remote server, or its answer read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -140,20 +163,8 @@ impl RemoteLauncher {
     }
 
     fn open(&self, spec: RemoteSpec) -> Result<Link, LaunchError> {
-        let fail = |message: String| LaunchError::Spawn { command: spec.written_url.clone(), message };
-        let url = Url::parse(&spec.url).map_err(|e| fail(format!("the `url` is not a valid URL: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(fail(format!("the `url` must be http:// or https://, not {}://", url.scheme())));
-        }
-        let mut headers = HeaderMap::new();
-        for (name, value) in &spec.headers {
-            let n = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| fail(format!("header `{name}` is not a valid HTTP header name")))?;
-            let mut v = HeaderValue::from_str(value)
-                .map_err(|_| fail(format!("the value of header `{name}` is not a valid HTTP header value")))?;
-            v.set_sensitive(true);
-            headers.insert(n, v);
-        }
+        let (url, headers) =
+            spec.endpoint().map_err(|message| LaunchError::Spawn { command: spec.written_url.clone(), message })?;
         let store = (spec.kind == RemoteKind::Http).then(|| self.sessions.join(session_file(&spec.identity)));
         let stored = store.as_deref().and_then(|p| Stored::load(p, &spec.written_url));
         let epoch = stored.as_ref().map_or(1, |s| s.epoch.saturating_add(1));

@@ -476,3 +476,26 @@ fn json_answers_and_resumed_streams() {
     let cancel = lines.iter().filter(|m| m["method"] == "notifications/cancelled").nth(1).unwrap();
     assert_eq!(cancel["params"]["requestId"], forwarded["id"], "{lines:?}");
 }
+
+/// A malformed `url` or header in a remote entry is a configuration error (exit 2) that
+/// names the file, the server and the key, never the value.
+#[test]
+fn remote_config_mistakes_are_config_errors() {
+    let w = World::new(json!({
+        "relative": { "url": "not a url" },
+        "ftp": { "url": "ftp://127.0.0.1/mcp" },
+        "badname": { "url": "http://127.0.0.1:9/mcp", "headers": { "Bad Name": "x" } },
+        "badvalue": { "url": "http://127.0.0.1:9/mcp", "headers": { "X-Token": "line1\nsecret-line2" } },
+    }));
+    for (server, says) in [
+        ("relative", "the `url` is not a valid URL"),
+        ("ftp", "must start with http:// or https://, not ftp://"),
+        ("badname", "`Bad Name` is not a valid HTTP header name"),
+        ("badvalue", "the value of `X-Token` is not a valid HTTP header value"),
+    ] {
+        let run = w.run(&["call", &format!("{server}.echo"), "{}"]);
+        assert_eq!(run.code, 2, "{server}: {run:?}");
+        assert!(run.stderr.contains(says) && run.stderr.contains(&format!("server `{server}`")), "{}", run.stderr);
+        assert!(!run.stderr.contains("secret-line2"), "{}", run.stderr);
+    }
+}
