@@ -359,7 +359,17 @@ impl Remote {
             state.force_legacy || state.legacy.is_some()
         };
         if force_legacy {
-            return self.post_legacy(m).await;
+            let configured = lock(&self.state).force_legacy;
+            return match self.post_legacy(m).await {
+                Err(e) if configured && is_init => Err(RemoteError {
+                    message: format!(
+                        "{}; the entry says `\"transport\": \"sse\"` (HTTP+SSE): for a streamable HTTP server, remove it",
+                        e.message
+                    ),
+                    ..e
+                }),
+                other => other,
+            };
         }
         if m.method() == Some("notifications/initialized") {
             // Open the GET stream first, so what the server sends once initialized
@@ -386,8 +396,13 @@ impl Remote {
             }
             if is_init && matches!(status.as_u16(), 400 | 404 | 405) {
                 tracing::info!(server = %self.server, status = status.as_u16(), "the server refused a streamable HTTP initialize; trying the HTTP+SSE transport of MCP 2024-11-05");
-                self.open_legacy().await?;
-                return self.post_legacy(m).await;
+                return self.post_legacy(m).await.map_err(|e| RemoteError {
+                    message: format!(
+                        "{} answered the streamable HTTP initialize with HTTP {status}, and the HTTP+SSE transport tried next failed too: {}; check the entry's `url`",
+                        self.written_url, e.message
+                    ),
+                    ..e
+                });
             }
             let response = self.check(response).await?;
             if is_init {
