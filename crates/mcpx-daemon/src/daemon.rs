@@ -78,6 +78,10 @@ pub struct Daemon {
     pub http_url: std::sync::Mutex<Option<String>>,
     /// Set by `POST /v1/upgrade`: the binary to re-execute once drained.
     upgrade: std::sync::Mutex<Option<PathBuf>>,
+    /// The daemon itself, for work it starts in the background.
+    me: std::sync::Weak<Daemon>,
+    /// Servers (by cache key) an MCP listing is starting in the background.
+    retrying: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Supervisors found at start whose attach protocol this daemon cannot speak:
     /// left running, shown as `incompatible`, replaced on `mcpx restart`.
     incompatible: std::sync::Mutex<Vec<(Record, Version)>>,
@@ -103,7 +107,9 @@ impl Daemon {
             }
         }
         let env_for_checks = env.clone();
-        let daemon = Arc::new(Daemon {
+        let daemon = Arc::new_cyclic(|me| Daemon {
+            me: me.clone(),
+            retrying: std::sync::Mutex::new(std::collections::HashSet::new()),
             pool: Pool::new(launchers, schema.clone(), events_tx),
             schema,
             config,
@@ -261,6 +267,33 @@ impl Daemon {
                 self.pool.release(&inst).await;
             }
         }
+    }
+
+    /// Starts `target` under `key` in the background, once at a time per server, and
+    /// tells every MCP session with a stream that the lists changed when it comes up.
+    /// The pool's backoff applies: during one, the attempt fails at once.
+    pub(crate) fn start_in_background(&self, target: Target, key: String) {
+        let Some(daemon) = self.me.upgrade() else { return };
+        if !lock(&self.retrying).insert(target.cache_key.clone()) {
+            return;
+        }
+        tokio::spawn(async move {
+            let timeout = target.entry.options.start_timeout;
+            let started = daemon.pool.acquire(&target, &key, timeout).await;
+            lock(&daemon.retrying).remove(&target.cache_key);
+            match started {
+                Ok(_) if daemon.schema.get(&target.cache_key).is_some_and(|c| c.error.is_none()) => {
+                    tracing::info!(server = %target.entry.name, "a server left out of MCP listings is up; telling the sessions");
+                    for method in ["tools", "prompts", "resources"] {
+                        daemon
+                            .mcp
+                            .broadcast(&Message::notification(&format!("notifications/{method}/list_changed"), None));
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => tracing::debug!(server = %target.entry.name, error = %e, "a background start failed"),
+            }
+        });
     }
 
     /// The pool key of `entry` for `caller`; a scope that cannot be resolved runs the

@@ -8,8 +8,10 @@
 //!   JSON-RPC batches are processed only under 2025-03-26, else refused with -32600.
 //! - Tools and prompts are named `<server>__<name>` ([`crate::names`]); resource URIs
 //!   become `mcpx://<server>/<original>`; calls, reads and gets map back.
-//! - Lists come from the schema cache; a server never listed is started and listed
-//!   first (up to its `startTimeout`); a server that fails is left out and logged.
+//! - Lists come from the schema cache; servers never listed are started and listed
+//!   first, together (up to their `startTimeout`). A server whose last start or listing
+//!   failed is left out at once, logged, and started again in the background (its
+//!   backoff applies); when it comes up, sessions with a stream hear `list_changed`.
 //! - A `tools/call` whose client accepts `text/event-stream` is answered as SSE, with
 //!   its progress notifications before the response.
 //! - One GET stream per session carries what the daemon sends on its own: a server's
@@ -517,6 +519,13 @@ async fn listed(
     }
     let target = d.target(entry).ok()?;
     let pool_key = d.pool_key(entry, &session.caller);
+    if let Some(error) = cached.and_then(|c| c.error) {
+        // Its last start or listing failed: left out at once rather than waited for
+        // again, and tried in the background; sessions hear `list_changed` if it comes up.
+        tracing::info!(server = %entry.name, error = %error, "left out of an MCP listing: its last start failed");
+        d.start_in_background(target, pool_key);
+        return None;
+    }
     match d.pool.acquire(&target, &pool_key, entry.options.start_timeout).await {
         Ok(_) => d.schema.get(&key),
         Err(e) => {
@@ -531,8 +540,10 @@ async fn list(d: &Daemon, session: &McpSession, field: &str) -> RpcResult {
     let entries = servers(d, session)?;
     let passthrough = session.server.is_some();
     let mut items: Vec<(String, Value)> = Vec::new();
-    for entry in &entries {
-        let Some(cached) = listed(d, session, entry).await else { continue };
+    // Unread servers start at once, not one after another.
+    let caches = futures_util::future::join_all(entries.iter().map(|entry| listed(d, session, entry))).await;
+    for (entry, cached) in entries.iter().zip(caches) {
+        let Some(cached) = cached else { continue };
         let list = match field {
             "tools" => cached.tools,
             "prompts" => cached.prompts,

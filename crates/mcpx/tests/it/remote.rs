@@ -499,3 +499,30 @@ fn remote_config_mistakes_are_config_errors() {
         assert!(!run.stderr.contains("secret-line2"), "{}", run.stderr);
     }
 }
+
+/// Through `mcpx serve`, servers never listed start together, not one after another;
+/// once they failed, listings leave them out at once instead of waiting again.
+#[test]
+fn serve_lists_do_not_wait_on_failed_servers_twice() {
+    let silent: Vec<u16> = (0..3).map(|_| canned(None)).collect();
+    let mut servers = serde_json::Map::new();
+    for (i, port) in silent.iter().enumerate() {
+        servers.insert(
+            format!("silent{i}"),
+            json!({ "url": format!("http://127.0.0.1:{port}/mcp"), "mcpx": { "startTimeout": "2s" } }),
+        );
+    }
+    servers.insert("fake".into(), json!({ "command": crate::harness::fake_server() }));
+    let w = World::new(Value::Object(servers));
+    let mut serve = Serve::start(&w, json!({}));
+    let started = Instant::now();
+    let listed = serve.request("tools/list", json!({}));
+    let first = started.elapsed();
+    assert!(listed.to_string().contains("fake__echo"), "{listed}");
+    // Bounds of logic, not speed: one after another would take at least 3 x 2 s.
+    assert!(first < Duration::from_secs(6), "three 2 s start timeouts were waited one after another: {first:?}");
+    let started = Instant::now();
+    let listed = serve.request("tools/list", json!({}));
+    assert!(listed.to_string().contains("fake__echo"), "{listed}");
+    assert!(started.elapsed() < Duration::from_secs(2), "the failed servers were waited for again (2 s)");
+}
