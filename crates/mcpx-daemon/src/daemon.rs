@@ -776,6 +776,43 @@ impl Daemon {
         }
     }
 
+    /// Takes up the remote sessions a previous daemon kept, as [`Daemon::adopt_all`]
+    /// adopts supervisors: each becomes a live instance again (no `initialize`), so
+    /// `status` shows it and `stop --all` or its server leaving the configuration ends it
+    /// with `DELETE`. A session whose server no configuration holds any more is
+    /// forgotten (its headers, needed for a `DELETE`, went with the entry).
+    pub fn take_up_remote_sessions(self: &Arc<Self>) {
+        let kept = crate::transport::http::kept_sessions(&self.dirs.remote_sessions());
+        if kept.is_empty() {
+            return;
+        }
+        let mut entries: HashMap<String, ServerEntry> = HashMap::new();
+        let mut complete = true;
+        for file in self.config.known_files() {
+            match self.config.resolve(&ResolveRequest { cwd: None, explicit: Some(file) }) {
+                Ok(config) => entries.extend(config.servers.into_values().map(|e| (e.fingerprint(None), e))),
+                Err(_) => complete = false,
+            }
+        }
+        for session in kept {
+            let Some(entry) = entries.get(&session.fingerprint) else {
+                if complete {
+                    tracing::info!(file = %session.path.display(), "forgetting a kept remote session: its server is no longer configured");
+                    let _ = std::fs::remove_file(&session.path);
+                }
+                continue;
+            };
+            let Ok(target) = self.target(entry) else { continue };
+            let this = self.clone();
+            tokio::spawn(async move {
+                let timeout = target.entry.options.start_timeout;
+                if let Err(e) = this.pool.acquire(&target, &session.key, timeout).await {
+                    tracing::warn!(server = %target.entry.name, error = %e, "taking up a kept remote session failed");
+                }
+            });
+        }
+    }
+
     /// The fingerprints every known configuration file defines, for deciding which
     /// adopted supervisors are still wanted.
     fn known_fingerprints(&self) -> HashMap<String, crate::config::ServerOptions> {

@@ -96,6 +96,7 @@ async fn serve_until_exit(dirs: &Dirs, env: &HashMap<String, String>, listener: 
         serve_tcp(&daemon, dirs, addr, no_auth).await?;
     }
     daemon.start_warm();
+    daemon.take_up_remote_sessions();
     tracing::info!(pid = std::process::id(), build = mcpx_daemon::daemon::build(), socket = %dirs.socket().display(), "daemon listening");
     let signals = async {
         use tokio::signal::unix::{SignalKind, signal};

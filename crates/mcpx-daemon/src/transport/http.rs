@@ -179,6 +179,7 @@ impl RemoteLauncher {
             http: self.http.clone(),
             url,
             headers,
+            identity: spec.identity.clone(),
             server: spec.identity.server.clone(),
             written_url: spec.written_url.clone(),
             max: spec.max_message_bytes,
@@ -213,11 +214,45 @@ fn session_file(identity: &Identity) -> String {
     format!("{}-{hex}.json", identity.fingerprint)
 }
 
+/// A remote MCP session a previous daemon kept (`<state>/remote/*.json`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptSession {
+    /// The instance's fingerprint.
+    pub fingerprint: String,
+    /// Its pool key.
+    pub key: String,
+    /// The file.
+    pub path: PathBuf,
+}
+
+/// The sessions kept in `dir`; unreadable files are skipped.
+pub fn kept_sessions(dir: &Path) -> Vec<KeptSession> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter_map(|path| {
+            let stored: Stored = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+            (!stored.fingerprint.is_empty()).then_some(KeptSession {
+                fingerprint: stored.fingerprint,
+                key: stored.key,
+                path,
+            })
+        })
+        .collect()
+}
+
 /// A session kept for the next daemon.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Stored {
     /// The URL as written, so a file never applies to another server.
     url: String,
+    /// The instance: its fingerprint and pool key, so a later daemon can take it up.
+    #[serde(default)]
+    fingerprint: String,
+    #[serde(default)]
+    key: String,
     session_id: String,
     protocol_version: String,
     /// The `initialize` request, repeated when the server forgets the session.
@@ -270,6 +305,7 @@ struct Remote {
     http: reqwest::Client,
     url: Url,
     headers: HeaderMap,
+    identity: Identity,
     server: String,
     written_url: String,
     max: usize,
@@ -854,6 +890,8 @@ impl Remote {
             match (&state.id, &state.protocol, &state.initialize, &state.session, &state.legacy) {
                 (Some(id), Some(protocol), Some(init), Some(session), None) => Stored {
                     url: self.written_url.clone(),
+                    fingerprint: self.identity.fingerprint.clone(),
+                    key: self.identity.key.clone(),
                     session_id: id.clone(),
                     protocol_version: protocol.clone(),
                     initialize: init.clone(),

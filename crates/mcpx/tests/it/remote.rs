@@ -366,6 +366,11 @@ fn sessions_end_with_delete_only_when_their_instance_stops() {
     w.set_servers(json!({ "fake": { "url": url }, "idle": idle, "gone": { "url": format!("{url}?gone") } }));
     assert_eq!(w.call("fake.counter", "{}").ok(), "1\n");
     w.kill_daemon();
+    // The next daemon takes the kept session up as it starts, before any call to it.
+    w.run(&["ls"]).ok();
+    wait_until("the kept session is taken up", Duration::from_secs(15), || {
+        w.instance("fake").is_some_and(|i| i["state"] == "running")
+    });
     assert_eq!(w.call("fake.counter", "{}").ok(), "2\n", "the next daemon re-uses the session");
     assert!(deletes(&record).is_empty(), "{:?}", http_record(&record));
     let inits = || http_record(&record).iter().filter(|l| l.ends_with(" initialize")).count();
