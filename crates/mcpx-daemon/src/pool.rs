@@ -273,7 +273,7 @@ impl Pool {
             let wait = h.backoff().saturating_sub(now.duration_since(*at));
             if !wait.is_zero() {
                 return Err(CallError::Launch(format!(
-                    "restarting after {} failures; next try in {:.1}s; the last: {last}",
+                    "backing off after {} failures; next start in {:.1}s; the last: {last}",
                     h.consecutive,
                     wait.as_secs_f64()
                 )));

@@ -329,6 +329,15 @@ enum Sink {
     Swallow,
 }
 
+/// What to do with data that is not a JSON-RPC message.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Junk {
+    /// Skip it (an SSE event).
+    Skip,
+    /// Fail the request (a JSON answer).
+    Fail,
+}
+
 /// Serves the instance's outbound messages until it stops or drops the link.
 async fn run(remote: Arc<Remote>, mut out: mpsc::Receiver<Outbound>) {
     let mut tasks = JoinSet::new();
@@ -553,7 +562,7 @@ impl Remote {
             self.report_oversize(dropped, wanted.map(str::to_owned)).await;
             return Ok(());
         }
-        let answered = self.deliver_data(&body, wanted, sink).await?;
+        let answered = self.deliver_data(&body, wanted, sink, Junk::Fail).await?;
         if wanted.is_some() && !answered {
             return Err(RemoteError::new(format!("{} answered without the response", self.written_url)));
         }
@@ -617,7 +626,7 @@ impl Remote {
                 progressed = true;
                 match event {
                     SseEvent::Data { event, data } if event == "message" => {
-                        if self.deliver_data(&data, wanted, sink).await? {
+                        if self.deliver_data(&data, wanted, sink, Junk::Skip).await? {
                             return Ok((true, true));
                         }
                     }
@@ -645,9 +654,16 @@ impl Remote {
     }
 
     /// Parses one JSON body or event and hands its messages on. Returns whether it
-    /// held the response to `wanted`.
-    async fn deliver_data(&self, data: &[u8], wanted: Option<&str>, sink: Sink) -> Result<bool, RemoteError> {
-        if data.iter().all(u8::is_ascii_whitespace) {
+    /// held the response to `wanted`. What is not JSON-RPC is counted, then skipped (an
+    /// event, like a stray stdout line) or an error (a whole JSON answer).
+    async fn deliver_data(
+        &self,
+        data: &[u8],
+        wanted: Option<&str>,
+        sink: Sink,
+        junk: Junk,
+    ) -> Result<bool, RemoteError> {
+        if data.iter().all(u8::is_ascii_whitespace) && junk == Junk::Skip {
             return Ok(false);
         }
         let messages = match Message::parse_line(data) {
@@ -655,6 +671,13 @@ impl Remote {
             Err(e) => {
                 self.info.skipped_lines.fetch_add(1, Ordering::Relaxed);
                 self.info.dropped_bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
+                if junk == Junk::Fail {
+                    return Err(RemoteError::new(format!(
+                        "{} answered with a JSON body that is not a JSON-RPC message ({e}){}",
+                        self.written_url,
+                        quote(&String::from_utf8_lossy(data))
+                    )));
+                }
                 tracing::warn!(server = %self.server, error = %e, "skipped an answer that is not a JSON-RPC message");
                 return Ok(false);
             }

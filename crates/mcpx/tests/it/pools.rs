@@ -240,7 +240,7 @@ fn c12_crashes_fail_fast_restart_and_crash_loop() {
     // Then restarts back off: a call right away fails fast with the last error.
     let run = dies.run(&["call", "dies.echo", "{}", "--json"]);
     let error = run.json()["error"]["message"].as_str().unwrap_or("").to_owned();
-    assert!(error.contains("next try in") && error.contains("exited with code 3"), "{error}");
+    assert!(error.contains("next start in") && error.contains("exited with code 3"), "{error}");
     let mut codes = Vec::new();
     for _ in 0..8 {
         let run = dies.run(&["call", "dies.echo", "{}", "--json"]);
@@ -249,7 +249,7 @@ fn c12_crashes_fail_fast_restart_and_crash_loop() {
         if error.contains("crash-loop") {
             break;
         }
-        assert!(error.contains("exited with code 3") || error.contains("next try in"), "{error}");
+        assert!(error.contains("exited with code 3") || error.contains("next start in"), "{error}");
         // Wait out the backoff so the next call is a real start.
         std::thread::sleep(Duration::from_millis(1100 * (1 << codes.len())));
     }
