@@ -65,14 +65,21 @@ fn suite_passes_through_mcpx(entry: serde_json::Value) {
     })
     .ok();
     let results = run_suite(&format!("http://127.0.0.1:{port}/mcp/fake"));
-    assert!(results.len() >= 20, "the suite ran too few scenarios: {results:?}");
-    assert_eq!(results.get("dns-rebinding-protection"), Some(&true), "{results:?}");
+    assert_suite_passed(&results, ALLOWED_FAILURES, "through mcpx");
+}
+
+/// Fails unless the suite ran, dns-rebinding-protection passed, and every scenario
+/// passed but those `allowed`.
+#[track_caller]
+fn assert_suite_passed(results: &BTreeMap<String, bool>, allowed: &[(&str, &str)], what: &str) {
+    assert!(results.len() >= 20, "the suite ran too few scenarios {what}: {results:?}");
+    assert_eq!(results.get("dns-rebinding-protection"), Some(&true), "{what}: {results:?}");
     let failed: Vec<&String> = results
         .iter()
-        .filter(|(name, passed)| !**passed && !ALLOWED_FAILURES.iter().any(|(allowed, _)| allowed == name))
+        .filter(|(name, passed)| !**passed && !allowed.iter().any(|(a, _)| a == name))
         .map(|(name, _)| name)
         .collect();
-    assert!(failed.is_empty(), "conformance scenarios failed through mcpx: {failed:?}\nall: {results:?}");
+    assert!(failed.is_empty(), "conformance scenarios failed {what}: {failed:?}\nall: {results:?}");
 }
 
 #[test]
@@ -280,17 +287,7 @@ fn conformance_server_scenarios_pass_against_the_fake_directly() {
     for mode in FAKE_HTTP_MODES {
         let fake = FakeHttp::start(mode);
         let results = run_suite(&fake.url);
-        assert!(results.len() >= 20, "the suite ran too few scenarios with {mode:?}: {results:?}");
-        assert_eq!(results.get("dns-rebinding-protection"), Some(&true), "{mode:?}: {results:?}");
-        let failed: Vec<&String> = results
-            .iter()
-            .filter(|(name, passed)| !**passed && !ALLOWED_DIRECT_FAILURES.iter().any(|(allowed, _)| allowed == name))
-            .map(|(name, _)| name)
-            .collect();
-        assert!(
-            failed.is_empty(),
-            "conformance scenarios failed against the fake with {mode:?}: {failed:?}\nall: {results:?}"
-        );
+        assert_suite_passed(&results, ALLOWED_DIRECT_FAILURES, &format!("against the fake with {mode:?}"));
     }
     let fake = FakeHttp::start(&[]);
     let polling = run_conformance(&fake.url, Some("server-sse-polling"));
