@@ -535,6 +535,15 @@ async fn listed(
     }
 }
 
+/// The configured server, left out of listings by its last failure, whose exposed
+/// names `exposed` would have (`<server>__...`), with that failure.
+fn left_out_owner(d: &Daemon, session: &McpSession, exposed: &str) -> Option<(String, String)> {
+    servers(d, session).ok()?.into_iter().find_map(|entry| {
+        let error = d.schema.get(&entry.fingerprint(None))?.error?;
+        exposed.starts_with(&format!("{}__", entry.name)).then_some((entry.name, error))
+    })
+}
+
 /// An aggregate list: every server's items with names or URIs made unique.
 async fn list(d: &Daemon, session: &McpSession, field: &str) -> RpcResult {
     let entries = servers(d, session)?;
@@ -623,7 +632,15 @@ async fn forward(
                 found = lock(map).original(exposed).map(|(s, t)| (s.to_owned(), t.to_owned()));
             }
             let Some((server, original)) = found else {
-                return fail(error_code::INVALID_PARAMS, format!("unknown {}: `{exposed}`", &field[..field.len() - 1]));
+                let what = &field[..field.len() - 1];
+                // The name may belong to a server left out of the listing: say why.
+                if let Some((name, error)) = left_out_owner(d, session, exposed) {
+                    return fail(
+                        error_code::INVALID_PARAMS,
+                        format!("unknown {what}: `{exposed}`; server `{name}` is not available: {error}"),
+                    );
+                }
+                return fail(error_code::INVALID_PARAMS, format!("unknown {what}: `{exposed}`"));
             };
             let mut p = params.clone();
             p["name"] = Value::String(original);

@@ -530,4 +530,8 @@ fn serve_lists_do_not_wait_on_failed_servers_twice() {
     let listed = serve.request("tools/list", json!({}));
     assert!(listed.to_string().contains("fake__echo"), "{listed}");
     assert!(started.elapsed() < Duration::from_secs(2), "the failed servers were waited for again (2 s)");
+    // A call to a left-out server's tool says why it is missing.
+    let answer = serve.request("tools/call", json!({ "name": "silent0__echo", "arguments": {} }));
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("server `silent0` is not available") && message.contains("initialize"), "{answer}");
 }
