@@ -107,6 +107,19 @@ pub(crate) fn channel_body(rx: mpsc::Receiver<Vec<u8>>) -> axum::body::Body {
     axum::body::Body::from_stream(stream)
 }
 
+/// An SSE response streaming what `rx` yields, with the session's `Mcp-Session-Id`.
+fn sse_response(rx: mpsc::Receiver<Vec<u8>>, session_id: &str) -> Response {
+    let mut response = (
+        [(axum::http::header::CONTENT_TYPE, "text/event-stream"), (axum::http::header::CACHE_CONTROL, "no-cache")],
+        channel_body(rx),
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(session_id) {
+        response.headers_mut().insert(SESSION_HEADER, v);
+    }
+    response
+}
+
 fn sse_event(data: &str) -> Vec<u8> {
     format!("event: message\ndata: {data}\n\n").into_bytes()
 }
@@ -222,15 +235,7 @@ async fn get_stream(State(d): State<Arc<Daemon>>, headers: HeaderMap) -> Respons
     }
     // A comment line at once, so clients see the stream is open.
     let _ = tx.try_send(b": stream open\n\n".to_vec());
-    let mut response = (
-        [(axum::http::header::CONTENT_TYPE, "text/event-stream"), (axum::http::header::CACHE_CONTROL, "no-cache")],
-        channel_body(rx),
-    )
-        .into_response();
-    if let Ok(v) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(SESSION_HEADER, v);
-    }
-    response
+    sse_response(rx, &id)
 }
 
 fn session_id(headers: &HeaderMap) -> Option<String> {
@@ -424,15 +429,7 @@ fn sse_call(d: Arc<Daemon>, session: Arc<McpSession>, request: Message, session_
         }
         let _ = tx.send(event(response.as_str())).await;
     });
-    let mut response = (
-        [(axum::http::header::CONTENT_TYPE, "text/event-stream"), (axum::http::header::CACHE_CONTROL, "no-cache")],
-        channel_body(rx),
-    )
-        .into_response();
-    if let Ok(v) = HeaderValue::from_str(&session_id) {
-        response.headers_mut().insert(SESSION_HEADER, v);
-    }
-    response
+    sse_response(rx, &session_id)
 }
 
 /// [`handle_request`], stopped early when the client cancels the request: the work is
