@@ -180,7 +180,7 @@ impl RemoteLauncher {
             url,
             headers,
             identity: spec.identity.clone(),
-            server: spec.identity.server.clone(),
+            kind: spec.kind,
             written_url: spec.written_url.clone(),
             max: spec.max_message_bytes,
             inbound: in_tx,
@@ -193,7 +193,6 @@ impl RemoteLauncher {
                 initialize: stored.as_ref().map(|s| s.initialize.clone()),
                 session: stored.map(|s| s.session),
                 legacy: None,
-                force_legacy: spec.kind == RemoteKind::Sse,
             }),
             connect: tokio::sync::Mutex::new(()),
             background: Mutex::new(Vec::new()),
@@ -296,8 +295,6 @@ struct SessionState {
     session: Option<String>,
     /// The POST endpoint of the HTTP+SSE transport, once its stream named it.
     legacy: Option<Url>,
-    /// Configured `transport: "sse"`.
-    force_legacy: bool,
 }
 
 /// One remote MCP session.
@@ -306,7 +303,8 @@ struct Remote {
     url: Url,
     headers: HeaderMap,
     identity: Identity,
-    server: String,
+    /// Configured: streamable HTTP (with the fallback) or HTTP+SSE.
+    kind: RemoteKind,
     written_url: String,
     max: usize,
     inbound: mpsc::Sender<Inbound>,
@@ -357,7 +355,7 @@ async fn run(remote: Arc<Remote>, mut out: mpsc::Receiver<Outbound>) {
                     remote.save();
                 }
                 Some(Outbound::Restart) => {
-                    tracing::warn!(server = %remote.server, "a remote instance cannot be restarted in place; stop it instead");
+                    tracing::warn!(server = %remote.identity.server, "a remote instance cannot be restarted in place; stop it instead");
                 }
                 Some(Outbound::Terminate) => {
                     tasks.abort_all();
@@ -381,7 +379,7 @@ impl Remote {
         let id = (m.kind() == Kind::Request).then(|| m.id().unwrap_or("null").to_owned());
         let method = m.method().unwrap_or("").to_owned();
         let Err(error) = self.deliver(&m).await else { return };
-        tracing::warn!(server = %self.server, method = %method, error = %error, "a message to the remote server failed");
+        tracing::warn!(server = %self.identity.server, method = %method, error = %error, "a message to the remote server failed");
         let unreachable = error.unreachable;
         if let Some(id) = id {
             let _ = self.inbound.send(Inbound::Failed { id, error: error.clone() }).await;
@@ -399,12 +397,8 @@ impl Remote {
             state.id = None;
             state.protocol = None;
         }
-        let force_legacy = {
-            let state = lock(&self.state);
-            state.force_legacy || state.legacy.is_some()
-        };
-        if force_legacy {
-            let configured = lock(&self.state).force_legacy;
+        let configured = self.kind == RemoteKind::Sse;
+        if configured || lock(&self.state).legacy.is_some() {
             return match self.post_legacy(m).await {
                 Err(e) if configured && is_init => Err(RemoteError {
                     message: format!(
@@ -440,7 +434,7 @@ impl Remote {
                 return Err(self.status_error(status, challenge, &body));
             }
             if is_init && matches!(status.as_u16(), 400 | 404 | 405) {
-                tracing::info!(server = %self.server, status = status.as_u16(), "the server refused a streamable HTTP initialize; trying the HTTP+SSE transport of MCP 2024-11-05");
+                tracing::info!(server = %self.identity.server, status = status.as_u16(), "the server refused a streamable HTTP initialize; trying the HTTP+SSE transport of MCP 2024-11-05");
                 return self.post_legacy(m).await.map_err(|e| RemoteError {
                     message: format!(
                         "{} answered the streamable HTTP initialize with HTTP {status}, and the HTTP+SSE transport tried next failed too: {}; check the entry's `url`",
@@ -678,7 +672,7 @@ impl Remote {
                         quote(&String::from_utf8_lossy(data))
                     )));
                 }
-                tracing::warn!(server = %self.server, error = %e, "skipped an answer that is not a JSON-RPC message");
+                tracing::warn!(server = %self.identity.server, error = %e, "skipped an answer that is not a JSON-RPC message");
                 return Ok(false);
             }
         };
@@ -745,7 +739,7 @@ impl Remote {
         let Some(initialize) = initialize else {
             return Err(RemoteError::new(format!("{} forgot the session (404)", self.written_url)));
         };
-        tracing::info!(server = %self.server, url = %self.written_url, "the server forgot the MCP session; initializing again");
+        tracing::info!(server = %self.identity.server, url = %self.written_url, "the server forgot the MCP session; initializing again");
         let init = Message::parse(initialize)
             .map_err(|e| RemoteError::new(format!("the kept initialize request is malformed: {e}")))?;
         let response = self.check(self.post(init.as_str(), None).await?).await?;
@@ -785,7 +779,7 @@ impl Remote {
                 Err(e) => {
                     failures += 1;
                     if failures > MAX_RESUMES {
-                        tracing::warn!(server = %self.server, error = %e, "the GET stream failed; server-initiated messages stay off until the next initialize");
+                        tracing::warn!(server = %self.identity.server, error = %e, "the GET stream failed; server-initiated messages stay off until the next initialize");
                         return;
                     }
                     tokio::time::sleep(Duration::from_millis(DEFAULT_RETRY_MS << failures.min(5))).await;
@@ -798,7 +792,7 @@ impl Remote {
                 // the next POST finds out and re-initializes.
                 StatusCode::METHOD_NOT_ALLOWED | StatusCode::NOT_FOUND => return,
                 s => {
-                    tracing::debug!(server = %self.server, status = s.as_u16(), "the server refused the GET stream");
+                    tracing::debug!(server = %self.identity.server, status = s.as_u16(), "the server refused the GET stream");
                     return;
                 }
             }
@@ -897,10 +891,10 @@ impl Remote {
             .timeout(DELETE_TIMEOUT);
         match request.send().await {
             Ok(r) => {
-                tracing::info!(server = %self.server, status = r.status().as_u16(), "ended the MCP session (DELETE)")
+                tracing::info!(server = %self.identity.server, status = r.status().as_u16(), "ended the MCP session (DELETE)")
             }
             Err(e) => {
-                tracing::warn!(server = %self.server, error = %self.describe(&e), "ending the MCP session (DELETE) failed")
+                tracing::warn!(server = %self.identity.server, error = %self.describe(&e), "ending the MCP session (DELETE) failed")
             }
         }
     }
@@ -925,7 +919,7 @@ impl Remote {
             }
         };
         if let Err(e) = stored.save(path) {
-            tracing::warn!(server = %self.server, path = %path.display(), error = %e, "cannot keep the MCP session for the next daemon");
+            tracing::warn!(server = %self.identity.server, path = %path.display(), error = %e, "cannot keep the MCP session for the next daemon");
         }
     }
 
