@@ -756,24 +756,35 @@ impl Daemon {
     /// gives `min` ≥ 1, in the background (design: `min` starts the instance with the
     /// daemon and exempts it from idle reaping).
     pub fn start_warm(self: &Arc<Self>) {
-        for file in self.config.known_files() {
-            let Ok(config) = self.config.resolve(&ResolveRequest { cwd: None, explicit: Some(file) }) else { continue };
-            for entry in config.enabled() {
-                let o = &entry.options;
-                if o.min == 0 || o.scope != crate::config::Scope::Global {
-                    continue;
+        for entry in self.known_entries().0 {
+            let o = &entry.options;
+            if o.disabled || o.min == 0 || o.scope != crate::config::Scope::Global {
+                continue;
+            }
+            let Ok(target) = self.target(&entry) else { continue };
+            let this = self.clone();
+            tokio::spawn(async move {
+                let name = target.entry.name.clone();
+                match this.pool.acquire(&target, "global", target.entry.options.start_timeout).await {
+                    Ok(_) => tracing::info!(server = %name, "started (min ≥ 1)"),
+                    Err(e) => tracing::warn!(server = %name, error = %e, "starting a server with min ≥ 1 failed"),
                 }
-                let Ok(target) = self.target(entry) else { continue };
-                let this = self.clone();
-                tokio::spawn(async move {
-                    let name = target.entry.name.clone();
-                    match this.pool.acquire(&target, "global", target.entry.options.start_timeout).await {
-                        Ok(_) => tracing::info!(server = %name, "started (min ≥ 1)"),
-                        Err(e) => tracing::warn!(server = %name, error = %e, "starting a server with min ≥ 1 failed"),
-                    }
-                });
+            });
+        }
+    }
+
+    /// Every entry of every known configuration file (each file resolved alone), and
+    /// whether every file could be read.
+    fn known_entries(&self) -> (Vec<ServerEntry>, bool) {
+        let mut entries = Vec::new();
+        let mut complete = true;
+        for file in self.config.known_files() {
+            match self.config.resolve(&ResolveRequest { cwd: None, explicit: Some(file) }) {
+                Ok(config) => entries.extend(config.servers.into_values()),
+                Err(_) => complete = false,
             }
         }
+        (entries, complete)
     }
 
     /// Takes up the remote sessions a previous daemon kept, as [`Daemon::adopt_all`]
@@ -786,14 +797,8 @@ impl Daemon {
         if kept.is_empty() {
             return;
         }
-        let mut entries: HashMap<String, ServerEntry> = HashMap::new();
-        let mut complete = true;
-        for file in self.config.known_files() {
-            match self.config.resolve(&ResolveRequest { cwd: None, explicit: Some(file) }) {
-                Ok(config) => entries.extend(config.servers.into_values().map(|e| (e.fingerprint(None), e))),
-                Err(_) => complete = false,
-            }
-        }
+        let (known, complete) = self.known_entries();
+        let entries: HashMap<String, ServerEntry> = known.into_iter().map(|e| (e.fingerprint(None), e)).collect();
         for session in kept {
             let Some(entry) = entries.get(&session.fingerprint) else {
                 if complete {
@@ -817,12 +822,9 @@ impl Daemon {
     /// adopted supervisors are still wanted.
     fn known_fingerprints(&self) -> HashMap<String, crate::config::ServerOptions> {
         let mut set = HashMap::new();
-        for file in self.config.known_files() {
-            let Ok(config) = self.config.resolve(&ResolveRequest { cwd: None, explicit: Some(file) }) else { continue };
-            for entry in config.servers.values() {
-                if let Ok(target) = self.target(entry) {
-                    set.insert(target.fingerprint, entry.options.clone());
-                }
+        for entry in self.known_entries().0 {
+            if let Ok(target) = self.target(&entry) {
+                set.insert(target.fingerprint, entry.options);
             }
         }
         set
