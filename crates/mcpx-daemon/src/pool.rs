@@ -411,12 +411,16 @@ impl Pool {
         };
         // A remote session a previous daemon kept is taken up without a new `initialize`.
         let resumed = link.resumed.take().and_then(|json| serde_json::from_str(&json).ok());
-        let inst = match resumed {
-            Some(session) => Instance::resume(spec, link, session, self.events.clone()),
-            None => Instance::start(spec, link, options.start_timeout, self.events.clone()).await?,
+        let (inst, how) = match resumed {
+            Some(session) => {
+                (Instance::resume(spec, link, session, self.events.clone()), "server's kept session resumed")
+            }
+            None => {
+                (Instance::start(spec, link, options.start_timeout, self.events.clone()).await?, "server initialized")
+            }
         };
         let version = inst.session().map(|s| s.protocol_version).unwrap_or_default();
-        tracing::info!(server = %server, key, pid, protocol = %version, "server initialized");
+        tracing::info!(server = %server, key, pid, protocol = %version, "{how}");
         if let Err(e) = self.schema.refresh(&target.cache_key, &inst, options.start_timeout).await {
             tracing::warn!(server = %server, error = %e, "listing the server's schema failed");
             self.schema.record_error(&target.cache_key, server, &e);
