@@ -40,11 +40,6 @@ use crate::transport::{Identity, LaunchSpec};
 use mcpx_platform::Liveness;
 use mcpx_proto::attach::{ChildState, Record, Version};
 
-/// The build id reported in `status` and `/v1/health` (`mcpx_platform::build::build_id`).
-pub fn build() -> &'static str {
-    mcpx_platform::build::build_id(env!("CARGO_PKG_VERSION"))
-}
-
 /// Everything a running daemon holds.
 pub struct Daemon {
     /// Its directories.
@@ -147,7 +142,9 @@ impl Daemon {
         let known = self.config.known_files();
         if known.len() != before {
             if let Ok(bytes) = serde_json::to_vec_pretty(&known) {
-                let _ = std::fs::write(self.dirs.known_configs(), bytes);
+                if let Err(e) = mcpx_platform::fs::write_atomic(&self.dirs.known_configs(), &bytes, 0o600) {
+                    tracing::warn!(error = %e, "cannot record the known configuration files");
+                }
             }
         }
         Ok(resolved)
@@ -571,7 +568,7 @@ impl Daemon {
             daemon: DaemonStatus {
                 pid: std::process::id(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
-                build: build().to_owned(),
+                build: mcpx_platform::build::build_id().to_owned(),
                 uptime_s: self.started.elapsed().as_secs(),
                 socket: self.dirs.socket(),
                 http_url: lock(&self.http_url).clone(),
@@ -876,7 +873,7 @@ impl Daemon {
         tracing::info!(binary = %binary.display(), "upgrade requested: draining");
         *lock(&self.upgrade) = Some(binary.clone());
         self.shutdown.notify_one();
-        Ok(serde_json::json!({ "upgrading": true, "from": build(), "binary": binary }))
+        Ok(serde_json::json!({ "upgrading": true, "from": mcpx_platform::build::build_id(), "binary": binary }))
     }
 
     /// `POST /v1/refresh`: re-reads the schema of one server, or of every enabled one,
@@ -1176,7 +1173,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
             "/v1/health",
             get(|State(d): S| async move {
                 let started = d.started_at;
-                Json(serde_json::json!({ "pid": std::process::id(), "build": build(), "started_at_ms": started }))
+                Json(serde_json::json!({ "pid": std::process::id(), "build": mcpx_platform::build::build_id(), "started_at_ms": started }))
             }),
         )
         .route("/v1/upgrade", post(|State(d): S, Body(r): Body| async move { d.begin_upgrade(&r).map(Json) }))

@@ -8,7 +8,6 @@
 //! rename). Format version 1; unknown fields are ignored when read.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -113,14 +112,8 @@ impl SchemaCache {
 
     /// Writes `entry` atomically and keeps it in memory.
     pub fn put(&self, entry: CacheEntry) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
-        let path = self.path(&entry.key);
-        let tmp = self.dir.join(format!(".{}.{}.tmp", entry.key, std::process::id()));
         let bytes = serde_json::to_vec_pretty(&entry).map_err(std::io::Error::other)?;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)?;
+        mcpx_platform::fs::write_atomic(&self.path(&entry.key), &bytes, 0o600)?;
         lock(&self.entries).insert(entry.key.clone(), Some(entry));
         Ok(())
     }

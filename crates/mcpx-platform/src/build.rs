@@ -4,14 +4,15 @@
 use std::os::unix::fs::MetadataExt;
 use std::sync::OnceLock;
 
-/// `<version>+<8 hex digits>`: the version, then a hash of the running executable's
-/// identity (path, device, inode, size, modification time). Two copies of one binary,
-/// or a rebuilt one, get different ids. `MCPX_BUILD_TAG` set at compile time replaces
-/// the version part. Computed once per process.
-pub fn build_id(version: &str) -> &'static str {
+/// `<version>+<8 hex digits>`: the workspace's version, then a hash of the running
+/// executable's identity (path, device, inode, size, modification time). Two copies of
+/// one binary, or a rebuilt one, get different ids. `MCPX_BUILD_TAG` set at compile time
+/// replaces the version part. The daemon reports it in `status` and `/v1/health`, the
+/// supervisor in its record and hello. Computed once per process.
+pub fn build_id() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
-        let base = option_env!("MCPX_BUILD_TAG").unwrap_or(version);
+        let base = option_env!("MCPX_BUILD_TAG").unwrap_or(env!("CARGO_PKG_VERSION"));
         let identity = std::env::current_exe()
             .and_then(|p| {
                 let m = std::fs::metadata(&p)?;

@@ -30,6 +30,7 @@ mod macos;
 use macos as sys;
 
 pub mod build;
+pub mod fs;
 pub mod process;
 #[allow(unsafe_code)]
 mod signal;

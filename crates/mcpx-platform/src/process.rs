@@ -42,6 +42,12 @@ pub struct SpawnSpec {
     pub detach: Detach,
 }
 
+/// The stop sequence of a server, the same for the supervisor and the daemon's own
+/// children: close its stdin and wait this long for it to exit ...
+pub const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+/// ... then SIGTERM its process group and wait this long, then SIGKILL the group.
+pub const TERM_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Builds the command for `spec`; callers spawn it (directly, or through an async
 /// runtime's `Command::from`). This is the only constructor of `Command`.
 #[allow(clippy::disallowed_methods)] // Reason: this is the one spawn function.

@@ -17,11 +17,6 @@ use nix::unistd::{ForkResult, fork, setsid};
 use crate::log::log;
 use crate::sup::Supervisor;
 
-/// The build id recorded by the supervisor (the same binary as the daemon's).
-pub fn build() -> &'static str {
-    mcpx_platform::build::build_id(env!("CARGO_PKG_VERSION"))
-}
-
 /// `mcpx supervise`: reads a [`LaunchRequest`] (JSON) on stdin, and reports on stdout
 /// one JSON line, `{"pid":…,"child":{"pid":…,"start_time":…}}` once the server runs,
 /// or `{"error":"…"}`; the process the daemon started exits at once, and the

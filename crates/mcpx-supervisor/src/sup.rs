@@ -10,6 +10,7 @@ use std::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mcpx_platform::PidFd;
+use mcpx_platform::process::{CLOSE_GRACE, TERM_GRACE};
 use mcpx_proto::attach::{
     self, Attach, ChildState, ExitStatus, Frame, FrameDecoder, Hello, Kind, LaunchRequest, ProcessId, Record,
     Restarted, Version,
@@ -29,9 +30,6 @@ const SILENCE: Duration = Duration::from_secs(10);
 const HANDSHAKE: Duration = Duration::from_secs(10);
 /// How long an exit status waits for a daemon to acknowledge it.
 const EXIT_LINGER: Duration = Duration::from_secs(600);
-/// The stop sequence: after closing stdin, then after SIGTERM.
-const CLOSE_GRACE: Duration = Duration::from_secs(2);
-const TERM_GRACE: Duration = Duration::from_secs(3);
 /// Stop moving stdout into a connection whose unsent bytes exceed this.
 const CONN_HIGH_WATER: usize = 4 << 20;
 /// Stdout frames carry at most this much.
@@ -383,22 +381,16 @@ impl Supervisor {
             child: self.child.as_ref().map(|c| c.id),
             boot_id: self.boot_id.clone(),
             protocol: speaks(),
-            build: crate::daemonize::build().to_owned(),
+            build: mcpx_platform::build::build_id().to_owned(),
             last_epoch: self.last_epoch,
             exit: self.exit,
         }
     }
 
-    /// Writes the record atomically: temp file, fsync, rename.
+    /// Writes the record atomically (`mcpx_platform::fs::write_atomic`).
     fn write_record(&self) {
-        let tmp = self.record_path.with_extension("json.tmp");
-        let result = (|| -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(&serde_json::to_vec_pretty(&self.record()).unwrap_or_default())?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &self.record_path)
-        })();
-        if let Err(e) = result {
+        let bytes = serde_json::to_vec_pretty(&self.record()).unwrap_or_default();
+        if let Err(e) = mcpx_platform::fs::write_atomic(&self.record_path, &bytes, 0o600) {
             log!("cannot write {}: {e}", self.record_path.display());
         }
     }

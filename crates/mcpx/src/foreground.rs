@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -80,7 +80,8 @@ async fn serve_until_exit(dirs: &Dirs, env: &HashMap<String, String>, listener: 
     let std_listener = std::os::unix::net::UnixListener::from(listener.try_clone().context("duplicating the socket")?);
     std_listener.set_nonblocking(true).context("setting up the socket")?;
     let listener = tokio::net::UnixListener::from_std(std_listener).context("setting up the socket")?;
-    std::fs::write(dirs.pid_file(), format!("{}\n", std::process::id())).context("writing daemon.pid")?;
+    mcpx_platform::fs::write_atomic(&dirs.pid_file(), format!("{}\n", std::process::id()).as_bytes(), 0o600)
+        .context("writing daemon.pid")?;
     let exe = std::env::current_exe().context("finding the mcpx binary")?;
     let launchers = Launchers {
         direct: Arc::new(DirectLauncher),
@@ -97,7 +98,7 @@ async fn serve_until_exit(dirs: &Dirs, env: &HashMap<String, String>, listener: 
     }
     daemon.start_warm();
     daemon.take_up_remote_sessions();
-    tracing::info!(pid = std::process::id(), build = mcpx_daemon::daemon::build(), socket = %dirs.socket().display(), "daemon listening");
+    tracing::info!(pid = std::process::id(), build = mcpx_platform::build::build_id(), socket = %dirs.socket().display(), "daemon listening");
     let signals = async {
         use tokio::signal::unix::{SignalKind, signal};
         let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
@@ -153,15 +154,8 @@ fn token(dirs: &Dirs) -> anyhow::Result<String> {
     let mut bytes = [0u8; 24];
     std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).context("reading /dev/urandom")?;
     let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(&path)
+    mcpx_platform::fs::write_atomic(&path, token.as_bytes(), 0o600)
         .with_context(|| format!("writing {}", path.display()))?;
-    use std::io::Write;
-    f.write_all(token.as_bytes())?;
     Ok(token)
 }
 

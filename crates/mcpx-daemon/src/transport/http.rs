@@ -270,16 +270,7 @@ impl Stored {
 
     /// Writes atomically, readable by the user only (the session id is a credential).
     fn save(&self, path: &Path) -> std::io::Result<()> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = path.with_extension("json.tmp");
-        let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
-        file.write_all(&serde_json::to_vec(self).map_err(std::io::Error::other)?)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
+        mcpx_platform::fs::write_atomic(path, &serde_json::to_vec(self).map_err(std::io::Error::other)?, 0o600)
     }
 }
 

@@ -15,10 +15,8 @@ use super::{
     BoxFuture, ExitInfo, Inbound, LaunchError, LaunchSpec, Launcher, Link, LinkInfo, Outbound, StderrSink, StdoutParser,
 };
 use crate::process::{self, Detach, SpawnSpec};
+use mcpx_platform::process::{CLOSE_GRACE, TERM_GRACE};
 
-/// How long the server gets to exit after its stdin closes, then after SIGTERM.
-const CLOSE_GRACE: Duration = Duration::from_secs(2);
-const TERM_GRACE: Duration = Duration::from_secs(3);
 /// How long to wait for the output readers after the process exits (a grandchild
 /// may hold the pipes open).
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
