@@ -557,7 +557,7 @@ impl Daemon {
                 supervisor_protocol: Some(theirs.to_string()),
                 last_error: Some(format!(
                     "its supervisor speaks attach protocol {theirs}, this daemon {}; `mcpx restart {}` replaces it",
-                    crate::transport::supervised::speaks(),
+                    mcpx_proto::attach::Version::ours(),
                     record.server
                 )),
                 ..InstanceStatus::default()

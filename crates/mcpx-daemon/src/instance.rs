@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpx_proto::mcp::{self, error_code};
-use mcpx_proto::{Kind, Message, UpstreamId};
+use mcpx_proto::{Message, MessageKind, UpstreamId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -572,9 +572,9 @@ impl Instance {
     async fn handle(&self, item: Inbound, events: &mpsc::UnboundedSender<(String, InstanceEvent)>) {
         match item {
             Inbound::Message(m) => match m.kind() {
-                Kind::Response => self.complete(m),
-                Kind::Request => self.answer_server_request(m).await,
-                Kind::Notification => self.route_notification(m, events),
+                MessageKind::Response => self.complete(m),
+                MessageKind::Request => self.answer_server_request(m).await,
+                MessageKind::Notification => self.route_notification(m, events),
             },
             Inbound::OversizeId(id) => {
                 if let Some(w) = self.take_waiter(&id) {
@@ -902,7 +902,7 @@ mod tests {
     async fn next_request(out: &mut mpsc::Receiver<Outbound>) -> Message {
         loop {
             if let Some(Outbound::Message(m)) = out.recv().await {
-                if m.kind() == Kind::Request {
+                if m.kind() == MessageKind::Request {
                     return m;
                 }
             }

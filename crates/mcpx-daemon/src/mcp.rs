@@ -27,7 +27,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use mcpx_proto::mcp::{self, error_code};
-use mcpx_proto::{Kind, Message};
+use mcpx_proto::{Message, MessageKind};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -279,7 +279,7 @@ async fn handle_post(d: Arc<Daemon>, server: Option<String>, headers: HeaderMap,
     };
     let batch = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
     let first = &messages[0];
-    if !batch && first.method() == Some("initialize") && first.kind() == Kind::Request {
+    if !batch && first.method() == Some("initialize") && first.kind() == MessageKind::Request {
         return initialize(&d, server, &headers, first).await;
     }
     let Some(id) = session_id(&headers) else {
@@ -306,12 +306,12 @@ async fn handle_post(d: Arc<Daemon>, server: Option<String>, headers: HeaderMap,
         }
     }
     // Responses answer server requests mcpx forwarded to this client.
-    for m in messages.iter().filter(|m| m.kind() == Kind::Response) {
+    for m in messages.iter().filter(|m| m.kind() == MessageKind::Response) {
         if !session.replies.deliver(m.clone()) {
             tracing::info!(id = m.id().unwrap_or("null"), "dropped a client response no forwarded request waits for");
         }
     }
-    let requests: Vec<Message> = messages.into_iter().filter(|m| m.kind() == Kind::Request).collect();
+    let requests: Vec<Message> = messages.into_iter().filter(|m| m.kind() == MessageKind::Request).collect();
     if requests.is_empty() {
         // Notifications and responses: accepted.
         return StatusCode::ACCEPTED.into_response();

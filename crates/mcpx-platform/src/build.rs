@@ -35,15 +35,3 @@ pub fn build_id() -> &'static str {
         format!("{base}+{h:08x}")
     })
 }
-
-/// The test-only `MCPX_TEST_ATTACH_VERSION` (`major.minor`): the attach protocol
-/// version a daemon or supervisor claims instead of its own, so tests can play
-/// an older or newer peer. Read once per process.
-pub fn test_attach_version() -> Option<(u16, u16)> {
-    static V: OnceLock<Option<(u16, u16)>> = OnceLock::new();
-    *V.get_or_init(|| {
-        let v = std::env::var("MCPX_TEST_ATTACH_VERSION").ok()?;
-        let (major, minor) = v.split_once('.')?;
-        Some((major.parse().ok()?, minor.parse().ok()?))
-    })
-}

@@ -43,6 +43,25 @@ impl Version {
     pub fn daemon_can_adopt(self, supervisor: Version) -> bool {
         supervisor.major == self.major || supervisor.major + 1 == self.major
     }
+
+    /// The version this process speaks: [`Version::CURRENT`]. Built with the
+    /// `test-hooks` feature, the test-only `MCPX_TEST_ATTACH_VERSION` (`major.minor`)
+    /// replaces it, so tests can play an older or newer peer; read once per process.
+    pub fn ours() -> Version {
+        #[cfg(feature = "test-hooks")]
+        {
+            static V: std::sync::OnceLock<Option<Version>> = std::sync::OnceLock::new();
+            let claimed = V.get_or_init(|| {
+                let v = std::env::var("MCPX_TEST_ATTACH_VERSION").ok()?;
+                let (major, minor) = v.split_once('.')?;
+                Some(Version { major: major.parse().ok()?, minor: minor.parse().ok()? })
+            });
+            if let Some(v) = claimed {
+                return *v;
+            }
+        }
+        Version::CURRENT
+    }
 }
 
 impl std::fmt::Display for Version {
@@ -155,19 +174,20 @@ impl Kind {
     }
 }
 
-/// One frame: its kind byte (possibly unknown) and payload.
+/// One frame of a kind this build knows (the decoder skips the others) and its
+/// payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
-    /// The kind byte; see [`Kind::from_u8`].
-    pub kind: u8,
+    /// What the frame is.
+    pub kind: Kind,
     /// The payload.
     pub payload: Vec<u8>,
 }
 
 impl Frame {
-    /// A frame of a known kind.
+    /// A frame of `kind` carrying `payload`.
     pub fn new(kind: Kind, payload: Vec<u8>) -> Frame {
-        Frame { kind: kind as u8, payload }
+        Frame { kind, payload }
     }
 
     /// A frame whose payload is `body` as JSON.
@@ -188,7 +208,7 @@ impl Frame {
             return Err(AttachError::TooLarge(self.payload.len()));
         }
         out.extend_from_slice(&(self.payload.len() as u32).to_be_bytes());
-        out.push(self.kind);
+        out.push(self.kind as u8);
         out.extend_from_slice(&self.payload);
         Ok(())
     }
@@ -221,24 +241,30 @@ impl FrameDecoder {
     /// Errors: [`AttachError::TooLarge`] as soon as a header announces an oversize
     /// payload; the connection cannot be trusted after that.
     pub fn next_frame(&mut self) -> Result<Option<Frame>, AttachError> {
-        let avail = &self.buf[self.start..];
-        if avail.len() < HEADER_LEN {
-            return Ok(None);
+        loop {
+            let avail = &self.buf[self.start..];
+            if avail.len() < HEADER_LEN {
+                return Ok(None);
+            }
+            let len = u32::from_be_bytes([avail[0], avail[1], avail[2], avail[3]]) as usize;
+            if len > MAX_FRAME {
+                return Err(AttachError::TooLarge(len));
+            }
+            if avail.len() < HEADER_LEN + len {
+                return Ok(None);
+            }
+            let kind = Kind::from_u8(avail[4]);
+            let payload = kind.map(|_| avail[HEADER_LEN..HEADER_LEN + len].to_vec());
+            self.start += HEADER_LEN + len;
+            if self.start > 64 * 1024 && self.start * 2 > self.buf.len() {
+                self.buf.drain(..self.start);
+                self.start = 0;
+            }
+            // A kind this build does not know is skipped (the protocol's rule).
+            if let (Some(kind), Some(payload)) = (kind, payload) {
+                return Ok(Some(Frame { kind, payload }));
+            }
         }
-        let len = u32::from_be_bytes([avail[0], avail[1], avail[2], avail[3]]) as usize;
-        if len > MAX_FRAME {
-            return Err(AttachError::TooLarge(len));
-        }
-        if avail.len() < HEADER_LEN + len {
-            return Ok(None);
-        }
-        let frame = Frame { kind: avail[4], payload: avail[HEADER_LEN..HEADER_LEN + len].to_vec() };
-        self.start += HEADER_LEN + len;
-        if self.start > 64 * 1024 && self.start * 2 > self.buf.len() {
-            self.buf.drain(..self.start);
-            self.start = 0;
-        }
-        Ok(Some(frame))
     }
 }
 
@@ -399,14 +425,14 @@ mod tests {
     #[test]
     fn frames_survive_any_split_and_oversize_is_an_error() {
         let mut wire = Vec::new();
-        let frames = vec![
-            Frame::new(Kind::Stdout, b"hello\n".to_vec()),
-            Frame::new(Kind::Heartbeat, vec![]),
-            Frame { kind: 200, payload: vec![1, 2] },
-        ];
+        let frames = vec![Frame::new(Kind::Stdout, b"hello\n".to_vec()), Frame::new(Kind::Heartbeat, vec![])];
         for f in &frames {
             f.encode(&mut wire).unwrap();
         }
+        // A frame of a kind this build does not know, in the middle: skipped.
+        let unknown = [0, 0, 0, 2, 200, 1, 2];
+        let heartbeat_at = wire.len() - HEADER_LEN;
+        wire.splice(heartbeat_at..heartbeat_at, unknown);
         for cut in 0..wire.len() {
             let mut d = FrameDecoder::new();
             let mut got = Vec::new();

@@ -11,7 +11,7 @@ use crate::scan::IdScanner;
 
 /// One event out of the decoder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Frame {
+pub enum LineEvent {
     /// A complete line of at most the limit, without its `\n` (a trailing `\r` is
     /// kept; JSON parsing ignores it as whitespace).
     Line(Vec<u8>),
@@ -20,7 +20,7 @@ pub enum Frame {
     /// request it answers can be failed before the rest arrives.
     OversizeId(String),
     /// An oversize line ended. `bytes` counts every byte of it (without the `\n`);
-    /// `id` repeats what [`Frame::OversizeId`] reported, if anything.
+    /// `id` repeats what [`LineEvent::OversizeId`] reported, if anything.
     OversizeEnd {
         /// Length of the discarded line in bytes.
         bytes: u64,
@@ -56,7 +56,7 @@ impl LineDecoder {
     }
 
     /// Feeds the next piece of the stream and appends the frames it completes.
-    pub fn push(&mut self, mut chunk: &[u8], out: &mut Vec<Frame>) {
+    pub fn push(&mut self, mut chunk: &[u8], out: &mut Vec<LineEvent>) {
         while !chunk.is_empty() {
             let newline = memchr::memchr(b'\n', chunk);
             let (part, rest) = match newline {
@@ -77,19 +77,19 @@ impl LineDecoder {
                     if !d.reported {
                         if let Some(id) = d.scanner.id() {
                             d.reported = true;
-                            out.push(Frame::OversizeId(id.to_owned()));
+                            out.push(LineEvent::OversizeId(id.to_owned()));
                         }
                     }
                     if newline.is_some() {
                         let id = d.scanner.id().map(str::to_owned);
-                        out.push(Frame::OversizeEnd { bytes: d.bytes, id });
+                        out.push(LineEvent::OversizeEnd { bytes: d.bytes, id });
                         self.discard = None;
                     }
                 }
                 None => {
                     self.buf.extend_from_slice(part);
                     if newline.is_some() {
-                        out.push(Frame::Line(std::mem::take(&mut self.buf)));
+                        out.push(LineEvent::Line(std::mem::take(&mut self.buf)));
                     }
                 }
             }
@@ -99,7 +99,7 @@ impl LineDecoder {
 
     /// Ends the stream: an unterminated last line is returned as if it had ended
     /// with a newline (a server that exits may not write the final `\n`).
-    pub fn finish(&mut self, out: &mut Vec<Frame>) {
+    pub fn finish(&mut self, out: &mut Vec<LineEvent>) {
         if !self.buf.is_empty() || self.discard.is_some() {
             self.push(b"\n", out);
         }
@@ -111,7 +111,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn decode(max: usize, pieces: &[&[u8]]) -> Vec<Frame> {
+    fn decode(max: usize, pieces: &[&[u8]]) -> Vec<LineEvent> {
         let mut d = LineDecoder::new(max);
         let mut out = Vec::new();
         for p in pieces {
@@ -126,7 +126,11 @@ mod tests {
         let out = decode(4, &[b"abcd\nabcde\nxy\n"]);
         assert_eq!(
             out,
-            vec![Frame::Line(b"abcd".to_vec()), Frame::OversizeEnd { bytes: 5, id: None }, Frame::Line(b"xy".to_vec()),]
+            vec![
+                LineEvent::Line(b"abcd".to_vec()),
+                LineEvent::OversizeEnd { bytes: 5, id: None },
+                LineEvent::Line(b"xy".to_vec()),
+            ]
         );
     }
 
@@ -135,16 +139,16 @@ mod tests {
         let mut d = LineDecoder::new(16);
         let mut out = Vec::new();
         d.push(br#"{"jsonrpc":"2.0","id":99,"result":{"text":"#, &mut out);
-        assert_eq!(out, vec![Frame::OversizeId("99".into())]);
+        assert_eq!(out, vec![LineEvent::OversizeId("99".into())]);
         d.push(b"xxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}\n{}\n", &mut out);
         assert_eq!(out.len(), 3);
-        assert!(matches!(&out[1], Frame::OversizeEnd { id: Some(id), .. } if id == "99"));
-        assert_eq!(out[2], Frame::Line(b"{}".to_vec()));
+        assert!(matches!(&out[1], LineEvent::OversizeEnd { id: Some(id), .. } if id == "99"));
+        assert_eq!(out[2], LineEvent::Line(b"{}".to_vec()));
     }
 
     #[test]
     fn unterminated_last_line_is_kept() {
-        assert_eq!(decode(10, &[b"{}\n{\"a\":1}"]).last(), Some(&Frame::Line(b"{\"a\":1}".to_vec())));
+        assert_eq!(decode(10, &[b"{}\n{\"a\":1}"]).last(), Some(&LineEvent::Line(b"{\"a\":1}".to_vec())));
     }
 
     proptest! {
@@ -168,9 +172,9 @@ mod tests {
             pieces.push(&stream[start..]);
             let split = decode(max, &pieces);
             let expected_ok = lines.iter().filter(|l| l.len() <= max).count();
-            prop_assert_eq!(whole.iter().filter(|f| matches!(f, Frame::Line(_))).count(), expected_ok);
+            prop_assert_eq!(whole.iter().filter(|f| matches!(f, LineEvent::Line(_))).count(), expected_ok);
             // OversizeId may be reported earlier or later within its line, never differently.
-            let strip = |v: &[Frame]| v.iter().filter(|f| !matches!(f, Frame::OversizeId(_))).cloned().collect::<Vec<_>>();
+            let strip = |v: &[LineEvent]| v.iter().filter(|f| !matches!(f, LineEvent::OversizeId(_))).cloned().collect::<Vec<_>>();
             prop_assert_eq!(strip(&whole), strip(&split));
         }
     }

@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 /// What a message is, by JSON-RPC's rules: a request has `method` and `id`, a
 /// notification `method` and no `id`, a response `id` and no `method`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum MessageKind {
     /// A request: expects a response carrying the same id.
     Request,
     /// A notification: no response.
@@ -41,7 +41,7 @@ pub enum ParseError {
 #[derive(Clone, PartialEq, Eq)]
 pub struct Message {
     text: String,
-    kind: Kind,
+    kind: MessageKind,
     method: Option<String>,
     id: Option<Range<usize>>,
     progress_token: Option<Range<usize>>,
@@ -128,9 +128,9 @@ impl Message {
         let text = if trimmed.len() == text.len() { text } else { trimmed.to_owned() };
         let peek: Peek<'_> = serde_json::from_str(&text).map_err(|e| ParseError::NotJson(e.to_string()))?;
         let kind = match (&peek.method, &peek.id) {
-            (Some(_), Some(_)) => Kind::Request,
-            (Some(_), None) => Kind::Notification,
-            (None, _) if peek.result.is_some() || peek.error.is_some() => Kind::Response,
+            (Some(_), Some(_)) => MessageKind::Request,
+            (Some(_), None) => MessageKind::Notification,
+            (None, _) if peek.result.is_some() || peek.error.is_some() => MessageKind::Response,
             (None, _) => return Err(ParseError::NotMessage("no method, result or error")),
         };
         let id = peek.id.map(|r| span(&text, r.get()));
@@ -193,7 +193,7 @@ impl Message {
     }
 
     /// Request, notification or response.
-    pub fn kind(&self) -> Kind {
+    pub fn kind(&self) -> MessageKind {
         self.kind
     }
 
@@ -320,14 +320,14 @@ mod tests {
     #[test]
     fn kinds_and_fields() {
         let m = Message::parse(r#"{"jsonrpc":"2.0","id":"7","method":"tools/call","params":{"name":"x","_meta":{"progressToken":5}},"extra":[1]}"#).unwrap();
-        assert_eq!(m.kind(), Kind::Request);
+        assert_eq!(m.kind(), MessageKind::Request);
         assert_eq!(m.method(), Some("tools/call"));
         assert_eq!(m.id(), Some(r#""7""#));
         assert_eq!(m.progress_token(), Some("5"));
         let n = Message::parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
-        assert_eq!(n.kind(), Kind::Notification);
+        assert_eq!(n.kind(), MessageKind::Notification);
         let r = Message::parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#).unwrap();
-        assert_eq!(r.kind(), Kind::Response);
+        assert_eq!(r.kind(), MessageKind::Response);
         assert_eq!(r.id(), None);
         assert!(matches!(Message::parse("{"), Err(ParseError::NotJson(_))));
         assert!(matches!(Message::parse("Processing request"), Err(ParseError::NotJson(_))));
@@ -365,7 +365,7 @@ mod tests {
         let v =
             Message::parse_line(br#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}]"#).unwrap();
         assert_eq!(v.len(), 2);
-        assert_eq!(v[1].kind(), Kind::Notification);
+        assert_eq!(v[1].kind(), MessageKind::Notification);
     }
 
     #[test]

@@ -12,6 +12,6 @@ pub mod mcp;
 pub mod scan;
 pub mod sse;
 
-pub use framing::{Frame, LineDecoder};
-pub use jsonrpc::{Kind, Message, ParseError, UpstreamId};
+pub use framing::{LineDecoder, LineEvent};
+pub use jsonrpc::{Message, MessageKind, ParseError, UpstreamId};
 pub use sse::{SseDecoder, SseEvent};

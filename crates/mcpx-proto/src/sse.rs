@@ -10,7 +10,7 @@
 //! than a newline: an MCP event's data is one JSON-RPC message, in which a line
 //! break can only be whitespace, so the message is unchanged.
 
-use crate::framing::{Frame, LineDecoder};
+use crate::framing::{LineDecoder, LineEvent};
 
 /// The longest `event`, `id` or `retry` value kept, in bytes; longer values are ignored.
 const FIELD_MAX: usize = 4096;
@@ -59,7 +59,7 @@ enum Field {
 pub struct SseDecoder {
     max_data: usize,
     data: LineDecoder,
-    frames: Vec<Frame>,
+    frames: Vec<LineEvent>,
     line: Line,
     /// A value's single leading space is still to be stripped.
     strip_space: bool,
@@ -254,12 +254,12 @@ impl SseDecoder {
         self.data.push(b"\n", &mut self.frames);
         for frame in self.frames.drain(..) {
             match frame {
-                Frame::Line(data) => out.push(SseEvent::Data {
+                LineEvent::Line(data) => out.push(SseEvent::Data {
                     event: if event.is_empty() { "message".to_owned() } else { event.clone() },
                     data,
                 }),
-                Frame::OversizeId(_) => {}
-                Frame::OversizeEnd { bytes, id } => out.push(SseEvent::Oversize { bytes, id }),
+                LineEvent::OversizeId(_) => {}
+                LineEvent::OversizeEnd { bytes, id } => out.push(SseEvent::Oversize { bytes, id }),
             }
         }
     }

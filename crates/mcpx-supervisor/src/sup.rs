@@ -341,7 +341,7 @@ impl Supervisor {
                         exit_sent: false,
                         closed: false,
                     };
-                    conn.out.extend_from_slice(&attach::encode_preamble(speaks()));
+                    conn.out.extend_from_slice(&attach::encode_preamble(Version::ours()));
                     let hello = self.hello();
                     let _ = Frame::json(Kind::Hello, &hello).encode(&mut conn.out);
                     self.conns.push(conn);
@@ -380,7 +380,7 @@ impl Supervisor {
             supervisor: self.me,
             child: self.child.as_ref().map(|c| c.id),
             boot_id: self.boot_id.clone(),
-            protocol: speaks(),
+            protocol: Version::ours(),
             build: mcpx_platform::build::build_id().to_owned(),
             last_epoch: self.last_epoch,
             exit: self.exit,
@@ -461,7 +461,7 @@ impl Supervisor {
 
     /// Handles one frame from connection `i`.
     fn frame(&mut self, i: usize, frame: Frame) {
-        let Some(kind) = Kind::from_u8(frame.kind) else { return };
+        let kind = frame.kind;
         if kind == Kind::Attach {
             return self.attach(i, &frame);
         }
@@ -877,10 +877,6 @@ impl Supervisor {
 }
 
 /// The attach protocol version this supervisor speaks (the test-only override, else the build's).
-fn speaks() -> Version {
-    mcpx_platform::build::test_attach_version().map_or(Version::CURRENT, |(major, minor)| Version { major, minor })
-}
-
 fn set_nonblocking(fd: BorrowedFd<'_>) -> std::io::Result<()> {
     use nix::fcntl::{FcntlArg, OFlag, fcntl};
     let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).map_err(std::io::Error::from)?);

@@ -17,7 +17,7 @@ use mcpx_daemon::api::ApiError;
 use mcpx_daemon::client::{Client, ClientError, Method};
 use mcpx_daemon::mcp::{CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, MODE_HEADER, PPID_HEADER, SESSION_HEADER};
 use mcpx_proto::mcp::error_code;
-use mcpx_proto::{Kind, Message};
+use mcpx_proto::{Message, MessageKind};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
 
@@ -89,7 +89,7 @@ impl Bridge {
     async fn relay(&self, body: Vec<u8>, initialize: bool) {
         let request_id = Message::parse_line(&body)
             .ok()
-            .and_then(|m| m.into_iter().find(|m| m.kind() == Kind::Request))
+            .and_then(|m| m.into_iter().find(|m| m.kind() == MessageKind::Request))
             .and_then(|m| m.id().map(str::to_owned));
         let mut outcome = self.send(&body, initialize).await;
         if matches!(outcome, Err(Failure::SessionGone)) && !initialize {

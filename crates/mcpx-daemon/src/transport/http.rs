@@ -34,7 +34,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpx_proto::{Kind, Message, SseDecoder, SseEvent};
+use mcpx_proto::{Message, MessageKind, SseDecoder, SseEvent};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE};
 use reqwest::{StatusCode, Url};
 use tokio::sync::mpsc;
@@ -367,7 +367,7 @@ async fn run(remote: Arc<Remote>, mut out: mpsc::Receiver<Outbound>) {
 impl Remote {
     /// Delivers one message and reports a failure to the waiting request.
     async fn send(self: Arc<Self>, m: Message) {
-        let id = (m.kind() == Kind::Request).then(|| m.id().unwrap_or("null").to_owned());
+        let id = (m.kind() == MessageKind::Request).then(|| m.id().unwrap_or("null").to_owned());
         let method = m.method().unwrap_or("").to_owned();
         let Err(error) = self.deliver(&m).await else { return };
         tracing::warn!(server = %self.identity.server, method = %method, error = %error, "a message to the remote server failed");
@@ -438,7 +438,7 @@ impl Remote {
             if is_init {
                 lock(&self.state).id = header(&response, SESSION_ID);
             }
-            let wanted = (m.kind() == Kind::Request).then(|| m.id().unwrap_or("null"));
+            let wanted = (m.kind() == MessageKind::Request).then(|| m.id().unwrap_or("null"));
             self.read_answer(response, wanted, Sink::Forward).await?;
             return Ok(());
         }
@@ -669,7 +669,7 @@ impl Remote {
         };
         let mut answered = false;
         for m in messages {
-            let is_answer = m.kind() == Kind::Response && wanted.is_some() && m.id() == wanted;
+            let is_answer = m.kind() == MessageKind::Response && wanted.is_some() && m.id() == wanted;
             if is_answer {
                 answered = true;
                 if let Some(v) = negotiated_version(&m) {

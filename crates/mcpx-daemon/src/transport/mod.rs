@@ -20,7 +20,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
-use mcpx_proto::{Frame, LineDecoder, Message};
+use mcpx_proto::{LineDecoder, LineEvent, Message};
 use tokio::sync::mpsc;
 
 use crate::ring::Ring;
@@ -262,7 +262,7 @@ const LOG_LINE_MAX: usize = 512;
 /// Shared by every transport that carries a stdio byte stream.
 pub(crate) struct StdoutParser {
     decoder: LineDecoder,
-    frames: Vec<Frame>,
+    frames: Vec<LineEvent>,
     info: std::sync::Arc<LinkInfo>,
     server: String,
 }
@@ -287,7 +287,7 @@ impl StdoutParser {
     async fn drain(&mut self, tx: &mpsc::Sender<Inbound>) -> bool {
         for frame in std::mem::take(&mut self.frames) {
             let item = match frame {
-                Frame::Line(line) => {
+                LineEvent::Line(line) => {
                     if line.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
@@ -313,8 +313,8 @@ impl StdoutParser {
                         }
                     }
                 }
-                Frame::OversizeId(id) => Inbound::OversizeId(id),
-                Frame::OversizeEnd { bytes, id } => {
+                LineEvent::OversizeId(id) => Inbound::OversizeId(id),
+                LineEvent::OversizeEnd { bytes, id } => {
                     self.info.dropped_bytes.fetch_add(bytes + 1, Ordering::Relaxed);
                     Inbound::Oversize { bytes, id }
                 }

@@ -139,11 +139,6 @@ impl SupervisedLauncher {
     }
 }
 
-/// The attach protocol version this daemon speaks (the test-only override, else the build's).
-pub fn speaks() -> Version {
-    mcpx_platform::build::test_attach_version().map_or(Version::CURRENT, |(major, minor)| Version { major, minor })
-}
-
 /// The supervisor's exec error reads "cannot start `cmd`: why"; the launch error
 /// adds that prefix itself.
 fn strip_prefix(message: &str, command: &str) -> String {
@@ -189,7 +184,7 @@ pub async fn attach(
         .map_err(|_| timed("preamble"))?
         .map_err(unreachable)?;
     let theirs = attach::decode_preamble(&preamble).map_err(|e| AttachFailure::Protocol(e.to_string()))?;
-    let ours = speaks();
+    let ours = Version::ours();
     if !ours.daemon_can_adopt(theirs) {
         return Err(AttachFailure::Incompatible { theirs, ours });
     }
@@ -198,7 +193,7 @@ pub async fn attach(
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             match decoder.next_frame().map_err(|e| AttachFailure::Protocol(e.to_string()))? {
-                Some(f) if f.kind == Kind::Hello as u8 => {
+                Some(f) if f.kind == Kind::Hello => {
                     return f.body::<Hello>("hello").map_err(|e| AttachFailure::Protocol(e.to_string()));
                 }
                 Some(_) => continue,
@@ -309,15 +304,15 @@ async fn read_frames(mut r: Reader) {
                     return lost(&r, format!("attach protocol error: {e}")).await;
                 }
             };
-            match Kind::from_u8(frame.kind) {
-                Some(Kind::Stdout) => {
+            match frame.kind {
+                Kind::Stdout => {
                     let receiver_alive = r.parser.feed(&frame.payload, &r.tx).await;
                     if !receiver_alive {
                         return;
                     }
                 }
-                Some(Kind::Stderr) => r.sink.push(&frame.payload),
-                Some(Kind::Exited) => {
+                Kind::Stderr => r.sink.push(&frame.payload),
+                Kind::Exited => {
                     let status: Option<ExitStatus> = frame.body("exited").ok().flatten();
                     r.parser.finish(&r.tx).await;
                     r.sink.flush();
@@ -327,7 +322,7 @@ async fn read_frames(mut r: Reader) {
                     let _ = r.tx.send(Inbound::Exited(exit)).await;
                     return;
                 }
-                Some(Kind::Restarted) => {
+                Kind::Restarted => {
                     if let Ok(Restarted { child }) = frame.body::<Restarted>("restarted") {
                         r.info.set_pid(child.pid);
                         if let Ok(mut rec) = r.record.lock() {
@@ -336,7 +331,7 @@ async fn read_frames(mut r: Reader) {
                         let _ = r.tx.send(Inbound::Restarted(child.pid)).await;
                     }
                 }
-                Some(Kind::Superseded) => {
+                Kind::Superseded => {
                     let _ = r.tx.send(Inbound::Lost("a newer daemon attached to its supervisor".into())).await;
                     return;
                 }
@@ -397,7 +392,10 @@ async fn write_frames(
     let mut beat = tokio::time::interval(HEARTBEAT);
     // Test-only hook: stop for good after the first part of a multi-frame message,
     // touching this file, so a test can kill the daemon mid-message.
+    #[cfg(feature = "test-hooks")]
     let pause_mid_message = std::env::var_os("MCPX_TEST_PAUSE_MID_MESSAGE").map(PathBuf::from);
+    #[cfg(not(feature = "test-hooks"))]
+    let pause_mid_message: Option<PathBuf> = None;
     loop {
         let mut out = Vec::new();
         tokio::select! {
