@@ -187,13 +187,68 @@ pub struct ErrorBody {
     pub error: ApiError,
 }
 
+/// What kind of failure an [`ApiError`] is; its exit code and HTTP status follow from
+/// it (the design's interface contract). On the wire, the snake-case name
+/// (`unknown_server`); a kind this build does not know reads as [`ErrorKind::Other`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The command line or request body is wrong (exit 2, HTTP 400).
+    Usage,
+    /// A configuration file is wrong (exit 2, HTTP 400).
+    Config,
+    /// No server of that name is configured (exit 2, HTTP 404).
+    UnknownServer,
+    /// The server has no tool of that name (exit 2, HTTP 404).
+    UnknownTool,
+    /// The daemon could not be reached or started, or died during the call (exit 3, HTTP 503).
+    Daemon,
+    /// The server did not start, crashed or failed (exit 4, HTTP 502).
+    Server,
+    /// The server broke the protocol (exit 4, HTTP 502).
+    Protocol,
+    /// The server answered with a JSON-RPC error, whose code is in [`ApiError::code`]
+    /// (exit 4, HTTP 502).
+    Rpc,
+    /// A remote server needs a login (exit 4, HTTP 502).
+    Auth,
+    /// The call timed out (exit 5, HTTP 504).
+    Timeout,
+    /// A kind a newer daemon sent that this build does not know (exit 4, HTTP 502).
+    #[serde(other)]
+    Other,
+}
+
+impl ErrorKind {
+    /// The CLI's exit status (interface contract: 2 usage or configuration, 3 daemon,
+    /// 4 server, 5 timeout).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorKind::Usage | ErrorKind::Config | ErrorKind::UnknownServer | ErrorKind::UnknownTool => 2,
+            ErrorKind::Daemon => 3,
+            ErrorKind::Timeout => 5,
+            ErrorKind::Server | ErrorKind::Protocol | ErrorKind::Rpc | ErrorKind::Auth | ErrorKind::Other => 4,
+        }
+    }
+
+    /// The HTTP status the daemon answers with.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorKind::Usage | ErrorKind::Config => 400,
+            ErrorKind::UnknownServer | ErrorKind::UnknownTool => 404,
+            ErrorKind::Daemon => 503,
+            ErrorKind::Timeout => 504,
+            ErrorKind::Server | ErrorKind::Protocol | ErrorKind::Rpc | ErrorKind::Auth | ErrorKind::Other => 502,
+        }
+    }
+}
+
 /// An error as the API and `--json` output show it.
 #[derive(Debug, Clone, Serialize, Deserialize, thiserror::Error)]
 #[error("{message}")]
 pub struct ApiError {
-    /// `usage`, `config`, `unknown_server`, `unknown_tool`, `daemon`, `server`,
-    /// `protocol`, `rpc` or `timeout`.
-    pub kind: String,
+    /// What kind of failure it is.
+    pub kind: ErrorKind,
     /// One line saying what happened and what to do.
     pub message: String,
     /// For `rpc`: the JSON-RPC error code the server answered.
@@ -203,29 +258,17 @@ pub struct ApiError {
 
 impl ApiError {
     /// An error of `kind`.
-    pub fn new(kind: &str, message: impl Into<String>) -> ApiError {
-        ApiError { kind: kind.to_owned(), message: message.into(), code: None }
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ApiError {
+        ApiError { kind, message: message.into(), code: None }
     }
 
-    /// The CLI's exit status for this error (interface contract: 2 usage or
-    /// configuration, 3 daemon, 4 server, 5 timeout).
+    /// The CLI's exit status for this error ([`ErrorKind::exit_code`]).
     pub fn exit_code(&self) -> i32 {
-        match self.kind.as_str() {
-            "usage" | "config" | "unknown_server" | "unknown_tool" => 2,
-            "daemon" => 3,
-            "timeout" => 5,
-            _ => 4,
-        }
+        self.kind.exit_code()
     }
 
-    /// The HTTP status the daemon answers with.
+    /// The HTTP status the daemon answers with ([`ErrorKind::http_status`]).
     pub fn http_status(&self) -> u16 {
-        match self.kind.as_str() {
-            "usage" | "config" => 400,
-            "unknown_server" | "unknown_tool" => 404,
-            "daemon" => 503,
-            "timeout" => 504,
-            _ => 502,
-        }
+        self.kind.http_status()
     }
 }

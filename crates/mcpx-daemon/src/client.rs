@@ -11,7 +11,7 @@ use hyper::Request;
 use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
 
-use crate::api::{ApiError, ErrorBody};
+use crate::api::{ApiError, ErrorBody, ErrorKind};
 use crate::paths::Dirs;
 use crate::process::{self, Detach, SpawnSpec};
 
@@ -64,15 +64,20 @@ impl Client {
         path: &str,
         body: Option<&impl serde::Serialize>,
     ) -> Result<Bytes, ApiError> {
-        let body =
-            body.map(|b| serde_json::to_vec(b)).transpose().map_err(|e| ApiError::new("usage", e.to_string()))?;
+        let body = body
+            .map(|b| serde_json::to_vec(b))
+            .transpose()
+            .map_err(|e| ApiError::new(ErrorKind::Usage, e.to_string()))?;
         let mut sent = self.send(method.clone(), path, body.clone()).await;
         if let (Err(ClientError::NotRunning(_)), Some((dirs, exe))) = (&sent, &self.starter) {
             connect_or_start(dirs, exe).await?;
             sent = self.send(method, path, body).await;
         }
         let (status, bytes) = sent.map_err(|e| {
-            ApiError::new("daemon", format!("{e}; the daemon may have died during the request (see `mcpx logs`)"))
+            ApiError::new(
+                ErrorKind::Daemon,
+                format!("{e}; the daemon may have died during the request (see `mcpx logs`)"),
+            )
         })?;
         if (200..300).contains(&status) {
             return Ok(bytes);
@@ -80,7 +85,7 @@ impl Client {
         match serde_json::from_slice::<ErrorBody>(&bytes) {
             Ok(e) => Err(e.error),
             Err(_) => Err(ApiError::new(
-                "daemon",
+                ErrorKind::Daemon,
                 format!("the daemon answered HTTP {status}: {}", String::from_utf8_lossy(&bytes).trim()),
             )),
         }
@@ -97,10 +102,10 @@ impl Client {
         body: &impl serde::Serialize,
         mut on_line: impl FnMut(&[u8]),
     ) -> Result<(), ApiError> {
-        let body = serde_json::to_vec(body).map_err(|e| ApiError::new("usage", e.to_string()))?;
+        let body = serde_json::to_vec(body).map_err(|e| ApiError::new(ErrorKind::Usage, e.to_string()))?;
         let broken = |e: String| {
             ApiError::new(
-                "daemon",
+                ErrorKind::Daemon,
                 format!(
                     "the daemon connection failed: {e}; the daemon may have died during the call (see `mcpx logs`)"
                 ),
@@ -136,7 +141,7 @@ impl Client {
             return Err(match serde_json::from_slice::<ErrorBody>(&pending) {
                 Ok(e) => e.error,
                 Err(_) => ApiError::new(
-                    "daemon",
+                    ErrorKind::Daemon,
                     format!("the daemon answered HTTP {status}: {}", String::from_utf8_lossy(&pending).trim()),
                 ),
             });
@@ -194,7 +199,9 @@ impl Client {
         match &self.starter {
             Some((dirs, exe)) => connect_or_start(dirs, exe).await.map(|_| ()),
             None if self.is_up().await => Ok(()),
-            None => Err(ApiError::new("daemon", format!("no daemon is listening on {}", self.socket.display()))),
+            None => {
+                Err(ApiError::new(ErrorKind::Daemon, format!("no daemon is listening on {}", self.socket.display())))
+            }
         }
     }
 
@@ -218,7 +225,7 @@ pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiErro
     if client.is_up().await {
         return Ok(client);
     }
-    dirs.prepare().map_err(|e| ApiError::new("daemon", e.to_string()))?;
+    dirs.prepare().map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
     let mut env: std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString> = std::env::vars_os().collect();
     // The daemon runs in `/`: hand it the directories as this process resolved them.
     for (var, dir) in
@@ -236,7 +243,7 @@ pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiErro
         piped: false,
         detach: Detach::Session,
     })
-    .map_err(|e| ApiError::new("daemon", format!("cannot start the daemon ({}): {e}", exe.display())))?;
+    .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot start the daemon ({}): {e}", exe.display())))?;
     let deadline = Instant::now() + START_DEADLINE;
     let mut delay = Duration::from_millis(2);
     loop {
@@ -249,14 +256,14 @@ pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiErro
             // It exited: either another daemon won the lock (keep waiting for it) or it failed.
             if !status.success() && !dirs.socket().exists() && !dirs.lock().exists() {
                 return Err(ApiError::new(
-                    "daemon",
+                    ErrorKind::Daemon,
                     format!("the daemon exited at start ({status}); see {}", dirs.log_file().display()),
                 ));
             }
         }
         if Instant::now() > deadline {
             return Err(ApiError::new(
-                "daemon",
+                ErrorKind::Daemon,
                 format!(
                     "the daemon did not answer on {} within {}s; see {}",
                     dirs.socket().display(),

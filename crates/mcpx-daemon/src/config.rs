@@ -301,6 +301,13 @@ impl ServerEntry {
         expand::expand_transport(&self.transport, env, &self.name, self.source.parent())
     }
 
+    /// The key of this entry's schema cache file, its crash count and its `status`
+    /// rows: the [`fingerprint`](Self::fingerprint) without the executable's identity,
+    /// so a server keeps its cached tools when its binary is rebuilt or deleted.
+    pub fn cache_key(&self) -> String {
+        self.fingerprint(None)
+    }
+
     /// A stable 16-hex-digit fingerprint of what decides this entry's process: the transport
     /// as written before expansion (command, args, env, cwd, url, headers, transport kind),
     /// sharing and scope, plus `exe` (the resolved executable) when given. Equal entries in

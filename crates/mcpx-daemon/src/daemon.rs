@@ -21,7 +21,7 @@ use serde_json::value::RawValue;
 use tokio::net::UnixListener;
 use tokio::sync::{Notify, mpsc};
 
-use crate::api::{ApiError, DaemonStatus, ErrorBody, InstanceStatus, Request, SearchHit, ServerRow, Status};
+use crate::api::{ApiError, DaemonStatus, ErrorBody, ErrorKind, InstanceStatus, Request, SearchHit, ServerRow, Status};
 use crate::config::{
     ConfigCache, ConfigError, ExpandedTransport, ResolveRequest, ResolvedConfig, ServerEntry, exe_identity,
     resolve_command,
@@ -162,7 +162,7 @@ impl Daemon {
     /// not found is kept in the target, so the start fails as a server error (exit 4)
     /// and the server shows `error`.
     pub fn target(&self, entry: &ServerEntry) -> Result<Target, ApiError> {
-        let cache_key = entry.fingerprint(None);
+        let cache_key = entry.cache_key();
         let expanded = entry.expand(&self.env).map_err(config_error)?;
         let options = &entry.options;
         let identity = |fingerprint: String| Identity {
@@ -189,7 +189,10 @@ impl Daemon {
                 };
                 // A malformed URL or header is the configuration's mistake (exit 2).
                 spec.endpoint().map_err(|e| {
-                    ApiError::new("config", format!("{}: server `{}`: {e}", entry.source.display(), entry.name))
+                    ApiError::new(
+                        ErrorKind::Config,
+                        format!("{}: server `{}`: {e}", entry.source.display(), entry.name),
+                    )
                 })?;
                 let launch = Ok(Launch::Remote(spec));
                 return Ok(Target { entry: entry.clone(), fingerprint: cache_key.clone(), cache_key, launch });
@@ -317,7 +320,7 @@ impl Daemon {
         let live: Vec<_> = self.pool.instances().into_iter().filter(|i| i.is_alive()).collect();
         let mut rows = Vec::new();
         for entry in config.servers.values() {
-            let key = entry.fingerprint(None);
+            let key = entry.cache_key();
             let cached = self.schema.get(&key);
             let n_live = live.iter().filter(|i| i.cache_key == key).count();
             let error = cached.as_ref().and_then(|c| c.error.clone());
@@ -365,13 +368,15 @@ impl Daemon {
     /// `POST /v1/tools`: a server's tool objects exactly as it sent them, or one tool.
     pub fn tools(&self, req: &Request) -> Result<Box<RawValue>, ApiError> {
         let config = self.resolve(req)?;
-        let name =
-            req.server.as_deref().ok_or_else(|| ApiError::new("usage", "name a server: `mcpx tools <server>`"))?;
+        let name = req
+            .server
+            .as_deref()
+            .ok_or_else(|| ApiError::new(ErrorKind::Usage, "name a server: `mcpx tools <server>`"))?;
         let entry = self.server(&config, name)?;
-        let cached = self.schema.get(&entry.fingerprint(None));
+        let cached = self.schema.get(&entry.cache_key());
         let Some(tools) = cached.as_ref().and_then(|c| c.tools.as_ref()) else {
             return Err(ApiError::new(
-                "server",
+                ErrorKind::Server,
                 format!(
                     "server `{name}` has not been listed yet; run `mcpx refresh {name}` to start it and read its tools"
                 ),
@@ -400,11 +405,11 @@ impl Daemon {
         let config = self.resolve(req)?;
         let words: Vec<String> = req.words.iter().map(|w| w.to_lowercase()).filter(|w| !w.is_empty()).collect();
         if words.is_empty() {
-            return Err(ApiError::new("usage", "give at least one word: `mcpx search <words>...`"));
+            return Err(ApiError::new(ErrorKind::Usage, "give at least one word: `mcpx search <words>...`"));
         }
         let mut hits: Vec<(u32, SearchHit)> = Vec::new();
         for entry in config.enabled() {
-            let Some(cached) = self.schema.get(&entry.fingerprint(None)) else {
+            let Some(cached) = self.schema.get(&entry.cache_key()) else {
                 continue;
             };
             for tool in cached.tool_summaries() {
@@ -435,7 +440,7 @@ impl Daemon {
         let entry = self.server(&config, &server)?;
         if entry.options.disabled {
             return Err(ApiError::new(
-                "config",
+                ErrorKind::Config,
                 format!(
                     "server `{server}` is disabled in {}; remove `disabled` from its `mcpx` block to use it",
                     entry.source.display()
@@ -444,7 +449,7 @@ impl Daemon {
         }
         if !entry.options.tool_allowed(&tool) {
             return Err(ApiError::new(
-                "unknown_tool",
+                ErrorKind::UnknownTool,
                 format!(
                     "tool `{tool}` of server `{server}` is excluded by includeTools/excludeTools in {}",
                     entry.source.display()
@@ -455,7 +460,7 @@ impl Daemon {
             Some(a) if a.get().trim_start().starts_with('{') => a.get().to_owned(),
             Some(_) => {
                 return Err(ApiError::new(
-                    "usage",
+                    ErrorKind::Usage,
                     "the tool's arguments must be a JSON object, like '{\"message\":\"hi\"}'",
                 ));
             }
@@ -490,7 +495,7 @@ impl Daemon {
         }
         let response = response.map_err(|e| server_error(&server, e))?;
         response_result(&response).map_err(|e| ApiError {
-            kind: "rpc".into(),
+            kind: ErrorKind::Rpc,
             message: format!("server `{server}` answered tools/call with an error: {}", e.message),
             code: Some(e.code),
         })
@@ -585,8 +590,10 @@ impl Daemon {
     /// An `incompatible` supervisor of the server is replaced.
     pub async fn restart(&self, req: &Request) -> Result<serde_json::Value, ApiError> {
         let config = self.resolve(req)?;
-        let name =
-            req.server.as_deref().ok_or_else(|| ApiError::new("usage", "name a server: `mcpx restart <server>`"))?;
+        let name = req
+            .server
+            .as_deref()
+            .ok_or_else(|| ApiError::new(ErrorKind::Usage, "name a server: `mcpx restart <server>`"))?;
         let entry = self.server(&config, name)?;
         let target = self.target(entry)?;
         let replaced = self.replace_incompatible(&target.cache_key).await;
@@ -795,7 +802,7 @@ impl Daemon {
             return;
         }
         let (known, complete) = self.known_entries();
-        let entries: HashMap<String, ServerEntry> = known.into_iter().map(|e| (e.fingerprint(None), e)).collect();
+        let entries: HashMap<String, ServerEntry> = known.into_iter().map(|e| (e.cache_key(), e)).collect();
         for session in kept {
             let Some(entry) = entries.get(&session.fingerprint) else {
                 if complete {
@@ -834,14 +841,14 @@ impl Daemon {
         let binary = match &req.binary {
             Some(b) => b.clone(),
             None => std::env::current_exe()
-                .map_err(|e| ApiError::new("daemon", format!("cannot find the daemon's own binary: {e}")))?,
+                .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the daemon's own binary: {e}")))?,
         };
         let meta = std::fs::metadata(&binary)
-            .map_err(|e| ApiError::new("usage", format!("cannot upgrade to {}: {e}", binary.display())))?;
+            .map_err(|e| ApiError::new(ErrorKind::Usage, format!("cannot upgrade to {}: {e}", binary.display())))?;
         use std::os::unix::fs::PermissionsExt;
         if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
             return Err(ApiError::new(
-                "usage",
+                ErrorKind::Usage,
                 format!("cannot upgrade to {}: not an executable file", binary.display()),
             ));
         }
@@ -860,7 +867,7 @@ impl Daemon {
             Ok(v) if v.starts_with("mcpx ") => {}
             Ok(v) => {
                 return Err(ApiError::new(
-                    "usage",
+                    ErrorKind::Usage,
                     format!(
                         "{} is not an mcpx binary (`--version` said {:?}); the daemon keeps running",
                         binary.display(),
@@ -868,7 +875,7 @@ impl Daemon {
                     ),
                 ));
             }
-            Err(e) => return Err(ApiError::new("usage", format!("cannot run {}: {e}", binary.display()))),
+            Err(e) => return Err(ApiError::new(ErrorKind::Usage, format!("cannot run {}: {e}", binary.display()))),
         }
         tracing::info!(binary = %binary.display(), "upgrade requested: draining");
         *lock(&self.upgrade) = Some(binary.clone());
@@ -897,11 +904,11 @@ impl Daemon {
                         lease.map_err(|e| server_error(&entry.name, e))?;
                         // The start lists the server; a failed listing is kept in the cache.
                         match self.schema.get(&target.cache_key).and_then(|c| c.error) {
-                            Some(e) => Err(ApiError::new("server", format!("server `{}`: {e}", entry.name))),
+                            Some(e) => Err(ApiError::new(ErrorKind::Server, format!("server `{}`: {e}", entry.name))),
                             None => Ok(()),
                         }
                     }
-                    Err(e) => Err(ApiError::new("server", e)),
+                    Err(e) => Err(ApiError::new(ErrorKind::Server, e)),
                 }
             }
             .await;
@@ -1029,7 +1036,7 @@ fn unknown_tool(server: &str, tool: &str, cached: Option<&crate::schema::CacheEn
         cached.map(|c| c.tool_summaries().into_iter().map(|t| t.name).collect()).unwrap_or_default();
     let list = if names.is_empty() { String::from("(none listed)") } else { names.join(", ") };
     ApiError::new(
-        "unknown_tool",
+        ErrorKind::UnknownTool,
         format!("server `{server}` has no tool `{tool}`; its tools: {list} (see `mcpx tools {server}`)"),
     )
 }
@@ -1042,7 +1049,7 @@ fn unknown_server(config: &ResolvedConfig, name: &str) -> ApiError {
     } else {
         format!("configured servers: {}", names.join(", "))
     };
-    ApiError::new("unknown_server", format!("no server named `{name}`; {hint}"))
+    ApiError::new(ErrorKind::UnknownServer, format!("no server named `{name}`; {hint}"))
 }
 
 /// Splits `<server>.<tool>` after the longest configured server name followed by a
@@ -1052,7 +1059,7 @@ fn split_target(config: &ResolvedConfig, req: &Request) -> Result<(String, Strin
         return Ok((s.clone(), t.clone()));
     }
     let target = req.target.as_deref().ok_or_else(|| {
-        ApiError::new("usage", "name the tool as <server>.<tool>, like `mcpx call everything.echo '{}'`")
+        ApiError::new(ErrorKind::Usage, "name the tool as <server>.<tool>, like `mcpx call everything.echo '{}'`")
     })?;
     let best = config
         .servers
@@ -1067,14 +1074,14 @@ fn split_target(config: &ResolvedConfig, req: &Request) -> Result<(String, Strin
             let server = target.split_once('.').map_or(target, |(s, _)| s);
             if let Some(name) = target.strip_suffix('.').filter(|n| config.servers.contains_key(*n)) {
                 Err(ApiError::new(
-                    "usage",
+                    ErrorKind::Usage,
                     format!("name a tool after the dot: `mcpx call {name}.<tool>` (see `mcpx tools {name}`)"),
                 ))
             } else if target.contains('.') {
                 Err(unknown_server(config, server))
             } else {
                 Err(ApiError::new(
-                    "usage",
+                    ErrorKind::Usage,
                     format!("`{target}` is not <server>.<tool>; try `mcpx tools {target}` to see its tools"),
                 ))
             }
@@ -1107,23 +1114,23 @@ fn score(words: &[String], server: &str, tool: &str, description: Option<&str>) 
 }
 
 fn raw<T: serde::Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, ApiError> {
-    serde_json::value::to_raw_value(value).map_err(|e| ApiError::new("daemon", e.to_string()))
+    serde_json::value::to_raw_value(value).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))
 }
 
 fn config_error(e: ConfigError) -> ApiError {
-    ApiError::new("config", e.to_string())
+    ApiError::new(ErrorKind::Config, e.to_string())
 }
 
 fn server_error(server: &str, e: CallError) -> ApiError {
     let kind = match e {
-        CallError::Timeout(_) | CallError::Busy(_) | CallError::StartTimeout(_) => "timeout",
-        CallError::Remote(ref r) if r.timed_out => "timeout",
-        CallError::Protocol(_) | CallError::TooLarge { .. } | CallError::RequestTooLarge { .. } => "protocol",
+        CallError::Timeout(_) | CallError::Busy(_) | CallError::StartTimeout(_) => ErrorKind::Timeout,
+        CallError::Remote(ref r) if r.timed_out => ErrorKind::Timeout,
+        CallError::Protocol(_) | CallError::TooLarge { .. } | CallError::RequestTooLarge { .. } => ErrorKind::Protocol,
         CallError::Exited { .. }
         | CallError::Launch(_)
         | CallError::Lost(_)
         | CallError::Cancelled
-        | CallError::Remote(_) => "server",
+        | CallError::Remote(_) => ErrorKind::Server,
     };
     let hint = match e {
         CallError::Exited { .. } | CallError::Launch(_) => {
@@ -1161,7 +1168,7 @@ impl<St: Send + Sync> axum::extract::FromRequest<St> for Body {
     async fn from_request(req: axum::extract::Request, state: &St) -> Result<Self, Self::Rejection> {
         match Json::<Request>::from_request(req, state).await {
             Ok(Json(r)) => Ok(Body(r)),
-            Err(e) => Err(ApiError::new("usage", format!("bad request body: {}", e.body_text()))),
+            Err(e) => Err(ApiError::new(ErrorKind::Usage, format!("bad request body: {}", e.body_text()))),
         }
     }
 }

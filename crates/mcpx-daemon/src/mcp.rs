@@ -509,7 +509,7 @@ async fn listed(
     session: &McpSession,
     entry: &crate::config::ServerEntry,
 ) -> Option<crate::schema::CacheEntry> {
-    let key = entry.fingerprint(None);
+    let key = entry.cache_key();
     let cached = d.schema.get(&key);
     if cached.as_ref().is_some_and(|c| c.tools.is_some() && c.error.is_none()) {
         return cached;
@@ -536,7 +536,7 @@ async fn listed(
 /// names `exposed` would have (`<server>__...`), with that failure.
 fn left_out_owner(d: &Daemon, session: &McpSession, exposed: &str) -> Option<(String, String)> {
     servers(d, session).ok()?.into_iter().find_map(|entry| {
-        let error = d.schema.get(&entry.fingerprint(None))?.error?;
+        let error = d.schema.get(&entry.cache_key())?.error?;
         exposed.starts_with(&format!("{}__", entry.name)).then_some((entry.name, error))
     })
 }

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use mcpx_daemon::api::{ApiError, Caller, Request, SearchHit, ServerRow, Status};
+use mcpx_daemon::api::{ApiError, Caller, ErrorKind, Request, SearchHit, ServerRow, Status};
 use mcpx_daemon::client::{Client, Method, connect_or_start};
 use mcpx_daemon::paths::Dirs;
 
@@ -185,7 +185,7 @@ pub fn main() -> i32 {
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            return output::error(json, &ApiError::new("daemon", format!("cannot start the runtime: {e}")));
+            return output::error(json, &ApiError::new(ErrorKind::Daemon, format!("cannot start the runtime: {e}")));
         }
     };
     match runtime.block_on(run(cli)) {
@@ -196,7 +196,7 @@ pub fn main() -> i32 {
 
 async fn run(cli: Cli) -> Result<i32, ApiError> {
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
-    let dirs = Dirs::from_env(&env).map_err(|e| ApiError::new("daemon", e.to_string()))?;
+    let dirs = Dirs::from_env(&env).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
     let json = cli.global.json;
     let cwd = std::env::current_dir().ok();
     let config = cli.global.config.as_ref().map(|c| match &cwd {
@@ -215,11 +215,12 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
     match cli.command {
         Command::Service { action: ServiceAction::Install { print } } => {
             let exe = std::env::current_exe()
-                .map_err(|e| ApiError::new("usage", format!("cannot find the mcpx binary: {e}")))?;
-            let home = env.get("HOME").map(PathBuf::from).ok_or_else(|| ApiError::new("usage", "HOME is not set"))?;
+                .map_err(|e| ApiError::new(ErrorKind::Usage, format!("cannot find the mcpx binary: {e}")))?;
+            let home =
+                env.get("HOME").map(PathBuf::from).ok_or_else(|| ApiError::new(ErrorKind::Usage, "HOME is not set"))?;
             let xdg = env.get("XDG_CONFIG_HOME").map(PathBuf::from);
             let text = crate::service::install(print, &exe, &home, xdg.as_deref())
-                .map_err(|e| ApiError::new("usage", format!("cannot install the service: {e}")))?;
+                .map_err(|e| ApiError::new(ErrorKind::Usage, format!("cannot install the service: {e}")))?;
             if print {
                 print!("{text}");
             } else {
@@ -234,13 +235,13 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
         Command::Stop { all } => stop(&dirs, all, json).await,
         Command::Serve { server, discover } => {
             let exe = std::env::current_exe()
-                .map_err(|e| ApiError::new("daemon", format!("cannot find the mcpx binary: {e}")))?;
+                .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
             let client = connect_or_start(&dirs, &exe).await?;
             crate::serve::run(client, server, discover, caller.config.clone()).await
         }
         command => {
             let exe = std::env::current_exe()
-                .map_err(|e| ApiError::new("daemon", format!("cannot find the mcpx binary: {e}")))?;
+                .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
             let client = connect_or_start(&dirs, &exe).await?;
             dispatch(&client, command, request, json).await
         }
@@ -316,7 +317,7 @@ async fn call(
         (Some(target), None, None) => (Some(target.clone()), None, None),
         _ => {
             return Err(ApiError::new(
-                "usage",
+                ErrorKind::Usage,
                 "name the tool: `mcpx call <server>.<tool> [JSON]` or `--server S --tool T`",
             ));
         }
@@ -331,7 +332,7 @@ async fn call(
             let mut s = String::new();
             std::io::stdin()
                 .read_to_string(&mut s)
-                .map_err(|e| ApiError::new("usage", format!("cannot read the arguments from stdin: {e}")))?;
+                .map_err(|e| ApiError::new(ErrorKind::Usage, format!("cannot read the arguments from stdin: {e}")))?;
             Some(s)
         }
         other => other.map(str::to_owned),
@@ -347,7 +348,7 @@ async fn call(
             mcpx_daemon::config::units::parse_duration(t).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         })
         .transpose()
-        .map_err(|e| ApiError::new("usage", format!("--timeout: {e} (write it like 500ms, 30s or 5m)")))?;
+        .map_err(|e| ApiError::new(ErrorKind::Usage, format!("--timeout: {e} (write it like 500ms, 30s or 5m)")))?;
     let mut req = request(Request { target, server, tool, arguments, timeout_ms, ..Request::default() });
     if let Some(session) = args.session.filter(|s| !s.is_empty()) {
         req.caller.session = Some(session);
@@ -369,7 +370,9 @@ async fn call(
             Ok(Line { notification: Some(n), .. }) => output::notification(json, n.get()),
             Ok(Line { result: Some(r), .. }) => outcome = Some(Ok(r.get().as_bytes().to_vec())),
             Ok(Line { error: Some(e), .. }) => outcome = Some(Err(e)),
-            _ => outcome = Some(Err(ApiError::new("daemon", "the daemon sent a line mcpx does not understand"))),
+            _ => {
+                outcome = Some(Err(ApiError::new(ErrorKind::Daemon, "the daemon sent a line mcpx does not understand")))
+            }
         }
     };
     tokio::select! {
@@ -383,14 +386,17 @@ async fn call(
     match outcome {
         Some(Ok(body)) => output::call_result(json, &body),
         Some(Err(e)) => Err(e),
-        None => Err(ApiError::new("daemon", "the daemon ended the call without a result; see `mcpx logs`")),
+        None => Err(ApiError::new(ErrorKind::Daemon, "the daemon ended the call without a result; see `mcpx logs`")),
     }
 }
 
 /// Checks the tool's arguments are one JSON object.
 fn arguments_object(text: &str) -> Result<Box<serde_json::value::RawValue>, ApiError> {
     let bad = |why: String| {
-        ApiError::new("usage", format!("the arguments must be a JSON object, like '{{\"message\":\"hi\"}}': {why}"))
+        ApiError::new(
+            ErrorKind::Usage,
+            format!("the arguments must be a JSON object, like '{{\"message\":\"hi\"}}': {why}"),
+        )
     };
     let value: Box<serde_json::value::RawValue> = serde_json::from_str(text.trim()).map_err(|e| bad(e.to_string()))?;
     if !value.get().starts_with('{') {
@@ -411,7 +417,7 @@ async fn stop(dirs: &Dirs, all: bool, json: bool) -> Result<i32, ApiError> {
             return Ok(0);
         }
         let exe = std::env::current_exe()
-            .map_err(|e| ApiError::new("daemon", format!("cannot find the mcpx binary: {e}")))?;
+            .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
         client = connect_or_start(dirs, &exe).await?;
     }
     client.call(Method::POST, "/v1/stop", Some(&Request { all, ..Request::default() })).await?;
@@ -425,7 +431,7 @@ async fn stop(dirs: &Dirs, all: bool, json: bool) -> Result<i32, ApiError> {
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    Err(ApiError::new("daemon", "the daemon did not exit within 20s; see `mcpx logs`"))
+    Err(ApiError::new(ErrorKind::Daemon, "the daemon did not exit within 20s; see `mcpx logs`"))
 }
 
 /// `mcpx upgrade`: asks the daemon to drain and re-execute, then waits for the new
@@ -440,7 +446,7 @@ async fn upgrade(client: &Client, binary: Option<PathBuf>, json: bool) -> Result
     }
     let health = |bytes: &[u8]| serde_json::from_slice::<Health>(bytes).ok();
     let before = health(&client.call(Method::GET, "/v1/health", None::<&()>).await?)
-        .ok_or_else(|| ApiError::new("daemon", "the daemon's health answer is malformed"))?;
+        .ok_or_else(|| ApiError::new(ErrorKind::Daemon, "the daemon's health answer is malformed"))?;
     let binary = binary.map(|b| std::path::absolute(&b).unwrap_or(b));
     client.call(Method::POST, "/v1/upgrade", Some(&Request { binary, ..Request::default() })).await?;
     let deadline = std::time::Instant::now() + mcpx_daemon::daemon::DRAIN + std::time::Duration::from_secs(30);
@@ -455,7 +461,7 @@ async fn upgrade(client: &Client, binary: Option<PathBuf>, json: bool) -> Result
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    Err(ApiError::new("daemon", "the daemon did not come back from the upgrade; see `mcpx logs`"))
+    Err(ApiError::new(ErrorKind::Daemon, "the daemon did not come back from the upgrade; see `mcpx logs`"))
 }
 
 /// Whether no process holds the daemon lock.
@@ -465,5 +471,6 @@ fn daemon_lock_free(dirs: &Dirs) -> bool {
 }
 
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::new("daemon", format!("unexpected answer from the daemon: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("unexpected answer from the daemon: {e}")))
 }

@@ -6,7 +6,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::Duration;
 
-use mcpx_daemon::api::ApiError;
+use mcpx_daemon::api::{ApiError, ErrorKind};
 
 /// Prints the last `lines` lines (of one server's, when given), then keeps
 /// printing new ones when `follow` is set.
@@ -26,11 +26,12 @@ pub async fn show(file: &Path, server: Option<&str>, lines: usize, follow: bool)
             }
         },
         Err(e) => {
-            return Err(ApiError::new("usage", format!("cannot read {}: {e}", file.display())));
+            return Err(ApiError::new(ErrorKind::Usage, format!("cannot read {}: {e}", file.display())));
         }
     };
     let mut text = String::new();
-    f.read_to_string(&mut text).map_err(|e| ApiError::new("usage", format!("cannot read {}: {e}", file.display())))?;
+    f.read_to_string(&mut text)
+        .map_err(|e| ApiError::new(ErrorKind::Usage, format!("cannot read {}: {e}", file.display())))?;
     let picked: Vec<&str> = text.lines().filter(|l| matches(l)).collect();
     if let (Some(server), true) = (server, picked.is_empty()) {
         eprintln!("no lines about server `{server}` in {} yet; `mcpx ls` lists the configured servers", file.display());

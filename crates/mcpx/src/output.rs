@@ -1,7 +1,7 @@
 //! What the CLI prints: short aligned tables with a hint at the next command, or
 //! JSON with `--json` (field names are part of the interface contract).
 
-use mcpx_daemon::api::{ApiError, ErrorBody, SearchHit, ServerRow, Status};
+use mcpx_daemon::api::{ApiError, ErrorBody, ErrorKind, SearchHit, ServerRow, Status};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -85,7 +85,7 @@ pub fn ls(json: bool, rows: &[ServerRow]) {
 pub fn tools(json: bool, server: &str, one: bool, body: &[u8]) -> Result<(), ApiError> {
     if json || one {
         let value: serde_json::Value =
-            serde_json::from_slice(body).map_err(|e| ApiError::new("daemon", e.to_string()))?;
+            serde_json::from_slice(body).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
         if json && !one {
             // Exactly as the server sent them.
             println!("{}", String::from_utf8_lossy(body));
@@ -100,7 +100,7 @@ pub fn tools(json: bool, server: &str, one: bool, body: &[u8]) -> Result<(), Api
         #[serde(default)]
         description: Option<String>,
     }
-    let list: Vec<Tool> = serde_json::from_slice(body).map_err(|e| ApiError::new("daemon", e.to_string()))?;
+    let list: Vec<Tool> = serde_json::from_slice(body).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
     let cells: Vec<Vec<String>> =
         list.iter().map(|t| vec![t.name.clone(), one_line(t.description.as_deref(), 80)]).collect();
     table(&["TOOL", "DESCRIPTION"], &cells);
@@ -154,7 +154,7 @@ pub fn call_result(json: bool, body: &[u8]) -> Result<i32, ApiError> {
         is_error: bool,
     }
     let result: CallToolResult = serde_json::from_slice(body)
-        .map_err(|e| ApiError::new("protocol", format!("the server's tools/call result is malformed: {e}")))?;
+        .map_err(|e| ApiError::new(ErrorKind::Protocol, format!("the server's tools/call result is malformed: {e}")))?;
     if json {
         println!("{}", String::from_utf8_lossy(body));
     } else {
@@ -243,7 +243,7 @@ pub fn done(json: bool, body: &[u8], human: &str) {
 /// `mcpx refresh`: one line per server; exit 4 if any failed.
 pub fn refresh(json: bool, body: &[u8]) -> Result<i32, ApiError> {
     let map: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_slice(body).map_err(|e| ApiError::new("daemon", e.to_string()))?;
+        serde_json::from_slice(body).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
     let failed = map.values().any(|v| v.get("ok") != Some(&serde_json::Value::Bool(true)));
     if json {
         println!("{}", String::from_utf8_lossy(body));

@@ -188,7 +188,7 @@ impl ConfigCache {
         let mut keys = std::collections::HashSet::new();
         for path in known {
             match self.load(&path, false) {
-                Ok(Some(servers)) => keys.extend(servers.values().map(|e| e.fingerprint(None))),
+                Ok(Some(servers)) => keys.extend(servers.values().map(|e| e.cache_key())),
                 Ok(None) => {}
                 Err(_) => return None,
             }
