@@ -16,7 +16,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use mcpx_proto::Message;
+use mcpx_proto::{Message, response_result};
 use serde_json::value::RawValue;
 use tokio::net::UnixListener;
 use tokio::sync::{Notify, mpsc};
@@ -26,13 +26,12 @@ use crate::config::{
     ConfigCache, ConfigError, ExpandedTransport, ResolveRequest, ResolvedConfig, ServerEntry, exe_identity,
     resolve_command,
 };
-use crate::instance::{
-    CallContext, CallError, ERROR_TAIL_BYTES, Instance, InstanceEvent, InstanceSpec, Session, lock, response_result,
-};
+use crate::instance::{CallContext, CallError, ERROR_TAIL_BYTES, Instance, InstanceEvent, InstanceSpec, Session};
 use crate::paths::Dirs;
 use crate::pool::Launchers;
 use crate::pool::{Launch, Pool, Target};
 use crate::schema::SchemaCache;
+use crate::sync::lock;
 use crate::transport::http::RemoteSpec;
 use crate::transport::supervised::{AttachFailure, attach, reap_orphan};
 use crate::transport::{ExitInfo, Inbound, Link};

@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpx_proto::mcp::{self, error_code};
-use mcpx_proto::{Message, MessageKind, UpstreamId};
-use serde::Deserialize;
+use mcpx_proto::{Message, MessageKind, UpstreamId, response_result};
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::sync::lock;
 use crate::transport::{ExitInfo, Inbound, Link, LinkInfo, Outbound};
 
 /// How many bytes of stderr an error message carries.
@@ -827,48 +827,6 @@ impl Drop for InFlight<'_> {
         self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
         *lock(&self.0.last_used) = Instant::now();
     }
-}
-
-/// A JSON-RPC error object (JSON-RPC 2.0, 5.1).
-#[derive(Debug, Clone, Deserialize)]
-pub struct RpcError {
-    /// The error code.
-    pub code: i64,
-    /// The message.
-    pub message: String,
-    /// Optional data.
-    #[serde(default)]
-    pub data: Option<Box<RawValue>>,
-}
-
-impl std::fmt::Display for RpcError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (JSON-RPC error {})", self.message, self.code)
-    }
-}
-
-/// The `result` of a response as raw JSON, or its `error`.
-pub fn response_result(response: &Message) -> Result<Box<RawValue>, RpcError> {
-    #[derive(Deserialize)]
-    struct R {
-        #[serde(default)]
-        result: Option<Box<RawValue>>,
-        #[serde(default)]
-        error: Option<RpcError>,
-    }
-    let malformed = |m: &str| RpcError { code: error_code::INTERNAL_ERROR, message: m.to_owned(), data: None };
-    let r: R = serde_json::from_str(response.as_str()).map_err(|e| malformed(&format!("malformed response: {e}")))?;
-    match (r.result, r.error) {
-        (_, Some(e)) => Err(e),
-        (Some(v), None) => Ok(v),
-        (None, None) => Err(malformed("response has neither result nor error")),
-    }
-}
-
-/// Locks a mutex, ignoring poisoning: the data behind these mutexes stays
-/// consistent between statements, so a panic elsewhere leaves nothing half-done.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

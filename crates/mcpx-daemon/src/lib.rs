@@ -16,4 +16,5 @@ pub mod ring;
 pub mod schema;
 pub mod scope;
 pub mod service_check;
+mod sync;
 pub mod transport;

@@ -33,8 +33,9 @@ use tokio::sync::mpsc;
 
 use crate::api::{Caller, Request};
 use crate::daemon::Daemon;
-use crate::instance::{CallContext, lock};
+use crate::instance::CallContext;
 use crate::names::NameMap;
+use crate::sync::lock;
 
 /// The session header (Transports, "Session Management").
 pub const SESSION_HEADER: &str = "mcp-session-id";

@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::config::{ServerEntry, Sharing};
-use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec, lock};
+use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec};
 use crate::schema::SchemaCache;
+use crate::sync::lock;
 use crate::transport::http::{RemoteLauncher, RemoteSpec};
 use crate::transport::{LaunchSpec, Launcher};
 

@@ -15,8 +15,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::instance::{Instance, Session, lock, response_result};
-use mcpx_proto::Message;
+use crate::instance::{Instance, Session};
+use crate::sync::lock;
+use mcpx_proto::{Message, response_result};
 
 /// The cache file format written by this build.
 pub const FORMAT_VERSION: u32 = 1;

@@ -313,6 +313,53 @@ impl UpstreamId {
     }
 }
 
+/// A JSON-RPC error object (JSON-RPC 2.0, section 5.1): what a response's `error`
+/// member holds, or what [`response_result`] reports for a malformed response.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RpcError {
+    /// The error code (`-32768..=-32000` are reserved by JSON-RPC; see
+    /// [`crate::mcp::error_code`]).
+    pub code: i64,
+    /// A short description.
+    pub message: String,
+    /// Optional details, kept as the server's raw JSON.
+    #[serde(default)]
+    pub data: Option<Box<RawValue>>,
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (JSON-RPC error {})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+/// The `result` member of a response as raw JSON, or its `error` (JSON-RPC 2.0,
+/// section 5).
+///
+/// Errors: the response's own `error`; or an [`RpcError`] with code
+/// `INTERNAL_ERROR` (-32603) when the text is not a response object or has neither
+/// member.
+pub fn response_result(response: &Message) -> Result<Box<RawValue>, RpcError> {
+    #[derive(Deserialize)]
+    struct Response {
+        #[serde(default)]
+        result: Option<Box<RawValue>>,
+        #[serde(default)]
+        error: Option<RpcError>,
+    }
+    let malformed =
+        |m: &str| RpcError { code: crate::mcp::error_code::INTERNAL_ERROR, message: m.to_owned(), data: None };
+    let r: Response =
+        serde_json::from_str(response.as_str()).map_err(|e| malformed(&format!("malformed response: {e}")))?;
+    match (r.result, r.error) {
+        (_, Some(e)) => Err(e),
+        (Some(v), None) => Ok(v),
+        (None, None) => Err(malformed("response has neither result nor error")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,5 +422,18 @@ mod tests {
         assert_eq!(UpstreamId::from_json("1"), None);
         assert_eq!(UpstreamId::from_json("\"1\""), None);
         assert!(id.to_json().parse::<u64>().unwrap() < (1u64 << 53));
+    }
+
+    #[test]
+    fn response_result_gives_the_result_or_the_error() {
+        let ok = Message::response("1", r#"{"tools":[]}"#);
+        assert_eq!(response_result(&ok).unwrap().get(), r#"{"tools":[]}"#);
+        let err = Message::error_response("1", -32601, "no such method");
+        let e = response_result(&err).unwrap_err();
+        assert_eq!((e.code, e.message.as_str()), (-32601, "no such method"));
+        assert_eq!(e.to_string(), "no such method (JSON-RPC error -32601)");
+        let neither = Message::request("1", "ping", None);
+        let e = response_result(&neither).unwrap_err();
+        assert_eq!((e.code, e.message.as_str()), (-32603, "response has neither result nor error"));
     }
 }

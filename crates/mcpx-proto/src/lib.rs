@@ -13,5 +13,5 @@ pub mod scan;
 pub mod sse;
 
 pub use framing::{LineDecoder, LineEvent};
-pub use jsonrpc::{Message, MessageKind, ParseError, UpstreamId};
+pub use jsonrpc::{Message, MessageKind, ParseError, RpcError, UpstreamId, response_result};
 pub use sse::{SseDecoder, SseEvent};

@@ -42,7 +42,7 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use super::{BoxFuture, ExitInfo, Identity, Inbound, LaunchError, Link, LinkInfo, Outbound};
 use crate::config::RemoteKind;
-use crate::instance::lock;
+use crate::sync::lock;
 
 /// The session header (MCP 2025-11-25, Transports, "Session Management").
 const SESSION_ID: &str = "mcp-session-id";
@@ -681,7 +681,7 @@ impl Remote {
                     let _ = self.inbound.send(Inbound::Message(m)).await;
                 }
                 Sink::Swallow if is_answer => {
-                    if let Err(e) = crate::instance::response_result(&m) {
+                    if let Err(e) = mcpx_proto::response_result(&m) {
                         return Err(RemoteError::new(format!(
                             "{} refused the repeated initialize: {e}",
                             self.written_url
