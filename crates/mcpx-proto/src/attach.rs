@@ -450,4 +450,37 @@ mod tests {
         assert_eq!(d.next_frame(), Err(AttachError::TooLarge(MAX_FRAME + 1)));
         assert!(Frame::new(Kind::Stdout, vec![0; MAX_FRAME + 1]).encode(&mut Vec::new()).is_err());
     }
+
+    /// Today's encodings, captured before the identity fields moved into [`Identity`]:
+    /// the record file (pretty, as the supervisor writes it), the hello and the launch
+    /// request. Each must decode, and encode back to the same bytes.
+    const RECORD: &str = include_str!("../tests/fixtures/record-v1.json");
+    const RECORD_FRESH: &str = include_str!("../tests/fixtures/record-v1-fresh.json");
+    const HELLO: &str = include_str!("../tests/fixtures/hello-v1.json");
+    const LAUNCH: &str = include_str!("../tests/fixtures/launch-request-v1.json");
+    const LAUNCH_MINIMAL: &str = include_str!("../tests/fixtures/launch-request-v1-minimal.json");
+
+    #[test]
+    fn record_files_of_version_1_decode_and_encode_unchanged() {
+        for fixture in [RECORD, RECORD_FRESH] {
+            let record: Record = serde_json::from_str(fixture).unwrap();
+            assert_eq!(serde_json::to_string_pretty(&record).unwrap(), fixture);
+        }
+        let record: Record = serde_json::from_str(RECORD).unwrap();
+        assert_eq!(record.child.map(|c| c.pid), Some(4243));
+        // A later minor version may add fields: they are ignored.
+        let newer = RECORD.replacen('{', r#"{"added_in_1_1": [1, 2],"#, 1);
+        assert_eq!(serde_json::from_str::<Record>(&newer).unwrap(), record);
+    }
+
+    #[test]
+    fn hellos_and_launch_requests_of_version_1_decode_and_encode_unchanged() {
+        let hello: Hello = serde_json::from_str(HELLO).unwrap();
+        assert_eq!(serde_json::to_string(&hello).unwrap(), HELLO);
+        assert_eq!(hello.record, serde_json::from_str::<Record>(RECORD).unwrap());
+        for fixture in [LAUNCH, LAUNCH_MINIMAL] {
+            let request: LaunchRequest = serde_json::from_str(fixture).unwrap();
+            assert_eq!(serde_json::to_string(&request).unwrap(), fixture);
+        }
+    }
 }
