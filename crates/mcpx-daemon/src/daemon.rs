@@ -26,18 +26,13 @@ use crate::config::{
     ConfigCache, ConfigError, ExpandedTransport, ResolveRequest, ResolvedConfig, ServerEntry, exe_identity,
     resolve_command,
 };
-use crate::instance::{CallContext, CallError, ERROR_TAIL_BYTES, Instance, InstanceEvent, InstanceSpec, Session};
+use crate::instance::{CallContext, CallError, ERROR_TAIL_BYTES, Instance, InstanceEvent, InstanceSpec, ServerSession};
 use crate::paths::Dirs;
-use crate::pool::Launchers;
-use crate::pool::{Launch, Pool, Target};
+use crate::pool::{Pool, Target};
 use crate::schema::SchemaCache;
 use crate::sync::lock;
-use crate::transport::http::RemoteSpec;
-use crate::transport::supervised::{AttachFailure, attach, reap_orphan};
-use crate::transport::{ExitInfo, Inbound, Link};
-use crate::transport::{Identity, LaunchSpec};
-use mcpx_platform::Liveness;
-use mcpx_proto::attach::{ChildState, Record, Version};
+use crate::transport::{self, Adoption, Launch, Launchers, RemoteEndpoint, StdioSpec};
+use mcpx_proto::attach::{Identity, Record, Version};
 
 /// Everything a running daemon holds.
 pub struct Daemon {
@@ -178,7 +173,7 @@ impl Daemon {
                 let crate::config::TransportSpec::Remote { url: written_url, .. } = &entry.transport else {
                     unreachable!("a remote entry expands to a remote transport")
                 };
-                let spec = RemoteSpec {
+                let spec = RemoteEndpoint {
                     identity: identity(cache_key.clone()),
                     url: remote.url.clone(),
                     written_url: written_url.clone(),
@@ -187,7 +182,7 @@ impl Daemon {
                     max_message_bytes,
                 };
                 // A malformed URL or header is the configuration's mistake (exit 2).
-                spec.endpoint().map_err(|e| {
+                spec.check().map_err(|e| {
                     ApiError::new(
                         ErrorKind::Config,
                         format!("{}: server `{}`: {e}", entry.source.display(), entry.name),
@@ -211,7 +206,7 @@ impl Daemon {
         };
         let (fingerprint, launch) = match self.resolve_program(&stdio.command, path_var.as_deref(), cwd.as_deref()) {
             Ok((program, exe)) => {
-                let spec = LaunchSpec {
+                let spec = StdioSpec {
                     identity: identity(entry.fingerprint(exe.as_ref())),
                     supervised: options.supervised,
                     buffer_bytes: options.buffer_bytes,
@@ -261,8 +256,8 @@ impl Daemon {
     async fn retire_unconfigured(&self) {
         let Some(configured) = self.config.configured() else { return };
         for inst in self.pool.instances() {
-            if inst.is_alive() && !configured.contains(&inst.cache_key) {
-                tracing::info!(server = %inst.server, key = %inst.key, "stopping an instance: its server left the configuration");
+            if inst.is_alive() && !configured.contains(&inst.identity.cache_key) {
+                tracing::info!(server = %inst.identity.server, key = %inst.identity.key, "stopping an instance: its server left the configuration");
                 self.pool.release(&inst).await;
             }
         }
@@ -321,7 +316,7 @@ impl Daemon {
         for entry in config.servers.values() {
             let key = entry.cache_key();
             let cached = self.schema.get(&key);
-            let n_live = live.iter().filter(|i| i.cache_key == key).count();
+            let n_live = live.iter().filter(|i| i.identity.cache_key == key).count();
             let error = cached.as_ref().and_then(|c| c.error.clone());
             let state = if entry.options.disabled {
                 "disabled"
@@ -509,8 +504,8 @@ impl Daemon {
             .map(|i| {
                 let state = i.state();
                 InstanceStatus {
-                    server: i.server.clone(),
-                    key: i.key.clone(),
+                    server: i.identity.server.clone(),
+                    key: i.identity.key.clone(),
                     pid: i.info.pid(),
                     state: state.as_str().to_owned(),
                     calls: i.in_flight(),
@@ -552,8 +547,8 @@ impl Daemon {
         }
         for (record, theirs) in lock(&self.incompatible).iter() {
             instances.push(InstanceStatus {
-                server: record.server.clone(),
-                key: record.key.clone(),
+                server: record.identity.server.clone(),
+                key: record.identity.key.clone(),
                 pid: record.child.map(|c| c.pid),
                 state: "incompatible".into(),
                 supervised: true,
@@ -562,7 +557,7 @@ impl Daemon {
                 last_error: Some(format!(
                     "its supervisor speaks attach protocol {theirs}, this daemon {}; `mcpx restart {}` replaces it",
                     mcpx_proto::attach::Version::ours(),
-                    record.server
+                    record.identity.server
                 )),
                 ..InstanceStatus::default()
             });
@@ -601,11 +596,12 @@ impl Daemon {
         let only = req.key.as_deref();
         let mut restarted = 0;
         let mut pid = None;
-        for inst in self.pool.instances_of(&target.fingerprint).into_iter().filter(|i| only.is_none_or(|k| k == i.key))
+        for inst in
+            self.pool.instances_of(&target.fingerprint).into_iter().filter(|i| only.is_none_or(|k| k == i.identity.key))
         {
             if inst.supervised() {
                 inst.restart(timeout).await.map_err(|e| server_error(name, e))?;
-                if let Err(e) = self.schema.refresh(&inst.cache_key, &inst, timeout).await {
+                if let Err(e) = self.schema.refresh(&inst.identity.cache_key, &inst, timeout).await {
                     tracing::warn!(server = name, error = %e, "listing the server's schema failed");
                 }
                 pid = inst.info.pid();
@@ -626,18 +622,12 @@ impl Daemon {
     async fn replace_incompatible(&self, cache_key: &str) -> usize {
         let gone: Vec<Record> = {
             let mut list = lock(&self.incompatible);
-            let (gone, keep): (Vec<_>, Vec<_>) = list.drain(..).partition(|(r, _)| r.cache_key == cache_key);
+            let (gone, keep): (Vec<_>, Vec<_>) = list.drain(..).partition(|(r, _)| r.identity.cache_key == cache_key);
             *list = keep;
             gone.into_iter().map(|(r, _)| r).collect()
         };
         for rec in &gone {
-            if mcpx_platform::liveness(rec.supervisor.pid, Some(rec.supervisor.start_time)) == Liveness::Running {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(rec.supervisor.pid as i32),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-            reap_orphan(rec, &self.dirs.sup_dir());
+            transport::stop_incompatible(rec, &self.dirs.sup_dir());
         }
         gone.len()
     }
@@ -646,23 +636,14 @@ impl Daemon {
     /// reap"), each with its own deadline so one wedged supervisor cannot stall the
     /// start. Call before serving requests.
     pub async fn adopt_all(self: &Arc<Self>) {
-        let dir = self.dirs.sup_dir();
-        let Ok(entries) = std::fs::read_dir(&dir) else { return };
+        let records = transport::supervisor_records(&self.dirs.sup_dir());
+        if records.is_empty() {
+            return;
+        }
         let boot_id = mcpx_platform::boot_id().unwrap_or_default();
         let known = self.known_fingerprints();
         let mut tasks = tokio::task::JoinSet::new();
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().is_none_or(|e| e != "json") {
-                continue;
-            }
-            let record: Record = match std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
-                Some(r) => r,
-                None => {
-                    tracing::warn!(file = %path.display(), "ignoring an unreadable supervisor record");
-                    continue;
-                }
-            };
+        for record in records {
             let this = self.clone();
             let boot_id = boot_id.clone();
             let known = known.clone();
@@ -682,77 +663,46 @@ impl Daemon {
         known: &HashMap<String, crate::config::ServerOptions>,
         deadline: Duration,
     ) {
-        let dir = self.dirs.sup_dir();
-        let server = rec.server.clone();
-        if !boot_id.is_empty() && rec.boot_id != boot_id {
-            tracing::info!(server, id = rec.id, "removing a supervisor record from before the last reboot");
-            let _ = std::fs::remove_file(dir.join(format!("{}.sock", rec.id)));
-            let _ = std::fs::remove_file(dir.join(format!("{}.json", rec.id)));
-            return;
-        }
-        let socket = dir.join(format!("{}.sock", rec.id));
+        let server = rec.identity.server.clone();
         let max = usize::try_from(64u64 << 20).unwrap_or(usize::MAX);
-        match attach(&socket, &server, max, deadline).await {
-            Ok((hello, link)) => {
-                let spec = InstanceSpec {
-                    server: rec.server.clone(),
-                    fingerprint: rec.fingerprint.clone(),
-                    cache_key: rec.cache_key.clone(),
-                    key: rec.key.clone(),
-                    max_message_bytes: max,
-                };
-                if let (ChildState::Exited, Some(exit)) = (&hello.state, hello.exit) {
-                    let exit = ExitInfo { code: exit.code, signal: exit.signal };
-                    tracing::info!(server, "adopted a supervisor whose server {exit} while no daemon was attached");
-                    // The link acknowledges the exit when it arrives (after the
-                    // buffered output); the supervisor then removes its files and exits.
-                    let Link { tx, mut rx, info, .. } = link;
-                    while let Some(item) = rx.recv().await {
-                        if matches!(item, Inbound::Exited(_) | Inbound::Lost(_)) {
-                            break;
-                        }
-                    }
-                    drop(tx);
-                    let stderr_tail = info.stderr_tail(ERROR_TAIL_BYTES);
-                    let error = CallError::Exited { exit, stderr_tail };
-                    self.pool.record_failure(&rec.server, &rec.fingerprint, &rec.key, error);
-                    return;
-                }
-                let session = hello.session.as_ref().and_then(|s| serde_json::from_str::<Session>(s.get()).ok());
-                let inst = match session {
-                    Some(session) => Instance::resume(spec, link, session, self.pool.events()),
-                    None => {
-                        tracing::info!(server, "the previous daemon stored no session: restarting the server");
-                        let inst = Instance::resume(spec, link, dead_session(), self.pool.events());
-                        if let Err(e) = inst.restart(Some(Duration::from_secs(60))).await {
-                            tracing::warn!(server, error = %e, "restarting an adopted server failed");
-                            inst.terminate().await;
-                            return;
-                        }
-                        inst
-                    }
-                };
-                let Some(options) = known.get(&rec.fingerprint) else {
-                    tracing::info!(server, "no known configuration defines this server any more: stopping it");
+        let mut link = match transport::adopt(&self.dirs.sup_dir(), &rec, boot_id, max, deadline).await {
+            Adoption::Running(link) => link,
+            Adoption::Exited { exit, info } => {
+                let stderr_tail = info.stderr_tail(ERROR_TAIL_BYTES);
+                let error = CallError::Exited { exit, stderr_tail };
+                let id = &rec.identity;
+                self.pool.record_failure(&id.server, &id.fingerprint, &id.key, error);
+                return;
+            }
+            Adoption::Incompatible(theirs) => {
+                lock(&self.incompatible).push((rec, theirs));
+                return;
+            }
+            Adoption::Nothing => return,
+        };
+        let spec = InstanceSpec { identity: rec.identity.clone(), max_message_bytes: max };
+        let session = link.resumed.take().and_then(|s| serde_json::from_str::<ServerSession>(&s).ok());
+        let epoch = link.epoch;
+        let inst = match session {
+            Some(session) => Instance::resume(spec, link, session, self.pool.events()),
+            None => {
+                tracing::info!(server, "the previous daemon stored no session: restarting the server");
+                let inst = Instance::resume(spec, link, dead_session(), self.pool.events());
+                if let Err(e) = inst.restart(Some(Duration::from_secs(60))).await {
+                    tracing::warn!(server, error = %e, "restarting an adopted server failed");
                     inst.terminate().await;
                     return;
-                };
-                tracing::info!(server, pid = inst.info.pid(), epoch = hello.next_epoch, "adopted a running server");
-                self.pool.adopt(inst, options);
-            }
-            Err(AttachFailure::Incompatible { theirs, ours }) => {
-                tracing::warn!(server, %theirs, %ours, "leaving an incompatible supervisor running");
-                lock(&self.incompatible).push((rec, theirs));
-            }
-            Err(e) => {
-                if mcpx_platform::liveness(rec.supervisor.pid, Some(rec.supervisor.start_time)) != Liveness::Running {
-                    tracing::info!(server, id = rec.id, "its supervisor is gone: cleaning up");
-                    reap_orphan(&rec, &dir);
-                } else {
-                    tracing::warn!(server, id = rec.id, error = %e, "a supervisor runs but does not answer; leaving it alone");
                 }
+                inst
             }
-        }
+        };
+        let Some(options) = known.get(&rec.identity.fingerprint) else {
+            tracing::info!(server, "no known configuration defines this server any more: stopping it");
+            inst.terminate().await;
+            return;
+        };
+        tracing::info!(server, pid = inst.info.pid(), epoch, "adopted a running server");
+        self.pool.adopt(inst, options);
     }
 
     /// Starts the `global` instance of every server that a known configuration file
@@ -796,7 +746,7 @@ impl Daemon {
     /// with `DELETE`. A session whose server no configuration holds any more is
     /// forgotten (its headers, needed for a `DELETE`, went with the entry).
     pub fn take_up_remote_sessions(self: &Arc<Self>) {
-        let kept = crate::transport::http::kept_sessions(&self.dirs.remote_sessions());
+        let kept = transport::kept_remotes(&self.dirs.remote_sessions());
         if kept.is_empty() {
             return;
         }
@@ -1007,8 +957,8 @@ async fn handle_events(daemon: std::sync::Weak<Daemon>, mut rx: mpsc::UnboundedR
 }
 
 /// A placeholder session for an instance about to be restarted or dropped.
-fn dead_session() -> Session {
-    Session {
+fn dead_session() -> ServerSession {
+    ServerSession {
         protocol_version: String::new(),
         capabilities: serde_json::value::RawValue::from_string("{}".into()).unwrap_or_else(|_| unreachable!()),
         server_info: None,
@@ -1123,13 +1073,13 @@ fn config_error(e: ConfigError) -> ApiError {
 fn server_error(server: &str, e: CallError) -> ApiError {
     let kind = match e {
         CallError::Timeout(_) | CallError::Busy(_) | CallError::StartTimeout(_) => ErrorKind::Timeout,
-        CallError::Remote(ref r) if r.timed_out => ErrorKind::Timeout,
+        CallError::Transport(ref e) if e.timed_out() => ErrorKind::Timeout,
         CallError::Protocol(_) | CallError::TooLarge { .. } | CallError::RequestTooLarge { .. } => ErrorKind::Protocol,
         CallError::Exited { .. }
         | CallError::Launch(_)
         | CallError::Lost(_)
         | CallError::Cancelled
-        | CallError::Remote(_) => ErrorKind::Server,
+        | CallError::Transport(_) => ErrorKind::Server,
     };
     let hint = match e {
         CallError::Exited { .. } | CallError::Launch(_) => {

@@ -24,8 +24,7 @@ use crate::config::{ServerEntry, Sharing};
 use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec};
 use crate::schema::SchemaCache;
 use crate::sync::lock;
-use crate::transport::http::{RemoteLauncher, RemoteSpec};
-use crate::transport::{LaunchSpec, Launcher};
+use crate::transport::{Launch, Launcher, Launchers};
 
 /// Failures within this window count toward `crash-loop`, and this long without one
 /// clears the count.
@@ -46,15 +45,6 @@ pub struct Target {
     pub fingerprint: String,
     /// How to start it, or why it cannot be started (command not found, ...).
     pub launch: Result<Launch, String>,
-}
-
-/// How to start one instance of a server.
-#[derive(Debug, Clone)]
-pub enum Launch {
-    /// A local process over stdio.
-    Stdio(LaunchSpec),
-    /// A remote server over HTTP.
-    Remote(RemoteSpec),
 }
 
 /// An instance lent to one call; for `exclusive` servers it holds the instance's
@@ -129,18 +119,6 @@ impl Health {
     }
 }
 
-/// The ways to start an instance: under a supervisor (the default) or as the
-/// daemon's own child (`supervised: false`).
-#[derive(Clone)]
-pub struct Launchers {
-    /// The daemon's own child.
-    pub direct: Arc<dyn Launcher>,
-    /// Under `mcpx supervise`.
-    pub supervised: Arc<dyn Launcher>,
-    /// Remote servers over HTTP.
-    pub remote: RemoteLauncher,
-}
-
 /// All instances of the daemon, by fingerprint and key.
 pub struct Pool {
     launchers: Launchers,
@@ -179,11 +157,11 @@ impl Pool {
     /// Puts an adopted instance (a supervisor a previous daemon started) in its slot,
     /// with the options of the configuration that defines it.
     pub fn adopt(&self, inst: Arc<Instance>, options: &crate::config::ServerOptions) {
-        let slot = self.slot(&inst.server, &inst.fingerprint, &inst.key);
+        let slot = self.slot(&inst.identity.server, &inst.identity.fingerprint, &inst.identity.key);
         *lock(&slot.settings) = Settings {
             sharing: options.sharing,
             idle_timeout: options.idle_timeout,
-            keep_warm: inst.key == "global" && options.min >= 1,
+            keep_warm: inst.identity.key == "global" && options.min >= 1,
         };
         *lock(&slot.current) = Some(inst);
     }
@@ -371,7 +349,7 @@ impl Pool {
                 .filter(|(s, i)| i.in_flight() == 0 && s.exclusive.available_permits() == 1)
                 .max_by_key(|(_, i)| i.idle_for());
             if let Some((slot, inst)) = idle {
-                tracing::info!(server = %inst.server, key = %inst.key, "at max instances: stopping the least recently used idle one");
+                tracing::info!(server = %inst.identity.server, key = %inst.identity.key, "at max instances: stopping the least recently used idle one");
                 lock(&slot.current).take();
                 inst.terminate().await;
                 continue;
@@ -390,24 +368,12 @@ impl Pool {
         let server = &target.entry.name;
         let options = &target.entry.options;
         tracing::info!(server = %server, fingerprint = %target.fingerprint, key, "starting server");
-        let launched = match target.launch.clone().map_err(CallError::Launch)? {
-            Launch::Stdio(mut spec) => {
-                spec.identity.key = key.to_owned();
-                let launcher = if spec.supervised { &self.launchers.supervised } else { &self.launchers.direct };
-                launcher.launch(spec).await
-            }
-            Launch::Remote(mut spec) => {
-                spec.identity.key = key.to_owned();
-                self.launchers.remote.launch(spec).await
-            }
-        };
-        let mut link = launched.map_err(|e| CallError::Launch(e.to_string()))?;
+        let launch: Launch = target.launch.clone().map_err(CallError::Launch)?.with_key(key);
+        let identity = launch.identity().clone();
+        let mut link = self.launchers.launch(launch).await.map_err(|e| CallError::Launch(e.to_string()))?;
         let pid = link.info.pid();
         let spec = InstanceSpec {
-            server: server.clone(),
-            fingerprint: target.fingerprint.clone(),
-            cache_key: target.cache_key.clone(),
-            key: key.to_owned(),
+            identity,
             max_message_bytes: usize::try_from(options.max_message_bytes).unwrap_or(usize::MAX),
         };
         // A remote session a previous daemon kept is taken up without a new `initialize`.
@@ -441,7 +407,7 @@ impl Pool {
 
     /// Live instances whose fingerprint is `fingerprint`.
     pub fn instances_of(&self, fingerprint: &str) -> Vec<Arc<Instance>> {
-        self.instances().into_iter().filter(|i| i.fingerprint == fingerprint && i.is_alive()).collect()
+        self.instances().into_iter().filter(|i| i.identity.fingerprint == fingerprint && i.is_alive()).collect()
     }
 
     /// Stops the instances of `fingerprint` (those of `key` only, when given) and
@@ -462,7 +428,7 @@ impl Pool {
 
     /// Stops one instance now (a `call`-scoped one after its call, say).
     pub async fn release(&self, inst: &Arc<Instance>) {
-        let slot = self.slot(&inst.server, &inst.fingerprint, &inst.key);
+        let slot = self.slot(&inst.identity.server, &inst.identity.fingerprint, &inst.identity.key);
         let taken = {
             let mut current = lock(&slot.current);
             if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, inst)) { current.take() } else { None }
@@ -472,9 +438,9 @@ impl Pool {
         }
         // A `call` key is used once: forget its slot. (Other slots stay: one may be
         // starting an instance right now.)
-        if inst.key.starts_with("call:") {
+        if inst.identity.key.starts_with("call:") {
             let mut slots = lock(&self.slots);
-            let key = (inst.fingerprint.clone(), inst.key.clone());
+            let key = (inst.identity.fingerprint.clone(), inst.identity.key.clone());
             if slots.get(&key).is_some_and(|s| lock(&s.current).is_none() && s.starting.try_lock().is_ok()) {
                 slots.remove(&key);
             }
@@ -499,7 +465,7 @@ impl Pool {
                 .is_some_and(|pid| mcpx_platform::liveness(pid, None) != mcpx_platform::Liveness::Running);
             if (idle && !busy) || owner_gone {
                 let why = if owner_gone { "its caller process exited" } else { "idle for idleTimeout" };
-                tracing::info!(server = %inst.server, key = %inst.key, "stopping an instance: {why}");
+                tracing::info!(server = %inst.identity.server, key = %inst.identity.key, "stopping an instance: {why}");
                 self.release(&inst).await;
                 reaped += 1;
             }
@@ -528,7 +494,7 @@ impl Pool {
     /// `list_changed`, or `mcpx refresh`). Returns false when none is live.
     pub async fn relist(&self, fingerprint: &str, timeout: Option<Duration>) -> Result<bool, String> {
         let Some(inst) = self.instances_of(fingerprint).into_iter().next() else { return Ok(false) };
-        self.schema.refresh(&inst.cache_key, &inst, timeout).await.map(|_| true)
+        self.schema.refresh(&inst.identity.cache_key, &inst, timeout).await.map(|_| true)
     }
 
     /// Failed starts with no live instance since, as (server, key, error).

@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::instance::{Instance, Session};
+use crate::instance::{Instance, ServerSession};
 use crate::sync::lock;
 use mcpx_proto::{Message, response_result};
 
@@ -39,7 +39,7 @@ pub struct CacheEntry {
     pub updated_at: u64,
     /// The MCP session the server negotiated (revision, capabilities, info, instructions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<Session>,
+    pub session: Option<ServerSession>,
     /// `tools/list`, every page, tool objects exactly as the server sent them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<Box<RawValue>>>,
@@ -140,7 +140,7 @@ impl SchemaCache {
     ) -> Result<CacheEntry, String> {
         let session = inst.session();
         let has = |cap: &str| session.as_ref().is_some_and(|s| s.has_capability(cap));
-        let mut entry = empty(key, &inst.server);
+        let mut entry = empty(key, &inst.identity.server);
         entry.session = session.clone();
         if has("tools") {
             entry.tools = Some(list_all(inst, "tools/list", "tools", timeout).await?);

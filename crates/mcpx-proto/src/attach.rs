@@ -298,22 +298,36 @@ pub struct ProcessId {
     pub start_time: u64,
 }
 
+/// Who a server instance is: the fields by which the daemon's pool, schema cache and
+/// status know it. The daemon fills it in when it starts an instance; the launch
+/// request hands it to the supervisor, whose record keeps it for the next daemon.
+/// On the wire its fields are top-level fields of the record and the launch request
+/// (`#[serde(flatten)]`), as in version 1.0.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Identity {
+    /// The server's configured name.
+    pub server: String,
+    /// The server's full fingerprint, with the resolved executable's identity: the
+    /// instance key.
+    pub fingerprint: String,
+    /// The fingerprint as written, without the executable's identity: the schema
+    /// cache key.
+    pub cache_key: String,
+    /// The pool key, for example `global` or `session:<id>`.
+    pub key: String,
+    /// `shared` or `exclusive`.
+    pub sharing: String,
+}
+
 /// The supervisor's record, `sup/<id>.json` in the runtime directory, written
 /// atomically. Also the identity part of the hello.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     /// The instance id (also the socket's and record's file name).
     pub id: String,
-    /// The server's configured name.
-    pub server: String,
-    /// The server's fingerprint.
-    pub fingerprint: String,
-    /// The schema cache key (the fingerprint as written).
-    pub cache_key: String,
-    /// The pool key.
-    pub key: String,
-    /// `shared` or `exclusive`.
-    pub sharing: String,
+    /// Who the instance is (top-level fields on the wire).
+    #[serde(flatten)]
+    pub identity: Identity,
     /// The supervisor.
     pub supervisor: ProcessId,
     /// The child, while one runs or until its exit is acknowledged.
@@ -372,18 +386,11 @@ pub struct Restarted {
 /// Sent as JSON on the supervisor's stdin at launch.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LaunchRequest {
-    /// The record's identity fields (`supervisor`, `child`, `boot_id` are filled by the supervisor).
+    /// The instance id: the names of the socket and the record.
     pub id: String,
-    /// Server name.
-    pub server: String,
-    /// Fingerprint.
-    pub fingerprint: String,
-    /// Schema cache key.
-    pub cache_key: String,
-    /// Pool key.
-    pub key: String,
-    /// Sharing.
-    pub sharing: String,
+    /// Who the instance is, copied into the record (top-level fields on the wire).
+    #[serde(flatten)]
+    pub identity: Identity,
     /// The runtime directory's `sup` folder, where the socket and record go.
     pub dir: std::path::PathBuf,
     /// The command as written in the configuration (for messages: never expanded).
@@ -468,6 +475,9 @@ mod tests {
         }
         let record: Record = serde_json::from_str(RECORD).unwrap();
         assert_eq!(record.child.map(|c| c.pid), Some(4243));
+        assert_eq!(record.identity.server, "fake");
+        assert_eq!(record.identity.key, "worktree:/home/u/src/app");
+        assert_eq!(record.identity.sharing, "exclusive");
         // A later minor version may add fields: they are ignored.
         let newer = RECORD.replacen('{', r#"{"added_in_1_1": [1, 2],"#, 1);
         assert_eq!(serde_json::from_str::<Record>(&newer).unwrap(), record);
@@ -481,6 +491,7 @@ mod tests {
         for fixture in [LAUNCH, LAUNCH_MINIMAL] {
             let request: LaunchRequest = serde_json::from_str(fixture).unwrap();
             assert_eq!(serde_json::to_string(&request).unwrap(), fixture);
+            assert_eq!(request.identity.cache_key, "3f2a9c0d1e4b5a6f");
         }
     }
 }

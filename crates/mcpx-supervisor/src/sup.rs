@@ -372,11 +372,7 @@ impl Supervisor {
     fn record(&self) -> Record {
         Record {
             id: self.req.id.clone(),
-            server: self.req.server.clone(),
-            fingerprint: self.req.fingerprint.clone(),
-            cache_key: self.req.cache_key.clone(),
-            key: self.req.key.clone(),
-            sharing: self.req.sharing.clone(),
+            identity: self.req.identity.clone(),
             supervisor: self.me,
             child: self.child.as_ref().map(|c| c.id),
             boot_id: self.boot_id.clone(),

@@ -17,10 +17,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use mcpx_daemon::daemon::{Daemon, Exit, run as serve};
 use mcpx_daemon::paths::Dirs;
-use mcpx_daemon::pool::Launchers;
-use mcpx_daemon::transport::http::RemoteLauncher;
-use mcpx_daemon::transport::stdio::DirectLauncher;
-use mcpx_daemon::transport::supervised::SupervisedLauncher;
+use mcpx_daemon::transport::Launchers;
 use mcpx_platform::process::{Detach, SpawnSpec, inherited_fd, keep_across_exec};
 use nix::fcntl::{Flock, FlockArg};
 use tracing_subscriber::EnvFilter;
@@ -83,11 +80,7 @@ async fn serve_until_exit(dirs: &Dirs, env: &HashMap<String, String>, listener: 
     mcpx_platform::fs::write_atomic(&dirs.pid_file(), format!("{}\n", std::process::id()).as_bytes(), 0o600)
         .context("writing daemon.pid")?;
     let exe = std::env::current_exe().context("finding the mcpx binary")?;
-    let launchers = Launchers {
-        direct: Arc::new(DirectLauncher),
-        supervised: Arc::new(SupervisedLauncher { exe, sup_dir: dirs.sup_dir(), log: dirs.supervisor_log() }),
-        remote: RemoteLauncher::new(dirs.remote_sessions()).context("setting up the HTTP client")?,
-    };
+    let launchers = Launchers::new(exe, dirs).context("setting up the HTTP client")?;
     let daemon = Daemon::new(dirs.clone(), env.clone(), launchers);
     // Supervisors a previous daemon left are adopted before the first request is
     // accepted; clients that connect meanwhile wait in the backlog.

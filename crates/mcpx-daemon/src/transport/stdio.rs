@@ -11,9 +11,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, watch};
 
-use super::{
-    BoxFuture, ExitInfo, Inbound, LaunchError, LaunchSpec, Launcher, Link, LinkInfo, Outbound, StderrSink, StdoutParser,
-};
+use super::launch::{BoxFuture, Launch, Launcher, StdioSpec};
+use super::link::{ExitInfo, Inbound, Link, LinkInfo, Outbound, TransportError};
+use super::output::{StderrSink, StdoutParser};
 use crate::process::{self, Detach, SpawnSpec};
 use mcpx_platform::process::{CLOSE_GRACE, TERM_GRACE};
 
@@ -26,12 +26,17 @@ const DRAIN_GRACE: Duration = Duration::from_secs(1);
 pub struct DirectLauncher;
 
 impl Launcher for DirectLauncher {
-    fn launch(&self, spec: LaunchSpec) -> BoxFuture<'static, Result<Link, LaunchError>> {
-        Box::pin(async move { launch(spec) })
+    fn launch(&self, launch: Launch) -> BoxFuture<'static, Result<Link, TransportError>> {
+        Box::pin(async move {
+            match launch {
+                Launch::Stdio(spec) => start(spec),
+                other => Err(other.unsupported("direct")),
+            }
+        })
     }
 }
 
-fn launch(spec: LaunchSpec) -> Result<Link, LaunchError> {
+fn start(spec: StdioSpec) -> Result<Link, TransportError> {
     let mut child = process::spawn(&SpawnSpec {
         program: spec.program.clone(),
         args: spec.args.clone(),
@@ -40,7 +45,7 @@ fn launch(spec: LaunchSpec) -> Result<Link, LaunchError> {
         piped: true,
         detach: Detach::Group,
     })
-    .map_err(|e| LaunchError::Spawn { command: spec.command.clone(), message: e.to_string() })?;
+    .map_err(|e| TransportError::Start { command: spec.command.clone(), message: e.to_string() })?;
     let pid = child.id();
     let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -158,7 +163,7 @@ async fn wait_child(
     let status = child.wait().await;
     let exit = match status {
         Ok(s) => ExitInfo { code: s.code(), signal: s.signal() },
-        Err(_) => ExitInfo { code: None, signal: None },
+        Err(_) => ExitInfo::ENDED,
     };
     tracing::info!(server = %server, pid, "server {exit}");
     let _ = exit_tx.send(Some(exit));

@@ -1,7 +1,11 @@
 //! The supervised stdio transport: each server instance is owned by its own
 //! `mcpx supervise` process, and the daemon attaches to it over a unix socket with
 //! the attach protocol (`docs/attach-protocol.md`). The supervisor outlives the
-//! daemon, so a new daemon adopts it with [`attach()`] and the server never restarts.
+//! daemon, so a new daemon adopts it (`adopt.rs`) and the server never restarts.
+//!
+//! Over an [`AttachConn`], the link is two tasks: a frame reader that turns the
+//! supervisor's frames into [`Inbound`] items, and a frame writer that sends
+//! messages, control frames and heartbeats.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,20 +13,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpx_platform::Liveness;
-use mcpx_proto::attach::{
-    self, Attach, ExitStatus, Frame, FrameDecoder, Hello, Kind, LaunchRequest, ProcessId, Record, Restarted, Version,
-};
-use nix::sys::signal::Signal;
+use mcpx_proto::attach::{ChildState, ExitStatus, Frame, Kind, LaunchRequest, Record, Restarted};
 use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixStream;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{Notify, mpsc};
 
-use super::{
-    BoxFuture, ExitInfo, Inbound, LaunchError, LaunchSpec, Launcher, Link, LinkInfo, Outbound, StderrSink,
-    StdoutParser, SupervisorInfo,
-};
+use super::attach::{AttachConn, AttachFailure, FrameReader, FrameWriter, Handshake, handshake, stdin_frames};
+use super::launch::{BoxFuture, Launch, Launcher, StdioSpec};
+use super::link::{ExitInfo, Inbound, Link, LinkInfo, Outbound, SupervisorInfo, TransportError};
+use super::output::{StderrSink, StdoutParser};
+use super::sup_dir;
 use crate::process::{self, Detach, SpawnSpec};
 
 /// Heartbeats go out this often; a supervisor silent for [`SILENCE`] is gone.
@@ -30,6 +31,8 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 const SILENCE: Duration = Duration::from_secs(10);
 /// How long a supervisor may take to report readiness when `startTimeout` is 0.
 const DEFAULT_READY: Duration = Duration::from_secs(60);
+/// The deadline of each attach step right after a launch.
+const ATTACH_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Starts servers under `mcpx supervise` (this same binary).
 #[derive(Debug, Clone)]
@@ -43,45 +46,27 @@ pub struct SupervisedLauncher {
 }
 
 impl Launcher for SupervisedLauncher {
-    fn launch(&self, spec: LaunchSpec) -> BoxFuture<'static, Result<Link, LaunchError>> {
+    fn launch(&self, launch: Launch) -> BoxFuture<'static, Result<Link, TransportError>> {
         let this = self.clone();
-        Box::pin(async move { this.start(spec).await })
+        Box::pin(async move {
+            match launch {
+                Launch::Stdio(spec) => this.start(spec).await,
+                other => Err(other.unsupported("supervised")),
+            }
+        })
     }
 }
 
-/// Why attaching to a supervisor failed.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum AttachFailure {
-    /// Nothing answered (no socket, refused, or no hello within the deadline).
-    #[error("the supervisor does not answer: {0}")]
-    Unreachable(String),
-    /// It speaks an attach protocol this daemon cannot adopt.
-    #[error("the supervisor speaks attach protocol {theirs}, this daemon {ours}")]
-    Incompatible {
-        /// The supervisor's version.
-        theirs: Version,
-        /// Ours.
-        ours: Version,
-    },
-    /// It answered, but not with the attach protocol.
-    #[error("attach protocol error: {0}")]
-    Protocol(String),
-}
-
 impl SupervisedLauncher {
-    async fn start(&self, spec: LaunchSpec) -> Result<Link, LaunchError> {
-        let fail = |message: String| LaunchError::Spawn { command: spec.command.clone(), message };
+    async fn start(&self, spec: StdioSpec) -> Result<Link, TransportError> {
+        let fail = |message: String| TransportError::Start { command: spec.command.clone(), message };
         create_private_dir(&self.sup_dir)
             .map_err(|e| fail(format!("cannot create {}: {e}", self.sup_dir.display())))?;
         let id = instance_id(&spec);
         let lossy = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
         let request = LaunchRequest {
             id: id.clone(),
-            server: spec.identity.server.clone(),
-            fingerprint: spec.identity.fingerprint.clone(),
-            cache_key: spec.identity.cache_key.clone(),
-            key: spec.identity.key.clone(),
-            sharing: spec.identity.sharing.clone(),
+            identity: spec.identity.clone(),
             dir: self.sup_dir.clone(),
             command: spec.command.clone(),
             program: spec.program.clone(),
@@ -116,37 +101,40 @@ impl SupervisedLauncher {
         if read.is_err() {
             return Err(fail(format!("the supervisor did not report readiness within {deadline:?}")));
         }
-        #[derive(serde::Deserialize)]
-        struct Ready {
-            #[serde(default)]
-            error: Option<String>,
-        }
         let text = String::from_utf8_lossy(&report);
-        let ready: Ready = serde_json::from_str(text.trim())
-            .map_err(|_| fail(format!("the supervisor failed to start: {}", text.trim())))?;
-        if let Some(message) = ready.error {
-            return Err(LaunchError::Spawn {
-                command: spec.command.clone(),
-                message: strip_prefix(&message, &spec.command),
-            });
-        }
+        readiness(&text, &spec.command).map_err(fail)?;
         let socket = self.sup_dir.join(format!("{id}.sock"));
-        let (hello, link) = attach(&socket, &spec.identity.server, spec.max_message_bytes, Duration::from_secs(10))
+        let (shook, link) = connect(&socket, &spec.identity.server, spec.max_message_bytes, ATTACH_DEADLINE)
             .await
             .map_err(|e| fail(e.to_string()))?;
-        tracing::info!(server = %spec.identity.server, supervisor = hello.record.supervisor.pid, id, "supervisor started");
+        tracing::info!(server = %spec.identity.server, supervisor = shook.hello.record.supervisor.pid, id, "supervisor started");
         Ok(link)
     }
 }
 
-/// The supervisor's exec error reads "cannot start `cmd`: why"; the launch error
-/// adds that prefix itself.
-fn strip_prefix(message: &str, command: &str) -> String {
-    message.strip_prefix(&format!("cannot start `{command}`: ")).unwrap_or(message).to_owned()
+/// Reads the supervisor's readiness line: `Ok` for a JSON object without `error`.
+///
+/// Errors: the message to put after "cannot start `<command>`: ": the supervisor's
+/// own error without that prefix, which it also writes; or the text, when it is not
+/// JSON.
+fn readiness(text: &str, command: &str) -> Result<(), String> {
+    #[derive(serde::Deserialize)]
+    struct Ready {
+        #[serde(default)]
+        error: Option<String>,
+    }
+    let ready: Ready =
+        serde_json::from_str(text.trim()).map_err(|_| format!("the supervisor failed to start: {}", text.trim()))?;
+    match ready.error {
+        Some(message) => {
+            Err(message.strip_prefix(&format!("cannot start `{command}`: ")).unwrap_or(&message).to_owned())
+        }
+        None => Ok(()),
+    }
 }
 
 /// A short id, unique per launch: the socket and record are named after it.
-fn instance_id(spec: &LaunchSpec) -> String {
+fn instance_id(spec: &StdioSpec) -> String {
     let mut h = Sha256::new();
     h.update(spec.identity.fingerprint.as_bytes());
     h.update(spec.identity.key.as_bytes());
@@ -160,66 +148,40 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
-/// Attaches to the supervisor listening on `socket`: reads its preamble and hello,
-/// answers with this daemon's preamble and the hello's next epoch, and returns the
-/// hello and a live link. Every step has `deadline`.
+/// Attaches to the supervisor listening on `socket` (the handshake, each step with
+/// `deadline`) and returns what it said and a live link for server `server`.
 ///
-/// Errors: [`AttachFailure::Incompatible`] for a supervisor whose major version this
-/// daemon cannot adopt (the connection is closed, the supervisor is left alone).
-pub async fn attach(
+/// Errors: as [`handshake`]; connecting is [`AttachFailure::Unreachable`].
+pub(super) async fn connect(
     socket: &Path,
     server: &str,
     max_message_bytes: usize,
     deadline: Duration,
-) -> Result<(Hello, Link), AttachFailure> {
-    let unreachable = |e: std::io::Error| AttachFailure::Unreachable(e.to_string());
-    let timed = |what: &str| AttachFailure::Unreachable(format!("no {what} within {deadline:?}"));
-    let mut stream = tokio::time::timeout(deadline, UnixStream::connect(socket))
+) -> Result<(Handshake, Link), AttachFailure> {
+    let stream = tokio::time::timeout(deadline, UnixStream::connect(socket))
         .await
-        .map_err(|_| timed("connection"))?
-        .map_err(unreachable)?;
-    let mut preamble = [0u8; attach::PREAMBLE_LEN];
-    tokio::time::timeout(deadline, stream.read_exact(&mut preamble))
-        .await
-        .map_err(|_| timed("preamble"))?
-        .map_err(unreachable)?;
-    let theirs = attach::decode_preamble(&preamble).map_err(|e| AttachFailure::Protocol(e.to_string()))?;
-    let ours = Version::ours();
-    if !ours.daemon_can_adopt(theirs) {
-        return Err(AttachFailure::Incompatible { theirs, ours });
-    }
-    let mut decoder = FrameDecoder::new();
-    let hello: Hello = tokio::time::timeout(deadline, async {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match decoder.next_frame().map_err(|e| AttachFailure::Protocol(e.to_string()))? {
-                Some(f) if f.kind == Kind::Hello => {
-                    return f.body::<Hello>("hello").map_err(|e| AttachFailure::Protocol(e.to_string()));
-                }
-                Some(_) => continue,
-                None => {}
-            }
-            let n = stream.read(&mut buf).await.map_err(unreachable)?;
-            if n == 0 {
-                return Err(AttachFailure::Unreachable("the supervisor closed the connection".into()));
-            }
-            decoder.push(&buf[..n]);
-        }
-    })
-    .await
-    .map_err(|_| timed("hello"))??;
-    let epoch = hello.next_epoch.max(1);
-    let mut out = attach::encode_preamble(ours).to_vec();
-    let _ = Frame::json(Kind::Attach, &Attach { epoch }).encode(&mut out);
-    stream.write_all(&out).await.map_err(unreachable)?;
+        .map_err(|_| AttachFailure::Unreachable(format!("no connection within {deadline:?}")))?
+        .map_err(|e| AttachFailure::Unreachable(e.to_string()))?;
+    let mut conn = AttachConn::new(stream);
+    let shook = handshake(&mut conn, deadline).await?;
+    let dir = socket.parent().map(Path::to_path_buf).unwrap_or_default();
+    let link = link(conn, &shook, server, max_message_bytes, dir);
+    Ok((shook, link))
+}
 
-    let record = Arc::new(Mutex::new(hello.record.clone()));
+/// Runs the link over an attached connection: spawns the frame reader and writer.
+/// `dir` holds the supervisor's files, removed if it turns out to have died.
+fn link<S>(conn: AttachConn<S>, shook: &Handshake, server: &str, max_message_bytes: usize, dir: PathBuf) -> Link
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let hello = &shook.hello;
     let info = Arc::new(LinkInfo::new(
         hello.record.child.map(|c| c.pid),
         Some(SupervisorInfo {
             id: hello.record.id.clone(),
             pid: hello.record.supervisor.pid,
-            protocol: theirs.to_string(),
+            protocol: shook.theirs.to_string(),
         }),
     ));
     info.dropped_bytes.fetch_add(hello.stdout_dropped, Ordering::Relaxed);
@@ -234,28 +196,30 @@ pub async fn attach(
     let (in_tx, in_rx) = mpsc::channel(256);
     let (out_tx, out_rx) = mpsc::channel(256);
     let (ctl_tx, ctl_rx) = mpsc::channel(8);
-    let last_heard = Arc::new(AtomicU64::new(0));
+    let heard = Arc::new(Heard::new());
     let dead = Arc::new(Notify::new());
-    let started = Instant::now();
-    let (rd, wr) = stream.into_split();
-    let dir = socket.parent().map(Path::to_path_buf).unwrap_or_default();
-    tokio::spawn(read_frames(Reader {
-        rd,
-        decoder,
+    let (frames_in, frames_out) = conn.split();
+    let reader = Reader {
+        frames: frames_in,
         parser: StdoutParser::new(max_message_bytes, info.clone(), server.to_owned()),
         sink: StderrSink::new(info.clone(), server.to_owned()),
         tx: in_tx,
         ctl: ctl_tx,
         info: info.clone(),
-        record,
-        dir,
+        record: Mutex::new(hello.record.clone()),
         server: server.to_owned(),
-        last_heard: last_heard.clone(),
-        started,
+        heard: heard.clone(),
         dead: dead.clone(),
-    }));
-    tokio::spawn(write_frames(wr, out_rx, ctl_rx, last_heard, started, dead));
-    if let (Some(exit), attach::ChildState::Exited) = (hello.exit, &hello.state) {
+    };
+    tokio::spawn(async move {
+        let mut reader = reader;
+        if let End::Broken(reason) = reader.run().await {
+            let record = crate::sync::lock(&reader.record).clone();
+            lost(&record, &dir, reason, &reader.server, &reader.tx).await;
+        }
+    });
+    tokio::spawn(write_frames(frames_out, out_rx, ctl_rx, heard, dead));
+    if let (Some(exit), ChildState::Exited) = (hello.exit, &hello.state) {
         tracing::info!(
             server,
             code = exit.code,
@@ -263,130 +227,150 @@ pub async fn attach(
             "the server exited while no daemon was attached"
         );
     }
-    Ok((hello, Link { tx: out_tx, rx: in_rx, info, epoch, resumed: None }))
+    let resumed = hello.session.as_ref().map(|s| s.get().to_owned());
+    Link { tx: out_tx, rx: in_rx, info, epoch: shook.epoch, resumed }
 }
 
-struct Reader {
-    rd: OwnedReadHalf,
-    decoder: FrameDecoder,
+/// When the supervisor was last heard from, for the silence check.
+#[derive(Debug)]
+struct Heard {
+    started: Instant,
+    /// Milliseconds after `started`.
+    at_ms: AtomicU64,
+}
+
+impl Heard {
+    fn new() -> Heard {
+        Heard { started: Instant::now(), at_ms: AtomicU64::new(0) }
+    }
+
+    fn touch(&self) {
+        self.at_ms.store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    fn silent_for(&self) -> Duration {
+        self.started.elapsed().saturating_sub(Duration::from_millis(self.at_ms.load(Ordering::Relaxed)))
+    }
+}
+
+/// How the reader ended.
+#[derive(Debug, PartialEq, Eq)]
+enum End {
+    /// Its last item is sent (the exit, a takeover), or the instance is gone.
+    Done,
+    /// The connection ended without an exit: the supervisor may have died.
+    Broken(String),
+}
+
+/// The reading side of a supervised link.
+struct Reader<R> {
+    frames: FrameReader<R>,
     parser: StdoutParser,
     sink: StderrSink,
     tx: mpsc::Sender<Inbound>,
+    /// Control frames for the writer to send first (the exit's acknowledgement).
     ctl: mpsc::Sender<Frame>,
     info: Arc<LinkInfo>,
-    record: Arc<Mutex<Record>>,
-    dir: PathBuf,
+    /// The supervisor's record as the hello gave it, its child updated on restarts.
+    record: Mutex<Record>,
     server: String,
-    last_heard: Arc<AtomicU64>,
-    started: Instant,
+    heard: Arc<Heard>,
+    /// Notified by the writer when the supervisor has been silent too long.
     dead: Arc<Notify>,
 }
 
-/// Reads the supervisor's frames until the exit, a takeover, or the connection ends.
-async fn read_frames(mut r: Reader) {
-    let mut buf = vec![0u8; 64 * 1024];
-    let end = loop {
-        let n = tokio::select! {
-            read = r.rd.read(&mut buf) => match read {
-                Ok(0) | Err(_) => break None,
-                Ok(n) => n,
-            },
-            () = r.dead.notified() => break Some(format!("the supervisor was silent for {}s", SILENCE.as_secs())),
-        };
-        r.last_heard.store(r.started.elapsed().as_millis() as u64, Ordering::Relaxed);
-        r.decoder.push(&buf[..n]);
+impl<R: AsyncRead + Unpin> Reader<R> {
+    /// Reads the supervisor's frames until the exit, a takeover, or the connection ends.
+    async fn run(&mut self) -> End {
         loop {
-            let frame = match r.decoder.next_frame() {
-                Ok(Some(f)) => f,
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::warn!(server = %r.server, error = %e, "attach protocol error; dropping the connection");
-                    return lost(&r, format!("attach protocol error: {e}")).await;
+            let read = tokio::select! {
+                read = self.frames.read_frame() => read,
+                () = self.dead.notified() => {
+                    return End::Broken(format!("the supervisor was silent for {}s", SILENCE.as_secs()));
                 }
             };
-            match frame.kind {
-                Kind::Stdout => {
-                    let receiver_alive = r.parser.feed(&frame.payload, &r.tx).await;
-                    if !receiver_alive {
-                        return;
-                    }
+            let frame = match read {
+                Ok(Some(frame)) => frame,
+                Ok(None) | Err(super::attach::ConnError::Io(_)) => {
+                    return End::Broken("the connection to its supervisor broke".into());
                 }
-                Kind::Stderr => r.sink.push(&frame.payload),
-                Kind::Exited => {
-                    let status: Option<ExitStatus> = frame.body("exited").ok().flatten();
-                    r.parser.finish(&r.tx).await;
-                    r.sink.flush();
-                    let exit = ExitInfo { code: status.and_then(|s| s.code), signal: status.and_then(|s| s.signal) };
-                    tracing::info!(server = %r.server, "server {exit}");
-                    let _ = r.ctl.send(Frame::new(Kind::AckExit, Vec::new())).await;
-                    let _ = r.tx.send(Inbound::Exited(exit)).await;
-                    return;
+                Err(e) => {
+                    tracing::warn!(server = %self.server, error = %e, "attach protocol error; dropping the connection");
+                    return End::Broken(e.to_string());
                 }
-                Kind::Restarted => {
-                    if let Ok(Restarted { child }) = frame.body::<Restarted>("restarted") {
-                        r.info.set_pid(child.pid);
-                        if let Ok(mut rec) = r.record.lock() {
-                            rec.child = Some(child);
-                        }
-                        let _ = r.tx.send(Inbound::Restarted(child.pid)).await;
-                    }
-                }
-                Kind::Superseded => {
-                    let _ = r.tx.send(Inbound::Lost("a newer daemon attached to its supervisor".into())).await;
-                    return;
-                }
-                _ => {}
+            };
+            self.heard.touch();
+            if let Some(end) = self.frame(frame).await {
+                return end;
             }
         }
-    };
-    let reason = end.unwrap_or_else(|| "the connection to its supervisor broke".into());
-    lost(&r, reason).await;
+    }
+
+    /// Handles one frame; `Some` when it was the last.
+    async fn frame(&mut self, frame: Frame) -> Option<End> {
+        match frame.kind {
+            Kind::Stdout => {
+                let receiver_alive = self.parser.feed(&frame.payload, &self.tx).await;
+                if !receiver_alive {
+                    return Some(End::Done);
+                }
+            }
+            Kind::Stderr => self.sink.push(&frame.payload),
+            Kind::Exited => {
+                let status: Option<ExitStatus> = frame.body("exited").ok().flatten();
+                self.parser.finish(&self.tx).await;
+                self.sink.flush();
+                let exit = ExitInfo { code: status.and_then(|s| s.code), signal: status.and_then(|s| s.signal) };
+                tracing::info!(server = %self.server, "server {exit}");
+                let _ = self.ctl.send(Frame::new(Kind::AckExit, Vec::new())).await;
+                let _ = self.tx.send(Inbound::Exited(exit)).await;
+                return Some(End::Done);
+            }
+            Kind::Restarted => {
+                if let Ok(Restarted { child }) = frame.body::<Restarted>("restarted") {
+                    self.info.set_pid(child.pid);
+                    crate::sync::lock(&self.record).child = Some(child);
+                    let _ = self.tx.send(Inbound::Restarted(child.pid)).await;
+                }
+            }
+            Kind::Superseded => {
+                let _ = self.tx.send(Inbound::Lost("a newer daemon attached to its supervisor".into())).await;
+                return Some(End::Done);
+            }
+            _ => {}
+        }
+        None
+    }
 }
 
-/// The connection ended without an exit: find out whether the supervisor died, and
-/// if so kill its orphaned server (after checking its start time: pids are reused)
-/// and remove what it left.
-async fn lost(r: &Reader, reason: String) {
-    let record = r.record.lock().map(|g| g.clone()).ok();
+/// The connection to the supervisor of `rec` ended without an exit: find out whether
+/// the supervisor died, and if so kill its orphaned server (after checking its start
+/// time: pids are reused) and remove what it left in `dir`. Then the link of
+/// `server` reports the loss on `tx`.
+async fn lost(rec: &Record, dir: &Path, reason: String, server: &str, tx: &mpsc::Sender<Inbound>) {
     let mut reason = reason;
-    if let Some(rec) = record {
-        // A connection that ends without an exit usually means the supervisor died;
-        // its descriptors close while it is still exiting, so give it a moment.
-        let sup = rec.supervisor;
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while mcpx_platform::liveness(sup.pid, Some(sup.start_time)) == Liveness::Running && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        if mcpx_platform::liveness(sup.pid, Some(sup.start_time)) != Liveness::Running {
-            reason = format!("its supervisor (pid {}) died", rec.supervisor.pid);
-            reap_orphan(&rec, &r.dir);
-        }
+    // A connection that ends without an exit usually means the supervisor died; its
+    // descriptors close while it is still exiting, so give it a moment.
+    let sup = rec.supervisor;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while mcpx_platform::liveness(sup.pid, Some(sup.start_time)) == Liveness::Running && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    tracing::warn!(server = %r.server, "instance lost: {reason}");
-    let _ = r.tx.send(Inbound::Lost(reason)).await;
-}
-
-/// Kills the server of a dead supervisor, if it still runs with the recorded start
-/// time, and removes the supervisor's socket and record.
-pub fn reap_orphan(rec: &Record, dir: &Path) {
-    if let Some(ProcessId { pid, start_time }) = rec.child {
-        if mcpx_platform::liveness(pid, Some(start_time)) == Liveness::Running {
-            tracing::info!(server = %rec.server, pid, "killing the orphaned server of a dead supervisor");
-            let _ = process::signal_group(pid, Signal::SIGKILL);
-        }
+    if mcpx_platform::liveness(sup.pid, Some(sup.start_time)) != Liveness::Running {
+        reason = format!("its supervisor (pid {}) died", sup.pid);
+        sup_dir::reap_orphan(rec, dir);
     }
-    let _ = std::fs::remove_file(dir.join(format!("{}.sock", rec.id)));
-    let _ = std::fs::remove_file(dir.join(format!("{}.json", rec.id)));
+    tracing::warn!(server, "instance lost: {reason}");
+    let _ = tx.send(Inbound::Lost(reason)).await;
 }
 
 /// Writes messages (split into message-atomic stdin frames), control frames and
 /// heartbeats; declares the supervisor dead after [`SILENCE`].
-async fn write_frames(
-    mut wr: OwnedWriteHalf,
+async fn write_frames<W: AsyncWrite + Unpin>(
+    mut out: FrameWriter<W>,
     mut rx: mpsc::Receiver<Outbound>,
     mut ctl: mpsc::Receiver<Frame>,
-    last_heard: Arc<AtomicU64>,
-    started: Instant,
+    heard: Arc<Heard>,
     dead: Arc<Notify>,
 ) {
     let mut beat = tokio::time::interval(HEARTBEAT);
@@ -397,60 +381,55 @@ async fn write_frames(
     #[cfg(not(feature = "test-hooks"))]
     let pause_mid_message: Option<PathBuf> = None;
     loop {
-        let mut out = Vec::new();
         tokio::select! {
             // Control frames (the exit's acknowledgement) go first, so one is never
             // lost to the instance going away at the same moment.
             biased;
             Some(frame) = ctl.recv() => {
-                let _ = frame.encode(&mut out);
+                let _ = out.queue(&frame);
             }
             item = rx.recv() => match item {
                 Some(Outbound::Message(m)) => {
                     let mut bytes = m.into_string().into_bytes();
                     bytes.push(b'\n');
-                    let mut chunks = bytes.chunks(attach::MAX_FRAME).peekable();
-                    while let Some(chunk) = chunks.next() {
-                        let kind = if chunks.peek().is_some() { Kind::Stdin } else { Kind::StdinEnd };
-                        let _ = Frame::new(kind, chunk.to_vec()).encode(&mut out);
-                        if let (Some(marker), Kind::Stdin) = (&pause_mid_message, kind) {
-                            let _ = wr.write_all(&out).await;
+                    for frame in stdin_frames(&bytes) {
+                        let _ = out.queue(&frame);
+                        if let (Some(marker), Kind::Stdin) = (&pause_mid_message, frame.kind) {
+                            let _ = out.flush().await;
                             let _ = std::fs::write(marker, b"paused");
                             std::future::pending::<()>().await;
                         }
                     }
                 }
                 Some(Outbound::Terminate) => {
-                    let _ = Frame::new(Kind::Terminate, Vec::new()).encode(&mut out);
+                    let _ = out.queue(&Frame::new(Kind::Terminate, Vec::new()));
                 }
                 Some(Outbound::Restart) => {
-                    let _ = Frame::new(Kind::Restart, Vec::new()).encode(&mut out);
+                    let _ = out.queue(&Frame::new(Kind::Restart, Vec::new()));
                 }
                 Some(Outbound::StoreSession(s)) => {
-                    let _ = Frame::new(Kind::StoreSession, s.into_bytes()).encode(&mut out);
+                    let _ = out.queue(&Frame::new(Kind::StoreSession, s.into_bytes()));
                 }
                 // The instance is gone; its supervisor keeps the server for the next daemon.
                 None => {
                     while let Ok(frame) = ctl.try_recv() {
-                        let _ = frame.encode(&mut out);
+                        let _ = out.queue(&frame);
                     }
-                    let _ = wr.write_all(&out).await;
+                    let _ = out.flush().await;
                     return;
                 }
             },
             _ = beat.tick() => {
-                let heard = Duration::from_millis(last_heard.load(Ordering::Relaxed));
-                if started.elapsed().saturating_sub(heard) > SILENCE {
+                if heard.silent_for() > SILENCE {
                     dead.notify_one();
                     return;
                 }
-                let _ = Frame::new(Kind::Heartbeat, Vec::new()).encode(&mut out);
+                let _ = out.queue(&Frame::new(Kind::Heartbeat, Vec::new()));
             }
         }
-        if let Err(e) = wr.write_all(&out).await {
+        if let Err(e) = out.flush().await {
             tracing::debug!(error = %e, "writing to a supervisor failed");
             return;
         }
-        tracing::trace!(bytes = out.len(), "wrote to a supervisor");
     }
 }

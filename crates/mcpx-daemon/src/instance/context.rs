@@ -1,0 +1,63 @@
+//! Who a request is for: the caller's context, which receives what the server
+//! sends about the request, and where an MCP client's answers to forwarded server
+//! requests are matched up.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcpx_proto::Message;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::sync::lock;
+
+/// Who a request is for, so what the server sends about it reaches that caller
+/// (design: "Pools", server-to-client requests).
+#[derive(Debug, Default)]
+pub struct CallContext {
+    /// A label for `status` (`holders`): the caller's session, pid or key.
+    pub label: String,
+    /// Receives the notifications that belong to this request: progress (with the
+    /// caller's own token restored) and, while it is the only request in flight,
+    /// the server's log messages.
+    pub notify: Option<mpsc::UnboundedSender<Message>>,
+    /// The roots the caller offers for `roots/list` (a shell caller: its working
+    /// directory); `None` when it has none to offer.
+    pub roots: Option<Vec<std::path::PathBuf>>,
+    /// An MCP client that answers server requests itself: the methods it declared
+    /// (`sampling/createMessage`, `elicitation/create`, `roots/list`) and where its
+    /// answers arrive. Requests go to it over `notify`.
+    pub client: Option<(Vec<String>, Arc<ClientReplies>)>,
+}
+
+/// Where an MCP client's answers to forwarded server requests are matched up, by
+/// the id mcpx gave each request on its way to the client.
+#[derive(Debug, Default)]
+pub struct ClientReplies {
+    waiting: Mutex<HashMap<String, oneshot::Sender<Message>>>,
+    next: AtomicU64,
+}
+
+impl ClientReplies {
+    /// Hands a client's response to the server request waiting for it; false when
+    /// no request has that id (late or unknown).
+    pub fn deliver(&self, response: Message) -> bool {
+        let id = response.id().unwrap_or("null").to_owned();
+        match lock(&self.waiting).remove(&id) {
+            Some(tx) => tx.send(response).is_ok(),
+            None => false,
+        }
+    }
+
+    /// A new id for a request forwarded to the client, and where its answer arrives.
+    pub(super) fn register(&self) -> (String, oneshot::Receiver<Message>) {
+        let id = format!("\"mcpx-{}\"", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.waiting).insert(id.clone(), tx);
+        (id, rx)
+    }
+}
+
+/// How long an MCP client has to answer a forwarded server request.
+pub const CLIENT_ANSWER_TIMEOUT: Duration = Duration::from_secs(300);

@@ -1,0 +1,166 @@
+//! Remote servers (`url` entries): the MCP streamable HTTP transport (MCP 2025-11-25,
+//! Transports, "Streamable HTTP") and the legacy HTTP+SSE transport (MCP 2024-11-05,
+//! Transports, "HTTP with SSE"), behind the same `Link` as a stdio server.
+//!
+//! One link is one MCP session. Each outbound message is one POST; its answer (JSON,
+//! or an SSE stream carrying progress, server requests and finally the response) is
+//! turned into `Inbound` items as it arrives, so the instance routes ids, progress,
+//! cancellation and server-to-client requests exactly as for a stdio server.
+//!
+//! - The `Mcp-Session-Id` the server assigns at `initialize` is sent on every later
+//!   request, with `MCP-Protocol-Version` once negotiated ("Session Management",
+//!   "Protocol Version Header").
+//! - A 404 for the session means the server forgot it: the link repeats the original
+//!   `initialize` (and `notifications/initialized`) without the instance noticing, and
+//!   retries the request once.
+//! - An SSE answer that ends before its response is resumed with a GET carrying
+//!   `Last-Event-ID`, after the `retry` delay the stream asked for ("Resumability and
+//!   Redelivery").
+//! - The optional GET stream for server-initiated messages is opened after
+//!   `notifications/initialized`; a 405 means the server offers none.
+//! - A server that answers the `initialize` POST with 400, 404 or 405 is an old
+//!   HTTP+SSE server ("Backwards Compatibility"): the link opens the SSE stream, waits
+//!   for its `endpoint` event and carries on with that transport. `transport: "sse"`
+//!   goes there directly.
+//! - The session is kept in the state directory (`remote/<fingerprint>-<key hash>.json`,
+//!   0600), so a later daemon re-uses it without a new `initialize`. Stopping the
+//!   instance (`Outbound::Terminate`) sends `DELETE` and forgets the file; dropping the
+//!   link (the daemon exits) does neither.
+
+mod legacy;
+mod session;
+mod store;
+mod streamable;
+mod wording;
+
+pub use store::{KeptRemote, kept_remotes};
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use self::session::{CONNECT_TIMEOUT, Remote, RemoteState};
+use self::store::SessionFile;
+use crate::config::RemoteKind;
+use crate::sync::lock;
+use crate::transport::launch::{BoxFuture, Launch, Launcher, RemoteEndpoint};
+use crate::transport::link::{ExitInfo, Inbound, Link, LinkInfo, Outbound, TransportError};
+
+/// Starts remote instances: one HTTP client (connection pool) for the daemon.
+#[derive(Debug, Clone)]
+pub struct RemoteLauncher {
+    http: reqwest::Client,
+    sessions: PathBuf,
+}
+
+impl Launcher for RemoteLauncher {
+    fn launch(&self, launch: Launch) -> BoxFuture<'static, Result<Link, TransportError>> {
+        let this = self.clone();
+        Box::pin(async move {
+            match launch {
+                Launch::Remote(spec) => this.open(spec),
+                other => Err(other.unsupported("remote")),
+            }
+        })
+    }
+}
+
+impl RemoteLauncher {
+    /// A launcher keeping sessions under `sessions` (`<state>/remote`).
+    ///
+    /// Errors: the TLS backend cannot load the system's root certificates.
+    pub fn new(sessions: PathBuf) -> Result<RemoteLauncher, TransportError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .user_agent(concat!("mcpx/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| TransportError::Setup(wording::chain(&e)))?;
+        Ok(RemoteLauncher { http, sessions })
+    }
+
+    /// Opens the link of one instance. Nothing is sent until the instance's first
+    /// message (`initialize`); a session a previous daemon kept for this instance is
+    /// taken up instead, and returned in [`Link::resumed`].
+    ///
+    /// Errors: the URL or a header is malformed (named, its value never shown).
+    fn open(&self, spec: RemoteEndpoint) -> Result<Link, TransportError> {
+        let (url, headers) =
+            spec.parts().map_err(|message| TransportError::Start { command: spec.written_url.clone(), message })?;
+        let store = (spec.kind == RemoteKind::Http).then(|| self.sessions.join(store::file_name(&spec.identity)));
+        let stored = store.as_deref().and_then(|p| SessionFile::load(p, &spec.written_url));
+        let epoch = stored.as_ref().map_or(1, |s| s.epoch.saturating_add(1));
+        let (out_tx, out_rx) = mpsc::channel(64);
+        let (in_tx, in_rx) = mpsc::channel(256);
+        let info = Arc::new(LinkInfo::remote(spec.written_url.clone()));
+        let resumed = stored.as_ref().map(|s| s.session.clone());
+        if stored.is_some() {
+            tracing::info!(server = %spec.identity.server, url = %spec.written_url, "re-using the MCP session a previous daemon kept");
+        }
+        let remote = Arc::new(Remote {
+            http: self.http.clone(),
+            url,
+            headers,
+            identity: spec.identity.clone(),
+            kind: spec.kind,
+            written_url: spec.written_url.clone(),
+            max: spec.max_message_bytes,
+            inbound: in_tx,
+            info: info.clone(),
+            store,
+            epoch,
+            state: Mutex::new(RemoteState {
+                id: stored.as_ref().map(|s| s.session_id.clone()),
+                protocol: stored.as_ref().map(|s| s.protocol_version.clone()),
+                initialize: stored.as_ref().map(|s| s.initialize.clone()),
+                session: stored.map(|s| s.session),
+                legacy: None,
+            }),
+            connect: tokio::sync::Mutex::new(()),
+            background: Mutex::new(Vec::new()),
+        });
+        if resumed.is_some() {
+            drop(remote.clone().start_listening());
+        }
+        tokio::spawn(run(remote, out_rx));
+        Ok(Link { tx: out_tx, rx: in_rx, info, epoch, resumed })
+    }
+}
+
+/// Serves the instance's outbound messages until it stops or drops the link.
+async fn run(remote: Arc<Remote>, mut out: mpsc::Receiver<Outbound>) {
+    let mut tasks = JoinSet::new();
+    loop {
+        tokio::select! {
+            item = out.recv() => match item {
+                // `initialized` goes before anything after it: the server may only
+                // then offer some tools, and say so on the GET stream.
+                Some(Outbound::Message(m)) if m.method() == Some("notifications/initialized") => {
+                    remote.clone().send(m).await;
+                }
+                Some(Outbound::Message(m)) => {
+                    tasks.spawn(remote.clone().send(m));
+                }
+                Some(Outbound::StoreSession(json)) => {
+                    lock(&remote.state).session = Some(json);
+                    remote.save();
+                }
+                Some(Outbound::Restart) => {
+                    tracing::warn!(server = %remote.identity.server, "a remote instance cannot be restarted in place; stop it instead");
+                }
+                Some(Outbound::Terminate) => {
+                    tasks.abort_all();
+                    remote.abort_background();
+                    remote.end_session().await;
+                    let _ = remote.inbound.send(Inbound::Exited(ExitInfo::ENDED)).await;
+                    return;
+                }
+                // The daemon is going away: the session stays for the next one.
+                None => break,
+            },
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+        }
+    }
+    remote.abort_background();
+}

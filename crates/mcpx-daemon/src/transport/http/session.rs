@@ -1,0 +1,482 @@
+//! One remote MCP session ([`Remote`]): what it has negotiated, and the exchanges
+//! every transport flavour shares: POST and GET, reading a JSON or SSE answer (with
+//! resumption), handing its messages to the instance, ending and keeping the
+//! session, and the wording of transport failures.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcpx_proto::attach::Identity;
+use mcpx_proto::{Message, MessageKind, SseDecoder, SseEvent};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, WWW_AUTHENTICATE};
+use reqwest::{StatusCode, Url};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use super::store::SessionFile;
+use super::wording;
+use crate::config::RemoteKind;
+use crate::sync::lock;
+use crate::transport::link::{Inbound, LinkInfo, TransportError};
+
+/// The session header (MCP 2025-11-25, Transports, "Session Management").
+pub(super) const SESSION_ID: &str = "mcp-session-id";
+/// The negotiated revision on every request after `initialize` ("Protocol Version Header").
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// Where an SSE stream resumes ("Resumability and Redelivery").
+const LAST_EVENT_ID: &str = "last-event-id";
+/// How long connecting (TCP and TLS) may take.
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a `DELETE` of the session may take when an instance stops.
+const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Resumptions of one answer stream without a new event before it counts as failed.
+pub(super) const MAX_RESUMES: u32 = 5;
+/// The wait before resuming a stream that named no `retry`, in milliseconds.
+pub(super) const DEFAULT_RETRY_MS: u64 = 500;
+
+/// One remote MCP session.
+pub(super) struct Remote {
+    /// The daemon's one HTTP client.
+    pub(super) http: reqwest::Client,
+    /// The endpoint, expanded.
+    pub(super) url: Url,
+    /// Extra request headers, expanded (sensitive).
+    pub(super) headers: HeaderMap,
+    /// Who the instance is.
+    pub(super) identity: Identity,
+    /// Configured: streamable HTTP (with the fallback) or HTTP+SSE.
+    pub(super) kind: RemoteKind,
+    /// The endpoint as written, for messages.
+    pub(super) written_url: String,
+    /// `maxMessageBytes`.
+    pub(super) max: usize,
+    /// What the server sends, to the instance.
+    pub(super) inbound: mpsc::Sender<Inbound>,
+    /// The link's facts (dropped bytes, skipped messages).
+    pub(super) info: Arc<LinkInfo>,
+    /// The file the session is kept in (streamable HTTP only).
+    pub(super) store: Option<PathBuf>,
+    /// The epoch of this link's upstream ids.
+    pub(super) epoch: u32,
+    /// What is negotiated so far.
+    pub(super) state: Mutex<RemoteState>,
+    /// Held while (re)initializing or opening the HTTP+SSE stream: one at a time.
+    pub(super) connect: tokio::sync::Mutex<()>,
+    /// The GET stream and the HTTP+SSE stream: aborted when the link ends.
+    pub(super) background: Mutex<Vec<AbortHandle>>,
+}
+
+/// What the session has negotiated so far; changes as it (re)initializes.
+#[derive(Debug)]
+pub(super) struct RemoteState {
+    /// `Mcp-Session-Id`, once the server assigned one.
+    pub(super) id: Option<String>,
+    /// The negotiated revision.
+    pub(super) protocol: Option<String>,
+    /// The raw `initialize` request.
+    pub(super) initialize: Option<String>,
+    /// The instance's session (the `initialize` result), JSON, once stored.
+    pub(super) session: Option<String>,
+    /// The POST endpoint of the HTTP+SSE transport, once its stream named it.
+    pub(super) legacy: Option<Url>,
+}
+
+/// What to do with the messages of an answer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sink {
+    /// Hand them to the instance.
+    Forward,
+    /// Keep them from the instance (the answer to a repeated `initialize`).
+    Swallow,
+}
+
+/// What to do with data that is not a JSON-RPC message.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Junk {
+    /// Skip it (an SSE event).
+    Skip,
+    /// Fail the request (a JSON answer).
+    Fail,
+}
+
+impl Remote {
+    /// POSTs one message to the streamable HTTP endpoint.
+    pub(super) async fn post(&self, body: &str, sid: Option<&str>) -> Result<reqwest::Response, TransportError> {
+        let mut request = self
+            .http
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_owned());
+        if let Some(sid) = sid {
+            request = request.header(SESSION_ID, sid);
+        }
+        if let Some(v) = lock(&self.state).protocol.clone() {
+            request = request.header(PROTOCOL_VERSION, v);
+        }
+        request.send().await.map_err(|e| self.transport_error(&e))
+    }
+
+    /// Passes a successful response; turns any other into an error that says what to do.
+    pub(super) async fn check(&self, response: reqwest::Response) -> Result<reqwest::Response, TransportError> {
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let challenge = header(&response, WWW_AUTHENTICATE);
+        let body = response.text().await.unwrap_or_default();
+        Err(self.status_error(status, challenge, &body))
+    }
+
+    /// The error for an HTTP status other than success, saying what to do.
+    pub(super) fn status_error(&self, status: StatusCode, challenge: Option<String>, body: &str) -> TransportError {
+        TransportError::exchange(wording::status_message(status, &self.written_url, challenge.as_deref(), body))
+    }
+
+    /// Reads an answer: JSON, an SSE stream (resumed if it breaks before the response
+    /// to `wanted`), or nothing (202).
+    pub(super) async fn read_answer(
+        &self,
+        response: reqwest::Response,
+        wanted: Option<&str>,
+        sink: Sink,
+    ) -> Result<(), TransportError> {
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        if response.status() == StatusCode::ACCEPTED || response.content_length() == Some(0) {
+            return match wanted {
+                Some(_) => Err(TransportError::exchange(format!(
+                    "{} answered a request with HTTP {} and no response",
+                    self.written_url,
+                    response.status()
+                ))),
+                None => Ok(()),
+            };
+        }
+        match content_type.as_str() {
+            "text/event-stream" => self.read_stream(response, wanted, sink).await,
+            "application/json" => self.read_json(response, wanted, sink).await,
+            "" if wanted.is_none() => Ok(()),
+            other => Err(TransportError::exchange(format!(
+                "{} answered with Content-Type `{other}`, neither application/json nor text/event-stream",
+                self.written_url
+            ))),
+        }
+    }
+
+    pub(super) async fn read_json(
+        &self,
+        mut response: reqwest::Response,
+        wanted: Option<&str>,
+        sink: Sink,
+    ) -> Result<(), TransportError> {
+        let mut body = Vec::new();
+        let mut dropped = 0u64;
+        while let Some(chunk) = response.chunk().await.map_err(|e| self.transport_error(&e))? {
+            if dropped == 0 && body.len() + chunk.len() <= self.max {
+                body.extend_from_slice(&chunk);
+            } else {
+                dropped += (std::mem::take(&mut body).len() + chunk.len()) as u64;
+            }
+        }
+        if dropped > 0 {
+            self.report_oversize(dropped, wanted.map(str::to_owned)).await;
+            return Ok(());
+        }
+        let answered = self.deliver_data(&body, wanted, sink, Junk::Fail).await?;
+        if wanted.is_some() && !answered {
+            return Err(TransportError::exchange(format!("{} answered without the response", self.written_url)));
+        }
+        Ok(())
+    }
+
+    /// Reads an SSE answer; when it ends before the response to `wanted`, resumes it
+    /// from the last event id.
+    pub(super) async fn read_stream(
+        &self,
+        mut response: reqwest::Response,
+        wanted: Option<&str>,
+        sink: Sink,
+    ) -> Result<(), TransportError> {
+        let mut decoder = SseDecoder::new(self.max);
+        let mut resumes = 0;
+        loop {
+            let (answered, progressed) = self.pump(&mut response, &mut decoder, wanted, sink).await?;
+            if answered || wanted.is_none() {
+                return Ok(());
+            }
+            let last = decoder.last_event_id().to_owned();
+            if last.is_empty() {
+                return Err(TransportError::exchange(format!(
+                    "{} ended the answer stream before the response, with no event id to resume from",
+                    self.written_url
+                )));
+            }
+            resumes = if progressed { 1 } else { resumes + 1 };
+            if resumes > MAX_RESUMES {
+                return Err(TransportError::exchange(format!(
+                    "{} ended the answer stream {MAX_RESUMES} times in a row without the response",
+                    self.written_url
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(decoder.retry().unwrap_or(DEFAULT_RETRY_MS))).await;
+            decoder.finish();
+            response = self.check(self.get(Some(&last)).await?).await?;
+        }
+    }
+
+    /// Reads SSE events until the stream ends or the response to `wanted` arrived.
+    /// Returns (answered, any event seen).
+    pub(super) async fn pump(
+        &self,
+        response: &mut reqwest::Response,
+        decoder: &mut SseDecoder,
+        wanted: Option<&str>,
+        sink: Sink,
+    ) -> Result<(bool, bool), TransportError> {
+        let mut events = Vec::new();
+        let mut progressed = false;
+        loop {
+            let chunk = match response.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                // A broken stream is resumed like an ended one.
+                Ok(None) | Err(_) => return Ok((false, progressed)),
+            };
+            decoder.push(&chunk, &mut events);
+            for event in events.drain(..) {
+                progressed = true;
+                match event {
+                    SseEvent::Data { event, data } if event == "message" => {
+                        if self.deliver_data(&data, wanted, sink, Junk::Skip).await? {
+                            return Ok((true, true));
+                        }
+                    }
+                    SseEvent::Data { .. } => {}
+                    SseEvent::Oversize { bytes, id } => {
+                        let answers = id.is_some() && id.as_deref() == wanted;
+                        self.report_oversize(bytes, id).await;
+                        if answers {
+                            return Ok((true, true));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Counts a discarded oversize message and tells the instance, which fails the
+    /// request it answered (`id`, raw JSON).
+    pub(super) async fn report_oversize(&self, bytes: u64, id: Option<String>) {
+        self.info.dropped_bytes.fetch_add(bytes, Ordering::Relaxed);
+        if let Some(id) = &id {
+            let _ = self.inbound.send(Inbound::OversizeId(id.clone())).await;
+        }
+        let _ = self.inbound.send(Inbound::Oversize { bytes, id }).await;
+    }
+
+    /// Parses one JSON body or event and hands its messages on. Returns whether it
+    /// held the response to `wanted`. What is not JSON-RPC is counted, then skipped (an
+    /// event, like a stray stdout line) or an error (a whole JSON answer).
+    pub(super) async fn deliver_data(
+        &self,
+        data: &[u8],
+        wanted: Option<&str>,
+        sink: Sink,
+        junk: Junk,
+    ) -> Result<bool, TransportError> {
+        if data.iter().all(u8::is_ascii_whitespace) && junk == Junk::Skip {
+            return Ok(false);
+        }
+        let messages = match Message::parse_line(data) {
+            Ok(messages) => messages,
+            Err(e) => {
+                self.info.skipped_lines.fetch_add(1, Ordering::Relaxed);
+                self.info.dropped_bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
+                if junk == Junk::Fail {
+                    return Err(TransportError::exchange(format!(
+                        "{} answered with a JSON body that is not a JSON-RPC message ({e}){}",
+                        self.written_url,
+                        wording::quote(&String::from_utf8_lossy(data))
+                    )));
+                }
+                tracing::warn!(server = %self.identity.server, error = %e, "skipped an answer that is not a JSON-RPC message");
+                return Ok(false);
+            }
+        };
+        let mut answered = false;
+        for m in messages {
+            let is_answer = m.kind() == MessageKind::Response && wanted.is_some() && m.id() == wanted;
+            if is_answer {
+                answered = true;
+                if let Some(v) = negotiated_version(&m) {
+                    lock(&self.state).protocol = Some(v);
+                }
+            }
+            match sink {
+                Sink::Forward => {
+                    let _ = self.inbound.send(Inbound::Message(m)).await;
+                }
+                Sink::Swallow if is_answer => {
+                    if let Err(e) = mcpx_proto::response_result(&m) {
+                        return Err(TransportError::exchange(format!(
+                            "{} refused the repeated initialize: {e}",
+                            self.written_url
+                        )));
+                    }
+                }
+                Sink::Swallow => {}
+            }
+        }
+        Ok(answered)
+    }
+
+    /// GETs the endpoint as an SSE stream: the standalone stream, or a resumption.
+    pub(super) async fn get(&self, last_event_id: Option<&str>) -> Result<reqwest::Response, TransportError> {
+        let mut request =
+            self.http.get(self.url.clone()).headers(self.headers.clone()).header(ACCEPT, "text/event-stream");
+        let (sid, protocol) = {
+            let state = lock(&self.state);
+            (state.id.clone(), state.protocol.clone())
+        };
+        if let Some(sid) = sid {
+            request = request.header(SESSION_ID, sid);
+        }
+        if let Some(v) = protocol {
+            request = request.header(PROTOCOL_VERSION, v);
+        }
+        if let Some(id) = last_event_id {
+            request = request.header(LAST_EVENT_ID, id);
+        }
+        request.send().await.map_err(|e| self.transport_error(&e))
+    }
+
+    /// Ends the session: `DELETE` for streamable HTTP (a 405 means the server does not
+    /// allow it), and forgets the kept file.
+    pub(super) async fn end_session(&self) {
+        if let Some(path) = &self.store {
+            let _ = std::fs::remove_file(path);
+        }
+        let sid = lock(&self.state).id.take();
+        let Some(sid) = sid else { return };
+        if lock(&self.state).legacy.is_some() {
+            return;
+        }
+        let request = self
+            .http
+            .delete(self.url.clone())
+            .headers(self.headers.clone())
+            .header(SESSION_ID, sid)
+            .timeout(DELETE_TIMEOUT);
+        match request.send().await {
+            Ok(r) => {
+                tracing::info!(server = %self.identity.server, status = r.status().as_u16(), "ended the MCP session (DELETE)")
+            }
+            Err(e) => {
+                tracing::warn!(server = %self.identity.server, error = %self.describe(&e), "ending the MCP session (DELETE) failed")
+            }
+        }
+    }
+
+    /// Keeps the session for the next daemon, once it has an id and a stored result.
+    pub(super) fn save(&self) {
+        let Some(path) = &self.store else { return };
+        let stored = {
+            let state = lock(&self.state);
+            match (&state.id, &state.protocol, &state.initialize, &state.session, &state.legacy) {
+                (Some(id), Some(protocol), Some(init), Some(session), None) => SessionFile {
+                    url: self.written_url.clone(),
+                    fingerprint: self.identity.fingerprint.clone(),
+                    key: self.identity.key.clone(),
+                    session_id: id.clone(),
+                    protocol_version: protocol.clone(),
+                    initialize: init.clone(),
+                    session: session.clone(),
+                    epoch: self.epoch,
+                },
+                _ => return,
+            }
+        };
+        if let Err(e) = stored.save(path) {
+            tracing::warn!(server = %self.identity.server, path = %path.display(), error = %e, "cannot keep the MCP session for the next daemon");
+        }
+    }
+
+    /// Stops the background streams (the GET stream, the HTTP+SSE stream).
+    pub(super) fn abort_background(&self) {
+        for handle in lock(&self.background).drain(..) {
+            handle.abort();
+        }
+    }
+
+    /// What failed, without the URL: reqwest's outer layers repeat the URL expanded,
+    /// which may hold a secret (`${VAR}` in a query), and the innermost cause says what
+    /// failed. Any URL left is replaced with the one written in the configuration.
+    pub(super) fn describe(&self, e: &reqwest::Error) -> String {
+        let mut detail = wording::root_cause(e);
+        if let Some(expanded) = e.url() {
+            detail = detail.replace(expanded.as_str(), &self.written_url);
+        }
+        detail.replace(self.url.as_str(), &self.written_url)
+    }
+
+    /// An error of the HTTP client, classified and worded for the user.
+    pub(super) fn transport_error(&self, e: &reqwest::Error) -> TransportError {
+        let url = &self.written_url;
+        let detail = self.describe(e);
+        if e.is_timeout() {
+            TransportError::Exchange {
+                message: format!("timed out reaching {url}: {detail}"),
+                timed_out: true,
+                unreachable: e.is_connect(),
+            }
+        } else if let Some(tls) = wording::tls_error(e) {
+            TransportError::Exchange {
+                message: format!(
+                    "TLS with {url} failed: {tls}; check that the server speaks HTTPS there and that this machine's root certificates trust it"
+                ),
+                timed_out: false,
+                unreachable: true,
+            }
+        } else if e.is_connect() {
+            TransportError::Exchange {
+                message: format!(
+                    "cannot connect to {url}: {detail}; check that the server runs and the `url` is right"
+                ),
+                timed_out: false,
+                unreachable: true,
+            }
+        } else {
+            TransportError::exchange(format!("HTTP exchange with {url} failed: {detail}"))
+        }
+    }
+}
+
+/// A response header's value, when it is text.
+pub(super) fn header(response: &reqwest::Response, name: impl reqwest::header::AsHeaderName) -> Option<String> {
+    response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+}
+
+/// The `protocolVersion` of an `initialize` result, if `m` is one.
+pub(super) fn negotiated_version(m: &Message) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        result: Option<Result_>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Result_ {
+        #[serde(rename = "protocolVersion")]
+        protocol_version: Option<String>,
+    }
+    serde_json::from_str::<Answer>(m.as_str()).ok()?.result?.protocol_version
+}
