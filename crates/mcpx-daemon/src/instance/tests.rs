@@ -1,11 +1,21 @@
 //! The instance's routing over a channel-backed link, the test playing the server.
 
+use mcpx_proto::mcp::error_code;
 use serde_json::value::RawValue;
 
 use super::*;
+use crate::transport::TransportError;
 
-/// An instance over channels, with the test playing the server.
-fn instance() -> (Arc<Instance>, mpsc::Receiver<Outbound>, mpsc::Sender<Inbound>) {
+/// An instance over a channel-backed link (epoch 7, `maxMessageBytes` 1 MiB), the
+/// test playing the server: it reads `out` and writes `inbound`.
+struct Harness {
+    inst: Arc<Instance>,
+    out: mpsc::Receiver<Outbound>,
+    inbound: mpsc::Sender<Inbound>,
+    events: mpsc::UnboundedReceiver<(String, InstanceEvent)>,
+}
+
+fn harness() -> Harness {
     let (out_tx, out_rx) = mpsc::channel(16);
     let (in_tx, in_rx) = mpsc::channel(16);
     let link = Link { tx: out_tx, rx: in_rx, info: Arc::new(LinkInfo::new(Some(1), None)), epoch: 7, resumed: None };
@@ -23,8 +33,14 @@ fn instance() -> (Arc<Instance>, mpsc::Receiver<Outbound>, mpsc::Sender<Inbound>
         server_info: None,
         instructions: None,
     };
-    let (events, _) = mpsc::unbounded_channel();
-    (Instance::resume(spec, link, session, events), out_rx, in_tx)
+    let (events_tx, events) = mpsc::unbounded_channel();
+    Harness { inst: Instance::resume(spec, link, session, events_tx), out: out_rx, inbound: in_tx, events }
+}
+
+/// An instance over channels, with the test playing the server.
+fn instance() -> (Arc<Instance>, mpsc::Receiver<Outbound>, mpsc::Sender<Inbound>) {
+    let h = harness();
+    (h.inst, h.out, h.inbound)
 }
 
 async fn next_request(out: &mut mpsc::Receiver<Outbound>) -> Message {
@@ -97,4 +113,198 @@ async fn duplicate_and_late_responses_are_dropped() {
     let m = next_request(&mut out).await;
     inbound.send(Inbound::Message(Message::response(m.id().unwrap(), "{}"))).await.unwrap();
     assert!(next.await.unwrap().is_ok());
+}
+
+/// The next message the instance sent (requests, notifications and answers alike).
+async fn next_message(out: &mut mpsc::Receiver<Outbound>) -> Message {
+    loop {
+        if let Some(Outbound::Message(m)) = out.recv().await {
+            return m;
+        }
+    }
+}
+
+/// A JSON value of a message, for assertions.
+fn json(m: &Message) -> serde_json::Value {
+    serde_json::from_str(m.as_str()).unwrap()
+}
+
+/// Starts `request` on behalf of `ctx`, and returns the call and the request as the
+/// server received it.
+async fn call(
+    h: &mut Harness,
+    request: Message,
+    ctx: CallContext,
+) -> (tokio::task::JoinHandle<Result<Message, CallError>>, Message) {
+    let inst = h.inst.clone();
+    let task = tokio::spawn(async move { inst.forward(request, None, Arc::new(ctx)).await });
+    (task, next_request(&mut h.out).await)
+}
+
+/// A caller context with a notify channel, and its receiving end.
+fn notified(roots: Option<Vec<std::path::PathBuf>>) -> (CallContext, mpsc::UnboundedReceiver<Message>) {
+    let (notify, rx) = mpsc::unbounded_channel();
+    (CallContext { label: "session:t".into(), notify: Some(notify), roots, client: None }, rx)
+}
+
+#[tokio::test]
+async fn progress_reaches_its_caller_under_the_callers_own_token() {
+    let mut h = harness();
+    let (ctx, mut notes) = notified(None);
+    let request = Message::request("1", "tools/call", Some(r#"{"name":"slow","_meta":{"progressToken":"tok"}}"#));
+    let (task, upstream) = call(&mut h, request, ctx).await;
+    let id = upstream.id().unwrap().to_owned();
+    assert_eq!(upstream.progress_token(), Some(id.as_str()), "upstream, the token is the upstream id");
+    assert_eq!(h.inst.holders(), ["session:t"]);
+    let progress = |token: &str| {
+        Message::notification("notifications/progress", Some(&format!(r#"{{"progressToken":{token},"progress":1}}"#)))
+    };
+    // A token no request is waiting under, and one of an earlier epoch, go nowhere.
+    h.inbound.send(Inbound::Message(progress("\"tok\""))).await.unwrap();
+    h.inbound.send(Inbound::Message(progress(&UpstreamId { epoch: 6, seq: 1 }.to_json()))).await.unwrap();
+    h.inbound.send(Inbound::Message(progress(&id))).await.unwrap();
+    let note = notes.recv().await.unwrap();
+    assert_eq!(json(&note)["params"]["progressToken"], "tok");
+    h.inbound.send(Inbound::Message(Message::response(&id, "{}"))).await.unwrap();
+    assert_eq!(task.await.unwrap().unwrap().id(), Some("1"));
+    assert!(notes.try_recv().is_err(), "only the one progress notification arrived");
+    assert!(h.inst.holders().is_empty());
+}
+
+#[tokio::test]
+async fn a_timeout_cancels_the_request_upstream() {
+    let mut h = harness();
+    let gave_up = h.inst.request(Message::request("1", "tools/call", None), Some(Duration::from_millis(20))).await;
+    assert!(matches!(gave_up, Err(CallError::Timeout(_))));
+    let upstream = next_request(&mut h.out).await;
+    let cancel = next_message(&mut h.out).await;
+    assert_eq!(cancel.method(), Some("notifications/cancelled"));
+    let params = &json(&cancel)["params"];
+    assert_eq!(params["requestId"].to_string(), upstream.id().unwrap(), "the upstream id, as a number");
+    assert_eq!(params["reason"], "timeout");
+    assert_eq!(h.inst.in_flight(), 0);
+}
+
+#[tokio::test]
+async fn a_caller_that_stops_waiting_cancels_the_request_upstream() {
+    let mut h = harness();
+    let (task, upstream) = call(&mut h, Message::request("1", "tools/call", None), CallContext::default()).await;
+    task.abort();
+    let _ = task.await;
+    let cancel = next_message(&mut h.out).await;
+    assert_eq!(cancel.method(), Some("notifications/cancelled"));
+    assert_eq!(json(&cancel)["params"]["reason"], "the caller stopped waiting");
+    // Its answer comes too late: dropped, and the instance carries on.
+    h.inbound.send(Inbound::Message(Message::response(upstream.id().unwrap(), "{}"))).await.unwrap();
+    assert_eq!(h.inst.in_flight(), 0);
+    assert!(h.inst.is_alive());
+}
+
+#[tokio::test]
+async fn a_server_request_goes_to_the_only_caller_in_flight() {
+    let mut h = harness();
+    // With nobody in flight, nobody can answer.
+    h.inbound.send(Inbound::Message(Message::request("\"r0\"", "roots/list", None))).await.unwrap();
+    let answer = next_message(&mut h.out).await;
+    assert_eq!((answer.id(), json(&answer)["error"]["code"].as_i64()), (Some("\"r0\""), Some(error_code::NO_CALLER)));
+    // A ping is answered by mcpx itself.
+    h.inbound.send(Inbound::Message(Message::request("8", "ping", None))).await.unwrap();
+    let pong = next_message(&mut h.out).await;
+    assert_eq!((pong.id(), json(&pong)["result"].clone()), (Some("8"), serde_json::json!({})));
+    // One caller in flight: its working directory is the root.
+    let (ctx, _notes) = notified(Some(vec!["/work/repo".into()]));
+    let (first, upstream) = call(&mut h, Message::request("1", "tools/call", None), ctx).await;
+    h.inbound.send(Inbound::Message(Message::request("\"r1\"", "roots/list", None))).await.unwrap();
+    let roots = next_message(&mut h.out).await;
+    assert_eq!(roots.id(), Some("\"r1\""));
+    assert_eq!(json(&roots)["result"]["roots"][0]["uri"], "file:///work/repo");
+    // It cannot sample.
+    h.inbound.send(Inbound::Message(Message::request("2", "sampling/createMessage", Some("{}")))).await.unwrap();
+    let refused = next_message(&mut h.out).await;
+    assert_eq!(json(&refused)["error"]["code"].as_i64(), Some(error_code::CALLER_CANNOT_ANSWER));
+    // Two in flight: the request cannot be routed to one of them.
+    let (second, upstream2) = call(&mut h, Message::request("1", "tools/call", None), CallContext::default()).await;
+    h.inbound.send(Inbound::Message(Message::request("3", "roots/list", None))).await.unwrap();
+    let ambiguous = next_message(&mut h.out).await;
+    assert_eq!(json(&ambiguous)["error"]["code"].as_i64(), Some(error_code::NO_CALLER));
+    for (task, up) in [(first, upstream), (second, upstream2)] {
+        h.inbound.send(Inbound::Message(Message::response(up.id().unwrap(), "{}"))).await.unwrap();
+        assert!(task.await.unwrap().is_ok());
+    }
+}
+
+#[tokio::test]
+async fn an_mcp_client_that_declared_sampling_answers_it_under_the_servers_id() {
+    let mut h = harness();
+    let replies = Arc::new(ClientReplies::default());
+    let (mut ctx, mut notes) = notified(None);
+    ctx.client = Some((vec!["sampling/createMessage".into()], replies.clone()));
+    let (task, upstream) = call(&mut h, Message::request("1", "tools/call", None), ctx).await;
+    h.inbound.send(Inbound::Message(Message::request("42", "sampling/createMessage", Some("{}")))).await.unwrap();
+    let asked = notes.recv().await.unwrap();
+    assert_eq!(asked.method(), Some("sampling/createMessage"));
+    let client_id = asked.id().unwrap().to_owned();
+    assert_ne!(client_id, "42", "the client sees an id of mcpx's own");
+    assert!(replies.deliver(Message::response(&client_id, r#"{"content":{"type":"text","text":"hi"}}"#)));
+    assert!(!replies.deliver(Message::response(&client_id, "{}")), "a second answer finds nobody waiting");
+    let relayed = next_message(&mut h.out).await;
+    assert_eq!(relayed.id(), Some("42"));
+    assert_eq!(json(&relayed)["result"]["content"]["text"], "hi");
+    h.inbound.send(Inbound::Message(Message::response(upstream.id().unwrap(), "{}"))).await.unwrap();
+    assert!(task.await.unwrap().is_ok());
+}
+
+#[tokio::test]
+async fn log_messages_go_to_the_only_caller_and_list_changes_to_the_daemon() {
+    let mut h = harness();
+    let (ctx, mut notes) = notified(None);
+    let (task, upstream) = call(&mut h, Message::request("1", "tools/call", None), ctx).await;
+    let log = Message::notification("notifications/message", Some(r#"{"level":"info","data":"step 1"}"#));
+    h.inbound.send(Inbound::Message(log)).await.unwrap();
+    assert_eq!(json(&notes.recv().await.unwrap())["params"]["data"], "step 1");
+    h.inbound.send(Inbound::Message(Message::notification("notifications/tools/list_changed", None))).await.unwrap();
+    match h.events.recv().await {
+        Some((fingerprint, InstanceEvent::ListChanged(method))) => {
+            assert_eq!((fingerprint.as_str(), method.as_str()), ("f", "notifications/tools/list_changed"));
+        }
+        other => panic!("{other:?}"),
+    }
+    h.inbound.send(Inbound::Message(Message::response(upstream.id().unwrap(), "{}"))).await.unwrap();
+    assert!(task.await.unwrap().is_ok());
+}
+
+#[tokio::test]
+async fn transport_failures_fail_only_their_request() {
+    let mut h = harness();
+    let (oversize, up1) = call(&mut h, Message::request("1", "tools/call", None), CallContext::default()).await;
+    let (failed, up2) = call(&mut h, Message::request("2", "tools/call", None), CallContext::default()).await;
+    h.inbound.send(Inbound::OversizeId(up1.id().unwrap().to_owned())).await.unwrap();
+    assert!(matches!(oversize.await.unwrap(), Err(CallError::TooLarge { limit: 1_048_576 })));
+    let error =
+        TransportError::Exchange { message: "timed out reaching u".into(), timed_out: true, unreachable: false };
+    h.inbound.send(Inbound::Failed { id: up2.id().unwrap().to_owned(), error }).await.unwrap();
+    match failed.await.unwrap() {
+        Err(CallError::Transport(e)) => assert!(e.timed_out() && e.to_string() == "timed out reaching u"),
+        other => panic!("{other:?}"),
+    }
+    let big = Message::request("3", "tools/call", Some(&format!(r#"{{"data":"{}"}}"#, "x".repeat(1 << 20))));
+    assert!(matches!(h.inst.request(big, None).await, Err(CallError::RequestTooLarge { limit: 1_048_576, .. })));
+    assert!(h.inst.is_alive());
+}
+
+#[tokio::test]
+async fn an_unrequested_exit_fails_every_call_and_counts_as_a_crash() {
+    let mut h = harness();
+    let (task, _) = call(&mut h, Message::request("1", "tools/call", None), CallContext::default()).await;
+    h.inst.info.stderr.lock().unwrap().push(b"panic: out of cheese\n");
+    h.inbound.send(Inbound::Exited(ExitInfo { code: Some(3), signal: None })).await.unwrap();
+    let error = task.await.unwrap().unwrap_err();
+    assert_eq!(error.to_string(), "server exited with code 3; stderr: panic: out of cheese");
+    assert_eq!(h.inst.state(), State::Exited(ExitInfo { code: Some(3), signal: None }));
+    match h.events.recv().await {
+        Some((_, InstanceEvent::Exited { cache_key, crash: Some(_) })) => assert_eq!(cache_key, "c"),
+        other => panic!("{other:?}"),
+    }
+    let after = h.inst.request(Message::request("2", "ping", None), None).await;
+    assert!(matches!(after, Err(CallError::Exited { .. })), "{after:?}");
 }

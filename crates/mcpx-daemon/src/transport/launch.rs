@@ -69,8 +69,27 @@ impl Launch {
         }
     }
 
-    /// The error for a launcher that cannot start this kind of server.
-    pub(super) fn unsupported(&self, launcher: &str) -> TransportError {
+    /// The stdio server to start, for the `launcher` that starts only those.
+    ///
+    /// Errors: [`TransportError::Start`] for a remote server.
+    pub(super) fn into_stdio(self, launcher: &str) -> Result<StdioSpec, TransportError> {
+        match self {
+            Launch::Stdio(spec) => Ok(spec),
+            other => Err(other.unsupported(launcher)),
+        }
+    }
+
+    /// The remote server to reach, for the `launcher` that reaches only those.
+    ///
+    /// Errors: [`TransportError::Start`] for a stdio server.
+    pub(super) fn into_remote(self, launcher: &str) -> Result<RemoteEndpoint, TransportError> {
+        match self {
+            Launch::Remote(endpoint) => Ok(endpoint),
+            other => Err(other.unsupported(launcher)),
+        }
+    }
+
+    fn unsupported(&self, launcher: &str) -> TransportError {
         TransportError::Start {
             command: self.written().to_owned(),
             message: format!("the {launcher} launcher cannot start this kind of server"),
@@ -210,9 +229,12 @@ mod tests {
     }
 
     #[test]
-    fn a_launch_takes_its_pool_key() {
+    fn a_launch_takes_its_pool_key_and_goes_only_to_its_kind_of_launcher() {
         let launch = Launch::Remote(endpoint("http://h/", &[])).with_key("session:abc");
         assert_eq!(launch.identity().key, "session:abc");
         assert_eq!(launch.written(), "${URL}");
+        let refused = launch.clone().into_stdio("direct").unwrap_err();
+        assert_eq!(refused.to_string(), "cannot start `${URL}`: the direct launcher cannot start this kind of server");
+        assert_eq!(launch.into_remote("remote").unwrap().identity.key, "session:abc");
     }
 }

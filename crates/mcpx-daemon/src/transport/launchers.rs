@@ -65,3 +65,78 @@ impl Launcher for Launchers {
         self.pick(&launch).launch(launch)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use mcpx_proto::attach::Identity;
+
+    use super::*;
+    use crate::config::RemoteKind;
+    use crate::transport::launch::{RemoteEndpoint, StdioSpec};
+
+    /// A launcher that starts nothing and says who it is.
+    struct Named(&'static str);
+
+    impl Launcher for Named {
+        fn launch(&self, launch: Launch) -> BoxFuture<'static, Result<Link, TransportError>> {
+            let error = TransportError::Start { command: launch.written().to_owned(), message: self.0.to_owned() };
+            Box::pin(async move { Err(error) })
+        }
+    }
+
+    fn identity() -> Identity {
+        Identity {
+            server: "s".into(),
+            fingerprint: "f".into(),
+            cache_key: "f".into(),
+            key: "global".into(),
+            sharing: "shared".into(),
+        }
+    }
+
+    fn stdio(supervised: bool) -> Launch {
+        Launch::Stdio(StdioSpec {
+            identity: identity(),
+            supervised,
+            buffer_bytes: 0,
+            orphan_timeout: None,
+            start_timeout: None,
+            command: "srv".into(),
+            program: "/bin/srv".into(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+            max_message_bytes: 1 << 20,
+        })
+    }
+
+    async fn who(launchers: &Launchers, launch: Launch) -> String {
+        match launchers.launch(launch).await {
+            Err(TransportError::Start { message, .. }) => message,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn each_launch_goes_to_the_launcher_of_its_kind() {
+        let launchers = Launchers {
+            direct: Arc::new(Named("direct")),
+            supervised: Arc::new(Named("supervised")),
+            remote: Arc::new(Named("remote")),
+        };
+        assert_eq!(who(&launchers, stdio(true)).await, "supervised");
+        assert_eq!(who(&launchers, stdio(false)).await, "direct");
+        let remote = Launch::Remote(RemoteEndpoint {
+            identity: identity(),
+            url: "https://h/mcp".into(),
+            written_url: "https://h/mcp".into(),
+            headers: BTreeMap::new(),
+            kind: RemoteKind::Http,
+            max_message_bytes: 1 << 20,
+        });
+        assert_eq!(who(&launchers, remote.clone()).await, "remote");
+        assert_eq!(who(&Launchers::all(Arc::new(Named("one"))), remote).await, "one");
+    }
+}

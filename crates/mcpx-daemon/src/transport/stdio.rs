@@ -27,12 +27,7 @@ pub struct DirectLauncher;
 
 impl Launcher for DirectLauncher {
     fn launch(&self, launch: Launch) -> BoxFuture<'static, Result<Link, TransportError>> {
-        Box::pin(async move {
-            match launch {
-                Launch::Stdio(spec) => start(spec),
-                other => Err(other.unsupported("direct")),
-            }
-        })
+        Box::pin(async move { start(launch.into_stdio("direct")?) })
     }
 }
 

@@ -48,12 +48,7 @@ pub struct SupervisedLauncher {
 impl Launcher for SupervisedLauncher {
     fn launch(&self, launch: Launch) -> BoxFuture<'static, Result<Link, TransportError>> {
         let this = self.clone();
-        Box::pin(async move {
-            match launch {
-                Launch::Stdio(spec) => this.start(spec).await,
-                other => Err(other.unsupported("supervised")),
-            }
-        })
+        Box::pin(async move { this.start(launch.into_stdio("supervised")?).await })
     }
 }
 
@@ -431,5 +426,166 @@ async fn write_frames<W: AsyncWrite + Unpin>(
             tracing::debug!(error = %e, "writing to a supervisor failed");
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mcpx_proto::Message;
+    use mcpx_proto::attach::{ProcessId, Version};
+    use tokio::io::DuplexStream;
+
+    use super::*;
+    use crate::transport::attach::tests::{greet, hello, pair};
+
+    /// A pid above any system's `pid_max`: it never names a process, so a test can
+    /// let the link check on it.
+    const NO_PROCESS: u32 = 0x3fff_ffff;
+
+    /// A link attached over a duplex stream; the test plays the supervisor on the
+    /// connection returned with it, after the daemon's answer to the hello.
+    async fn attached(next_epoch: u32) -> (Link, AttachConn<DuplexStream>) {
+        let (mut daemon, mut sup) = pair();
+        greet(&mut sup, Version::CURRENT, &[Frame::json(Kind::Hello, &hello(next_epoch))]).await;
+        let shook = handshake(&mut daemon, Duration::from_secs(5)).await.unwrap();
+        let link = link(daemon, &shook, "fake", 1 << 20, PathBuf::from("/nonexistent/mcpx-test/sup"));
+        assert_eq!(sup.read_preamble().await.unwrap(), Version::ours());
+        assert_eq!(sup.read_frame().await.unwrap().map(|f| f.kind), Some(Kind::Attach));
+        (link, sup)
+    }
+
+    /// The next frame the daemon sent that is not a heartbeat.
+    async fn next_frame(sup: &mut AttachConn<DuplexStream>) -> Frame {
+        loop {
+            let frame = sup.read_frame().await.unwrap().expect("the daemon closed the connection");
+            if frame.kind != Kind::Heartbeat {
+                return frame;
+            }
+        }
+    }
+
+    async fn send(sup: &mut AttachConn<DuplexStream>, frame: Frame) {
+        sup.write_frame(&frame).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_link_carries_what_the_hello_said() {
+        let (link, _sup) = attached(4).await;
+        assert_eq!(link.epoch, 4);
+        assert_eq!(link.resumed.as_deref(), Some(r#"{"protocolVersion":"2025-11-25"}"#));
+        let sup = link.info.supervisor.clone().unwrap();
+        assert_eq!((sup.id.as_str(), sup.protocol.as_str()), ("0a1b2c3d4e5f", "1.0"));
+        assert_eq!(link.info.dropped(), 7, "what the supervisor dropped while unattached");
+        assert_eq!(link.info.buffered_at_attach.load(Ordering::Relaxed), 5);
+    }
+
+    #[tokio::test]
+    async fn output_and_restarts_reach_the_instance() {
+        let (mut link, mut sup) = attached(2).await;
+        let message = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
+        send(&mut sup, Frame::new(Kind::Stdout, message[..10].to_vec())).await;
+        send(&mut sup, Frame::new(Kind::Stderr, b"warming up\n".to_vec())).await;
+        send(&mut sup, Frame::new(Kind::Stdout, [&message[10..], b"\n"].concat())).await;
+        match link.rx.recv().await {
+            Some(Inbound::Message(m)) => assert_eq!(m.method(), Some("notifications/tools/list_changed")),
+            other => panic!("{other:?}"),
+        }
+        assert!(link.info.stderr_tail(100).contains("warming up"));
+        let child = ProcessId { pid: NO_PROCESS, start_time: 9 };
+        send(&mut sup, Frame::json(Kind::Restarted, &Restarted { child })).await;
+        assert!(matches!(link.rx.recv().await, Some(Inbound::Restarted(NO_PROCESS))));
+        assert_eq!(link.info.pid(), Some(NO_PROCESS));
+    }
+
+    #[tokio::test]
+    async fn an_exit_ends_the_link_and_is_acknowledged() {
+        let (mut link, mut sup) = attached(2).await;
+        // A last line without its newline still counts.
+        send(&mut sup, Frame::new(Kind::Stdout, br#"{"jsonrpc":"2.0","id":4294967297,"result":{}}"#.to_vec())).await;
+        let exit = ExitStatus { code: None, signal: Some(9), at: 0 };
+        send(&mut sup, Frame::json(Kind::Exited, &Some(exit))).await;
+        assert!(matches!(link.rx.recv().await, Some(Inbound::Message(m)) if m.id() == Some("4294967297")));
+        match link.rx.recv().await {
+            Some(Inbound::Exited(e)) => assert_eq!(e, ExitInfo { code: None, signal: Some(9) }),
+            other => panic!("{other:?}"),
+        }
+        assert!(link.rx.recv().await.is_none(), "the exit is the last item");
+        assert_eq!(next_frame(&mut sup).await.kind, Kind::AckExit);
+    }
+
+    #[tokio::test]
+    async fn a_newer_daemon_supersedes_the_link() {
+        let (mut link, mut sup) = attached(2).await;
+        send(&mut sup, Frame::new(Kind::Superseded, Vec::new())).await;
+        match link.rx.recv().await {
+            Some(Inbound::Lost(reason)) => assert_eq!(reason, "a newer daemon attached to its supervisor"),
+            other => panic!("{other:?}"),
+        }
+        assert!(link.rx.recv().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn messages_and_commands_go_out_as_frames() {
+        let (link, mut sup) = attached(2).await;
+        let request = Message::request("4294967297", "tools/list", None);
+        link.tx.send(Outbound::Message(request.clone())).await.unwrap();
+        let frame = next_frame(&mut sup).await;
+        assert_eq!((frame.kind, frame.payload), (Kind::StdinEnd, format!("{}\n", request.as_str()).into_bytes()));
+        link.tx.send(Outbound::StoreSession("{}".into())).await.unwrap();
+        let frame = next_frame(&mut sup).await;
+        assert_eq!((frame.kind, frame.payload), (Kind::StoreSession, b"{}".to_vec()));
+        link.tx.send(Outbound::Restart).await.unwrap();
+        assert_eq!(next_frame(&mut sup).await.kind, Kind::Restart);
+        link.tx.send(Outbound::Terminate).await.unwrap();
+        assert_eq!(next_frame(&mut sup).await.kind, Kind::Terminate);
+    }
+
+    /// A reader over `rd`, and what it hands the instance.
+    fn reader(rd: DuplexStream) -> (Reader<DuplexStream>, mpsc::Receiver<Inbound>) {
+        let info = Arc::new(LinkInfo::new(None, None));
+        let (tx, rx) = mpsc::channel(8);
+        let reader = Reader {
+            frames: FrameReader::new(rd),
+            parser: StdoutParser::new(1 << 20, info.clone(), "fake".into()),
+            sink: StderrSink::new(info.clone(), "fake".into()),
+            tx,
+            ctl: mpsc::channel(1).0,
+            info,
+            record: Mutex::new(crate::transport::attach::tests::record(1)),
+            server: "fake".into(),
+            heard: Arc::new(Heard::new()),
+            dead: Arc::new(Notify::new()),
+        };
+        (reader, rx)
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_ends_or_breaks_the_protocol_is_broken() {
+        let (rd, peer) = tokio::io::duplex(64);
+        let (mut r, _rx) = reader(rd);
+        drop(peer);
+        assert_eq!(r.run().await, End::Broken("the connection to its supervisor broke".into()));
+
+        let (rd, mut peer) = tokio::io::duplex(64);
+        let (mut r, _rx) = reader(rd);
+        peer.write_all(&[0xff, 0xff, 0xff, 0xff, Kind::Stdout as u8]).await.unwrap();
+        let End::Broken(reason) = r.run().await else { panic!("not broken") };
+        assert!(reason.starts_with("attach protocol error: frame of 4294967295 bytes"), "{reason}");
+
+        let (rd, _peer) = tokio::io::duplex(64);
+        let (mut r, _rx) = reader(rd);
+        r.dead.notify_one();
+        assert_eq!(r.run().await, End::Broken("the supervisor was silent for 10s".into()));
+    }
+
+    #[test]
+    fn readiness_is_a_json_object_without_an_error() {
+        assert_eq!(readiness(r#"{"pid":1,"child":{"pid":2,"start_time":3}}"#, "srv"), Ok(()));
+        assert_eq!(
+            readiness(r#"{"error":"cannot start `srv`: No such file or directory (os error 2)"}"#, "srv"),
+            Err("No such file or directory (os error 2)".into())
+        );
+        assert_eq!(readiness(r#"{"error":"cannot bind"}"#, "srv"), Err("cannot bind".into()));
+        assert_eq!(readiness("panicked\n", "srv"), Err("the supervisor failed to start: panicked".into()));
     }
 }

@@ -58,12 +58,7 @@ pub struct RemoteLauncher {
 impl Launcher for RemoteLauncher {
     fn launch(&self, launch: Launch) -> BoxFuture<'static, Result<Link, TransportError>> {
         let this = self.clone();
-        Box::pin(async move {
-            match launch {
-                Launch::Remote(spec) => this.open(spec),
-                other => Err(other.unsupported("remote")),
-            }
-        })
+        Box::pin(async move { this.open(launch.into_remote("remote")?) })
     }
 }
 

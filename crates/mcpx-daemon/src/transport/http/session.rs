@@ -480,3 +480,16 @@ pub(super) fn negotiated_version(m: &Message) -> Option<String> {
     }
     serde_json::from_str::<Answer>(m.as_str()).ok()?.result?.protocol_version
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_negotiated_version_is_read_from_an_initialize_result_only() {
+        let answer = Message::response("1", r#"{"protocolVersion":"2025-06-18","capabilities":{}}"#);
+        assert_eq!(negotiated_version(&answer).as_deref(), Some("2025-06-18"));
+        assert_eq!(negotiated_version(&Message::response("1", r#"{"tools":[]}"#)), None);
+        assert_eq!(negotiated_version(&Message::error_response("1", -32600, "no")), None);
+    }
+}
