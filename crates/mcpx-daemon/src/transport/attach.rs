@@ -246,66 +246,9 @@ pub async fn handshake<S: AsyncRead + AsyncWrite>(
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    use mcpx_proto::attach::{ChildState, Identity, ProcessId, Record};
-    use tokio::io::DuplexStream;
-
+mod tests {
     use super::*;
-
-    /// A record as a supervisor of server `fake` would send it.
-    pub(in crate::transport) fn record(next_epoch: u32) -> Record {
-        Record {
-            id: "0a1b2c3d4e5f".into(),
-            identity: Identity {
-                server: "fake".into(),
-                fingerprint: "fp".into(),
-                cache_key: "ck".into(),
-                key: "global".into(),
-                sharing: "shared".into(),
-            },
-            // Pid 0 never names a process the daemon may signal.
-            supervisor: ProcessId { pid: 0, start_time: 1 },
-            child: Some(ProcessId { pid: 0, start_time: 2 }),
-            boot_id: String::new(),
-            protocol: Version::CURRENT,
-            build: "test".into(),
-            last_epoch: next_epoch.saturating_sub(1),
-            exit: None,
-        }
-    }
-
-    /// A hello offering `next_epoch`, with a stored session.
-    pub(in crate::transport) fn hello(next_epoch: u32) -> Hello {
-        Hello {
-            record: record(next_epoch),
-            state: ChildState::Running,
-            exit: None,
-            stdout_buffered: 5,
-            stdout_dropped: 7,
-            stderr_dropped: 0,
-            buffer_capacity: 1 << 20,
-            next_epoch,
-            session: Some(
-                serde_json::value::RawValue::from_string(r#"{"protocolVersion":"2025-11-25"}"#.into()).unwrap(),
-            ),
-        }
-    }
-
-    /// The supervisor's end of a connection whose daemon end is returned.
-    pub(in crate::transport) fn pair() -> (AttachConn<DuplexStream>, AttachConn<DuplexStream>) {
-        let (daemon, supervisor) = tokio::io::duplex(4096);
-        (AttachConn::new(daemon), AttachConn::new(supervisor))
-    }
-
-    /// Plays the supervisor's first words: its preamble and then `frames`.
-    pub(in crate::transport) async fn greet(sup: &mut AttachConn<DuplexStream>, version: Version, frames: &[Frame]) {
-        let w = sup.writer();
-        w.queue_preamble(version);
-        for f in frames {
-            w.queue(f).unwrap();
-        }
-        w.flush().await.unwrap();
-    }
+    use crate::transport::testing::{greet, hello, pair};
 
     #[tokio::test]
     async fn frames_cross_a_connection_in_order_and_end_with_none() {

@@ -28,6 +28,8 @@ mod output;
 mod stdio;
 mod sup_dir;
 mod supervised;
+#[cfg(test)]
+mod testing;
 
 pub use adopt::{Adoption, adopt, stop_incompatible};
 pub use http::{KeptRemote, kept_remotes};

@@ -436,11 +436,7 @@ mod tests {
     use tokio::io::DuplexStream;
 
     use super::*;
-    use crate::transport::attach::tests::{greet, hello, pair};
-
-    /// A pid above any system's `pid_max`: it never names a process, so a test can
-    /// let the link check on it.
-    const NO_PROCESS: u32 = 0x3fff_ffff;
+    use crate::transport::testing::{NO_PROCESS, greet, hello, pair, record};
 
     /// A link attached over a duplex stream; the test plays the supervisor on the
     /// connection returned with it, after the daemon's answer to the hello.
@@ -551,7 +547,7 @@ mod tests {
             tx,
             ctl: mpsc::channel(1).0,
             info,
-            record: Mutex::new(crate::transport::attach::tests::record(1)),
+            record: Mutex::new(record(1)),
             server: "fake".into(),
             heard: Arc::new(Heard::new()),
             dead: Arc::new(Notify::new()),
