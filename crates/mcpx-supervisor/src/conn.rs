@@ -18,6 +18,7 @@ use mcpx_proto::attach::{self, Attach, ExitStatus, Frame, FrameDecoder, Hello, K
 use nix::sys::signal::Signal;
 use serde_json::value::RawValue;
 
+use crate::buffer::StdoutBuffer;
 use crate::log::log;
 
 /// A daemon silent for this long is gone (its connection closes: a detach).
@@ -210,6 +211,19 @@ impl Peer {
     /// the supervisor's own frames never are.
     pub fn send(&mut self, frame: Frame) {
         let _ = frame.encode(&mut self.out);
+    }
+
+    /// Moves buffered stdout into `Stdout` frames of at most [`CHUNK`] bytes while
+    /// the connection has room (see [`Peer::has_room`]). Returns whether the last
+    /// frame ended mid-line, or `None` when nothing moved.
+    pub fn send_stdout(&mut self, stdout: &mut StdoutBuffer) -> Option<bool> {
+        let mut mid_line = None;
+        while stdout.len() > 0 && self.has_room() {
+            let chunk = stdout.take(CHUNK);
+            mid_line = Some(chunk.last() != Some(&b'\n'));
+            self.send(Frame::new(Kind::Stdout, chunk));
+        }
+        mid_line
     }
 
     /// Queues `Exited`, unless this connection was already sent it.
@@ -527,8 +541,12 @@ mod tests {
     /// The frames in a supervisor's output, after its preamble.
     fn sent(out: &[u8]) -> Vec<Frame> {
         assert_eq!(out[..PREAMBLE_LEN], attach::encode_preamble(Version::ours()));
+        decode(&out[PREAMBLE_LEN..])
+    }
+
+    fn decode(frames: &[u8]) -> Vec<Frame> {
         let mut d = FrameDecoder::new();
-        d.push(&out[PREAMBLE_LEN..]);
+        d.push(frames);
         std::iter::from_fn(|| d.next_frame().unwrap()).collect()
     }
 
@@ -730,17 +748,25 @@ mod tests {
         conn.flush();
         assert!(!conn.peer.has_output());
         assert!(conn.peer.has_room());
-        for _ in 0..HIGH_WATER / CHUNK {
-            conn.peer.send(Frame::new(Kind::Stdout, vec![b'x'; CHUNK]));
-        }
+        let mut stdout = StdoutBuffer::new(HIGH_WATER * 2);
+        stdout.push(&vec![b'x'; 100 * 1024]);
+        stdout.push(b"\n{\"next\":");
+        assert_eq!(conn.peer.send_stdout(&mut stdout), Some(true), "the last frame ends mid-line");
+        assert_eq!(stdout.len(), 0);
+        let lens: Vec<usize> = decode(&conn.peer.out).iter().map(|f| f.payload.len()).collect();
+        assert_eq!(lens, [CHUNK, 100 * 1024 + 9 - CHUNK]);
+        stdout.push(&vec![b'y'; HIGH_WATER]);
+        assert_eq!(conn.peer.send_stdout(&mut stdout), Some(true), "a line of y, cut by the high-water mark");
         assert!(!conn.peer.has_room());
+        let waiting = stdout.len();
+        assert!(waiting > 0);
+        assert_eq!(conn.peer.send_stdout(&mut stdout), None, "past the high-water mark stdout waits");
+        assert_eq!(stdout.len(), waiting);
         let exit = ExitStatus { code: Some(0), signal: None, at: 1 };
         conn.peer.out.clear();
         conn.peer.send_exit_once(&exit);
         conn.peer.send_exit_once(&exit);
-        let mut d = FrameDecoder::new();
-        d.push(&conn.peer.out);
-        assert_eq!(d.next_frame().unwrap().map(|f| f.kind), Some(Kind::Exited));
-        assert_eq!(d.next_frame().unwrap(), None, "the exit goes once");
+        let kinds: Vec<Kind> = decode(&conn.peer.out).iter().map(|f| f.kind).collect();
+        assert_eq!(kinds, [Kind::Exited], "the exit goes once");
     }
 }

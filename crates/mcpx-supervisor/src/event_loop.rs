@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 
 use crate::buffer::{StderrRing, StdoutBuffer};
 use crate::child::{self, Child, Output, Reaped, SpawnError, StopSequence};
-use crate::conn::{self, CHUNK, Conn, Conns, Peer, Request};
+use crate::conn::{self, Conn, Conns, Peer, Request};
 use crate::log::log;
 
 /// Heartbeats go out this often to the attached daemon.
@@ -528,10 +528,8 @@ impl Supervisor {
     fn pump(&mut self) {
         let stdout_closed = self.stdout_closed();
         let Some(conn) = self.conns.attached_mut() else { return };
-        while self.stdout.len() > 0 && conn.peer.has_room() {
-            let chunk = self.stdout.take(CHUNK);
-            self.sent_mid_line = chunk.last() != Some(&b'\n');
-            conn.peer.send(Frame::new(Kind::Stdout, chunk));
+        if let Some(mid_line) = conn.peer.send_stdout(&mut self.stdout) {
+            self.sent_mid_line = mid_line;
         }
         if let Some(exit) = &self.exit {
             if stdout_closed && self.stdout.len() == 0 {
