@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from .common import STEP_TIMEOUT, BenchError
-from .procs import alive, cmdline, kill_survivors
+from .procs import alive, cmdline, kill_survivors, process_tree
 
 ORPHAN_TIMEOUT = "2m"  # for the fake servers: a supervisor left behind by a crash stops soon
 
@@ -145,13 +145,30 @@ def fake_entry(fake: Path, n: int | None = None, supervised: bool = True) -> dic
 def stop_private(m: Mcpx) -> None:
     """Stops a private mcpx and every server it ran, and checks that none is left. `mcpx status`
     runs first: it starts a daemon if the last one was killed, which adopts the supervisors
-    (`mcpx stop --all` with no daemon running stops none). A process seen in `mcpx status` that is
-    still running a few seconds after `mcpx stop --all` is killed (by its pid, and only if it is
-    still the same command) and is an error."""
+    (`mcpx stop --all` with no daemon running stops none). A process seen in `mcpx status`, or any
+    other of this mcpx (see `strays`), that is still running a few seconds after `mcpx stop --all`
+    is killed (by its pid, and only if it is still the same command) and is an error."""
     try:
         m.run("status")
         m.run("stop", "--all")
     finally:
         left = kill_survivors(m.seen)
+        left += kill_survivors(strays(m))
         if left:
             raise BenchError(f"processes still running after `mcpx stop --all` (now killed): {left}")
+
+
+def strays(m: Mcpx) -> dict[int, list[str]]:
+    """Processes running with this mcpx's runtime directory in their environment (its daemon and
+    supervisors, also one that no `mcpx status` showed, as when a run is interrupted while a
+    server starts), and their descendants: pid -> command line."""
+    marker = f"MCPX_RUNTIME_DIR={m.env['MCPX_RUNTIME_DIR']}".encode()
+    found = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if marker in Path(f"/proc/{d}/environ").read_bytes().split(b"\0"):
+                    found.append(int(d))
+            except OSError:
+                pass
+    return {pid: cmdline(pid) for pid in process_tree(found) if alive(pid)}
