@@ -44,7 +44,7 @@ from .common import (
     texts,
 )
 from .mcpx import Mcpx, private_mcpx
-from .procs import stderr_tail
+from .procs import close_pipes, stderr_tail
 from .stdio_client import StdioMcp
 
 
@@ -100,11 +100,7 @@ class DirectClient:
                     raise BenchError(f"{label}: {e}{self._stderr_tail()}") from None
                 raise
             finally:
-                for pipe in (proc.stdin, proc.stdout):
-                    try:
-                        pipe.close()
-                    except OSError:
-                        pass
+                close_pipes(proc)
         if code != 0:
             raise BenchError(f"{label}: the server exited with status {code}{self._stderr_tail()}")
         return elapsed, result

@@ -70,6 +70,7 @@ DEFAULTS = {flag[2:].replace("-", "_"): kw["default"] for flag, kw in OPTIONS if
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(
+        prog="scripts/bench",
         description="Time mcpx against a direct MCP client and write BENCHMARKS.md (see scripts/bench.sh).",
     )
     quick = {}

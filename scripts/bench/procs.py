@@ -149,6 +149,15 @@ def kill_survivors(seen: dict[int, list[str]], seconds: float = 5.0, tick=None) 
     return left
 
 
+def close_pipes(proc: subprocess.Popen) -> None:
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -217,12 +226,7 @@ class Spawned:
         except OSError:
             pass
         self.proc.wait()
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe is not None:
-                try:
-                    pipe.close()
-                except OSError:
-                    pass
+        close_pipes(self.proc)
         self.err.close()
         return left
 
