@@ -144,12 +144,11 @@ fn nothing_above_transport_names_a_transports_own_type() {
             }
         }
         for t in &f.facts.tokens {
-            if let Tok::Ident(name) = &t.kind
-                && TRANSPORT_OWN.contains(&name.as_str())
-                && !found
-                    .iter()
-                    .any(|(rel, n, path)| *rel == f.rel && *n == line(t.at) && path.ends_with(name.as_str()))
-            {
+            let Tok::Ident(name) = &t.kind else { continue };
+            let shown = |(rel, n, path): &(String, usize, String)| {
+                *rel == f.rel && *n == line(t.at) && path.ends_with(name.as_str())
+            };
+            if TRANSPORT_OWN.contains(&name.as_str()) && !found.iter().any(shown) {
                 found.push((f.rel.clone(), line(t.at), name.clone()));
             }
         }

@@ -259,9 +259,8 @@ impl Resolver<'_> {
                 file = next.clone();
             } else if !self.tree.inline.contains(&next) {
                 // An item of `at`: if `at` imports it, it lives where the import points.
-                if hops < MAX_HOPS
-                    && let Some(targets) = self.imports.get(&at).and_then(|m| m.get(seg))
-                {
+                let targets = self.imports.get(&at).and_then(|m| m.get(seg)).filter(|_| hops < MAX_HOPS);
+                if let Some(targets) = targets {
                     let found: Vec<ModPath> = targets
                         .iter()
                         .flat_map(|t| self.absolute(&at, &[t.clone(), abs[k + 1..].to_vec()].concat(), hops + 1))

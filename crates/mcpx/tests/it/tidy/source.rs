@@ -271,16 +271,17 @@ pub fn facts(text: &str) -> Facts {
             i = end;
             continue;
         }
-        if t.is_ident("mod")
-            && let Some(name) = tokens.get(i + 1).and_then(Token::ident)
-            && let Some(next) = tokens.get(i + 2)
-            && (next.is_punct(";") || next.is_punct("{"))
-        {
-            let inline = next.is_punct("{");
-            f.mods.push(ModDecl { scope: scope(), name: name.to_owned(), inline });
+        let decl = match (tokens.get(i + 1).and_then(Token::ident), tokens.get(i + 2)) {
+            (Some(name), Some(next)) if t.is_ident("mod") && (next.is_punct(";") || next.is_punct("{")) => {
+                Some((name.to_owned(), next.is_punct("{")))
+            }
+            _ => None,
+        };
+        if let Some((name, inline)) = decl {
+            f.mods.push(ModDecl { scope: scope(), name: name.clone(), inline });
             f.tokens.extend_from_slice(&tokens[i..i + 3]);
             if inline {
-                open.push(Some(name.to_owned()));
+                open.push(Some(name));
             }
             i += 3;
             continue;
