@@ -356,13 +356,19 @@ fn upgrade_under_load_loses_no_call() {
         })
         .collect();
     // The load is on once calls complete; it goes on until calls complete after the
-    // upgrade too, against the new image.
+    // upgrade too, against the new image. A worker ends early only when a call failed,
+    // which the join below reports.
     let calls_done = || finished.load(std::sync::atomic::Ordering::Relaxed);
-    wait_until("four calls completed before the upgrade", Duration::from_secs(30), || calls_done() >= 4);
+    let failed = |workers: &[std::thread::JoinHandle<usize>]| workers.iter().any(|h| h.is_finished());
+    wait_until("four calls completed before the upgrade", Duration::from_secs(30), || {
+        calls_done() >= 4 || failed(&workers)
+    });
     let run = w.run(&["upgrade", "--binary", next.to_str().unwrap(), "--json"]);
     assert_eq!(run.code, 0, "{run:?}");
     let upgraded = calls_done();
-    wait_until("four calls completed after the upgrade", Duration::from_secs(30), || calls_done() >= upgraded + 4);
+    wait_until("four calls completed after the upgrade", Duration::from_secs(30), || {
+        calls_done() >= upgraded + 4 || failed(&workers)
+    });
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let calls: usize = workers.into_iter().map(|h| h.join().expect("a call failed during the upgrade")).sum();
     assert!(calls >= 8, "only {calls} calls ran");
