@@ -12,13 +12,13 @@
 //! - `link.rs`, `launch.rs`: the interface types; `launchers.rs`: the three
 //!   launchers behind one.
 //! - `supervised.rs`: `mcpx supervise` and the daemon's side of the attach protocol,
-//!   over `attach.rs`'s connection; `adopt.rs` and `sup_dir.rs`: adoption, and the
+//!   over `attach.rs`'s connection; `adoption.rs` and `sup_dir.rs`: adoption, and the
 //!   supervisors' files.
 //! - `stdio.rs`: the server as the daemon's own child; `output.rs`: a server's stdout
 //!   and stderr as byte streams, for both stdio transports.
 //! - `http/`: remote servers.
 
-mod adopt;
+mod adoption;
 mod attach;
 mod http;
 mod launch;
@@ -31,7 +31,7 @@ mod supervised;
 #[cfg(test)]
 mod testing;
 
-pub use adopt::{Adoption, adopt, stop_incompatible};
+pub use adoption::{Adoption, adopt, stop_incompatible};
 pub use http::{KeptRemote, kept_remotes};
 pub use launch::{BoxFuture, Launch, Launcher, RemoteEndpoint, StdioSpec};
 pub use launchers::Launchers;

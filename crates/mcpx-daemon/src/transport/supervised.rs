@@ -1,7 +1,7 @@
 //! The supervised stdio transport: each server instance is owned by its own
 //! `mcpx supervise` process, and the daemon attaches to it over a unix socket with
 //! the attach protocol (`docs/attach-protocol.md`). The supervisor outlives the
-//! daemon, so a new daemon adopts it (`adopt.rs`) and the server never restarts.
+//! daemon, so a new daemon adopts it (`adoption.rs`) and the server never restarts.
 //!
 //! Over an [`AttachConn`], the link is two tasks: a frame reader that turns the
 //! supervisor's frames into [`Inbound`] items, and a frame writer that sends
