@@ -13,6 +13,7 @@ use mcpx_proto::attach::{ChildState, Record};
 use crate::config::{Scope, ServerEntry, ServerOptions};
 use crate::daemon::Daemon;
 use crate::instance::{CallError, ERROR_TAIL_BYTES, Instance, InstanceSpec, Session, lock};
+use crate::scope::PoolKey;
 use crate::transport::supervised::{AttachFailure, attach, reap_orphan};
 use crate::transport::{ExitInfo, Inbound, Link};
 
@@ -93,7 +94,7 @@ async fn adopt_one(d: &Daemon, rec: Record, boot_id: &str, known: &HashMap<Strin
                 drop(tx);
                 let stderr_tail = info.stderr_tail(ERROR_TAIL_BYTES);
                 let error = CallError::Exited { exit, stderr_tail };
-                d.pool.record_failure(&rec.server, &rec.fingerprint, &rec.key, error);
+                d.pool.record_failure(&rec.server, &rec.fingerprint, &PoolKey::parse(&rec.key), error);
                 return;
             }
             let session = hello.session.as_ref().and_then(|s| serde_json::from_str::<Session>(s.get()).ok());
@@ -116,7 +117,7 @@ async fn adopt_one(d: &Daemon, rec: Record, boot_id: &str, known: &HashMap<Strin
                 return;
             };
             tracing::info!(server, pid = inst.info.pid(), epoch = hello.next_epoch, "adopted a running server");
-            d.pool.adopt(inst, options);
+            d.pool.adopt(inst, &PoolKey::parse(&rec.key), options);
         }
         Err(AttachFailure::Incompatible { theirs, ours }) => {
             tracing::warn!(server, %theirs, %ours, "leaving an incompatible supervisor running");
@@ -168,7 +169,7 @@ pub fn start_warm(d: &Arc<Daemon>) {
         let d = d.clone();
         tokio::spawn(async move {
             let name = target.entry.name.clone();
-            match d.pool.acquire(&target, "global", target.entry.options.start_timeout).await {
+            match d.pool.acquire(&target, &PoolKey::Global, target.entry.options.start_timeout).await {
                 Ok(_) => tracing::info!(server = %name, "started (min ≥ 1)"),
                 Err(e) => tracing::warn!(server = %name, error = %e, "starting a server with min ≥ 1 failed"),
             }
@@ -200,7 +201,7 @@ pub fn take_up_remote_sessions(d: &Arc<Daemon>) {
         let d = d.clone();
         tokio::spawn(async move {
             let timeout = target.entry.options.start_timeout;
-            if let Err(e) = d.pool.acquire(&target, &session.key, timeout).await {
+            if let Err(e) = d.pool.acquire(&target, &PoolKey::parse(&session.key), timeout).await {
                 tracing::warn!(server = %target.entry.name, error = %e, "taking up a kept remote session failed");
             }
         });

@@ -17,6 +17,7 @@ use crate::daemon::{Daemon, unknown_server};
 use crate::instance::{CallContext, CallError, ERROR_TAIL_BYTES, State, lock, response_result};
 use crate::pool::Target;
 use crate::schema::{CacheEntry, SchemaCache, ToolSummary};
+use crate::scope::PoolKey;
 
 /// `GET /v1/health`: the daemon's pid, build and start time (milliseconds since the
 /// Unix epoch), so a client tells a re-executed daemon from the one before.
@@ -208,8 +209,8 @@ pub async fn call(
     });
     let response = inst.request_for(Message::request("0", "tools/call", Some(&params)), timeout, ctx).await;
     drop(lease);
-    if key.starts_with("call:") {
-        d.pool.release(&inst).await;
+    if key.is_call() {
+        d.pool.release(&inst, &key).await;
     } else {
         d.pool.notify_changed();
     }
@@ -263,7 +264,7 @@ pub fn status(d: &Daemon) -> Status {
         };
         instances.push(InstanceStatus {
             server,
-            key,
+            key: key.to_string(),
             state: "error".into(),
             last_error: Some(error.to_string()),
             stderr_tail,
@@ -323,10 +324,12 @@ pub async fn restart(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
     let replaced = replace_incompatible(d, &target.cache_key).await;
     d.pool.clear_crashes(&target.cache_key);
     let timeout = target.entry.options.start_timeout;
-    let only = req.key.as_deref();
+    let only = req.key.as_deref().map(PoolKey::parse);
     let mut restarted = 0;
     let mut pid = None;
-    for inst in d.pool.instances_of(&target.fingerprint).into_iter().filter(|i| only.is_none_or(|k| k == i.key)) {
+    for (_, inst) in
+        d.pool.instances_of(&target.fingerprint).into_iter().filter(|(k, _)| only.as_ref().is_none_or(|o| o == k))
+    {
         if inst.supervised() {
             inst.restart(timeout).await.map_err(|e| server_error(name, e))?;
             if let Err(e) = d.schema.refresh(&inst.cache_key, &inst, timeout).await {
@@ -337,8 +340,8 @@ pub async fn restart(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
         }
     }
     if restarted == 0 {
-        restarted = d.pool.stop_server(&target.fingerprint, only).await;
-        let key = only.map(str::to_owned).unwrap_or_else(|| d.targets.pool_key(entry, &req.caller));
+        restarted = d.pool.stop_server(&target.fingerprint, only.as_ref()).await;
+        let key = only.unwrap_or_else(|| d.targets.pool_key(entry, &req.caller));
         let lease = d.pool.acquire(&target, &key, timeout).await.map_err(|e| server_error(name, e))?;
         pid = lease.instance.info.pid();
     }

@@ -20,6 +20,7 @@ use crate::instance::{InstanceEvent, lock};
 use crate::paths::Dirs;
 use crate::pool::{Launchers, Pool, Target};
 use crate::schema::SchemaCache;
+use crate::scope::PoolKey;
 use crate::target::Targets;
 
 /// How many announcements for MCP clients may wait for a slow listener before the
@@ -171,7 +172,7 @@ impl Daemon {
     /// Starts `target` under `key` in the background, once at a time per server, and
     /// tells every MCP client with a stream that the lists changed when it comes up.
     /// The pool's backoff applies: during one, the attempt fails at once.
-    pub(crate) fn start_in_background(&self, target: Target, key: String) {
+    pub(crate) fn start_in_background(&self, target: Target, key: PoolKey) {
         let Some(daemon) = self.me.upgrade() else { return };
         if !lock(&self.retrying).insert(target.cache_key.clone()) {
             return;
@@ -197,10 +198,10 @@ impl Daemon {
     /// or changed so its fingerprint differs): a remote session is ended with `DELETE`.
     async fn retire_unconfigured(&self) {
         let Some(configured) = self.config.configured() else { return };
-        for inst in self.pool.instances() {
+        for (key, inst) in self.pool.keyed_instances() {
             if inst.is_alive() && !configured.contains(&inst.cache_key) {
                 tracing::info!(server = %inst.server, key = %inst.key, "stopping an instance: its server left the configuration");
-                self.pool.release(&inst).await;
+                self.pool.release(&inst, &key).await;
             }
         }
     }

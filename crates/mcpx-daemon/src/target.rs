@@ -17,7 +17,7 @@ use crate::config::{CommandNotFound, ExeIdentity, ExpandedTransport, ServerEntry
 use crate::config::{exe_identity, resolve_command};
 use crate::instance::lock;
 use crate::pool::{Launch, Target};
-use crate::scope;
+use crate::scope::{self, PoolKey};
 use crate::transport::http::RemoteSpec;
 use crate::transport::{Identity, LaunchSpec};
 
@@ -65,7 +65,7 @@ impl Targets {
     /// [`Targets::pool_key`].
     ///
     /// Errors: those of [`Targets::target`].
-    pub fn for_caller(&self, entry: &ServerEntry, caller: &Caller) -> Result<(Target, String), ApiError> {
+    pub fn for_caller(&self, entry: &ServerEntry, caller: &Caller) -> Result<(Target, PoolKey), ApiError> {
         let target = self.target(entry)?;
         Ok((target, self.pool_key(entry, caller)))
     }
@@ -88,7 +88,7 @@ impl Targets {
             fingerprint,
             cache_key: cache_key.clone(),
             // The pool sets the key of the instance it starts.
-            key: "global".into(),
+            key: PoolKey::Global.to_string(),
             sharing: options.sharing.as_str().into(),
         };
         let max_message_bytes = usize::try_from(options.max_message_bytes).unwrap_or(usize::MAX);
@@ -153,7 +153,7 @@ impl Targets {
     /// The pool key of `entry` for `caller`; a scope that cannot be resolved runs the
     /// call under a fresh `call` key and says once per server and fix in the log what
     /// would fix it.
-    pub fn pool_key(&self, entry: &ServerEntry, caller: &Caller) -> String {
+    pub fn pool_key(&self, entry: &ServerEntry, caller: &Caller) -> PoolKey {
         match scope::resolve(entry.options.scope, caller) {
             scope::Resolved::Key(key) => key,
             scope::Resolved::Degraded { key, fix } => {
