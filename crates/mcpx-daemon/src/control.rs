@@ -567,3 +567,6 @@ fn server_error(server: &str, e: CallError) -> ApiError {
     };
     ApiError::new(kind, format!("server `{server}`: {e}{hint}"))
 }
+
+#[cfg(test)]
+mod tests;

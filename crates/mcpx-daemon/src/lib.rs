@@ -21,4 +21,6 @@ pub mod server;
 pub mod service_check;
 pub mod stream;
 pub mod target;
+#[cfg(test)]
+mod testing;
 pub mod transport;

@@ -28,6 +28,9 @@ mod dispatch;
 mod routes;
 mod sessions;
 
+#[cfg(test)]
+mod tests;
+
 pub use routes::{
     CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, Endpoint, MODE_HEADER, PPID_HEADER, SESSION_HEADER, TcpGuard,
     routes, tcp_routes,
