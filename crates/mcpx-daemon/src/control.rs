@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use crate::adopt::replace_incompatible;
 use crate::api::{ApiError, Caller, DaemonStatus, ErrorKind, InstanceStatus, Request, SearchHit, ServerRow, Status};
 use crate::config::{ResolvedConfig, ServerEntry};
-use crate::daemon::{Daemon, unknown_server};
+use crate::daemon::{Daemon, Exit, unknown_server};
 use crate::instance::{CallContext, CallError, ERROR_TAIL_BYTES, State, lock, response_result};
 use crate::pool::Target;
 use crate::schema::{CacheEntry, SchemaCache, ToolSummary};
@@ -296,7 +296,7 @@ pub fn status(d: &Daemon) -> Status {
             build: mcpx_platform::build::build_id().to_owned(),
             uptime_s: d.started.elapsed().as_secs(),
             socket: d.dirs.socket(),
-            http_url: lock(&d.http_url).clone(),
+            http_url: d.http_url().map(str::to_owned),
             config_files: d.config.known_files(),
             log_file: d.dirs.log_file(),
             warnings: d.warnings.clone(),
@@ -395,7 +395,7 @@ pub async fn refresh(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
 pub async fn stop(d: &Daemon, req: &Request) -> serde_json::Value {
     tracing::info!(all = req.all, "stop requested");
     d.pool.stop_all(req.all).await;
-    d.shutdown.notify_one();
+    d.request_exit(Exit::Stop);
     serde_json::json!({ "stopping": true })
 }
 
@@ -404,9 +404,11 @@ pub async fn stop(d: &Daemon, req: &Request) -> serde_json::Value {
 /// clients queue instead of failing), adopting its supervisors again. Answers
 /// `{"upgrading": true, "from": <build>, "binary": <path>}`.
 ///
+/// The binary's `--version` is asked without blocking the runtime's workers.
+///
 /// Errors: the binary is missing, not executable, or not an mcpx binary (its
 /// `--version` does not start with `mcpx `) (`usage`).
-pub fn upgrade(d: &Daemon, req: &Request) -> Result<serde_json::Value, ApiError> {
+pub async fn upgrade(d: &Daemon, req: &Request) -> Result<serde_json::Value, ApiError> {
     let binary = match &req.binary {
         Some(b) => b.clone(),
         None => std::env::current_exe()
@@ -430,8 +432,11 @@ pub fn upgrade(d: &Daemon, req: &Request) -> Result<serde_json::Value, ApiError>
         piped: true,
         detach: crate::process::Detach::Inherit,
     };
-    let version =
-        mcpx_platform::process::command(&probe).output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    let version = match crate::process::spawn(&probe) {
+        Ok(child) => child.wait_with_output().await,
+        Err(e) => Err(e),
+    }
+    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
     match version {
         Ok(v) if v.starts_with("mcpx ") => {}
         Ok(v) => {
@@ -447,8 +452,7 @@ pub fn upgrade(d: &Daemon, req: &Request) -> Result<serde_json::Value, ApiError>
         Err(e) => return Err(ApiError::new(ErrorKind::Usage, format!("cannot run {}: {e}", binary.display()))),
     }
     tracing::info!(binary = %binary.display(), "upgrade requested: draining");
-    *lock(&d.upgrade) = Some(binary.clone());
-    d.shutdown.notify_one();
+    d.request_exit(Exit::Upgrade(binary.clone()));
     Ok(serde_json::json!({ "upgrading": true, "from": mcpx_platform::build::build_id(), "binary": binary }))
 }
 

@@ -7,12 +7,12 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use mcpx_proto::Message;
 use mcpx_proto::attach::{Record, Version};
-use tokio::sync::{Notify, broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::api::{ApiError, ErrorKind, Request};
 use crate::config::{ConfigCache, ConfigEnv, ResolveRequest, ResolvedConfig, ServerEntry};
@@ -44,14 +44,13 @@ pub struct Daemon {
     /// When it started, in milliseconds since the Unix epoch (tells a re-executed
     /// daemon from the one before, which has the same pid).
     pub started_at: u64,
-    /// Notified when a `stop` or `upgrade` request asks the daemon to exit.
-    pub shutdown: Notify,
     /// Found at start: a service unit whose KillMode would kill the supervisors.
     pub(crate) warnings: Vec<String>,
-    /// The URL of `/mcp` on TCP, when that listener is enabled.
-    pub http_url: Mutex<Option<String>>,
-    /// Set by `POST /v1/upgrade`: the binary to re-execute once drained.
-    pub(crate) upgrade: Mutex<Option<PathBuf>>,
+    /// The URL of `/mcp` on TCP, set once when that listener is enabled.
+    http_url: OnceLock<String>,
+    /// Set when a `stop` or `upgrade` request asks the daemon to exit, and how;
+    /// `server::run` waits for it.
+    exit: watch::Sender<Option<Exit>>,
     /// Messages for every MCP client with a stream open (a server's `list_changed`);
     /// the MCP endpoint subscribes. The daemon itself never sees its clients.
     notices: broadcast::Sender<Message>,
@@ -97,11 +96,10 @@ impl Daemon {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_millis() as u64)
                 .unwrap_or(0),
-            shutdown: Notify::new(),
             incompatible: Mutex::new(Vec::new()),
-            upgrade: Mutex::new(None),
+            exit: watch::Sender::new(None),
             notices: broadcast::channel(NOTICES).0,
-            http_url: Mutex::new(None),
+            http_url: OnceLock::new(),
             warnings,
         });
         for w in &daemon.warnings {
@@ -157,6 +155,42 @@ impl Daemon {
         (entries, complete)
     }
 
+    /// The URL of `/mcp` on TCP, when that listener is enabled.
+    pub fn http_url(&self) -> Option<&str> {
+        self.http_url.get().map(String::as_str)
+    }
+
+    /// Records the URL of `/mcp` on TCP (`http://<address>/mcp`), for `status`. The
+    /// first one stays.
+    pub fn set_http_url(&self, url: String) {
+        let _ = self.http_url.set(url);
+    }
+
+    /// Asks the daemon to exit as `how` says: `server::run` stops accepting, drains
+    /// and returns it. An upgrade asked for wins over a stop, whichever came first.
+    pub fn request_exit(&self, how: Exit) {
+        self.exit.send_if_modified(|exit| {
+            let change = exit.is_none() || matches!(how, Exit::Upgrade(_));
+            if change {
+                *exit = Some(how);
+            }
+            change
+        });
+    }
+
+    /// Completes once [`Daemon::request_exit`] was called (at once if it already was).
+    pub async fn exit_requested(&self) {
+        let mut exit = self.exit.subscribe();
+        // The sender lives as long as the daemon, so this ends only with a request.
+        let _ = exit.wait_for(Option::is_some).await;
+    }
+
+    /// How the daemon was asked to exit; [`Exit::Stop`] when it was not asked (a
+    /// signal stopped it).
+    pub fn exit(&self) -> Exit {
+        self.exit.borrow().clone().unwrap_or(Exit::Stop)
+    }
+
     /// Sends `message` to every MCP client with a stream open (through the MCP
     /// endpoint, when one listens).
     pub fn announce(&self, message: Message) {
@@ -205,6 +239,15 @@ impl Daemon {
             }
         }
     }
+}
+
+/// Why the daemon exits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// Stopped (`mcpx stop`, a signal).
+    Stop,
+    /// Drained for `mcpx upgrade`: re-execute this binary.
+    Upgrade(PathBuf),
 }
 
 /// The `unknown_server` error for `name`, listing the names `config` has.

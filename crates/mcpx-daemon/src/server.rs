@@ -6,7 +6,6 @@
 //! both.
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,8 +19,7 @@ use tokio::net::UnixListener;
 
 use crate::api::{ApiError, ErrorBody, ErrorKind, Request};
 use crate::control;
-use crate::daemon::Daemon;
-use crate::instance::lock;
+use crate::daemon::{Daemon, Exit};
 use crate::mcp::Endpoint;
 use crate::stream::{channel_body, stream_call};
 
@@ -31,21 +29,15 @@ pub const MAX_REQUEST_BODY: usize = 1 << 30;
 /// How long in-flight requests may take to finish when the daemon stops or upgrades.
 pub const DRAIN: Duration = Duration::from_secs(10);
 
-/// Why [`run`] returned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Exit {
-    /// Stopped (`mcpx stop`, a signal).
-    Stop,
-    /// Drained for `mcpx upgrade`: re-execute this binary.
-    Upgrade(PathBuf),
-}
-
 /// The control API's routes (`docs/api.md`), with the MCP endpoint's `/mcp` routes of
 /// `mcp` merged in.
 pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
     Router::new()
         .route("/v1/health", get(|State(d): S| async move { Json(control::health(&d)) }))
-        .route("/v1/upgrade", post(|State(d): S, Body(r): Body| async move { control::upgrade(&d, &r).map(Json) }))
+        .route(
+            "/v1/upgrade",
+            post(|State(d): S, Body(r): Body| async move { control::upgrade(&d, &r).await.map(Json) }),
+        )
         .route("/v1/status", get(|State(d): S| async move { Json(control::status(&d)) }))
         .route("/v1/ls", post(|State(d): S, Body(r): Body| async move { control::ls(&d, &r).map(Json) }))
         .route("/v1/search", post(|State(d): S, Body(r): Body| async move { control::search(&d, &r).map(Json) }))
@@ -75,7 +67,8 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
 /// Serves the control API and `mcp`'s routes on `listener` until `shutdown` completes
 /// or a `stop` or `upgrade` request arrives; then stops accepting, lets in-flight
 /// requests finish (up to [`DRAIN`]), stops the daemon's own children and detaches
-/// from the supervisors (which keep their servers for the next daemon).
+/// from the supervisors (which keep their servers for the next daemon). Returns how
+/// the daemon was asked to exit ([`Exit::Stop`] after `shutdown`).
 ///
 /// Errors: none today; the `io::Result` leaves room for listener failures, which are
 /// logged and retried.
@@ -93,7 +86,7 @@ pub async fn run(
     let stop = async {
         tokio::select! {
             () = shutdown => {}
-            () = daemon.shutdown.notified() => {}
+            () = daemon.exit_requested() => {}
         }
     };
     tokio::pin!(stop);
@@ -125,10 +118,7 @@ pub async fn run(
         conns.abort_all();
     }
     daemon.pool.stop_all(false).await;
-    Ok(match lock(&daemon.upgrade).take() {
-        Some(binary) => Exit::Upgrade(binary),
-        None => Exit::Stop,
-    })
+    Ok(daemon.exit())
 }
 
 impl IntoResponse for ApiError {

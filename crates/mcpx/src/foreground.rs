@@ -15,11 +15,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use mcpx_daemon::daemon::Daemon;
+use mcpx_daemon::daemon::{Daemon, Exit};
 use mcpx_daemon::mcp::{Endpoint, TcpGuard, tcp_routes};
 use mcpx_daemon::paths::Dirs;
 use mcpx_daemon::pool::Launchers;
-use mcpx_daemon::server::{Exit, run as serve};
+use mcpx_daemon::server::run as serve;
 use mcpx_daemon::transport::http::RemoteLauncher;
 use mcpx_daemon::transport::stdio::DirectLauncher;
 use mcpx_daemon::transport::supervised::SupervisedLauncher;
@@ -126,7 +126,7 @@ async fn serve_tcp(daemon: &Daemon, mcp: &Arc<Endpoint>, dirs: &Dirs, addr: &str
     let token = if no_auth { None } else { Some(token(dirs)?) };
     let listener = tokio::net::TcpListener::bind(sock).await.with_context(|| format!("binding {addr}"))?;
     let bound = listener.local_addr().context("reading the bound address")?;
-    *daemon.http_url.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(format!("http://{bound}/mcp"));
+    daemon.set_http_url(format!("http://{bound}/mcp"));
     tracing::info!(url = %format!("http://{bound}/mcp"), auth = !no_auth, "serving /mcp on TCP");
     let app = tcp_routes(TcpGuard { token }).with_state(mcp.clone());
     // Without TCP_NODELAY, the last write of an SSE answer waits for the client's

@@ -248,9 +248,9 @@ async fn stop_stops_the_daemons_own_children_and_asks_it_to_exit() {
     for target in ["sup.echo", "direct.echo"] {
         call(&fx.daemon, &fx.call(target, json!({ "message": "x" })), None).await.unwrap();
     }
-    let stopping = fx.daemon.shutdown.notified();
     assert_eq!(stop(&fx.daemon, &fx.request()).await, json!({ "stopping": true }));
-    stopping.await;
+    fx.daemon.exit_requested().await;
+    assert_eq!(fx.daemon.exit(), Exit::Stop);
     assert_eq!(fx.server.count("terminate"), 1, "only the direct child is stopped; the supervisor keeps its server");
 }
 
@@ -258,10 +258,10 @@ async fn stop_stops_the_daemons_own_children_and_asks_it_to_exit() {
 async fn upgrade_refuses_what_is_not_an_executable_file() {
     let fx = fake();
     let to = |binary: PathBuf| Request { binary: Some(binary), ..fx.request() };
-    let e = upgrade(&fx.daemon, &to(fx.config.with_file_name("missing"))).unwrap_err();
+    let e = upgrade(&fx.daemon, &to(fx.config.with_file_name("missing"))).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Usage);
     assert!(e.message.contains("cannot upgrade to"), "{e}");
-    let e = upgrade(&fx.daemon, &to(fx.config.clone())).unwrap_err();
+    let e = upgrade(&fx.daemon, &to(fx.config.clone())).await.unwrap_err();
     assert!(e.message.ends_with("not an executable file"), "{e}");
 }
 
