@@ -29,26 +29,26 @@ pub(crate) async fn cancellable(
     let id = request.id().unwrap_or("null").to_owned();
     let stop = session.begin(&id);
     let response = tokio::select! {
-        response = answer(d, session, request, notify) => response,
+        response = answer(d, session, &id, request, notify) => response,
         () = stop.notified() => Message::error_response(&id, error_code::INTERNAL_ERROR, "cancelled by the client"),
     };
     session.end(&id);
     response
 }
 
-/// Answers one request of a session; the response carries the request's own id.
+/// Answers one request of a session; the response carries the request's own `id`.
 async fn answer(
     d: &Daemon,
     session: &ClientSession,
+    id: &str,
     request: Message,
     notify: Option<mpsc::UnboundedSender<Message>>,
 ) -> Message {
-    let id = request.id().unwrap_or("null").to_owned();
     let method = request.method().unwrap_or_default().to_owned();
     let params: Value =
         serde_json::from_str::<Value>(request.as_str()).map(|v| v["params"].clone()).unwrap_or(Value::Null);
     if session.discover {
-        if let Some(response) = discover::answer(d, session, &id, &method, &params).await {
+        if let Some(response) = discover::answer(d, session, id, &method, &params).await {
             return response;
         }
     }
@@ -68,8 +68,8 @@ async fn answer(
         _ => Err((error_code::METHOD_NOT_FOUND, format!("method `{method}` is not offered by mcpx"))),
     };
     match result {
-        Ok(v) => Message::response(&id, &v.to_string()),
-        Err((code, message)) => Message::error_response(&id, code, &message),
+        Ok(v) => Message::response(id, &v.to_string()),
+        Err((code, message)) => Message::error_response(id, code, &message),
     }
 }
 
