@@ -5,8 +5,8 @@
 # the server), and ping and tools/call latency and throughput along eight paths to one fake server
 # (direct stdio, `mcpx serve`, the daemon's streamable HTTP on TCP, supergateway, mcp-proxy),
 # and tools/call latency to a remote (streamable HTTP) fake server directly and through mcpx,
-# with scripts/bench.py, and writes BENCHMARKS.md: builds mcpx and mcpx-fake-server
-# (release), installs the servers into e2e/ (scripts/setup-e2e.sh), then runs scripts/bench.py
+# with scripts/bench, and writes BENCHMARKS.md: builds mcpx and mcpx-fake-server
+# (release), installs the servers into e2e/ (scripts/setup-e2e.sh), then runs scripts/bench
 # with the arguments given here:
 #   bash scripts/bench.sh                   # 30 runs per command, 10 kills per size, 5 throughput
 #                                           # rounds of 3 s per side; rewrites BENCHMARKS.md
@@ -27,7 +27,7 @@ quick=0
 for arg in "$@"; do
     case "$arg" in
         --quick) quick=1 ;;
-        -h | --help) exec python3 scripts/bench.py --help ;;
+        -h | --help) exec python3 scripts/bench --help ;;
     esac
 done
 
@@ -45,5 +45,5 @@ bash scripts/setup-e2e.sh
 
 shown="bash scripts/bench.sh"
 [[ $# -gt 0 ]] && shown+=" $*"
-exec python3 scripts/bench.py --mcpx "$target/$profile/mcpx" --fake-server "$target/$profile/mcpx-fake-server" \
+exec python3 scripts/bench --mcpx "$target/$profile/mcpx" --fake-server "$target/$profile/mcpx-fake-server" \
     --profile "$profile" --command "$shown" "$@"

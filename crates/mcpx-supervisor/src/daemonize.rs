@@ -1,6 +1,7 @@
 //! Becoming a supervisor: read the launch request, detach (double fork, own
 //! session), prepare the process (SIGPIPE ignored, inherited descriptors closed,
-//! subreaper), bind the socket, spawn the child, report readiness, then loop.
+//! subreaper), bind the socket, spawn the child ([`crate::child`]), report
+//! readiness, then hand over to the loop ([`crate::event_loop`]).
 //!
 //! Everything here runs before any async runtime, in a single-threaded process,
 //! which is what makes `fork` sound.
@@ -8,14 +9,13 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixListener;
-use std::process::Child;
 
-use mcpx_platform::process::{Detach, SpawnSpec};
 use mcpx_proto::attach::{LaunchRequest, ProcessId};
 use nix::unistd::{ForkResult, fork, setsid};
 
+use crate::child::{Child, SpawnError};
+use crate::event_loop::Supervisor;
 use crate::log::log;
-use crate::sup::Supervisor;
 
 /// `mcpx supervise`: reads a [`LaunchRequest`] (JSON) on stdin, and reports on stdout
 /// one JSON line, `{"pid":…,"child":{"pid":…,"start_time":…}}` once the server runs,
@@ -52,7 +52,7 @@ pub fn main() -> i32 {
 
 /// The supervisor proper, in the grandchild.
 fn supervise(req: LaunchRequest) -> i32 {
-    if let Err(e) = prepare(&req) {
+    if let Err(e) = prepare() {
         return report_error(&format!("cannot prepare the supervisor: {e}"));
     }
     if let Some(path) = &req.log {
@@ -66,23 +66,20 @@ fn supervise(req: LaunchRequest) -> i32 {
     if let Err(e) = listener.set_nonblocking(true) {
         return report_error(&format!("cannot set up {}: {e}", socket_path.display()));
     }
-    let child = match spawn_child(&req) {
+    let child = match Child::spawn(&req) {
         Ok(c) => c,
         Err(e) => {
             let _ = std::fs::remove_file(&socket_path);
-            return report_error(&e);
+            return report_error(&match e {
+                SpawnError::Start { .. } => e.to_string(),
+                SpawnError::Watch(e) => format!("cannot watch the server: {e}"),
+            });
         }
     };
     let pid = std::process::id();
     let me = ProcessId { pid, start_time: mcpx_platform::process_start_time(pid).unwrap_or(0) };
     let boot_id = mcpx_platform::boot_id().unwrap_or_default();
-    let sup = match Supervisor::new(req, listener, socket_path.clone(), me, boot_id, child) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = std::fs::remove_file(&socket_path);
-            return report_error(&format!("cannot watch the server: {e}"));
-        }
-    };
+    let sup = Supervisor::new(req, listener, socket_path, me, boot_id, child);
     let ready = serde_json::json!({ "pid": pid, "child": sup.child_id() });
     log!("ready: {ready}");
     let _ = writeln!(std::io::stdout(), "{ready}");
@@ -95,7 +92,7 @@ fn supervise(req: LaunchRequest) -> i32 {
 /// Ignores SIGPIPE, points stdin and stderr at /dev/null, closes every other
 /// inherited descriptor, moves to `/`, and (on Linux) becomes the subreaper of the
 /// server's descendants.
-fn prepare(_req: &LaunchRequest) -> std::io::Result<()> {
+fn prepare() -> std::io::Result<()> {
     mcpx_platform::ignore_sigpipe()?;
     redirect_to_null(Std::In);
     redirect_to_null(Std::Err);
@@ -105,6 +102,7 @@ fn prepare(_req: &LaunchRequest) -> std::io::Result<()> {
     Ok(())
 }
 
+/// A standard descriptor.
 enum Std {
     In,
     Out,
@@ -122,19 +120,7 @@ fn redirect_to_null(which: Std) {
     }
 }
 
-/// Spawns the server from the request: its own process group, piped stdio.
-pub fn spawn_child(req: &LaunchRequest) -> Result<Child, String> {
-    let spec = SpawnSpec {
-        program: req.program.clone(),
-        args: req.args.iter().map(Into::into).collect(),
-        env: req.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
-        cwd: req.cwd.clone(),
-        piped: true,
-        detach: Detach::Group,
-    };
-    mcpx_platform::process::spawn(&spec).map_err(|e| format!("cannot start `{}`: {e}", req.command))
-}
-
+/// Reports a failed launch on stdout as `{"error":"…"}`; returns the exit status, 1.
 fn report_error(message: &str) -> i32 {
     let line = serde_json::json!({ "error": message });
     let _ = writeln!(std::io::stdout(), "{line}");

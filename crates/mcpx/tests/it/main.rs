@@ -15,3 +15,4 @@ mod real_servers;
 mod remote;
 mod serve;
 mod supervisor;
+mod tidy;

@@ -298,11 +298,9 @@ fn remote_sampling_and_session_scope() {
     let mut serve = Serve::start(&w, json!({ "sampling": {} }));
     // server-everything adds its sampling tool after `initialized` and says so with
     // `list_changed`, which the schema cache follows.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !serve.request("tools/list", json!({})).to_string().contains("ev__trigger-sampling-request") {
-        assert!(Instant::now() < deadline, "the sampling tool never appeared");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until("the sampling tool appears", Duration::from_secs(15), || {
+        serve.request("tools/list", json!({})).to_string().contains("ev__trigger-sampling-request")
+    });
     serve.send(json!({ "jsonrpc": "2.0", "id": 50, "method": "tools/call",
         "params": { "name": "ev__trigger-sampling-request", "arguments": { "prompt": "say hi", "maxTokens": 10 } } }));
     let request = loop {

@@ -333,9 +333,11 @@ fn upgrade_under_load_loses_no_call() {
     std::fs::copy(crate::harness::mcpx_bin(), &next).unwrap();
 
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let workers: Vec<_> = (0..4)
         .map(|n| {
             let stop = stop.clone();
+            let finished = finished.clone();
             let launcher = w.launcher();
             std::thread::spawn(move || {
                 let mut done = 0;
@@ -347,15 +349,26 @@ fn upgrade_under_load_loses_no_call() {
                     assert!(out.status.success(), "{message} failed: {}", String::from_utf8_lossy(&out.stderr));
                     assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{message}\n"));
                     done += 1;
+                    finished.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 done
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
+    // The load is on once calls complete; it goes on until calls complete after the
+    // upgrade too, against the new image. A worker ends early only when a call failed,
+    // which the join below reports.
+    let calls_done = || finished.load(std::sync::atomic::Ordering::Relaxed);
+    let failed = |workers: &[std::thread::JoinHandle<usize>]| workers.iter().any(|h| h.is_finished());
+    wait_until("four calls completed before the upgrade", Duration::from_secs(30), || {
+        calls_done() >= 4 || failed(&workers)
+    });
     let run = w.run(&["upgrade", "--binary", next.to_str().unwrap(), "--json"]);
     assert_eq!(run.code, 0, "{run:?}");
-    std::thread::sleep(Duration::from_millis(300));
+    let upgraded = calls_done();
+    wait_until("four calls completed after the upgrade", Duration::from_secs(30), || {
+        calls_done() >= upgraded + 4 || failed(&workers)
+    });
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let calls: usize = workers.into_iter().map(|h| h.join().expect("a call failed during the upgrade")).sum();
     assert!(calls >= 8, "only {calls} calls ran");

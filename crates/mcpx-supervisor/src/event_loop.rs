@@ -1,0 +1,546 @@
+//! The supervisor's loop: one `poll(2)` over the listening socket, the daemon
+//! connections, the child's pipes and (on Linux) its pidfd. Every trigger becomes one
+//! [`Event`], handled in [`Supervisor::handle`]; the timers follow in
+//! [`Supervisor::tick`]. The child ([`crate::child`]) and the connections
+//! ([`crate::conn`]) keep their own state; this module decides what one does to the
+//! other: stdout and stderr to the attached daemon, stdin and control frames to the
+//! child, the exit to the daemon, and the record to disk.
+
+use std::io::ErrorKind;
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use mcpx_proto::attach::{
+    ChildState, ExitStatus, Frame, Hello, Kind, LaunchRequest, ProcessId, Record, Restarted, Version,
+};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use serde_json::value::RawValue;
+
+use crate::buffer::{StderrRing, StdoutBuffer};
+use crate::child::{self, Child, Output, Reaped, SpawnError, StopSequence};
+use crate::conn::{self, Conn, Conns, Peer, Request};
+use crate::log::log;
+
+/// Heartbeats go out this often to the attached daemon.
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How long an exit status waits for a daemon to acknowledge it.
+const EXIT_LINGER: Duration = Duration::from_secs(600);
+/// How often the loop wakes without any event: with a pidfd, for the timers; without
+/// one, exits are noticed by this periodic reap.
+const WAKE_WITH_PIDFD: u16 = 500;
+const WAKE_WITHOUT_PIDFD: u16 = 100;
+
+/// Everything that can happen to the supervisor.
+#[derive(Debug, Clone, Copy)]
+pub enum Event {
+    /// A daemon is connecting.
+    Accept,
+    /// Connection `n` has bytes (or closed).
+    ConnReadable(usize),
+    /// Connection `n` can take more bytes.
+    ConnWritable(usize),
+    /// The child wrote to stdout (or closed it).
+    Stdout,
+    /// The child wrote to stderr (or closed it).
+    Stderr,
+    /// The child's stdin can take more bytes.
+    StdinWritable,
+    /// Some child process may have exited (pidfd readable, or a periodic check).
+    Reap,
+}
+
+/// What to do once the stopping child has exited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// Start it again from the same spec.
+    Restart,
+    /// Exit once a daemon acknowledged the exit (or none is attached).
+    Exit,
+}
+
+/// A stop under way: the sequence, and what follows it.
+#[derive(Debug)]
+struct Stopping {
+    sequence: StopSequence,
+    then: Then,
+}
+
+/// The supervisor's whole state.
+pub struct Supervisor {
+    /// The launch request: the server to (re)start and the identity in the record.
+    req: LaunchRequest,
+    listener: UnixListener,
+    /// `<dir>/<id>.sock` and `<dir>/<id>.json`, removed when the supervisor exits.
+    socket_path: PathBuf,
+    record_path: PathBuf,
+    /// The supervisor process and the boot it belongs to, for the record.
+    me: ProcessId,
+    boot_id: String,
+    conns: Conns,
+    /// The server; `None` only after a restart that could not start it.
+    child: Option<Child>,
+    stdout: StdoutBuffer,
+    stderr: StderrRing,
+    /// Whether the stream handed to daemons so far ends mid-line.
+    sent_mid_line: bool,
+    /// How the child ended, once it has; reset by a restart.
+    exit: Option<ExitStatus>,
+    /// When it ended, for the linger.
+    exited_at: Option<Instant>,
+    /// Whether a daemon acknowledged the exit.
+    exit_acked: bool,
+    stopping: Option<Stopping>,
+    /// The MCP session a daemon stored, handed to the next one in the hello.
+    session: Option<Box<RawValue>>,
+    last_epoch: u32,
+    /// Since when no daemon is attached: the orphan timer.
+    unattached_since: Option<Instant>,
+    last_heartbeat: Instant,
+    /// When a stdout drop was last logged (at most one line a second).
+    last_drop_log: Option<Instant>,
+    done: bool,
+}
+
+impl Supervisor {
+    /// A supervisor for `child`, already spawned from `req`, serving on `listener`
+    /// (bound at `socket_path`). `me` is this process and `boot_id` the boot's id,
+    /// both for the record, which is written now.
+    pub fn new(
+        req: LaunchRequest,
+        listener: UnixListener,
+        socket_path: PathBuf,
+        me: ProcessId,
+        boot_id: String,
+        child: Child,
+    ) -> Supervisor {
+        let record_path = req.dir.join(format!("{}.json", req.id));
+        let capacity = usize::try_from(req.buffer_bytes).unwrap_or(usize::MAX);
+        let now = Instant::now();
+        let sup = Supervisor {
+            listener,
+            socket_path,
+            record_path,
+            me,
+            boot_id,
+            conns: Conns::default(),
+            child: Some(child),
+            stdout: StdoutBuffer::new(capacity),
+            stderr: StderrRing::new(),
+            sent_mid_line: false,
+            exit: None,
+            exited_at: None,
+            exit_acked: false,
+            stopping: None,
+            session: None,
+            last_epoch: 0,
+            unattached_since: Some(now),
+            last_heartbeat: now,
+            last_drop_log: None,
+            done: false,
+            req,
+        };
+        sup.write_record();
+        sup
+    }
+
+    /// The child's pid and start time.
+    pub fn child_id(&self) -> Option<ProcessId> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Runs until the supervisor's work is done, then removes its socket and record;
+    /// returns the process exit status.
+    pub fn run(mut self) -> i32 {
+        let mut events = Vec::new();
+        while !self.done {
+            events.clear();
+            if let Err(e) = self.wait(&mut events) {
+                log!("poll failed: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            for ev in events.drain(..) {
+                self.handle(ev);
+            }
+            self.handle(Event::Reap);
+            self.tick(Instant::now());
+            self.pump();
+            self.conns.flush_all();
+        }
+        self.cleanup();
+        0
+    }
+
+    /// Polls every source and lists what is ready.
+    fn wait(&mut self, events: &mut Vec<Event>) -> nix::Result<()> {
+        let mut fds: Vec<PollFd<'_>> = vec![PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
+        let mut what: Vec<Event> = vec![Event::Accept];
+        for (i, c) in self.conns.iter().enumerate() {
+            let flags = if c.peer.has_output() { PollFlags::POLLIN | PollFlags::POLLOUT } else { PollFlags::POLLIN };
+            fds.push(PollFd::new(c.fd(), flags));
+            what.push(Event::ConnReadable(i));
+        }
+        let mut timeout = WAKE_WITHOUT_PIDFD;
+        if let Some(child) = &self.child {
+            let sources = [
+                (child.output_fd(Output::Stdout).filter(|_| !self.stdout_paused()), PollFlags::POLLIN, Event::Stdout),
+                (child.output_fd(Output::Stderr), PollFlags::POLLIN, Event::Stderr),
+                (child.stdin_fd(), PollFlags::POLLOUT, Event::StdinWritable),
+                (child.pidfd(), PollFlags::POLLIN, Event::Reap),
+            ];
+            for (fd, flags, ev) in sources {
+                if let Some(fd) = fd {
+                    fds.push(PollFd::new(fd, flags));
+                    what.push(ev);
+                }
+            }
+            if child.pidfd().is_some() {
+                timeout = WAKE_WITH_PIDFD;
+            }
+        }
+        poll(&mut fds, PollTimeout::from(timeout))?;
+        for (fd, ev) in fds.iter().zip(what) {
+            let Some(r) = fd.revents() else { continue };
+            if r.is_empty() {
+                continue;
+            }
+            match ev {
+                Event::ConnReadable(i) => {
+                    if r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR) {
+                        events.push(Event::ConnReadable(i));
+                    }
+                    if r.contains(PollFlags::POLLOUT) {
+                        events.push(Event::ConnWritable(i));
+                    }
+                }
+                other => events.push(other),
+            }
+        }
+        Ok(())
+    }
+
+    /// Handles one event.
+    pub fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::Accept => self.accept(),
+            Event::ConnReadable(i) => self.read_conn(i),
+            Event::ConnWritable(i) => self.conns.flush(i),
+            Event::Stdout => self.read_output(Output::Stdout),
+            Event::Stderr => self.read_output(Output::Stderr),
+            Event::StdinWritable => {
+                if let Some(c) = self.child.as_mut() {
+                    c.write_stdin();
+                }
+            }
+            Event::Reap => {
+                while let Some(reaped) = child::reap_any() {
+                    self.reaped(reaped);
+                }
+            }
+        }
+    }
+
+    /// Accepts every waiting connection from this user, and greets it.
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    if !conn::same_user(&stream) || stream.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    let peer = Peer::new(&self.hello(), self.req.max_message_bytes, Instant::now());
+                    self.conns.push(Conn::new(stream, peer));
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    log!("accept failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The hello a connecting daemon is greeted with.
+    fn hello(&self) -> Hello {
+        Hello {
+            record: self.record(),
+            state: if self.exit.is_some() { ChildState::Exited } else { ChildState::Running },
+            exit: self.exit,
+            stdout_buffered: self.stdout.len() as u64,
+            stdout_dropped: self.stdout.dropped,
+            stderr_dropped: self.stderr.dropped,
+            buffer_capacity: self.stdout.capacity() as u64,
+            next_epoch: self.last_epoch + 1,
+            session: self.session.clone(),
+        }
+    }
+
+    /// The record as of now (`docs/attach-protocol.md`, "The record").
+    fn record(&self) -> Record {
+        Record {
+            id: self.req.id.clone(),
+            server: self.req.server.clone(),
+            fingerprint: self.req.fingerprint.clone(),
+            cache_key: self.req.cache_key.clone(),
+            key: self.req.key.clone(),
+            sharing: self.req.sharing.clone(),
+            supervisor: self.me,
+            child: self.child_id(),
+            boot_id: self.boot_id.clone(),
+            protocol: Version::ours(),
+            build: mcpx_platform::build::build_id().to_owned(),
+            last_epoch: self.last_epoch,
+            exit: self.exit,
+        }
+    }
+
+    /// Writes the record atomically (`mcpx_platform::fs::write_atomic`).
+    fn write_record(&self) {
+        let bytes = serde_json::to_vec_pretty(&self.record()).unwrap_or_default();
+        if let Err(e) = mcpx_platform::fs::write_atomic(&self.record_path, &bytes, 0o600) {
+            log!("cannot write {}: {e}", self.record_path.display());
+        }
+    }
+
+    /// Reads what connection `i` sent and carries out its requests in order.
+    fn read_conn(&mut self, i: usize) {
+        let mut buf = [0u8; 64 * 1024];
+        while self.conns.get_mut(i).is_some_and(|c| c.read(&mut buf, Instant::now())) {
+            while let Some(request) = self.conns.get_mut(i).and_then(|c| c.peer.next_request()) {
+                self.request(i, request);
+            }
+        }
+    }
+
+    /// Carries out one request from connection `i`.
+    fn request(&mut self, i: usize, request: Request) {
+        match request {
+            Request::Attach(epoch) => self.attach(i, epoch),
+            Request::Stdin(message) => {
+                if !self.child.as_mut().is_some_and(|c| c.queue_message(&message)) {
+                    log!("dropped a stdin message: the child's stdin is closed");
+                }
+            }
+            Request::CloseStdin => {
+                if let Some(c) = self.child.as_mut() {
+                    c.close_stdin();
+                }
+            }
+            Request::Signal(signal) => {
+                if let Some(c) = &self.child {
+                    c.signal_group(signal);
+                }
+            }
+            Request::Restart => self.stop_child(Then::Restart),
+            Request::Terminate => self.stop_child(Then::Exit),
+            Request::StoreSession(session) => self.session = Some(session),
+            Request::AckExit => {
+                if self.exit.is_some() {
+                    log!("the exit was acknowledged");
+                    self.exit_acked = true;
+                }
+            }
+        }
+    }
+
+    /// A daemon attaches with an epoch; a newer one takes over from the attached one.
+    fn attach(&mut self, i: usize, epoch: u32) {
+        if !self.conns.attach(i, epoch, self.last_epoch, &self.stderr.contents()) {
+            return;
+        }
+        self.last_epoch = epoch;
+        self.unattached_since = None;
+        log!(
+            "daemon attached with epoch {epoch} ({} stdout bytes buffered, {} dropped)",
+            self.stdout.len(),
+            self.stdout.dropped
+        );
+        self.write_record();
+    }
+
+    /// Reads an output pipe until it is empty (or, for stdout, until the attached
+    /// daemon is behind).
+    fn read_output(&mut self, which: Output) {
+        let mut buf = [0u8; 64 * 1024];
+        while let Some(n) = self.child.as_mut().and_then(|c| c.read(which, &mut buf)) {
+            match which {
+                Output::Stdout => {
+                    if !self.stdout_read(&buf[..n]) {
+                        return;
+                    }
+                }
+                Output::Stderr => self.stderr_read(&buf[..n]),
+            }
+        }
+    }
+
+    /// Buffers stdout and hands it on at once. Returns whether to read on: `false`
+    /// when the attached daemon is behind, so the rest stays in the pipe (the server
+    /// waits) rather than being dropped.
+    fn stdout_read(&mut self, bytes: &[u8]) -> bool {
+        let dropped = self.stdout.push(bytes);
+        if dropped > 0 && self.last_drop_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            // At most a line a second: a flooding server must not flood the log.
+            self.last_drop_log = Some(Instant::now());
+            log!("stdout buffer full while no daemon is attached: {} bytes dropped so far", self.stdout.dropped);
+        }
+        // Hand it on as soon as possible, so the buffer only fills while no daemon is
+        // attached.
+        self.pump();
+        !self.stdout_paused()
+    }
+
+    /// Keeps stderr in the ring and forwards it to the attached daemon.
+    fn stderr_read(&mut self, bytes: &[u8]) {
+        self.stderr.push(bytes);
+        if let Some(c) = self.conns.attached_mut() {
+            c.peer.send(Frame::new(Kind::Stderr, bytes.to_vec()));
+        }
+    }
+
+    /// Records the child's exit (orphaned descendants are only reaped), then restarts
+    /// it when a restart was waiting for the exit.
+    fn reaped(&mut self, reaped: Reaped) {
+        let Some(exit) = self.child.as_mut().and_then(|c| c.reaped(&reaped)) else { return };
+        self.exit = Some(exit);
+        self.exited_at = Some(Instant::now());
+        self.write_record();
+        if let Some(Stopping { then: Then::Restart, .. }) = self.stopping {
+            self.stopping = None;
+            self.restart();
+        }
+    }
+
+    /// Starts a new child from the same request, dropping the old one's pipes unread.
+    fn restart(&mut self) {
+        self.child = None;
+        self.session = None;
+        match Child::spawn(&self.req) {
+            Ok(child) => {
+                let id = child.id();
+                self.child = Some(child);
+                self.exit = None;
+                self.exited_at = None;
+                self.exit_acked = false;
+                if let Some(c) = self.conns.attached_mut() {
+                    c.peer.send(Frame::json(Kind::Restarted, &Restarted { child: id }));
+                }
+                self.write_record();
+            }
+            Err(SpawnError::Watch(e)) => {
+                log!("cannot watch the restarted child: {e}");
+                self.write_record();
+            }
+            Err(e @ SpawnError::Start { .. }) => {
+                log!("restart failed: {e}");
+                // Keep reporting the old exit; the daemon sees the restart fail.
+                self.stderr.push(format!("mcpx supervise: restart failed: {e}\n").as_bytes());
+                if let Some(c) = self.conns.attached_mut() {
+                    c.peer.send(Frame::json(Kind::Exited, &self.exit));
+                }
+            }
+        }
+    }
+
+    /// Starts the stop sequence (close stdin now, SIGTERM the group after a grace,
+    /// SIGKILL it after another), or goes straight to what follows it when the child
+    /// has already exited.
+    fn stop_child(&mut self, then: Then) {
+        let now = Instant::now();
+        if self.exit.is_some() {
+            match then {
+                Then::Restart => self.restart(),
+                Then::Exit => self.stopping = Some(Stopping { sequence: StopSequence::finished(now), then }),
+            }
+            return;
+        }
+        if let Some(c) = self.child.as_mut() {
+            c.close_stdin();
+        }
+        self.stopping = Some(Stopping { sequence: StopSequence::start(now), then });
+    }
+
+    /// Timers: silent and stale connections, heartbeats, the stop sequence, the
+    /// orphan timeout and the exit's linger.
+    fn tick(&mut self, now: Instant) {
+        if self.conns.sweep(now) && self.conns.attached().is_none() {
+            log!("daemon detached");
+            self.unattached_since = Some(now);
+            if self.sent_mid_line {
+                self.stdout.resync();
+                self.sent_mid_line = false;
+            }
+        }
+        if now.duration_since(self.last_heartbeat) >= HEARTBEAT {
+            self.last_heartbeat = now;
+            if let Some(c) = self.conns.attached_mut() {
+                c.peer.send(Frame::new(Kind::Heartbeat, Vec::new()));
+            }
+        }
+        if let (Some(stop), None) = (self.stopping.as_mut(), self.exit) {
+            if let Some(signal) = stop.sequence.due(now) {
+                if let Some(c) = &self.child {
+                    log!("child still running: sending {signal} to its group");
+                    c.signal_group(signal);
+                }
+            }
+        }
+        if let (Some(timeout), Some(since)) = (self.req.orphan_timeout_ms, self.unattached_since) {
+            if self.stopping.is_none() && now.duration_since(since) >= Duration::from_millis(timeout) {
+                log!("no daemon attached for {timeout} ms (orphanTimeout): stopping");
+                self.stop_child(Then::Exit);
+            }
+        }
+        if self.exit.is_some() {
+            // An acknowledged exit was sent after all output; a stop with no daemon to
+            // tell, or an exit nobody came for within the linger, ends it regardless.
+            let stopping_to_exit = matches!(self.stopping, Some(Stopping { then: Then::Exit, .. }));
+            let nobody = self.conns.attached().is_none();
+            let lingered = self.exited_at.is_some_and(|t| now.duration_since(t) >= EXIT_LINGER);
+            if (self.exit_acked && self.stdout_drained()) || (stopping_to_exit && nobody) || lingered {
+                if self.stdout.len() > 0 {
+                    log!("exiting with {} stdout bytes no daemon collected", self.stdout.len());
+                }
+                self.done = true;
+            }
+        }
+    }
+
+    /// Whether to stop reading the child's stdout for now: a daemon is attached but
+    /// has not taken what is already buffered. Flow control, not loss: only output
+    /// with no daemon attached is ever dropped.
+    fn stdout_paused(&self) -> bool {
+        let half = self.stdout.capacity() / 2;
+        self.conns.attached().is_some_and(|c| !c.peer.has_room() || self.stdout.len() >= half)
+    }
+
+    /// Whether the child's stdout reached end of file and all of it left the buffer.
+    fn stdout_drained(&self) -> bool {
+        self.stdout_closed() && self.stdout.len() == 0
+    }
+
+    fn stdout_closed(&self) -> bool {
+        self.child.as_ref().is_none_or(|c| !c.output_open(Output::Stdout))
+    }
+
+    /// Moves buffered stdout to the attached daemon, then the exit once all output is out.
+    fn pump(&mut self) {
+        let stdout_closed = self.stdout_closed();
+        let Some(conn) = self.conns.attached_mut() else { return };
+        if let Some(mid_line) = conn.peer.send_stdout(&mut self.stdout) {
+            self.sent_mid_line = mid_line;
+        }
+        if let Some(exit) = &self.exit {
+            if stdout_closed && self.stdout.len() == 0 {
+                conn.peer.send_exit_once(exit);
+            }
+        }
+    }
+
+    fn cleanup(&mut self) {
+        let _ = std::fs::remove_file(&self.socket_path);
+        let _ = std::fs::remove_file(&self.record_path);
+        log!("exiting");
+    }
+}
