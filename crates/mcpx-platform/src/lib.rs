@@ -31,6 +31,7 @@ use macos as sys;
 
 pub mod build;
 pub mod fs;
+mod pid;
 pub mod process;
 #[allow(unsafe_code)]
 mod signal;
@@ -41,44 +42,11 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 pub use nix::sys::signal::Signal;
 
+use pid::{esrch_to_not_found, to_pid_t};
+
 /// The highest descriptor number (exclusive) [`close_inherited_fds`] tries when it cannot
 /// list the open descriptors and the soft `RLIMIT_NOFILE` is larger or unlimited.
 pub const CLOSE_FDS_CAP: RawFd = 65536;
-
-/// What the OS reports about one process: the part of `/proc/<pid>/stat` (Linux) or of
-/// `proc_bsdinfo` (macOS) that mcpx uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ProcStat {
-    /// See [`process_start_time`] for the unit.
-    pub(crate) start_time: u64,
-    /// The process has exited and waits to be reaped by its parent.
-    pub(crate) zombie: bool,
-}
-
-/// Turns a pid into a `pid_t`, rejecting the values that cannot name a single process:
-/// `0` (the caller's process group for `kill(2)`, the scheduler on some systems) and anything
-/// above `i32::MAX` (negative as a `pid_t`, i.e. a process group).
-///
-/// # Errors
-///
-/// `NotFound` for those values.
-pub(crate) fn to_pid_t(pid: u32) -> io::Result<libc::pid_t> {
-    match libc::pid_t::try_from(pid) {
-        Ok(p) if p > 0 => Ok(p),
-        _ => Err(no_such_process(pid)),
-    }
-}
-
-/// The error every function here returns for a process that does not exist.
-pub(crate) fn no_such_process(pid: u32) -> io::Error {
-    io::Error::new(io::ErrorKind::NotFound, format!("no process with pid {pid}"))
-}
-
-/// Maps `ESRCH` ("no such process") to a `NotFound` error naming the pid, so callers can
-/// match on [`io::ErrorKind::NotFound`] on every OS; other errors pass through unchanged.
-pub(crate) fn esrch_to_not_found(err: io::Error, pid: u32) -> io::Error {
-    if err.raw_os_error() == Some(libc::ESRCH) { no_such_process(pid) } else { err }
-}
 
 /// A value that identifies one incarnation of process `pid`: pids are reused, the pair
 /// (pid, start time) is not (in practice: a pid would have to be reused within one unit of

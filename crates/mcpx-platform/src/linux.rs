@@ -9,7 +9,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 
-use crate::ProcStat;
+use crate::pid::ProcStat;
 
 pub(crate) use pidfd::{open as pidfd_open, send_signal as pidfd_send_signal};
 
@@ -21,7 +21,7 @@ pub(crate) use pidfd::{open as pidfd_open, send_signal as pidfd_send_signal};
 /// user's process), `InvalidData` if the file cannot be parsed.
 pub(crate) fn process_stat(pid: u32) -> io::Result<ProcStat> {
     let stat = fs::read(format!("/proc/{pid}/stat"))
-        .map_err(|err| if err.kind() == io::ErrorKind::NotFound { crate::no_such_process(pid) } else { err })?;
+        .map_err(|err| if err.kind() == io::ErrorKind::NotFound { crate::pid::no_such_process(pid) } else { err })?;
     parse_stat(&stat)
 }
 

@@ -9,7 +9,7 @@ use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
 
 use nix::sys::signal::Signal;
 
-use crate::ProcStat;
+use crate::pid::ProcStat;
 
 /// `proc_pidinfo(PROC_PIDTBSDINFO)`: the start time in microseconds since the epoch and
 /// whether `pbi_status` is `SZOMB`.
@@ -19,7 +19,8 @@ use crate::ProcStat;
 /// `NotFound` if there is no such process (`ESRCH`), `PermissionDenied` for another user's
 /// process without privileges, `InvalidData` for a short answer.
 pub(crate) fn process_stat(pid: u32) -> io::Result<ProcStat> {
-    let info = libc_sys::bsd_info(crate::to_pid_t(pid)?).map_err(|err| crate::esrch_to_not_found(err, pid))?;
+    let info =
+        libc_sys::bsd_info(crate::pid::to_pid_t(pid)?).map_err(|err| crate::pid::esrch_to_not_found(err, pid))?;
     let start_time = info.pbi_start_tvsec.saturating_mul(1_000_000).saturating_add(info.pbi_start_tvusec);
     Ok(ProcStat { start_time, zombie: info.pbi_status == libc::SZOMB })
 }

@@ -135,7 +135,8 @@ pub fn install(print: bool, exe: &Path, home: &Path, xdg_config_home: Option<&Pa
             std::fs::create_dir_all(dir)
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display())))?;
         }
-        std::fs::write(&path, &text)
+        // Created above with the usual mode, so `write_atomic` does not make it 0700.
+        mcpx_platform::fs::write_atomic(&path, text.as_bytes(), 0o644)
             .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))?;
     }
     let what = match state {

@@ -13,7 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::PathBuf;
 
-use super::{ConfigError, RemoteKind, TransportSpec};
+use super::error::ConfigError;
+use super::spec::{RemoteKind, TransportSpec};
 
 /// One piece of a parsed template.
 #[derive(Debug, PartialEq, Eq)]

@@ -6,10 +6,11 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::entry::{ServerEntry, ServerOptions};
+use super::error::ConfigError;
+use super::spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};
 use super::units::{duration_from_json, json_kind, size_from_json};
-use super::{
-    ConfigError, MCPX_KEYS, RemoteKind, Scope, ServerEntry, ServerOptions, Sharing, TransportSpec, expand, jsonc,
-};
+use super::{expand, jsonc};
 
 /// The parts of a file we read; every other top-level key is ignored.
 #[derive(Deserialize)]

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{ConfigError, ResolvedConfig, ServerEntry, parse};
+use super::entry::{ResolvedConfig, ServerEntry};
+use super::error::ConfigError;
+use super::parse;
 
 /// Name of the project config file shared with Claude Code, Cursor and others.
 pub const PROJECT_FILE: &str = ".mcp.json";

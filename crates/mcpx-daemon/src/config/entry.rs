@@ -1,0 +1,210 @@
+//! One server entry as configured ([`ServerEntry`], its `mcpx` options and its
+//! fingerprint), and the merged view a request sees ([`ResolvedConfig`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::command::ExeIdentity;
+use super::error::ConfigError;
+use super::expand::{self, ExpandedTransport};
+use super::spec::{Scope, Sharing, TransportSpec};
+
+/// The `mcpx` block of a server entry, defaults filled in. Timeouts are `None` when written as
+/// `0` (no timeout); sizes are bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerOptions {
+    /// `sharing`; default `shared`.
+    pub sharing: Sharing,
+    /// `scope`; default `global`.
+    pub scope: Scope,
+    /// `max`: most instances of this server across its pool keys, ≥ 1; default 4.
+    pub max: u32,
+    /// `min`: (`global` scope) instances started with the daemon and exempt from idle reaping, ≤ `max`; default 0.
+    pub min: u32,
+    /// `idleTimeout`: stop an instance idle this long; default 5 min.
+    pub idle_timeout: Option<Duration>,
+    /// `callTimeout`: fail a tool call running this long; default 120 s.
+    pub call_timeout: Option<Duration>,
+    /// `startTimeout`: fail a start (spawn + initialize) taking this long; default 60 s.
+    pub start_timeout: Option<Duration>,
+    /// `supervised`: run each instance under its own `mcpx supervise` process, which outlives the daemon; default true.
+    pub supervised: bool,
+    /// `bufferBytes`: the supervisor's stdout buffer while no daemon is attached, in bytes, > 0; default 8 MiB.
+    pub buffer_bytes: u64,
+    /// `maxMessageBytes`: largest JSON-RPC message accepted, in bytes, > 0; default 64 MiB.
+    pub max_message_bytes: u64,
+    /// `orphanTimeout`: a supervisor no daemon attaches to for this long stops its server and exits; default 1 h.
+    pub orphan_timeout: Option<Duration>,
+    /// `description`: free text shown in listings.
+    pub description: Option<String>,
+    /// `disabled`: the server is configured but not offered; default false.
+    pub disabled: bool,
+    /// `includeTools`: when set, only these tools are offered.
+    pub include_tools: Option<Vec<String>>,
+    /// `excludeTools`: tools never offered (applied after `include_tools`).
+    pub exclude_tools: Vec<String>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            sharing: Sharing::Shared,
+            scope: Scope::Global,
+            max: 4,
+            min: 0,
+            idle_timeout: Some(Duration::from_secs(5 * 60)),
+            call_timeout: Some(Duration::from_secs(120)),
+            start_timeout: Some(Duration::from_secs(60)),
+            supervised: true,
+            buffer_bytes: 8 << 20,
+            max_message_bytes: 64 << 20,
+            orphan_timeout: Some(Duration::from_secs(3600)),
+            description: None,
+            disabled: false,
+            include_tools: None,
+            exclude_tools: Vec::new(),
+        }
+    }
+}
+
+impl ServerOptions {
+    /// Whether the tool `name` is offered: it must be in `include_tools` when that is set, and
+    /// must not be in `exclude_tools`. Names match exactly.
+    pub fn tool_allowed(&self, name: &str) -> bool {
+        self.include_tools.as_ref().is_none_or(|include| include.iter().any(|t| t == name))
+            && !self.exclude_tools.iter().any(|t| t == name)
+    }
+}
+
+/// One server as configured in one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerEntry {
+    /// The key under `mcpServers` / `servers`.
+    pub name: String,
+    /// The file the entry came from.
+    pub source: PathBuf,
+    /// How to reach it, as written (unexpanded).
+    pub transport: TransportSpec,
+    /// The `mcpx` block with defaults.
+    pub options: ServerOptions,
+}
+
+impl ServerEntry {
+    /// Expands `${VAR}` references from `env` (the daemon's captured environment) in the
+    /// command, args, env values, cwd, url and header values. A relative `cwd` is resolved
+    /// against the directory of [`source`](Self::source).
+    ///
+    /// Errors: [`ConfigError::UnsetVariable`] naming the first unset variable and this server.
+    /// The result holds secrets; its `Debug` output shows templates only.
+    pub fn expand(&self, env: &HashMap<String, String>) -> Result<ExpandedTransport, ConfigError> {
+        expand::expand_transport(&self.transport, env, &self.name, self.source.parent())
+    }
+
+    /// The key of this entry's schema cache file, its crash count and its `status`
+    /// rows: the [`fingerprint`](Self::fingerprint) without the executable's identity,
+    /// so a server keeps its cached tools when its binary is rebuilt or deleted.
+    pub fn cache_key(&self) -> String {
+        self.fingerprint(None)
+    }
+
+    /// A stable 16-hex-digit fingerprint of what decides this entry's process: the transport
+    /// as written before expansion (command, args, env, cwd, url, headers, transport kind),
+    /// sharing and scope, plus `exe` (the resolved executable) when given. Equal entries in
+    /// different files, or under different names, have equal fingerprints; changing a variable's
+    /// value does not change it. A relative `cwd` is hashed joined to the file's directory, since
+    /// it names a different directory in each project.
+    pub fn fingerprint(&self, exe: Option<&ExeIdentity>) -> String {
+        let mut h = Fingerprinter(Sha256::new());
+        h.field("mcpx-fingerprint-v1");
+        match &self.transport {
+            TransportSpec::Stdio { command, args, env, cwd } => {
+                h.field("stdio");
+                h.field(command);
+                h.list(args.iter().map(String::as_str));
+                h.map(env);
+                // A relative `cwd` means a different directory in each project, so
+                // it is hashed resolved against the file's directory.
+                match (cwd.as_deref(), self.source.parent()) {
+                    (Some(c), Some(dir)) if Path::new(c).is_relative() && !c.contains("${") => {
+                        h.opt(Some(&dir.join(c).display().to_string()))
+                    }
+                    (c, _) => h.opt(c),
+                }
+            }
+            TransportSpec::Remote { url, headers, kind } => {
+                h.field("remote");
+                h.field(url);
+                h.map(headers);
+                h.field(kind.as_str());
+            }
+        }
+        h.field(self.options.sharing.as_str());
+        h.field(self.options.scope.as_str());
+        match exe {
+            Some(exe) => {
+                h.field("exe");
+                h.field(&exe.path.to_string_lossy());
+                h.field(&exe.stamp);
+            }
+            None => h.field("no-exe"),
+        }
+        h.0.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// Unambiguous encoding for hashing: every string is length-prefixed.
+struct Fingerprinter(Sha256);
+
+impl Fingerprinter {
+    fn field(&mut self, s: &str) {
+        self.0.update((s.len() as u64).to_le_bytes());
+        self.0.update(s.as_bytes());
+    }
+    fn list<'a>(&mut self, items: impl ExactSizeIterator<Item = &'a str>) {
+        self.0.update((items.len() as u64).to_le_bytes());
+        for item in items {
+            self.field(item);
+        }
+    }
+    fn map(&mut self, map: &BTreeMap<String, String>) {
+        self.0.update((map.len() as u64).to_le_bytes());
+        for (k, v) in map {
+            self.field(k);
+            self.field(v);
+        }
+    }
+    fn opt(&mut self, s: Option<&str>) {
+        match s {
+            Some(s) => {
+                self.0.update([1]);
+                self.field(s);
+            }
+            None => self.0.update([0]),
+        }
+    }
+}
+
+/// The result of resolving one request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResolvedConfig {
+    /// Every existing file that was read for this request, nearest (highest precedence) first,
+    /// including files whose entries were all overridden or that define no servers.
+    pub files: Vec<PathBuf>,
+    /// The merged servers by name (disabled ones included; check `options.disabled`).
+    pub servers: BTreeMap<String, ServerEntry>,
+}
+
+impl ResolvedConfig {
+    /// The server named `name`, if configured.
+    pub fn get(&self, name: &str) -> Option<&ServerEntry> {
+        self.servers.get(name)
+    }
+
+    /// The servers that are not `disabled`, in name order.
+    pub fn enabled(&self) -> impl Iterator<Item = &ServerEntry> {
+        self.servers.values().filter(|s| !s.options.disabled)
+    }
+}

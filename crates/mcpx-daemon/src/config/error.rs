@@ -1,0 +1,128 @@
+//! Everything that can go wrong loading configuration, as one error type whose messages
+//! name the file and key and say what to fix.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::spec::MCPX_KEYS;
+
+/// Everything that can go wrong loading configuration. Messages are single lines starting with
+/// the file (when there is one) and saying what to fix; none contains an expanded variable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A config file exists but cannot be read (or the explicit file is missing).
+    #[error("{}: cannot read config file: {error}{}", file.display(), io_hint(error))]
+    Io {
+        /// The file.
+        file: PathBuf,
+        /// The underlying error.
+        error: io::Error,
+    },
+    /// A file is not valid JSON(C), or its top level has the wrong shape.
+    #[error("{}:{line}:{column}: {message} (fix the JSON; comments and trailing commas are allowed)", file.display())]
+    Syntax {
+        /// The file.
+        file: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column, in bytes.
+        column: usize,
+        /// What the parser expected.
+        message: String,
+    },
+    /// A key in a server's `mcpx` block that mcpx does not know.
+    #[error(
+        "{}: server `{server}`: unknown key `{key}` in the `mcpx` block (known keys: {})",
+        file.display(),
+        MCPX_KEYS.join(", ")
+    )]
+    UnknownKey {
+        /// The file.
+        file: PathBuf,
+        /// The server name.
+        server: String,
+        /// The unknown key.
+        key: String,
+    },
+    /// A known key with a bad value.
+    #[error("{}: server `{server}`: invalid `{key}`: {message}", file.display())]
+    InvalidValue {
+        /// The file.
+        file: PathBuf,
+        /// The server name.
+        server: String,
+        /// The key, dotted for nested ones: `args[1]`, `env.TOKEN`, `mcpx.idleTimeout`.
+        key: String,
+        /// What is wrong and what is expected (never quotes an env or header value).
+        message: String,
+    },
+    /// An entry with neither `command` nor `url`.
+    #[error(
+        "{}: server `{server}`: needs a `command` (local server) or a `url` (remote server)",
+        file.display()
+    )]
+    MissingCommandOrUrl {
+        /// The file.
+        file: PathBuf,
+        /// The server name.
+        server: String,
+    },
+    /// An entry with both `command` and `url`.
+    #[error(
+        "{}: server `{server}`: has both `command` and `url`; keep `command` for a local server or `url` for a remote one",
+        file.display()
+    )]
+    BothCommandAndUrl {
+        /// The file.
+        file: PathBuf,
+        /// The server name.
+        server: String,
+    },
+    /// A `${VAR}` whose variable is not in the daemon's environment.
+    #[error(
+        "server `{server}`: environment variable `{variable}` is not set in the daemon's environment (set it and restart the daemon with `mcpx stop`)"
+    )]
+    UnsetVariable {
+        /// The variable name.
+        variable: String,
+        /// The server name.
+        server: String,
+    },
+}
+
+impl ConfigError {
+    /// The config file the error is about; `None` for [`ConfigError::UnsetVariable`].
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            ConfigError::Io { file, .. }
+            | ConfigError::Syntax { file, .. }
+            | ConfigError::UnknownKey { file, .. }
+            | ConfigError::InvalidValue { file, .. }
+            | ConfigError::MissingCommandOrUrl { file, .. }
+            | ConfigError::BothCommandAndUrl { file, .. } => Some(file),
+            ConfigError::UnsetVariable { .. } => None,
+        }
+    }
+
+    /// The server the error is about, when it concerns one entry.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            ConfigError::UnknownKey { server, .. }
+            | ConfigError::InvalidValue { server, .. }
+            | ConfigError::MissingCommandOrUrl { server, .. }
+            | ConfigError::BothCommandAndUrl { server, .. }
+            | ConfigError::UnsetVariable { server, .. } => Some(server),
+            ConfigError::Io { .. } | ConfigError::Syntax { .. } => None,
+        }
+    }
+}
+
+fn io_hint(error: &io::Error) -> &'static str {
+    match error.kind() {
+        io::ErrorKind::NotFound => " (check the path given with --config or MCPX_CONFIG)",
+        io::ErrorKind::PermissionDenied => " (fix the file's permissions or remove it)",
+        io::ErrorKind::InvalidData => " (save the file as UTF-8)",
+        io::ErrorKind::IsADirectory => " (remove or rename the directory)",
+        _ => " (fix or remove the file)",
+    }
+}

@@ -1,0 +1,159 @@
+//! The plain configuration types a server entry is made of: sharing, scope, the remote
+//! flavour, the transport as written, and the keys of the `mcpx` block.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The keys allowed in a server's `mcpx` block, in documentation order.
+pub const MCPX_KEYS: &[&str] = &[
+    "sharing",
+    "scope",
+    "max",
+    "min",
+    "idleTimeout",
+    "callTimeout",
+    "startTimeout",
+    "supervised",
+    "bufferBytes",
+    "maxMessageBytes",
+    "orphanTimeout",
+    "description",
+    "disabled",
+    "includeTools",
+    "excludeTools",
+];
+
+/// Whether several clients may use one server process at once (`mcpx.sharing`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sharing {
+    /// `"shared"`: concurrent calls from any client go to the same instance (the default).
+    #[default]
+    Shared,
+    /// `"exclusive"`: an instance serves one client at a time.
+    Exclusive,
+}
+
+impl Sharing {
+    /// Every value, in documentation order.
+    pub const ALL: [Sharing; 2] = [Sharing::Shared, Sharing::Exclusive];
+
+    /// The config spelling: `"shared"` or `"exclusive"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sharing::Shared => "shared",
+            Sharing::Exclusive => "exclusive",
+        }
+    }
+}
+
+impl std::fmt::Display for Sharing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which callers share an instance (`mcpx.scope`): instances are keyed by this and the
+/// fingerprint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// `"global"`: one pool for every caller of the user (the default).
+    #[default]
+    Global,
+    /// `"repo"`: one pool per repository.
+    Repo,
+    /// `"worktree"`: one pool per git worktree.
+    Worktree,
+    /// `"cwd"`: one pool per caller working directory.
+    Cwd,
+    /// `"session"`: one pool per client session.
+    Session,
+    /// `"parent-session"`: one pool per parent session (e.g. an agent and its sub-agents).
+    ParentSession,
+    /// `"pid"`: one pool per client process.
+    Pid,
+    /// `"call"`: a fresh instance per tool call.
+    Call,
+}
+
+impl Scope {
+    /// Every value, in documentation order.
+    pub const ALL: [Scope; 8] = [
+        Scope::Global,
+        Scope::Repo,
+        Scope::Worktree,
+        Scope::Cwd,
+        Scope::Session,
+        Scope::ParentSession,
+        Scope::Pid,
+        Scope::Call,
+    ];
+
+    /// The config spelling, e.g. `"global"` or `"parent-session"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Global => "global",
+            Scope::Repo => "repo",
+            Scope::Worktree => "worktree",
+            Scope::Cwd => "cwd",
+            Scope::Session => "session",
+            Scope::ParentSession => "parent-session",
+            Scope::Pid => "pid",
+            Scope::Call => "call",
+        }
+    }
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The HTTP flavour of a remote server (`transport`, or VS Code's `type`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RemoteKind {
+    /// `"http"`: MCP streamable HTTP (the default).
+    #[default]
+    Http,
+    /// `"sse"`: the legacy HTTP+SSE transport.
+    Sse,
+}
+
+impl RemoteKind {
+    /// The config spelling: `"http"` or `"sse"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RemoteKind::Http => "http",
+            RemoteKind::Sse => "sse",
+        }
+    }
+}
+
+/// How to reach a server, as written in the file (templates not expanded).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TransportSpec {
+    /// A local process speaking MCP on stdin/stdout (`command` in the file).
+    Stdio {
+        /// The program (`command`): a name looked up on `PATH` or a path.
+        command: String,
+        /// `args`; empty when absent.
+        args: Vec<String>,
+        /// `env`: variables added to the process environment.
+        env: BTreeMap<String, String>,
+        /// `cwd`: the working directory (relative = relative to the config file's directory).
+        cwd: Option<String>,
+    },
+    /// A remote server over HTTP (`url` in the file).
+    Remote {
+        /// `url`: the endpoint.
+        url: String,
+        /// `headers`: extra HTTP request headers.
+        headers: BTreeMap<String, String>,
+        /// `transport` (or `type`): streamable HTTP or SSE.
+        kind: RemoteKind,
+    },
+}
