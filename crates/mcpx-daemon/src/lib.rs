@@ -2,9 +2,11 @@
 //! pool, the schema cache and the control API. The `mcpx` binary is a thin front
 //! end over it.
 
+pub mod adopt;
 pub mod api;
 pub mod client;
 pub mod config;
+pub mod control;
 pub mod daemon;
 pub mod instance;
 pub mod mcp;
@@ -15,6 +17,11 @@ pub mod process;
 pub mod ring;
 pub mod schema;
 pub mod scope;
+pub mod server;
 pub mod service_check;
+pub mod stream;
 mod sync;
+pub mod target;
+#[cfg(test)]
+mod testing;
 pub mod transport;

@@ -23,6 +23,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use crate::config::{ServerEntry, Sharing};
 use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec};
 use crate::schema::SchemaCache;
+use crate::scope::PoolKey;
 use crate::sync::lock;
 use crate::transport::{Launch, Launcher, Launchers};
 
@@ -61,7 +62,7 @@ struct Slot {
     /// The server name the slot was first started under.
     server: String,
     /// The pool key.
-    key: String,
+    key: PoolKey,
     /// Held while an instance is being started, so one start serves all waiters.
     starting: tokio::sync::Mutex<()>,
     current: Mutex<Option<Arc<Instance>>>,
@@ -77,7 +78,19 @@ struct Slot {
 struct Settings {
     sharing: Sharing,
     idle_timeout: Option<Duration>,
+    /// Exempt from idle reaping: the `global` instance of a server with `min` ≥ 1.
     keep_warm: bool,
+}
+
+impl Settings {
+    /// The settings of an instance under `key` of a server with `options`.
+    fn new(options: &crate::config::ServerOptions, key: &PoolKey) -> Settings {
+        Settings {
+            sharing: options.sharing,
+            idle_timeout: options.idle_timeout,
+            keep_warm: key.is_global() && options.min >= 1,
+        }
+    }
 }
 
 /// Crash accounting for one fingerprint.
@@ -123,7 +136,8 @@ impl Health {
 pub struct Pool {
     launchers: Launchers,
     schema: Arc<SchemaCache>,
-    slots: Mutex<HashMap<(String, String), Arc<Slot>>>,
+    /// Slots by (fingerprint, pool key).
+    slots: Mutex<HashMap<(String, PoolKey), Arc<Slot>>>,
     health: Mutex<HashMap<String, Health>>,
     /// Notified when an instance becomes idle or goes away (callers waiting at `max`).
     changed: Arc<Notify>,
@@ -154,21 +168,17 @@ impl Pool {
         }
     }
 
-    /// Puts an adopted instance (a supervisor a previous daemon started) in its slot,
-    /// with the options of the configuration that defines it.
-    pub fn adopt(&self, inst: Arc<Instance>, options: &crate::config::ServerOptions) {
-        let slot = self.slot(&inst.identity.server, &inst.identity.fingerprint, &inst.identity.key);
-        *lock(&slot.settings) = Settings {
-            sharing: options.sharing,
-            idle_timeout: options.idle_timeout,
-            keep_warm: inst.identity.key == "global" && options.min >= 1,
-        };
+    /// Puts an adopted instance (a supervisor a previous daemon started) in its slot
+    /// under `key`, with the options of the configuration that defines it.
+    pub fn adopt(&self, inst: Arc<Instance>, key: &PoolKey, options: &crate::config::ServerOptions) {
+        let slot = self.slot(&inst.identity.server, &inst.identity.fingerprint, key);
+        *lock(&slot.settings) = Settings::new(options, key);
         *lock(&slot.current) = Some(inst);
     }
 
     /// Records that the instance of (`server`, `fingerprint`, `key`) ended with
     /// `error` while no daemon watched it, so `status` shows it until the next start.
-    pub fn record_failure(&self, server: &str, fingerprint: &str, key: &str, error: CallError) {
+    pub fn record_failure(&self, server: &str, fingerprint: &str, key: &PoolKey, error: CallError) {
         let slot = self.slot(server, fingerprint, key);
         let mut failures = lock(&slot.failures);
         failures.0 += 1;
@@ -185,13 +195,13 @@ impl Pool {
         self.changed.notify_waiters();
     }
 
-    fn slot(&self, server: &str, fingerprint: &str, key: &str) -> Arc<Slot> {
+    fn slot(&self, server: &str, fingerprint: &str, key: &PoolKey) -> Arc<Slot> {
         lock(&self.slots)
-            .entry((fingerprint.to_owned(), key.to_owned()))
+            .entry((fingerprint.to_owned(), key.clone()))
             .or_insert_with(|| {
                 Arc::new(Slot {
                     server: server.to_owned(),
-                    key: key.to_owned(),
+                    key: key.clone(),
                     starting: tokio::sync::Mutex::new(()),
                     current: Mutex::new(None),
                     failures: Mutex::new((0, None)),
@@ -268,7 +278,7 @@ impl Pool {
     /// Errors: the start failed (the error says why, with the server's exit status
     /// and stderr tail when it exited; it is also recorded in the schema cache so `ls`
     /// shows `error`); the server is in a backoff or `crash-loop`; or `wait` passed.
-    pub async fn acquire(&self, target: &Target, key: &str, wait: Option<Duration>) -> Result<Lease, CallError> {
+    pub async fn acquire(&self, target: &Target, key: &PoolKey, wait: Option<Duration>) -> Result<Lease, CallError> {
         let deadline = wait.map(|w| Instant::now() + w);
         let slot = self.slot(&target.entry.name, &target.fingerprint, key);
         let instance = self.instance(target, &slot, deadline).await?;
@@ -309,14 +319,9 @@ impl Pool {
         }
         self.check_health(&target.cache_key, &target.entry.name)?;
         self.make_room(target, deadline).await?;
-        match self.start(target, &slot.key).await {
+        match self.start(target, &slot.key.to_string()).await {
             Ok(inst) => {
-                let options = &target.entry.options;
-                *lock(&slot.settings) = Settings {
-                    sharing: options.sharing,
-                    idle_timeout: options.idle_timeout,
-                    keep_warm: slot.key == "global" && options.min >= 1,
-                };
+                *lock(&slot.settings) = Settings::new(&target.entry.options, &slot.key);
                 *lock(&slot.current) = Some(inst.clone());
                 Ok(inst)
             }
@@ -401,20 +406,28 @@ impl Pool {
 
     /// Every instance the pool holds (live or ended but not yet replaced).
     pub fn instances(&self) -> Vec<Arc<Instance>> {
-        let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
-        slots.iter().filter_map(|s| lock(&s.current).clone()).collect()
+        self.keyed_instances().into_iter().map(|(_, inst)| inst).collect()
     }
 
-    /// Live instances whose fingerprint is `fingerprint`.
-    pub fn instances_of(&self, fingerprint: &str) -> Vec<Arc<Instance>> {
-        self.instances().into_iter().filter(|i| i.identity.fingerprint == fingerprint && i.is_alive()).collect()
+    /// Every instance the pool holds, with its pool key.
+    pub fn keyed_instances(&self) -> Vec<(PoolKey, Arc<Instance>)> {
+        let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
+        slots.iter().filter_map(|s| lock(&s.current).clone().map(|inst| (s.key.clone(), inst))).collect()
+    }
+
+    /// Live instances whose fingerprint is `fingerprint`, with their pool keys.
+    pub fn instances_of(&self, fingerprint: &str) -> Vec<(PoolKey, Arc<Instance>)> {
+        self.keyed_instances()
+            .into_iter()
+            .filter(|(_, i)| i.identity.fingerprint == fingerprint && i.is_alive())
+            .collect()
     }
 
     /// Stops the instances of `fingerprint` (those of `key` only, when given) and
     /// forgets their failures, so the next call starts afresh. Returns how many were stopped.
-    pub async fn stop_server(&self, fingerprint: &str, key: Option<&str>) -> usize {
+    pub async fn stop_server(&self, fingerprint: &str, key: Option<&PoolKey>) -> usize {
         let mut stopped = 0;
-        for slot in self.slots_of(fingerprint).into_iter().filter(|s| key.is_none_or(|k| k == s.key)) {
+        for slot in self.slots_of(fingerprint).into_iter().filter(|s| key.is_none_or(|k| *k == s.key)) {
             *lock(&slot.failures) = (0, None);
             let inst = lock(&slot.current).take();
             if let Some(inst) = inst {
@@ -426,9 +439,10 @@ impl Pool {
         stopped
     }
 
-    /// Stops one instance now (a `call`-scoped one after its call, say).
-    pub async fn release(&self, inst: &Arc<Instance>) {
-        let slot = self.slot(&inst.identity.server, &inst.identity.fingerprint, &inst.identity.key);
+    /// Stops one instance, held under `key`, now (a `call`-scoped one after its call,
+    /// say).
+    pub async fn release(&self, inst: &Arc<Instance>, key: &PoolKey) {
+        let slot = self.slot(&inst.identity.server, &inst.identity.fingerprint, key);
         let taken = {
             let mut current = lock(&slot.current);
             if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, inst)) { current.take() } else { None }
@@ -438,9 +452,9 @@ impl Pool {
         }
         // A `call` key is used once: forget its slot. (Other slots stay: one may be
         // starting an instance right now.)
-        if inst.identity.key.starts_with("call:") {
+        if key.is_call() {
             let mut slots = lock(&self.slots);
-            let key = (inst.identity.fingerprint.clone(), inst.identity.key.clone());
+            let key = (inst.identity.fingerprint.clone(), key.clone());
             if slots.get(&key).is_some_and(|s| lock(&s.current).is_none() && s.starting.try_lock().is_ok()) {
                 slots.remove(&key);
             }
@@ -460,13 +474,12 @@ impl Pool {
             let idle = settings.idle_timeout.is_some_and(|t| inst.idle_for() >= t) && !settings.keep_warm;
             let owner_gone = slot
                 .key
-                .strip_prefix("pid:")
-                .and_then(|p| p.parse::<u32>().ok())
+                .owner_pid()
                 .is_some_and(|pid| mcpx_platform::liveness(pid, None) != mcpx_platform::Liveness::Running);
             if (idle && !busy) || owner_gone {
                 let why = if owner_gone { "its caller process exited" } else { "idle for idleTimeout" };
                 tracing::info!(server = %inst.identity.server, key = %inst.identity.key, "stopping an instance: {why}");
-                self.release(&inst).await;
+                self.release(&inst, &slot.key).await;
                 reaped += 1;
             }
         }
@@ -493,12 +506,12 @@ impl Pool {
     /// Re-lists the schema of the live instance with this fingerprint (after a
     /// `list_changed`, or `mcpx refresh`). Returns false when none is live.
     pub async fn relist(&self, fingerprint: &str, timeout: Option<Duration>) -> Result<bool, String> {
-        let Some(inst) = self.instances_of(fingerprint).into_iter().next() else { return Ok(false) };
+        let Some((_, inst)) = self.instances_of(fingerprint).into_iter().next() else { return Ok(false) };
         self.schema.refresh(&inst.identity.cache_key, &inst, timeout).await.map(|_| true)
     }
 
     /// Failed starts with no live instance since, as (server, key, error).
-    pub fn failures(&self) -> Vec<(String, String, CallError)> {
+    pub fn failures(&self) -> Vec<(String, PoolKey, CallError)> {
         let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
         slots
             .into_iter()

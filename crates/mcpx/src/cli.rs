@@ -449,7 +449,7 @@ async fn upgrade(client: &Client, binary: Option<PathBuf>, json: bool) -> Result
         .ok_or_else(|| ApiError::new(ErrorKind::Daemon, "the daemon's health answer is malformed"))?;
     let binary = binary.map(|b| std::path::absolute(&b).unwrap_or(b));
     client.call(Method::POST, "/v1/upgrade", Some(&Request { binary, ..Request::default() })).await?;
-    let deadline = std::time::Instant::now() + mcpx_daemon::daemon::DRAIN + std::time::Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + mcpx_daemon::server::DRAIN + std::time::Duration::from_secs(30);
     while std::time::Instant::now() < deadline {
         if let Ok((200, bytes)) = client.send(Method::GET, "/v1/health", None).await {
             if let Some(after) = health(&bytes).filter(|h| h.started_at_ms != before.started_at_ms) {

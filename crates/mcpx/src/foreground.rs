@@ -15,8 +15,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use mcpx_daemon::daemon::{Daemon, Exit, run as serve};
+use mcpx_daemon::daemon::{Daemon, Exit};
+use mcpx_daemon::mcp::{Endpoint, TcpGuard, tcp_routes};
 use mcpx_daemon::paths::Dirs;
+use mcpx_daemon::server::run as serve;
 use mcpx_daemon::transport::Launchers;
 use mcpx_platform::process::{Detach, SpawnSpec, inherited_fd, keep_across_exec};
 use nix::fcntl::{Flock, FlockArg};
@@ -84,13 +86,14 @@ async fn serve_until_exit(dirs: &Dirs, env: &HashMap<String, String>, listener: 
     let daemon = Daemon::new(dirs.clone(), env.clone(), launchers);
     // Supervisors a previous daemon left are adopted before the first request is
     // accepted; clients that connect meanwhile wait in the backlog.
-    daemon.adopt_all().await;
+    mcpx_daemon::adopt::adopt_all(&daemon).await;
+    let mcp = Endpoint::new(daemon.clone());
     if let Some(addr) = env.get("MCPX_HTTP_ADDR").filter(|a| !a.is_empty()) {
         let no_auth = env.get("MCPX_HTTP_NO_AUTH").is_some_and(|v| v == "1");
-        serve_tcp(&daemon, dirs, addr, no_auth).await?;
+        serve_tcp(&daemon, &mcp, dirs, addr, no_auth).await?;
     }
-    daemon.start_warm();
-    daemon.take_up_remote_sessions();
+    mcpx_daemon::adopt::start_warm(&daemon);
+    mcpx_daemon::adopt::take_up_remote_sessions(&daemon);
     tracing::info!(pid = std::process::id(), build = mcpx_platform::build::build_id(), socket = %dirs.socket().display(), "daemon listening");
     let signals = async {
         use tokio::signal::unix::{SignalKind, signal};
@@ -102,12 +105,12 @@ async fn serve_until_exit(dirs: &Dirs, env: &HashMap<String, String>, listener: 
             _ = int.recv() => tracing::info!("SIGINT: stopping"),
         }
     };
-    serve(listener, daemon, signals).await.context("serving the control API")
+    serve(listener, daemon, mcp, signals).await.context("serving the control API")
 }
 
 /// Serves `/mcp` on TCP at `addr` (opt-in, loopback only), behind the Host/Origin
 /// checks and, unless `no_auth`, the bearer token kept in `<state>/token` (0600).
-async fn serve_tcp(daemon: &Arc<Daemon>, dirs: &Dirs, addr: &str, no_auth: bool) -> anyhow::Result<()> {
+async fn serve_tcp(daemon: &Daemon, mcp: &Arc<Endpoint>, dirs: &Dirs, addr: &str, no_auth: bool) -> anyhow::Result<()> {
     let sock: std::net::SocketAddr =
         addr.parse().with_context(|| format!("MCPX_HTTP_ADDR `{addr}` is not an address like 127.0.0.1:8765"))?;
     if !sock.ip().is_loopback() {
@@ -116,9 +119,9 @@ async fn serve_tcp(daemon: &Arc<Daemon>, dirs: &Dirs, addr: &str, no_auth: bool)
     let token = if no_auth { None } else { Some(token(dirs)?) };
     let listener = tokio::net::TcpListener::bind(sock).await.with_context(|| format!("binding {addr}"))?;
     let bound = listener.local_addr().context("reading the bound address")?;
-    *daemon.http_url.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(format!("http://{bound}/mcp"));
+    daemon.set_http_url(format!("http://{bound}/mcp"));
     tracing::info!(url = %format!("http://{bound}/mcp"), auth = !no_auth, "serving /mcp on TCP");
-    let app = mcpx_daemon::mcp::tcp_routes(mcpx_daemon::mcp::TcpGuard { token }).with_state(daemon.clone());
+    let app = tcp_routes(TcpGuard { token }).with_state(mcp.clone());
     // Without TCP_NODELAY, the last write of an SSE answer waits for the client's
     // delayed ACK (about 40 ms per call on a kept-alive connection).
     use axum::serve::ListenerExt;

@@ -1,0 +1,184 @@
+//! What a starting daemon takes over from the one before it (design: "Adopt or
+//! reap"): the supervisors left in `<runtime>/sup/` (adopted, reaped, or left running
+//! as `incompatible` until `mcpx restart` replaces them), the remote sessions kept in
+//! `<state>/remote/`, and the warm starts of servers with `min` ≥ 1.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpx_proto::attach::Record;
+
+use crate::config::{Scope, ServerEntry, ServerOptions};
+use crate::daemon::Daemon;
+use crate::instance::{CallError, ERROR_TAIL_BYTES, Instance, InstanceSpec, ServerSession};
+use crate::scope::PoolKey;
+use crate::sync::lock;
+use crate::transport::{self, Adoption};
+
+/// How long each step of attaching to a supervisor found at start may take.
+const ADOPT_DEADLINE: Duration = Duration::from_secs(3);
+
+/// How long an adopted server with no stored session may take to restart.
+const ADOPT_RESTART_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Adopts or reaps every supervisor a previous daemon left, each with its own
+/// deadline so one wedged supervisor cannot stall the start. Call before serving
+/// requests.
+pub async fn adopt_all(d: &Arc<Daemon>) {
+    let records = transport::supervisor_records(&d.dirs.sup_dir());
+    if records.is_empty() {
+        return;
+    }
+    let boot_id = mcpx_platform::boot_id().unwrap_or_default();
+    let known = known_fingerprints(d);
+    let mut tasks = tokio::task::JoinSet::new();
+    for record in records {
+        let d = d.clone();
+        let boot_id = boot_id.clone();
+        let known = known.clone();
+        tasks.spawn(async move {
+            // The deadline bounds every attach step; a restart after it has the
+            // server's own start timeout.
+            adopt_one(&d, record, &boot_id, &known, ADOPT_DEADLINE).await;
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+/// Adopts the supervisor of `rec`, or cleans up after it: a record from before the
+/// last reboot is removed; a server that exited while unattached is recorded as a
+/// failure; one no known configuration defines any more is stopped; an incompatible
+/// supervisor is left running; a dead one is reaped (`transport::adopt`).
+async fn adopt_one(d: &Daemon, rec: Record, boot_id: &str, known: &HashMap<String, ServerOptions>, deadline: Duration) {
+    let server = rec.identity.server.clone();
+    let max = usize::try_from(64u64 << 20).unwrap_or(usize::MAX);
+    let key = PoolKey::parse(&rec.identity.key);
+    let mut link = match transport::adopt(&d.dirs.sup_dir(), &rec, boot_id, max, deadline).await {
+        Adoption::Running(link) => link,
+        Adoption::Exited { exit, info } => {
+            let stderr_tail = info.stderr_tail(ERROR_TAIL_BYTES);
+            let error = CallError::Exited { exit, stderr_tail };
+            d.pool.record_failure(&rec.identity.server, &rec.identity.fingerprint, &key, error);
+            return;
+        }
+        Adoption::Incompatible(theirs) => {
+            lock(&d.incompatible).push((rec, theirs));
+            return;
+        }
+        Adoption::Nothing => return,
+    };
+    let spec = InstanceSpec { identity: rec.identity.clone(), max_message_bytes: max };
+    let session = link.resumed.take().and_then(|s| serde_json::from_str::<ServerSession>(&s).ok());
+    let epoch = link.epoch;
+    let inst = match session {
+        Some(session) => Instance::resume(spec, link, session, d.pool.events()),
+        None => {
+            tracing::info!(server, "the previous daemon stored no session: restarting the server");
+            let inst = Instance::resume(spec, link, dead_session(), d.pool.events());
+            if let Err(e) = inst.restart(Some(ADOPT_RESTART_TIMEOUT)).await {
+                tracing::warn!(server, error = %e, "restarting an adopted server failed");
+                inst.terminate().await;
+                return;
+            }
+            inst
+        }
+    };
+    let Some(options) = known.get(&rec.identity.fingerprint) else {
+        tracing::info!(server, "no known configuration defines this server any more: stopping it");
+        inst.terminate().await;
+        return;
+    };
+    tracing::info!(server, pid = inst.info.pid(), epoch, "adopted a running server");
+    d.pool.adopt(inst, &key, options);
+}
+
+/// Stops the incompatible supervisors of the server with `cache_key` (they cannot be
+/// asked, so their processes are signalled after their start times are checked) and
+/// removes their files. Returns how many there were.
+pub async fn replace_incompatible(d: &Daemon, cache_key: &str) -> usize {
+    let gone: Vec<Record> = {
+        let mut list = lock(&d.incompatible);
+        let (gone, keep): (Vec<_>, Vec<_>) = list.drain(..).partition(|(r, _)| r.identity.cache_key == cache_key);
+        *list = keep;
+        gone.into_iter().map(|(r, _)| r).collect()
+    };
+    for rec in &gone {
+        transport::stop_incompatible(rec, &d.dirs.sup_dir());
+    }
+    gone.len()
+}
+
+/// Starts the `global` instance of every server that a known configuration file
+/// gives `min` ≥ 1, in the background (design: `min` starts the instance with the
+/// daemon and exempts it from idle reaping).
+pub fn start_warm(d: &Arc<Daemon>) {
+    for entry in d.known_entries().0 {
+        let o = &entry.options;
+        if o.disabled || o.min == 0 || o.scope != Scope::Global {
+            continue;
+        }
+        let Ok(target) = d.targets.target(&entry) else { continue };
+        let d = d.clone();
+        tokio::spawn(async move {
+            let name = target.entry.name.clone();
+            match d.pool.acquire(&target, &PoolKey::Global, target.entry.options.start_timeout).await {
+                Ok(_) => tracing::info!(server = %name, "started (min ≥ 1)"),
+                Err(e) => tracing::warn!(server = %name, error = %e, "starting a server with min ≥ 1 failed"),
+            }
+        });
+    }
+}
+
+/// Takes up the remote sessions a previous daemon kept, as [`adopt_all`] adopts
+/// supervisors: each becomes a live instance again (no `initialize`), so `status`
+/// shows it and `stop --all` or its server leaving the configuration ends it with
+/// `DELETE`. A session whose server no configuration holds any more is forgotten (its
+/// headers, needed for a `DELETE`, went with the entry).
+pub fn take_up_remote_sessions(d: &Arc<Daemon>) {
+    let kept = transport::kept_remotes(&d.dirs.remote_sessions());
+    if kept.is_empty() {
+        return;
+    }
+    let (known, complete) = d.known_entries();
+    let entries: HashMap<String, ServerEntry> = known.into_iter().map(|e| (e.cache_key(), e)).collect();
+    for session in kept {
+        let Some(entry) = entries.get(&session.fingerprint) else {
+            if complete {
+                tracing::info!(file = %session.path.display(), "forgetting a kept remote session: its server is no longer configured");
+                let _ = std::fs::remove_file(&session.path);
+            }
+            continue;
+        };
+        let Ok(target) = d.targets.target(entry) else { continue };
+        let d = d.clone();
+        tokio::spawn(async move {
+            let timeout = target.entry.options.start_timeout;
+            if let Err(e) = d.pool.acquire(&target, &PoolKey::parse(&session.key), timeout).await {
+                tracing::warn!(server = %target.entry.name, error = %e, "taking up a kept remote session failed");
+            }
+        });
+    }
+}
+
+/// The fingerprints every known configuration file defines, with their options, for
+/// deciding which adopted supervisors are still wanted.
+fn known_fingerprints(d: &Daemon) -> HashMap<String, ServerOptions> {
+    let mut set = HashMap::new();
+    for entry in d.known_entries().0 {
+        if let Ok(target) = d.targets.target(&entry) {
+            set.insert(target.fingerprint, entry.options);
+        }
+    }
+    set
+}
+
+/// A placeholder session for an instance about to be restarted or dropped.
+fn dead_session() -> ServerSession {
+    ServerSession {
+        protocol_version: String::new(),
+        capabilities: serde_json::value::RawValue::from_string("{}".into()).unwrap_or_else(|_| unreachable!()),
+        server_info: None,
+        instructions: None,
+    }
+}

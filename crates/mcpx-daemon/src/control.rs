@@ -1,0 +1,577 @@
+//! The control API's handlers (`docs/api.md`): one function per `/v1` route, from the
+//! daemon's state and the request to the response, so each is tested without a socket.
+//! `server.rs` routes requests to them and turns their results into HTTP.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use mcpx_proto::{Message, response_result};
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use crate::adopt::replace_incompatible;
+use crate::api::{ApiError, Caller, DaemonStatus, ErrorKind, InstanceStatus, Request, SearchHit, ServerRow, Status};
+use crate::config::{ResolvedConfig, ServerEntry};
+use crate::daemon::{Daemon, Exit, unknown_server};
+use crate::instance::{CallContext, CallError, ERROR_TAIL_BYTES, State};
+use crate::pool::Target;
+use crate::schema::{CacheEntry, SchemaCache, ToolSummary};
+use crate::scope::PoolKey;
+use crate::sync::lock;
+
+/// `GET /v1/health`: the daemon's pid, build and start time (milliseconds since the
+/// Unix epoch), so a client tells a re-executed daemon from the one before.
+pub fn health(d: &Daemon) -> serde_json::Value {
+    serde_json::json!({ "pid": std::process::id(), "build": mcpx_platform::build::build_id(), "started_at_ms": d.started_at })
+}
+
+/// `POST /v1/ls`: every configured server with its state, from the schema cache.
+///
+/// Errors: the caller's configuration cannot be read (`config`).
+pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
+    let config = d.resolve(req)?;
+    let live: Vec<_> = d.pool.instances().into_iter().filter(|i| i.is_alive()).collect();
+    let mut rows = Vec::new();
+    for entry in config.servers.values() {
+        let key = entry.cache_key();
+        let cached = d.schema.get(&key);
+        let n_live = live.iter().filter(|i| i.identity.cache_key == key).count();
+        let error = cached.as_ref().and_then(|c| c.error.clone());
+        let state = if entry.options.disabled {
+            "disabled"
+        } else if d.pool.in_crash_loop(&key) {
+            "crash-loop"
+        } else if error.is_some() {
+            // A failed start, or a running instance whose listing failed.
+            "error"
+        } else if n_live > 0 {
+            "running"
+        } else if cached.as_ref().is_some_and(|c| c.tools.is_some()) {
+            "ready"
+        } else {
+            "unread"
+        };
+        let instructions = cached.as_ref().and_then(|c| c.session.as_ref()).and_then(|s| s.instructions.clone());
+        let description = entry
+            .options
+            .description
+            .clone()
+            .or_else(|| instructions.and_then(|i| i.lines().next().map(str::to_owned)));
+        let tools = cached.as_ref().and_then(|c| c.tools.as_ref()).map(|_| {
+            cached
+                .as_ref()
+                .map(|c| c.tool_summaries().iter().filter(|t| entry.options.tool_allowed(&t.name)).count())
+                .unwrap_or(0)
+        });
+        rows.push(ServerRow {
+            name: entry.name.clone(),
+            tools,
+            sharing: entry.options.sharing.as_str().to_owned(),
+            scope: entry.options.scope.as_str().to_owned(),
+            live: n_live,
+            state: state.to_owned(),
+            description,
+            error: if state == "error" { error } else { None },
+            source: entry.source.clone(),
+        });
+    }
+    Ok(rows)
+}
+
+/// `POST /v1/tools`: a server's tool objects exactly as it sent them, or one tool.
+///
+/// Errors: no server named (`usage`); an unknown server (`unknown_server`) or tool
+/// (`unknown_tool`); a server never listed (`server`).
+pub fn tools(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
+    let config = d.resolve(req)?;
+    let name =
+        req.server.as_deref().ok_or_else(|| ApiError::new(ErrorKind::Usage, "name a server: `mcpx tools <server>`"))?;
+    let entry = d.server(&config, name)?;
+    let cached = d.schema.get(&entry.cache_key());
+    let Some(tools) = cached.as_ref().and_then(|c| c.tools.as_ref()) else {
+        return Err(ApiError::new(
+            ErrorKind::Server,
+            format!(
+                "server `{name}` has not been listed yet; run `mcpx refresh {name}` to start it and read its tools"
+            ),
+        ));
+    };
+    let allowed: Vec<&RawValue> = tools
+        .iter()
+        .filter(|t| {
+            serde_json::from_str::<ToolSummary>(t.get()).is_ok_and(|s| {
+                entry.options.tool_allowed(&s.name) && req.tool.as_ref().is_none_or(|want| *want == s.name)
+            })
+        })
+        .map(|t| &**t)
+        .collect();
+    if let Some(tool) = &req.tool {
+        return match allowed.first() {
+            Some(t) => Ok((*t).to_owned()),
+            None => Err(unknown_tool(name, tool, cached.as_ref())),
+        };
+    }
+    serde_json::value::to_raw_value(&allowed).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))
+}
+
+/// `POST /v1/search`: tools whose name or description holds every word, best first.
+///
+/// Errors: no words (`usage`); the caller's configuration cannot be read (`config`).
+pub fn search(d: &Daemon, req: &Request) -> Result<Vec<SearchHit>, ApiError> {
+    let config = d.resolve(req)?;
+    let words: Vec<String> = req.words.iter().map(|w| w.to_lowercase()).filter(|w| !w.is_empty()).collect();
+    if words.is_empty() {
+        return Err(ApiError::new(ErrorKind::Usage, "give at least one word: `mcpx search <words>...`"));
+    }
+    let mut hits: Vec<(u32, SearchHit)> = Vec::new();
+    for entry in config.enabled() {
+        let Some(cached) = d.schema.get(&entry.cache_key()) else {
+            continue;
+        };
+        for tool in cached.tool_summaries() {
+            if !entry.options.tool_allowed(&tool.name) {
+                continue;
+            }
+            if let Some(score) = score(&words, &entry.name, &tool.name, tool.description.as_deref()) {
+                hits.push((
+                    score,
+                    SearchHit { server: entry.name.clone(), tool: tool.name, description: tool.description },
+                ));
+            }
+        }
+    }
+    hits.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| (&a.1.server, &a.1.tool).cmp(&(&b.1.server, &b.1.tool))));
+    Ok(hits.into_iter().map(|(_, h)| h).collect())
+}
+
+/// `POST /v1/call`: calls a tool and returns its `CallToolResult` exactly as the
+/// server sent it. The call's progress and log notifications go to `notify`, with the
+/// caller's own progress token (`POST /v1/call` with `stream` sends them as lines).
+///
+/// Errors: a malformed target or arguments (`usage`); an unknown, disabled or
+/// excluded server or tool (`unknown_server`, `config`, `unknown_tool`); the server
+/// failed (`server`, `protocol`, `timeout`) or answered a JSON-RPC error (`rpc`).
+pub async fn call(
+    d: &Daemon,
+    req: &Request,
+    notify: Option<mpsc::UnboundedSender<Message>>,
+) -> Result<Box<RawValue>, ApiError> {
+    let config = d.resolve(req)?;
+    let (server, tool) = split_target(&config, req)?;
+    let entry = d.server(&config, &server)?;
+    if entry.options.disabled {
+        return Err(ApiError::new(
+            ErrorKind::Config,
+            format!(
+                "server `{server}` is disabled in {}; remove `disabled` from its `mcpx` block to use it",
+                entry.source.display()
+            ),
+        ));
+    }
+    if !entry.options.tool_allowed(&tool) {
+        return Err(ApiError::new(
+            ErrorKind::UnknownTool,
+            format!(
+                "tool `{tool}` of server `{server}` is excluded by includeTools/excludeTools in {}",
+                entry.source.display()
+            ),
+        ));
+    }
+    let arguments = match &req.arguments {
+        Some(a) if a.get().trim_start().starts_with('{') => a.get().to_owned(),
+        Some(_) => {
+            return Err(ApiError::new(
+                ErrorKind::Usage,
+                "the tool's arguments must be a JSON object, like '{\"message\":\"hi\"}'",
+            ));
+        }
+        None => "{}".to_owned(),
+    };
+    let target = d.targets.target(entry)?;
+    check_tool_listed(&d.schema, &target, &tool)?;
+    let timeout = match req.timeout_ms {
+        Some(0) => None,
+        Some(ms) => Some(Duration::from_millis(ms)),
+        None => entry.options.call_timeout,
+    };
+    let key = d.targets.pool_key(entry, &req.caller);
+    let lease = d.pool.acquire(&target, &key, timeout).await.map_err(|e| server_error(&server, e))?;
+    let inst = lease.instance.clone();
+    check_tool_listed(&d.schema, &target, &tool)?;
+    let name = serde_json::to_string(&tool).unwrap_or_default();
+    // Every call asks for progress; the token is the caller's own in what it sees.
+    let params = format!(r#"{{"name":{name},"arguments":{arguments},"_meta":{{"progressToken":"mcpx-call"}}}}"#);
+    let ctx = Arc::new(CallContext {
+        label: caller_label(&req.caller),
+        notify,
+        roots: req.caller.cwd.clone().map(|cwd| vec![cwd]),
+        client: None,
+    });
+    let response = inst.request_for(Message::request("0", "tools/call", Some(&params)), timeout, ctx).await;
+    drop(lease);
+    if key.is_call() {
+        d.pool.release(&inst, &key).await;
+    } else {
+        d.pool.notify_changed();
+    }
+    let response = response.map_err(|e| server_error(&server, e))?;
+    response_result(&response).map_err(|e| ApiError {
+        kind: ErrorKind::Rpc,
+        message: format!("server `{server}` answered tools/call with an error: {}", e.message),
+        code: Some(e.code),
+    })
+}
+
+/// `GET /v1/status`: the daemon, and every instance: live, ended but not yet replaced,
+/// failed to start, or left running by an incompatible supervisor.
+pub fn status(d: &Daemon) -> Status {
+    let mut instances: Vec<InstanceStatus> = d
+        .pool
+        .instances()
+        .into_iter()
+        .map(|i| {
+            let state = i.state();
+            InstanceStatus {
+                server: i.identity.server.clone(),
+                key: i.identity.key.clone(),
+                pid: i.info.pid(),
+                state: state.as_str().to_owned(),
+                calls: i.in_flight(),
+                holders: i.holders(),
+                supervised: i.supervised(),
+                supervisor_pid: i.info.supervisor.as_ref().map(|s| s.pid),
+                supervisor_protocol: i.info.supervisor.as_ref().map(|s| s.protocol.clone()),
+                url: i.info.remote.clone(),
+                dropped_bytes: i.info.dropped(),
+                skipped_lines: i.info.skipped_lines.load(Ordering::Relaxed),
+                buffered_at_attach: i.info.buffered_at_attach.load(Ordering::Relaxed),
+                last_error: match state {
+                    State::Exited(e) => Some(format!("server {e}")),
+                    State::Lost if i.info.remote.is_some() => Some("the remote server could not be reached".into()),
+                    State::Lost => Some("instance lost: its supervisor went away".into()),
+                    _ => None,
+                },
+                stderr_tail: i.info.stderr_tail(ERROR_TAIL_BYTES),
+                idle_s: Some(i.idle_for().as_secs()),
+                uptime_s: Some(i.started.elapsed().as_secs()),
+            }
+        })
+        .collect();
+    for (server, key, error) in d.pool.failures() {
+        let stderr_tail = match &error {
+            CallError::Exited { stderr_tail, .. } => stderr_tail.clone(),
+            _ => String::new(),
+        };
+        instances.push(InstanceStatus {
+            server,
+            key: key.to_string(),
+            state: "error".into(),
+            last_error: Some(error.to_string()),
+            stderr_tail,
+            ..InstanceStatus::default()
+        });
+    }
+    for (record, theirs) in lock(&d.incompatible).iter() {
+        instances.push(InstanceStatus {
+            server: record.identity.server.clone(),
+            key: record.identity.key.clone(),
+            pid: record.child.map(|c| c.pid),
+            state: "incompatible".into(),
+            supervised: true,
+            supervisor_pid: Some(record.supervisor.pid),
+            supervisor_protocol: Some(theirs.to_string()),
+            last_error: Some(format!(
+                "its supervisor speaks attach protocol {theirs}, this daemon {}; `mcpx restart {}` replaces it",
+                mcpx_proto::attach::Version::ours(),
+                record.identity.server
+            )),
+            ..InstanceStatus::default()
+        });
+    }
+    instances.sort_by(|a, b| (&a.server, &a.key).cmp(&(&b.server, &b.key)));
+    Status {
+        daemon: DaemonStatus {
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            build: mcpx_platform::build::build_id().to_owned(),
+            uptime_s: d.started.elapsed().as_secs(),
+            socket: d.dirs.socket(),
+            http_url: d.http_url().map(str::to_owned),
+            config_files: d.config.known_files(),
+            log_file: d.dirs.log_file(),
+            warnings: d.warnings.clone(),
+        },
+        instances,
+    }
+}
+
+/// `POST /v1/restart`: restarts the server's instances (those of `key` only, when
+/// given): through their supervisor when supervised (same supervisor, new process),
+/// else by stopping and starting. Clears the server's crash count, and replaces an
+/// `incompatible` supervisor of the server. Answers
+/// `{"server", "restarted", "replaced", "pid"}`.
+///
+/// Errors: no server named (`usage`); an unknown server (`unknown_server`); the
+/// restart or the new start failed (`server`, `protocol`, `timeout`).
+pub async fn restart(d: &Daemon, req: &Request) -> Result<serde_json::Value, ApiError> {
+    let config = d.resolve(req)?;
+    let name = req
+        .server
+        .as_deref()
+        .ok_or_else(|| ApiError::new(ErrorKind::Usage, "name a server: `mcpx restart <server>`"))?;
+    let entry = d.server(&config, name)?;
+    let target = d.targets.target(entry)?;
+    let replaced = replace_incompatible(d, &target.cache_key).await;
+    d.pool.clear_crashes(&target.cache_key);
+    let timeout = target.entry.options.start_timeout;
+    let only = req.key.as_deref().map(PoolKey::parse);
+    let mut restarted = 0;
+    let mut pid = None;
+    for (_, inst) in
+        d.pool.instances_of(&target.fingerprint).into_iter().filter(|(k, _)| only.as_ref().is_none_or(|o| o == k))
+    {
+        if inst.supervised() {
+            inst.restart(timeout).await.map_err(|e| server_error(name, e))?;
+            if let Err(e) = d.schema.refresh(&inst.identity.cache_key, &inst, timeout).await {
+                tracing::warn!(server = name, error = %e, "listing the server's schema failed");
+            }
+            pid = inst.info.pid();
+            restarted += 1;
+        }
+    }
+    if restarted == 0 {
+        restarted = d.pool.stop_server(&target.fingerprint, only.as_ref()).await;
+        let key = only.unwrap_or_else(|| d.targets.pool_key(entry, &req.caller));
+        let lease = d.pool.acquire(&target, &key, timeout).await.map_err(|e| server_error(name, e))?;
+        pid = lease.instance.info.pid();
+    }
+    Ok(serde_json::json!({ "server": name, "restarted": restarted, "replaced": replaced, "pid": pid }))
+}
+
+/// `POST /v1/refresh`: re-reads the schema of one server, or of every enabled one,
+/// starting those that are not running. Answers `{<server>: {"ok": true}}` or
+/// `{"ok": false, "error": <message>}` per server.
+///
+/// Errors: the caller's configuration cannot be read (`config`); an unknown server
+/// (`unknown_server`).
+pub async fn refresh(d: &Daemon, req: &Request) -> Result<serde_json::Value, ApiError> {
+    let config = d.resolve(req)?;
+    let entries: Vec<&ServerEntry> = match req.server.as_deref() {
+        Some(name) => vec![d.server(&config, name)?],
+        None => config.enabled().collect(),
+    };
+    let mut results = serde_json::Map::new();
+    for entry in entries {
+        let outcome = async {
+            let target = d.targets.target(entry)?;
+            let timeout = entry.options.start_timeout;
+            match d.pool.relist(&target.fingerprint, timeout).await {
+                Ok(true) => Ok(()),
+                Ok(false) => {
+                    let key = d.targets.pool_key(entry, &req.caller);
+                    let lease = d.pool.acquire(&target, &key, timeout).await;
+                    lease.map_err(|e| server_error(&entry.name, e))?;
+                    // The start lists the server; a failed listing is kept in the cache.
+                    match d.schema.get(&target.cache_key).and_then(|c| c.error) {
+                        Some(e) => Err(ApiError::new(ErrorKind::Server, format!("server `{}`: {e}", entry.name))),
+                        None => Ok(()),
+                    }
+                }
+                Err(e) => Err(ApiError::new(ErrorKind::Server, e)),
+            }
+        }
+        .await;
+        let value = match outcome {
+            Ok(()) => serde_json::json!({ "ok": true }),
+            Err(e) => serde_json::json!({ "ok": false, "error": e.message }),
+        };
+        results.insert(entry.name.clone(), value);
+    }
+    Ok(serde_json::Value::Object(results))
+}
+
+/// `POST /v1/stop`: stops the daemon's own children (every server, with `all`), then
+/// asks the daemon to exit. Answers `{"stopping": true}`.
+pub async fn stop(d: &Daemon, req: &Request) -> serde_json::Value {
+    tracing::info!(all = req.all, "stop requested");
+    d.pool.stop_all(req.all).await;
+    d.request_exit(Exit::Stop);
+    serde_json::json!({ "stopping": true })
+}
+
+/// `POST /v1/upgrade`: checks the binary, then asks the daemon to stop accepting,
+/// drain, and re-execute it in place (same pid, listening socket kept open so new
+/// clients queue instead of failing), adopting its supervisors again. Answers
+/// `{"upgrading": true, "from": <build>, "binary": <path>}`.
+///
+/// The binary's `--version` is asked without blocking the runtime's workers.
+///
+/// Errors: the binary is missing, not executable, or not an mcpx binary (its
+/// `--version` does not start with `mcpx `) (`usage`).
+pub async fn upgrade(d: &Daemon, req: &Request) -> Result<serde_json::Value, ApiError> {
+    let binary = match &req.binary {
+        Some(b) => b.clone(),
+        None => std::env::current_exe()
+            .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the daemon's own binary: {e}")))?,
+    };
+    let meta = std::fs::metadata(&binary)
+        .map_err(|e| ApiError::new(ErrorKind::Usage, format!("cannot upgrade to {}: {e}", binary.display())))?;
+    use std::os::unix::fs::PermissionsExt;
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return Err(ApiError::new(
+            ErrorKind::Usage,
+            format!("cannot upgrade to {}: not an executable file", binary.display()),
+        ));
+    }
+    // Only an mcpx binary may replace the daemon: ask it.
+    let probe = crate::process::SpawnSpec {
+        program: binary.clone(),
+        args: vec!["--version".into()],
+        env: std::env::vars_os().collect(),
+        cwd: None,
+        piped: true,
+        detach: crate::process::Detach::Inherit,
+    };
+    let version = match crate::process::spawn(&probe) {
+        Ok(child) => child.wait_with_output().await,
+        Err(e) => Err(e),
+    }
+    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    match version {
+        Ok(v) if v.starts_with("mcpx ") => {}
+        Ok(v) => {
+            return Err(ApiError::new(
+                ErrorKind::Usage,
+                format!(
+                    "{} is not an mcpx binary (`--version` said {:?}); the daemon keeps running",
+                    binary.display(),
+                    v.lines().next().unwrap_or_default()
+                ),
+            ));
+        }
+        Err(e) => return Err(ApiError::new(ErrorKind::Usage, format!("cannot run {}: {e}", binary.display()))),
+    }
+    tracing::info!(binary = %binary.display(), "upgrade requested: draining");
+    d.request_exit(Exit::Upgrade(binary.clone()));
+    Ok(serde_json::json!({ "upgrading": true, "from": mcpx_platform::build::build_id(), "binary": binary }))
+}
+
+/// How `status` names a caller: its session, else its parent process.
+fn caller_label(caller: &Caller) -> String {
+    match (&caller.session, caller.ppid) {
+        (Some(s), _) => format!("session:{s}"),
+        (None, Some(p)) => format!("pid:{p}"),
+        (None, None) => String::new(),
+    }
+}
+
+/// Fails when the schema cache lists the server's tools and `tool` is not among them.
+fn check_tool_listed(schema: &SchemaCache, target: &Target, tool: &str) -> Result<(), ApiError> {
+    let Some(cached) = schema.get(&target.cache_key) else {
+        return Ok(());
+    };
+    if cached.tools.is_none() || cached.error.is_some() {
+        return Ok(());
+    }
+    if cached.tool_summaries().iter().any(|t| t.name == tool) {
+        return Ok(());
+    }
+    Err(unknown_tool(&target.entry.name, tool, Some(&cached)))
+}
+
+/// The `unknown_tool` error for `tool` of `server`, listing the tools it has.
+fn unknown_tool(server: &str, tool: &str, cached: Option<&CacheEntry>) -> ApiError {
+    let names: Vec<String> =
+        cached.map(|c| c.tool_summaries().into_iter().map(|t| t.name).collect()).unwrap_or_default();
+    let list = if names.is_empty() { String::from("(none listed)") } else { names.join(", ") };
+    ApiError::new(
+        ErrorKind::UnknownTool,
+        format!("server `{server}` has no tool `{tool}`; its tools: {list} (see `mcpx tools {server}`)"),
+    )
+}
+
+/// Splits `<server>.<tool>` after the longest configured server name followed by a
+/// dot, or takes `server` and `tool` as given.
+fn split_target(config: &ResolvedConfig, req: &Request) -> Result<(String, String), ApiError> {
+    if let (Some(s), Some(t)) = (&req.server, &req.tool) {
+        return Ok((s.clone(), t.clone()));
+    }
+    let target = req.target.as_deref().ok_or_else(|| {
+        ApiError::new(ErrorKind::Usage, "name the tool as <server>.<tool>, like `mcpx call everything.echo '{}'`")
+    })?;
+    let best = config
+        .servers
+        .keys()
+        .filter(|name| {
+            target.len() > name.len() + 1 && target.starts_with(name.as_str()) && target.as_bytes()[name.len()] == b'.'
+        })
+        .max_by_key(|name| name.len());
+    match best {
+        Some(name) => Ok((name.clone(), target[name.len() + 1..].to_owned())),
+        None => {
+            let server = target.split_once('.').map_or(target, |(s, _)| s);
+            if let Some(name) = target.strip_suffix('.').filter(|n| config.servers.contains_key(*n)) {
+                Err(ApiError::new(
+                    ErrorKind::Usage,
+                    format!("name a tool after the dot: `mcpx call {name}.<tool>` (see `mcpx tools {name}`)"),
+                ))
+            } else if target.contains('.') {
+                Err(unknown_server(config, server))
+            } else {
+                Err(ApiError::new(
+                    ErrorKind::Usage,
+                    format!("`{target}` is not <server>.<tool>; try `mcpx tools {target}` to see its tools"),
+                ))
+            }
+        }
+    }
+}
+
+/// Scores a tool against lowercase search words; `None` unless every word matches.
+fn score(words: &[String], server: &str, tool: &str, description: Option<&str>) -> Option<u32> {
+    let tool_l = tool.to_lowercase();
+    let server_l = server.to_lowercase();
+    let desc_l = description.unwrap_or_default().to_lowercase();
+    let mut total = 0;
+    for w in words {
+        total += if tool_l == *w {
+            100
+        } else if tool_l.starts_with(w.as_str()) {
+            60
+        } else if tool_l.contains(w.as_str()) {
+            40
+        } else if server_l.contains(w.as_str()) {
+            20
+        } else if desc_l.contains(w.as_str()) {
+            10
+        } else {
+            return None;
+        };
+    }
+    Some(total)
+}
+
+/// The API error for a failed request to `server`, its kind following the failure.
+fn server_error(server: &str, e: CallError) -> ApiError {
+    let kind = match e {
+        CallError::Timeout(_) | CallError::Busy(_) | CallError::StartTimeout(_) => ErrorKind::Timeout,
+        CallError::Transport(ref e) if e.timed_out() => ErrorKind::Timeout,
+        CallError::Protocol(_) | CallError::TooLarge { .. } | CallError::RequestTooLarge { .. } => ErrorKind::Protocol,
+        CallError::Exited { .. }
+        | CallError::Launch(_)
+        | CallError::Lost(_)
+        | CallError::Cancelled
+        | CallError::Transport(_) => ErrorKind::Server,
+    };
+    let hint = match e {
+        CallError::Exited { .. } | CallError::Launch(_) => {
+            format!(" (see `mcpx status` and `mcpx logs {server}`)")
+        }
+        _ => String::new(),
+    };
+    ApiError::new(kind, format!("server `{server}`: {e}{hint}"))
+}
+
+#[cfg(test)]
+mod tests;

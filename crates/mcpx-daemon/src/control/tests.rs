@@ -1,0 +1,286 @@
+//! The control API's handlers on an in-process daemon ([`crate::testing::Fixture`]):
+//! no socket, no child process.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::testing::Fixture;
+
+/// A fixture with one default server, `fake`.
+fn fake() -> Fixture {
+    Fixture::new(&[("fake", json!({}))])
+}
+
+fn value(raw: &RawValue) -> Value {
+    serde_json::from_str(raw.get()).unwrap()
+}
+
+fn row<'a>(rows: &'a [ServerRow], name: &str) -> &'a ServerRow {
+    rows.iter().find(|r| r.name == name).unwrap()
+}
+
+#[tokio::test]
+async fn ls_answers_from_the_schema_cache_and_never_starts_a_server() {
+    let fx = Fixture::new(&[("fake", json!({})), ("off", json!({ "disabled": true }))]);
+    let rows = ls(&fx.daemon, &fx.request()).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!((row(&rows, "fake").state.as_str(), row(&rows, "fake").tools), ("unread", None));
+    assert_eq!(row(&rows, "off").state, "disabled");
+    assert_eq!(fx.server.count("launch"), 0, "ls started a server");
+
+    call(&fx.daemon, &fx.call("fake.echo", json!({ "message": "hi" })), None).await.unwrap();
+    let rows = ls(&fx.daemon, &fx.request()).unwrap();
+    let fake = row(&rows, "fake");
+    assert_eq!((fake.state.as_str(), fake.tools, fake.live), ("running", Some(6), 1));
+    assert_eq!(fake.description.as_deref(), Some("A server on channels."), "the instructions' first line");
+    assert_eq!((fake.sharing.as_str(), fake.scope.as_str()), ("shared", "global"));
+}
+
+#[tokio::test]
+async fn ls_of_an_unreadable_configuration_is_a_config_error() {
+    let fx = fake();
+    std::fs::write(&fx.config, "{ not json").unwrap();
+    let e = ls(&fx.daemon, &fx.request()).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Config, "{e}");
+}
+
+#[tokio::test]
+async fn tools_before_and_after_a_refresh() {
+    let fx = fake();
+    let server =
+        |tool: Option<&str>| Request { server: Some("fake".into()), tool: tool.map(str::to_owned), ..fx.request() };
+    let e = tools(&fx.daemon, &server(None)).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Server);
+    assert!(e.message.contains("mcpx refresh fake"), "{e}");
+
+    let refreshed = refresh(&fx.daemon, &Request { server: Some("fake".into()), ..fx.request() }).await.unwrap();
+    assert_eq!(refreshed, json!({ "fake": { "ok": true } }));
+    let all = value(&tools(&fx.daemon, &server(None)).unwrap());
+    let names: Vec<&str> = all.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["echo", "progress", "fail", "slow", "ask", "exit"]);
+    let one = value(&tools(&fx.daemon, &server(Some("echo"))).unwrap());
+    assert_eq!(one["description"], "Echoes the message back");
+
+    let e = tools(&fx.daemon, &server(Some("nope"))).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::UnknownTool);
+    assert!(e.message.contains("its tools: echo, progress"), "{e}");
+    let e = tools(&fx.daemon, &Request { server: Some("other".into()), ..fx.request() }).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::UnknownServer);
+    assert!(e.message.contains("configured servers: fake"), "{e}");
+    let e = tools(&fx.daemon, &fx.request()).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Usage);
+}
+
+#[tokio::test]
+async fn tools_hides_what_include_and_exclude_leave_out() {
+    let fx = Fixture::new(&[("fake", json!({ "excludeTools": ["exit", "fail"] }))]);
+    refresh(&fx.daemon, &fx.request()).await.unwrap();
+    let listed = value(&tools(&fx.daemon, &Request { server: Some("fake".into()), ..fx.request() }).unwrap());
+    assert_eq!(listed.as_array().unwrap().len(), 4);
+    let rows = ls(&fx.daemon, &fx.request()).unwrap();
+    assert_eq!(row(&rows, "fake").tools, Some(4));
+    let e = call(&fx.daemon, &fx.call("fake.exit", json!({})), None).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::UnknownTool);
+    assert!(e.message.contains("excluded by includeTools/excludeTools"), "{e}");
+}
+
+#[tokio::test]
+async fn search_ranks_every_matching_tool() {
+    let fx = fake();
+    let words = |w: &[&str]| Request { words: w.iter().map(|w| (*w).to_owned()).collect(), ..fx.request() };
+    assert!(search(&fx.daemon, &words(&["echo"])).unwrap().is_empty(), "nothing listed yet");
+    refresh(&fx.daemon, &fx.request()).await.unwrap();
+    let hits = search(&fx.daemon, &words(&["ECHO"])).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!((hits[0].server.as_str(), hits[0].tool.as_str()), ("fake", "echo"));
+    let hits = search(&fx.daemon, &words(&["s"])).unwrap();
+    let found: Vec<&str> = hits.iter().map(|h| h.tool.as_str()).collect();
+    // A name starting with the word first, then names holding it, then the server's name.
+    assert_eq!(found, ["slow", "ask", "progress", "echo", "exit", "fail"]);
+    let e = search(&fx.daemon, &words(&["", ""])).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Usage);
+}
+
+#[tokio::test]
+async fn call_starts_the_server_once_and_returns_the_result_as_sent() {
+    let fx = fake();
+    let result = call(&fx.daemon, &fx.call("fake.echo", json!({ "message": "hi" })), None).await.unwrap();
+    assert_eq!(result.get(), r#"{"content":[{"type":"text","text":"hi"}]}"#);
+    call(&fx.daemon, &fx.call("fake.echo", json!({ "message": "again" })), None).await.unwrap();
+    assert_eq!(fx.server.count("launch"), 1);
+    assert_eq!(fx.server.count("initialize"), 1);
+    assert_eq!(fx.server.log().first().map(String::as_str), Some("launch fake global"));
+    assert_eq!(fx.server.count("tools/call echo"), 2);
+}
+
+#[tokio::test]
+async fn call_streams_progress_with_the_callers_token() {
+    let fx = fake();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let result = call(&fx.daemon, &fx.call("fake.progress", json!({})), Some(tx)).await.unwrap();
+    assert!(result.get().contains("done"));
+    let progress = rx.recv().await.unwrap();
+    assert_eq!(progress.method(), Some("notifications/progress"));
+    let params: Value = serde_json::from_str::<Value>(progress.as_str()).unwrap()["params"].clone();
+    assert_eq!(params["progressToken"], "mcpx-call", "the caller sees its own token");
+    assert_eq!(params["message"], "half");
+}
+
+#[tokio::test]
+async fn call_errors_have_their_kinds() {
+    let fx = Fixture::new(&[("fake", json!({})), ("off", json!({ "disabled": true }))]);
+    let kind = |r: Result<Box<RawValue>, ApiError>| r.unwrap_err().kind;
+    assert_eq!(kind(call(&fx.daemon, &fx.call("nope.echo", json!({})), None).await), ErrorKind::UnknownServer);
+    assert_eq!(kind(call(&fx.daemon, &fx.call("fake", json!({})), None).await), ErrorKind::Usage);
+    assert_eq!(kind(call(&fx.daemon, &fx.call("fake.", json!({})), None).await), ErrorKind::Usage);
+    assert_eq!(kind(call(&fx.daemon, &fx.request(), None).await), ErrorKind::Usage);
+    assert_eq!(kind(call(&fx.daemon, &fx.call("fake.echo", json!([1])), None).await), ErrorKind::Usage);
+    assert_eq!(kind(call(&fx.daemon, &fx.call("off.echo", json!({})), None).await), ErrorKind::Config);
+    assert_eq!(fx.server.count("launch"), 0, "no error above starts a server");
+
+    let failed = call(&fx.daemon, &fx.call("fake.fail", json!({})), None).await.unwrap_err();
+    assert_eq!((failed.kind, failed.code), (ErrorKind::Rpc, Some(-32000)));
+    assert!(failed.message.contains("answered tools/call with an error: it failed"), "{failed}");
+    // The server is listed now: an unknown tool is refused before it is sent.
+    let unknown = call(&fx.daemon, &fx.call("fake.nope", json!({})), None).await.unwrap_err();
+    assert_eq!(unknown.kind, ErrorKind::UnknownTool);
+    assert_eq!(fx.server.count("tools/call nope"), 0);
+    let slow = Request { timeout_ms: Some(50), ..fx.call("fake.slow", json!({})) };
+    assert_eq!(kind(call(&fx.daemon, &slow, None).await), ErrorKind::Timeout);
+    fx.server.wait_for("notifications/cancelled").await;
+}
+
+#[tokio::test]
+async fn a_server_that_exits_mid_call_is_a_server_error_and_shows_in_status() {
+    let fx = fake();
+    let e = call(&fx.daemon, &fx.call("fake.exit", json!({})), None).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Server);
+    assert!(e.message.contains("exited with code 3"), "{e}");
+    let instance = status(&fx.daemon).instances.into_iter().find(|i| i.server == "fake").unwrap();
+    assert_eq!(instance.state, "exited");
+    assert_eq!(instance.last_error.as_deref(), Some("server exited with code 3"));
+}
+
+#[tokio::test]
+async fn status_shows_each_instance_under_its_pool_key() {
+    let fx = Fixture::new(&[("shared", json!({})), ("mine", json!({ "scope": "session", "supervised": false }))]);
+    call(&fx.daemon, &fx.call("shared.echo", json!({ "message": "a" })), None).await.unwrap();
+    let mut req = fx.call("mine.echo", json!({ "message": "b" }));
+    req.caller.session = Some("s1".into());
+    call(&fx.daemon, &req, None).await.unwrap();
+
+    let status = status(&fx.daemon);
+    assert_eq!(status.daemon.pid, std::process::id());
+    assert_eq!(status.daemon.config_files, std::slice::from_ref(&fx.config));
+    let rows: Vec<(&str, &str, &str, bool)> =
+        status.instances.iter().map(|i| (i.server.as_str(), i.key.as_str(), i.state.as_str(), i.supervised)).collect();
+    assert_eq!(rows, [("mine", "session:s1", "running", false), ("shared", "global", "running", true)]);
+    assert!(status.instances.iter().all(|i| i.pid.is_some() && i.calls == 0));
+}
+
+#[tokio::test]
+async fn a_call_scoped_instance_serves_one_call() {
+    let fx = Fixture::new(&[("once", json!({ "scope": "call" }))]);
+    for message in ["a", "b"] {
+        call(&fx.daemon, &fx.call("once.echo", json!({ "message": message })), None).await.unwrap();
+    }
+    assert_eq!(fx.server.count("launch once call:"), 2, "{:?}", fx.server.log());
+    assert_eq!(fx.server.count("terminate"), 2);
+    assert!(status(&fx.daemon).instances.iter().all(|i| i.state != "running"));
+}
+
+#[tokio::test]
+async fn restart_goes_through_the_supervisor_or_starts_again() {
+    let fx = Fixture::new(&[("sup", json!({})), ("direct", json!({ "supervised": false }))]);
+    let named = |server: &str| Request { server: Some(server.into()), ..fx.request() };
+    call(&fx.daemon, &fx.call("sup.echo", json!({ "message": "a" })), None).await.unwrap();
+    let pid = fx.daemon.pool.instances()[0].info.pid();
+    let restarted = restart(&fx.daemon, &named("sup")).await.unwrap();
+    assert_eq!((restarted["restarted"].as_u64(), restarted["replaced"].as_u64()), (Some(1), Some(0)));
+    assert_ne!(restarted["pid"].as_u64().map(|p| p as u32), pid, "a new process");
+    assert_eq!((fx.server.count("restart"), fx.server.count("launch sup")), (1, 1), "the same supervisor");
+    assert_eq!(fx.server.count("initialize"), 2, "initialized again");
+
+    // Not running, or not supervised: started (again) under the caller's key.
+    let restarted = restart(&fx.daemon, &named("direct")).await.unwrap();
+    assert_eq!(restarted["restarted"], 0);
+    let restarted = restart(&fx.daemon, &named("direct")).await.unwrap();
+    assert_eq!(restarted["restarted"], 1);
+    assert_eq!(fx.server.count("launch direct global"), 2);
+
+    let e = restart(&fx.daemon, &named("nope")).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::UnknownServer);
+    assert_eq!(restart(&fx.daemon, &fx.request()).await.unwrap_err().kind, ErrorKind::Usage);
+}
+
+#[tokio::test]
+async fn restart_with_a_key_touches_only_that_instance() {
+    let fx = Fixture::new(&[("mine", json!({ "scope": "session", "supervised": false }))]);
+    for session in ["a", "b"] {
+        let mut req = fx.call("mine.echo", json!({ "message": session }));
+        req.caller.session = Some(session.into());
+        call(&fx.daemon, &req, None).await.unwrap();
+    }
+    let only_a = Request { server: Some("mine".into()), key: Some("session:a".into()), ..fx.request() };
+    let restarted = restart(&fx.daemon, &only_a).await.unwrap();
+    assert_eq!(restarted["restarted"], 1);
+    assert_eq!(fx.server.count("launch mine session:a"), 2);
+    assert_eq!(fx.server.count("launch mine session:b"), 1);
+}
+
+#[tokio::test]
+async fn refresh_reports_per_server() {
+    let fx = Fixture::new(&[("a", json!({})), ("b", json!({})), ("off", json!({ "disabled": true }))]);
+    let all = refresh(&fx.daemon, &fx.request()).await.unwrap();
+    assert_eq!(all, json!({ "a": { "ok": true }, "b": { "ok": true } }));
+    // Running now: listed again without a second start.
+    refresh(&fx.daemon, &fx.request()).await.unwrap();
+    assert_eq!((fx.server.count("launch"), fx.server.count("tools/list")), (2, 4));
+    let e = refresh(&fx.daemon, &Request { server: Some("nope".into()), ..fx.request() }).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::UnknownServer);
+}
+
+#[tokio::test]
+async fn stop_stops_the_daemons_own_children_and_asks_it_to_exit() {
+    let fx = Fixture::new(&[("sup", json!({})), ("direct", json!({ "supervised": false }))]);
+    for target in ["sup.echo", "direct.echo"] {
+        call(&fx.daemon, &fx.call(target, json!({ "message": "x" })), None).await.unwrap();
+    }
+    assert_eq!(stop(&fx.daemon, &fx.request()).await, json!({ "stopping": true }));
+    fx.daemon.exit_requested().await;
+    assert_eq!(fx.daemon.exit(), Exit::Stop);
+    assert_eq!(fx.server.count("terminate"), 1, "only the direct child is stopped; the supervisor keeps its server");
+}
+
+#[tokio::test]
+async fn upgrade_refuses_what_is_not_an_executable_file() {
+    let fx = fake();
+    let to = |binary: PathBuf| Request { binary: Some(binary), ..fx.request() };
+    let e = upgrade(&fx.daemon, &to(fx.config.with_file_name("missing"))).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Usage);
+    assert!(e.message.contains("cannot upgrade to"), "{e}");
+    let e = upgrade(&fx.daemon, &to(fx.config.clone())).await.unwrap_err();
+    assert!(e.message.ends_with("not an executable file"), "{e}");
+}
+
+#[tokio::test]
+async fn health_names_this_daemon() {
+    let fx = fake();
+    let health = health(&fx.daemon);
+    assert_eq!(health["pid"], std::process::id());
+    assert_eq!(health["started_at_ms"], fx.daemon.started_at);
+}
+
+#[tokio::test]
+async fn split_target_takes_the_longest_configured_server_name() {
+    let fx = Fixture::new(&[("a", json!({})), ("a.b", json!({}))]);
+    let config = fx.daemon.resolve(&fx.request()).unwrap();
+    let target = |t: &str| Request { target: Some(t.into()), ..fx.request() };
+    assert_eq!(split_target(&config, &target("a.b.c")).unwrap(), ("a.b".into(), "c".into()));
+    assert_eq!(split_target(&config, &target("a.x")).unwrap(), ("a".into(), "x".into()));
+    assert_eq!(split_target(&config, &target("z.x")).unwrap_err().kind, ErrorKind::UnknownServer);
+    let named = Request { server: Some("s".into()), tool: Some("t".into()), ..fx.request() };
+    assert_eq!(split_target(&config, &named).unwrap(), ("s".into(), "t".into()));
+}

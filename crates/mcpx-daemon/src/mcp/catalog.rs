@@ -1,0 +1,124 @@
+//! What a client session of the MCP endpoint sees: its servers (one passed through,
+//! or every enabled one of its caller's configuration), their listings from the
+//! schema cache (starting servers never listed), and the aggregate lists with names
+//! and URIs made unique.
+
+use serde_json::{Value, json};
+
+use crate::api::Request;
+use crate::config::ServerEntry;
+use crate::daemon::Daemon;
+use crate::mcp::sessions::ClientSession;
+use crate::names::NameMap;
+use crate::schema::CacheEntry;
+use crate::sync::lock;
+use mcpx_proto::mcp::error_code;
+
+/// A JSON-RPC result, or the error's (code, message).
+pub(crate) type RpcResult = Result<Value, (i64, String)>;
+
+/// The servers a session sees: one, or every enabled one of the caller's configuration.
+pub(crate) fn servers(d: &Daemon, session: &ClientSession) -> Result<Vec<ServerEntry>, (i64, String)> {
+    let req = Request { caller: session.caller.clone(), ..Request::default() };
+    let config = d.resolve(&req).map_err(|e| (error_code::INTERNAL_ERROR, e.message))?;
+    match &session.server {
+        Some(name) => {
+            d.server(&config, name).map(|e| vec![e.clone()]).map_err(|e| (error_code::INVALID_PARAMS, e.message))
+        }
+        None => Ok(config.enabled().cloned().collect()),
+    }
+}
+
+/// The schema cache entry of `entry`, listing the server first when it was never
+/// listed (design: "Discovery": MCP clients see every tool on their first listing).
+/// A server whose last start or listing failed is left out at once (`None`) and
+/// started again in the background.
+pub(crate) async fn listed(d: &Daemon, session: &ClientSession, entry: &ServerEntry) -> Option<CacheEntry> {
+    let key = entry.cache_key();
+    let cached = d.schema.get(&key);
+    if cached.as_ref().is_some_and(|c| c.tools.is_some() && c.error.is_none()) {
+        return cached;
+    }
+    let (target, pool_key) = d.targets.for_caller(entry, &session.caller).ok()?;
+    if let Some(error) = cached.and_then(|c| c.error) {
+        // Its last start or listing failed: left out at once rather than waited for
+        // again, and tried in the background; sessions hear `list_changed` if it comes up.
+        tracing::info!(server = %entry.name, error = %error, "left out of an MCP listing: its last start failed");
+        d.start_in_background(target, pool_key);
+        return None;
+    }
+    match d.pool.acquire(&target, &pool_key, entry.options.start_timeout).await {
+        Ok(_) => d.schema.get(&key),
+        Err(e) => {
+            tracing::warn!(server = %entry.name, error = %e, "left out of an MCP listing: it failed to start");
+            None
+        }
+    }
+}
+
+/// The configured server, left out of listings by its last failure, whose exposed
+/// names `exposed` would have (`<server>__...`), with that failure.
+pub(crate) fn left_out_owner(d: &Daemon, session: &ClientSession, exposed: &str) -> Option<(String, String)> {
+    servers(d, session).ok()?.into_iter().find_map(|entry| {
+        let error = d.schema.get(&entry.cache_key())?.error?;
+        exposed.starts_with(&format!("{}__", entry.name)).then_some((entry.name, error))
+    })
+}
+
+/// An aggregate list (`field` is `tools`, `prompts`, `resources` or
+/// `resourceTemplates`): every server's items with names or URIs made unique, unless
+/// the session passes one server through. A listing of tools or prompts becomes the
+/// session's map from exposed names back to the servers' own.
+pub(crate) async fn list(d: &Daemon, session: &ClientSession, field: &str) -> RpcResult {
+    let entries = servers(d, session)?;
+    let passthrough = session.server.is_some();
+    let mut items: Vec<(String, Value)> = Vec::new();
+    // Unread servers start at once, not one after another.
+    let caches = futures_util::future::join_all(entries.iter().map(|entry| listed(d, session, entry))).await;
+    for (entry, cached) in entries.iter().zip(caches) {
+        let Some(cached) = cached else { continue };
+        let list = match field {
+            "tools" => cached.tools,
+            "prompts" => cached.prompts,
+            "resources" => cached.resources,
+            _ => cached.resource_templates,
+        };
+        for raw in list.into_iter().flatten() {
+            let Ok(v) = serde_json::from_str::<Value>(raw.get()) else { continue };
+            if field == "tools" && !entry.options.tool_allowed(v["name"].as_str().unwrap_or_default()) {
+                continue;
+            }
+            items.push((entry.name.clone(), v));
+        }
+    }
+    if !passthrough {
+        match field {
+            "tools" | "prompts" => {
+                let names =
+                    NameMap::build(items.iter().map(|(s, v)| (s.as_str(), v["name"].as_str().unwrap_or_default())));
+                for (s, v) in &mut items {
+                    if let Some(exposed) = names.exposed(s, v["name"].as_str().unwrap_or_default()) {
+                        v["name"] = Value::String(exposed.to_owned());
+                    }
+                }
+                *lock(if field == "tools" { &session.tools } else { &session.prompts }) = names;
+            }
+            "resources" => {
+                for (s, v) in &mut items {
+                    if let Some(uri) = v["uri"].as_str() {
+                        v["uri"] = Value::String(format!("mcpx://{s}/{uri}"));
+                    }
+                }
+            }
+            _ => {
+                for (s, v) in &mut items {
+                    if let Some(t) = v["uriTemplate"].as_str() {
+                        v["uriTemplate"] = Value::String(format!("mcpx://{s}/{t}"));
+                    }
+                }
+            }
+        }
+    }
+    let values: Vec<Value> = items.into_iter().map(|(_, v)| v).collect();
+    Ok(json!({ field: values }))
+}

@@ -1,0 +1,113 @@
+//! Discovery mode (`mcpx serve --discover`): four tools instead of every schema (list
+//! the servers, search the tools, describe one server's tools, call a tool), answered
+//! by the control API's handlers, and empty lists of prompts and resources.
+
+use mcpx_proto::Message;
+use mcpx_proto::mcp::error_code;
+use serde_json::{Value, json};
+
+use crate::api::Request;
+use crate::control;
+use crate::daemon::Daemon;
+use crate::mcp::catalog::{listed, servers};
+use crate::mcp::sessions::ClientSession;
+
+/// Answers what discovery mode changes: the lists, and calls of its own tools;
+/// `None` for everything else.
+pub(crate) async fn answer(
+    d: &Daemon,
+    session: &ClientSession,
+    id: &str,
+    method: &str,
+    params: &Value,
+) -> Option<Message> {
+    let req = |server: Option<&str>, tool: Option<&str>| Request {
+        caller: session.caller.clone(),
+        server: server.map(str::to_owned),
+        tool: tool.map(str::to_owned),
+        ..Request::default()
+    };
+    let result = match method {
+        "tools/list" => tools(),
+        "prompts/list" => json!({ "prompts": [] }),
+        "resources/list" => json!({ "resources": [] }),
+        "resources/templates/list" => json!({ "resourceTemplates": [] }),
+        "tools/call" => {
+            let args = &params["arguments"];
+            let s = |k: &str| args[k].as_str().map(str::to_owned);
+            match params["name"].as_str().unwrap_or_default() {
+                "mcpx_list_servers" => {
+                    control::ls(d, &req(None, None)).map_or_else(|e| tool_error(&e.message), |rows| text(&rows))
+                }
+                "mcpx_search" => {
+                    let words = s("query").unwrap_or_default().split_whitespace().map(str::to_owned).collect();
+                    let r = Request { words, ..req(None, None) };
+                    control::search(d, &r).map_or_else(|e| tool_error(&e.message), |hits| text(&hits))
+                }
+                "mcpx_describe" => {
+                    let server = s("server").unwrap_or_default();
+                    let entries = servers(d, session).unwrap_or_default();
+                    if let Some(entry) = entries.iter().find(|e| e.name == server) {
+                        // A server never listed is started and listed first.
+                        let _ = listed(d, session, entry).await;
+                    }
+                    let described = control::tools(d, &req(Some(&server), s("tool").as_deref()));
+                    described.map_or_else(
+                        |e| tool_error(&e.message),
+                        |raw| json!({ "content": [{ "type": "text", "text": raw.get() }] }),
+                    )
+                }
+                "mcpx_call" => {
+                    let r = Request {
+                        arguments: serde_json::value::to_raw_value(&if args["arguments"].is_object() {
+                            args["arguments"].clone()
+                        } else {
+                            json!({})
+                        })
+                        .ok(),
+                        ..req(s("server").as_deref(), s("tool").as_deref())
+                    };
+                    match control::call(d, &r, None).await {
+                        Ok(raw) => serde_json::from_str(raw.get()).unwrap_or_default(),
+                        Err(e) => tool_error(&e.message),
+                    }
+                }
+                other => {
+                    return Some(Message::error_response(
+                        id,
+                        error_code::INVALID_PARAMS,
+                        &format!("unknown tool: `{other}`"),
+                    ));
+                }
+            }
+        }
+        _ => return None,
+    };
+    Some(Message::response(id, &result.to_string()))
+}
+
+/// The tools of discovery mode.
+fn tools() -> Value {
+    let object =
+        |props: Value, required: &[&str]| json!({ "type": "object", "properties": props, "required": required });
+    json!({ "tools": [
+        { "name": "mcpx_list_servers", "description": "List the configured MCP servers: name, tool count, state, description.",
+          "inputSchema": object(json!({}), &[]) },
+        { "name": "mcpx_search", "description": "Find tools of every server whose name or description holds all the words, best first.",
+          "inputSchema": object(json!({ "query": { "type": "string", "description": "words to look for" } }), &["query"]) },
+        { "name": "mcpx_describe", "description": "The full definitions (with input schemas) of one server's tools, or of one tool.",
+          "inputSchema": object(json!({ "server": { "type": "string" }, "tool": { "type": "string" } }), &["server"]) },
+        { "name": "mcpx_call", "description": "Call a tool of a server with its arguments; returns the tool's own result.",
+          "inputSchema": object(json!({ "server": { "type": "string" }, "tool": { "type": "string" }, "arguments": { "type": "object" } }), &["server", "tool"]) },
+    ] })
+}
+
+/// A tool result whose one text block is `value` as pretty JSON.
+fn text(value: &impl serde::Serialize) -> Value {
+    json!({ "content": [{ "type": "text", "text": serde_json::to_string_pretty(value).unwrap_or_default() }] })
+}
+
+/// A tool result that failed with `message`.
+fn tool_error(message: &str) -> Value {
+    json!({ "content": [{ "type": "text", "text": message }], "isError": true })
+}

@@ -1,0 +1,38 @@
+//! The aggregated MCP endpoint: streamable HTTP at `/mcp` on the control socket
+//! (MCP 2025-11-25, Transports, "Streamable HTTP"), presenting every configured
+//! server as one MCP server, and `/mcp/<server>` passing one server through.
+//!
+//! - `initialize` creates a session (`Mcp-Session-Id`); later requests without the
+//!   header get 400, with an unknown one 404; `DELETE` ends a session.
+//! - The client's revision is echoed when supported, else the newest is answered;
+//!   JSON-RPC batches are processed only under 2025-03-26, else refused with -32600.
+//! - Tools and prompts are named `<server>__<name>` ([`crate::names`]); resource URIs
+//!   become `mcpx://<server>/<original>`; calls, reads and gets map back.
+//! - Lists come from the schema cache; servers never listed are started and listed
+//!   first, together (up to their `startTimeout`). A server whose last start or listing
+//!   failed is left out at once, logged, and started again in the background (its
+//!   backoff applies); when it comes up, sessions with a stream hear `list_changed`.
+//! - A `tools/call` whose client accepts `text/event-stream` is answered as SSE, with
+//!   its progress notifications before the response.
+//! - One GET stream per session carries what the daemon sends on its own: a server's
+//!   `list_changed` becomes one to every session with a stream.
+//!
+//! The parts: `routes` (HTTP: the [`Endpoint`], sessions by header, SSE), `sessions`
+//! (client sessions and the broadcast, with no dependency on the daemon), `dispatch`
+//! (one request answered), `catalog` (the servers and lists a session sees) and
+//! `discover` (discovery mode's tools).
+
+mod catalog;
+mod discover;
+mod dispatch;
+mod routes;
+mod sessions;
+
+#[cfg(test)]
+mod tests;
+
+pub use routes::{
+    CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, Endpoint, MODE_HEADER, PPID_HEADER, SESSION_HEADER, TcpGuard,
+    routes, tcp_routes,
+};
+pub use sessions::{ClientSession, ClientSessions};

@@ -1,0 +1,340 @@
+//! The MCP endpoint's HTTP side (MCP 2025-11-25, Transports, "Streamable HTTP"): the
+//! [`Endpoint`] state, `POST`, `GET` and `DELETE` on `/mcp` and `/mcp/<server>`,
+//! sessions found by their header, JSON or SSE answers, and the guard of the TCP
+//! listener.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use mcpx_proto::mcp::{self, error_code};
+use mcpx_proto::{Message, MessageKind};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::api::Caller;
+use crate::daemon::Daemon;
+use crate::mcp::catalog::{listed, servers};
+use crate::mcp::dispatch::cancellable;
+use crate::mcp::sessions::{ClientSession, ClientSessions, sse_event};
+use crate::stream::{channel_body, stream_call};
+
+/// The session header (Transports, "Session Management").
+pub const SESSION_HEADER: &str = "mcp-session-id";
+/// Headers `mcpx serve` sends so the daemon sees its caller: working directory,
+/// explicit config, pool session and the MCP client's pid.
+pub const CWD_HEADER: &str = "x-mcpx-cwd";
+/// See [`CWD_HEADER`].
+pub const CONFIG_HEADER: &str = "x-mcpx-config";
+/// See [`CWD_HEADER`].
+pub const CALLER_SESSION_HEADER: &str = "x-mcpx-session";
+/// See [`CWD_HEADER`].
+pub const PPID_HEADER: &str = "x-mcpx-ppid";
+/// Sent on `initialize` (`mcpx serve --discover`): the session offers only mcpx's
+/// discovery tools.
+pub const MODE_HEADER: &str = "x-mcpx-mode";
+
+/// The endpoint's state: the daemon it answers from, and its client sessions, shared
+/// by every listener that serves `/mcp` (the control socket, and TCP when enabled).
+#[derive(Debug)]
+pub struct Endpoint {
+    /// The daemon whose servers the endpoint presents.
+    pub(crate) daemon: Arc<Daemon>,
+    /// Every open client session.
+    pub(crate) sessions: ClientSessions,
+}
+
+impl Endpoint {
+    /// The endpoint of `daemon`. Spawns the task that passes the daemon's
+    /// announcements ([`Daemon::announce`]) to every session with a stream open, so it
+    /// must be called inside a tokio runtime.
+    pub fn new(daemon: Arc<Daemon>) -> Arc<Endpoint> {
+        let mut notices = daemon.notices();
+        let endpoint = Arc::new(Endpoint { daemon, sessions: ClientSessions::default() });
+        let weak = Arc::downgrade(&endpoint);
+        tokio::spawn(async move {
+            loop {
+                match notices.recv().await {
+                    Ok(message) => match weak.upgrade() {
+                        Some(endpoint) => endpoint.sessions.broadcast(&message),
+                        None => return,
+                    },
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(dropped = n, "MCP clients missed announcements: too many at once");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+        endpoint
+    }
+}
+
+type S = State<Arc<Endpoint>>;
+
+/// How the TCP listener for `/mcp` admits requests (design: "Processes and files"):
+/// the `Host` (and `Origin`, when sent) must name this machine's loopback, against DNS
+/// rebinding; and unless `token` is `None`, `Authorization: Bearer <token>` is required.
+#[derive(Debug, Clone)]
+pub struct TcpGuard {
+    /// The bearer token (`<state>/token`), or `None` with `--http-no-auth`.
+    pub token: Option<String>,
+}
+
+/// The `/mcp` routes for the TCP listener, behind [`TcpGuard`].
+pub fn tcp_routes(guard: TcpGuard) -> Router<Arc<Endpoint>> {
+    routes().layer(axum::middleware::from_fn(move |req: axum::extract::Request, next: axum::middleware::Next| {
+        let guard = guard.clone();
+        async move {
+            if let Some(refusal) = guard.check(req.headers()) {
+                return refusal;
+            }
+            next.run(req).await
+        }
+    }))
+}
+
+impl TcpGuard {
+    /// `Some(response)` when the request must be refused.
+    fn check(&self, headers: &HeaderMap) -> Option<Response> {
+        let loopback = |host: &str| {
+            let host = host
+                .rsplit_once(':')
+                .filter(|(h, p)| !h.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+                .map_or(host, |(h, _)| h);
+            matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+        };
+        let host = header(headers, "host").unwrap_or_default();
+        if !loopback(&host) {
+            return Some(
+                (StatusCode::FORBIDDEN, "Host must be localhost, 127.0.0.1 or [::1] (DNS rebinding protection)")
+                    .into_response(),
+            );
+        }
+        if let Some(origin) = header(headers, "origin") {
+            let authority = origin.split_once("://").map_or(origin.as_str(), |(_, a)| a).trim_end_matches('/');
+            if !loopback(authority) {
+                return Some(
+                    (StatusCode::FORBIDDEN, "Origin must be a loopback address (DNS rebinding protection)")
+                        .into_response(),
+                );
+            }
+        }
+        if let Some(token) = &self.token {
+            let given = header(headers, "authorization");
+            if given.as_deref().and_then(|a| a.strip_prefix("Bearer ")) != Some(token.as_str()) {
+                let mut r =
+                    (StatusCode::UNAUTHORIZED, "a bearer token is required: the one in <state>/token").into_response();
+                r.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer realm=\"mcpx\""));
+                return Some(r);
+            }
+        }
+        None
+    }
+}
+
+/// The `/mcp` routes.
+pub fn routes() -> Router<Arc<Endpoint>> {
+    Router::new()
+        .route("/mcp", post(post_aggregate).delete(delete).get(get_stream))
+        .route("/mcp/{server}", post(post_server).delete(delete).get(get_stream))
+}
+
+async fn post_aggregate(State(e): S, headers: HeaderMap, body: Bytes) -> Response {
+    handle_post(e, None, headers, body).await
+}
+
+async fn post_server(State(e): S, Path(server): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    handle_post(e, Some(server), headers, body).await
+}
+
+/// `DELETE`: ends the session.
+pub(crate) async fn delete(State(e): S, headers: HeaderMap) -> Response {
+    match session_id(&headers) {
+        None => (StatusCode::BAD_REQUEST, "Mcp-Session-Id header is required").into_response(),
+        Some(id) if e.sessions.remove(&id) => StatusCode::NO_CONTENT.into_response(),
+        Some(_) => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// The GET stream for messages the server sends on its own (Transports, "Listening
+/// for Messages from the Server"): one per session; a second one while the first is
+/// open is refused with 409, and the session is left as it was.
+pub(crate) async fn get_stream(State(e): S, headers: HeaderMap) -> Response {
+    let Some(id) = session_id(&headers) else {
+        return (StatusCode::BAD_REQUEST, "Mcp-Session-Id header is required").into_response();
+    };
+    let Some(session) = e.sessions.get(&id) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    match session.open_stream() {
+        Some(rx) => sse_response(rx, &id),
+        None => (StatusCode::CONFLICT, "this session already has a GET stream open").into_response(),
+    }
+}
+
+/// `POST`: one JSON-RPC message or a batch. `initialize` opens a session; for the
+/// others the session's header is required. Client notifications and responses are
+/// accepted (202); requests are answered as JSON, or a `tools/call` as SSE when the
+/// client accepts it.
+pub(crate) async fn handle_post(e: Arc<Endpoint>, server: Option<String>, headers: HeaderMap, body: Bytes) -> Response {
+    let d = &e.daemon;
+    let messages = match Message::parse_line(&body) {
+        Ok(m) if !m.is_empty() => m,
+        Ok(_) => {
+            let refusal = Message::error_response("null", error_code::INVALID_REQUEST, "empty batch");
+            return json_response(StatusCode::BAD_REQUEST, refusal.into_string(), None);
+        }
+        Err(e) => {
+            let code = if matches!(e, mcpx_proto::ParseError::NotJson(_)) {
+                error_code::PARSE_ERROR
+            } else {
+                error_code::INVALID_REQUEST
+            };
+            let refusal = Message::error_response("null", code, &e.to_string());
+            return json_response(StatusCode::BAD_REQUEST, refusal.into_string(), None);
+        }
+    };
+    let batch = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    let first = &messages[0];
+    if !batch && first.method() == Some("initialize") && first.kind() == MessageKind::Request {
+        return initialize(&e, server, &headers, first).await;
+    }
+    let Some(id) = session_id(&headers) else {
+        let refusal = Message::error_response("null", -32000, "Bad Request: Mcp-Session-Id header is required");
+        return json_response(StatusCode::BAD_REQUEST, refusal.into_string(), None);
+    };
+    let Some(session) = e.sessions.get(&id) else {
+        let refusal = Message::error_response("null", -32001, "Session not found: initialize again");
+        return json_response(StatusCode::NOT_FOUND, refusal.into_string(), None);
+    };
+    if batch && session.version != "2025-03-26" {
+        let refusal = Message::error_response(
+            "null",
+            error_code::INVALID_REQUEST,
+            &format!("JSON-RPC batches are not allowed under protocol revision {}", session.version),
+        );
+        return json_response(StatusCode::BAD_REQUEST, refusal.into_string(), None);
+    }
+    // The client cancels one of its requests (Utilities, "Cancellation").
+    for m in messages.iter().filter(|m| m.method() == Some("notifications/cancelled")) {
+        let id = serde_json::from_str::<Value>(m.as_str()).ok().map(|v| v["params"]["requestId"].to_string());
+        if let Some(id) = id {
+            session.cancel(&id);
+        }
+    }
+    // Responses answer server requests mcpx forwarded to this client.
+    for m in messages.iter().filter(|m| m.kind() == MessageKind::Response) {
+        if !session.replies.deliver(m.clone()) {
+            tracing::info!(id = m.id().unwrap_or("null"), "dropped a client response no forwarded request waits for");
+        }
+    }
+    let mut requests: Vec<Message> = messages.into_iter().filter(|m| m.kind() == MessageKind::Request).collect();
+    if requests.is_empty() {
+        // Notifications and responses: accepted.
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let wants_sse = header(&headers, "accept").is_some_and(|a| a.contains("text/event-stream"));
+    if !batch && wants_sse && requests[0].method() == Some("tools/call") {
+        return sse_call(d.clone(), session, requests.remove(0), &id);
+    }
+    let mut answers = Vec::new();
+    for r in requests {
+        answers.push(cancellable(d, &session, r, None).await.into_string());
+    }
+    let body = if batch { format!("[{}]", answers.join(",")) } else { answers.remove(0) };
+    json_response(StatusCode::OK, body, Some(&id))
+}
+
+/// `initialize`: a new session, the client's revision echoed when supported
+/// (Lifecycle, "Version negotiation").
+async fn initialize(e: &Endpoint, server: Option<String>, headers: &HeaderMap, request: &Message) -> Response {
+    let d = &e.daemon;
+    let id = request.id().unwrap_or("null").to_owned();
+    let params: Value = serde_json::from_str(request.as_str()).map(|v: Value| v["params"].clone()).unwrap_or_default();
+    let version = mcp::negotiate(params["protocolVersion"].as_str().unwrap_or_default()).to_owned();
+    let caller = Caller {
+        cwd: header(headers, CWD_HEADER).map(Into::into),
+        // Without a working directory, the daemon's own MCPX_CONFIG (design: Configuration).
+        config: header(headers, CONFIG_HEADER).or_else(|| d.env().get("MCPX_CONFIG").cloned()).map(Into::into),
+        session: header(headers, CALLER_SESSION_HEADER),
+        parent_session: None,
+        ppid: header(headers, PPID_HEADER).and_then(|p| p.parse().ok()),
+    };
+    let discover = header(headers, MODE_HEADER).as_deref() == Some("discover");
+    let instructions = match &server {
+        _ if discover => "mcpx: every configured MCP server, discovered on demand: mcpx_list_servers, mcpx_search, mcpx_describe, then mcpx_call.".to_owned(),
+        Some(s) => format!("mcpx passes the server `{s}` through."),
+        None => "mcpx: every configured MCP server behind one endpoint. Tools are named <server>__<tool>.".to_owned(),
+    };
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": { "tools": { "listChanged": true }, "resources": { "listChanged": true }, "prompts": { "listChanged": true }, "logging": {} },
+        "serverInfo": { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") },
+        "instructions": instructions,
+    });
+    let session = ClientSession::new(server, caller, version, &params["capabilities"], discover);
+    if let Some(name) = &session.server {
+        // Passed through: the server's own capabilities, info and instructions.
+        let entry = servers(d, &session).ok().and_then(|e| e.into_iter().find(|e| &e.name == name));
+        let Some(entry) = entry else {
+            let refusal =
+                Message::error_response(&id, error_code::INVALID_PARAMS, &format!("no server `{name}` is configured"));
+            return json_response(StatusCode::OK, refusal.into_string(), None);
+        };
+        if let Some(upstream) = listed(d, &session, &entry).await.and_then(|c| c.session) {
+            result["capabilities"] = serde_json::from_str(upstream.capabilities.get()).unwrap_or_default();
+            if let Some(info) = &upstream.server_info {
+                result["serverInfo"] = serde_json::from_str(info.get()).unwrap_or_default();
+            }
+            if let Some(text) = &upstream.instructions {
+                result["instructions"] = Value::String(text.clone());
+            }
+        }
+    }
+    let session_id = e.sessions.insert(session, &id);
+    json_response(StatusCode::OK, Message::response(&id, &result.to_string()).into_string(), Some(&session_id))
+}
+
+/// A `tools/call` answered as server-sent events: its notifications, then the response.
+fn sse_call(d: Arc<Daemon>, session: Arc<ClientSession>, request: Message, session_id: &str) -> Response {
+    let events = stream_call(
+        move |notify| async move { cancellable(&d, &session, request, Some(notify)).await },
+        |n| sse_event(n.as_str()),
+        |response: Message| sse_event(response.as_str()),
+    );
+    sse_response(events, session_id)
+}
+
+/// An SSE response streaming what `rx` yields, with the session's `Mcp-Session-Id`.
+fn sse_response(rx: mpsc::Receiver<Vec<u8>>, session_id: &str) -> Response {
+    let mut response = (
+        [(axum::http::header::CONTENT_TYPE, "text/event-stream"), (axum::http::header::CACHE_CONTROL, "no-cache")],
+        channel_body(rx),
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(session_id) {
+        response.headers_mut().insert(SESSION_HEADER, v);
+    }
+    response
+}
+
+fn session_id(headers: &HeaderMap) -> Option<String> {
+    headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned)
+}
+
+fn header(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers.get(name).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty()).map(str::to_owned)
+}
+
+fn json_response(status: StatusCode, body: String, session: Option<&str>) -> Response {
+    let mut response = (status, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response();
+    if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
+        response.headers_mut().insert(SESSION_HEADER, id);
+    }
+    response
+}

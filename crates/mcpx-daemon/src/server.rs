@@ -1,0 +1,174 @@
+//! The served daemon: the control API's router over [`crate::control`]'s handlers
+//! (request bodies, error bodies, streaming call answers), merged with the MCP
+//! endpoint's routes, and [`run`], which serves it until the daemon is told to stop.
+//!
+//! `run` takes the listener and the shutdown signal as parameters, so tests inject
+//! both.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::value::RawValue;
+use tokio::net::UnixListener;
+
+use crate::api::{ApiError, ErrorBody, ErrorKind, Request};
+use crate::control;
+use crate::daemon::{Daemon, Exit};
+use crate::mcp::Endpoint;
+use crate::stream::{channel_body, stream_call};
+
+/// The largest control API request body, in bytes (1 GiB).
+pub const MAX_REQUEST_BODY: usize = 1 << 30;
+
+/// How long in-flight requests may take to finish when the daemon stops or upgrades.
+pub const DRAIN: Duration = Duration::from_secs(10);
+
+/// The control API's routes (`docs/api.md`), with the MCP endpoint's `/mcp` routes of
+/// `mcp` merged in.
+pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
+    Router::new()
+        .route("/v1/health", get(|State(d): S| async move { Json(control::health(&d)) }))
+        .route(
+            "/v1/upgrade",
+            post(|State(d): S, Body(r): Body| async move { control::upgrade(&d, &r).await.map(Json) }),
+        )
+        .route("/v1/status", get(|State(d): S| async move { Json(control::status(&d)) }))
+        .route("/v1/ls", post(|State(d): S, Body(r): Body| async move { control::ls(&d, &r).map(Json) }))
+        .route("/v1/search", post(|State(d): S, Body(r): Body| async move { control::search(&d, &r).map(Json) }))
+        .route("/v1/tools", post(|State(d): S, Body(r): Body| async move { control::tools(&d, &r).map(raw_json) }))
+        .route(
+            "/v1/call",
+            post(|State(d): S, Body(r): Body| async move {
+                if r.stream { Ok(call_stream(d, r)) } else { control::call(&d, &r, None).await.map(raw_json) }
+            }),
+        )
+        .route(
+            "/v1/restart",
+            post(|State(d): S, Body(r): Body| async move { control::restart(&d, &r).await.map(Json) }),
+        )
+        .route(
+            "/v1/refresh",
+            post(|State(d): S, Body(r): Body| async move { control::refresh(&d, &r).await.map(Json) }),
+        )
+        .route("/v1/stop", post(|State(d): S, Body(r): Body| async move { Json(control::stop(&d, &r).await) }))
+        .merge(crate::mcp::routes().with_state::<Arc<Daemon>>(mcp))
+        // Tool arguments may be as large as a server accepts (`maxMessageBytes`, 64 MiB
+        // by default); the HTTP layer's own 2 MB default would refuse them.
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_REQUEST_BODY))
+        .with_state(daemon)
+}
+
+/// Serves the control API and `mcp`'s routes on `listener` until `shutdown` completes
+/// or a `stop` or `upgrade` request arrives; then stops accepting, lets in-flight
+/// requests finish (up to [`DRAIN`]), stops the daemon's own children and detaches
+/// from the supervisors (which keep their servers for the next daemon). Returns how
+/// the daemon was asked to exit ([`Exit::Stop`] after `shutdown`).
+///
+/// Errors: none today; the `io::Result` leaves room for listener failures, which are
+/// logged and retried.
+pub async fn run(
+    listener: UnixListener,
+    daemon: Arc<Daemon>,
+    mcp: Arc<Endpoint>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<Exit> {
+    // Each connection carries one request (no keep-alive), so stopping is simply: stop
+    // accepting, then let every accepted connection finish. A graceful shutdown that
+    // closes idle connections would drop a request accepted but not yet read.
+    let app = router(daemon.clone(), mcp);
+    let mut conns = tokio::task::JoinSet::new();
+    let stop = async {
+        tokio::select! {
+            () = shutdown => {}
+            () = daemon.exit_requested() => {}
+        }
+    };
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                    conns.spawn(async move {
+                        let io = hyper_util::rt::TokioIo::new(stream);
+                        let _ = hyper::server::conn::http1::Builder::new().keep_alive(false).serve_connection(io, service).await;
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            () = &mut stop => break,
+        }
+    }
+    // Not accepting any more; clients that connect now wait in the backlog (an upgrade
+    // keeps the socket open) or are refused (a stop closes it).
+    drop(listener);
+    let drained = tokio::time::timeout(DRAIN, async { while conns.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        tracing::warn!("requests still running after {}s were cut off", DRAIN.as_secs());
+        conns.abort_all();
+    }
+    daemon.pool.stop_all(false).await;
+    Ok(daemon.exit())
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, Json(ErrorBody { error: self })).into_response()
+    }
+}
+
+type S = State<Arc<Daemon>>;
+
+/// A JSON body that is already serialized (kept byte-faithful).
+fn raw_json(raw: Box<RawValue>) -> Response {
+    let body: Box<str> = raw.into();
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], String::from(body)).into_response()
+}
+
+/// A JSON request body; a malformed one is a `usage` error with the API's error
+/// body, like every other error.
+struct Body(Request);
+
+impl<St: Send + Sync> axum::extract::FromRequest<St> for Body {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &St) -> Result<Self, Self::Rejection> {
+        match Json::<Request>::from_request(req, state).await {
+            Ok(Json(r)) => Ok(Body(r)),
+            Err(e) => Err(ApiError::new(ErrorKind::Usage, format!("bad request body: {}", e.body_text()))),
+        }
+    }
+}
+
+/// `POST /v1/call` with `stream`: notifications as they come, then the outcome,
+/// one JSON object per line (`application/x-ndjson`). A client that goes away drops
+/// the call, which cancels it upstream.
+fn call_stream(daemon: Arc<Daemon>, req: Request) -> Response {
+    fn line(body: String) -> Vec<u8> {
+        let mut b = body.into_bytes();
+        b.push(b'\n');
+        b
+    }
+    let lines = stream_call(
+        move |notify| async move { control::call(&daemon, &req, Some(notify)).await },
+        |n| line(format!(r#"{{"notification":{}}}"#, n.as_str())),
+        |outcome| {
+            line(match outcome {
+                Ok(result) => format!(r#"{{"result":{}}}"#, result.get()),
+                Err(e) => serde_json::to_string(&ErrorBody { error: e }).unwrap_or_default(),
+            })
+        },
+    );
+    ([(axum::http::header::CONTENT_TYPE, "application/x-ndjson")], channel_body(lines)).into_response()
+}

@@ -1,0 +1,116 @@
+//! Streaming HTTP answers: a body fed by a channel, and a call whose notifications
+//! are streamed while it runs, then its outcome. Shared by the control API's
+//! `POST /v1/call` with `stream` (JSON lines) and the MCP endpoint's SSE answers.
+
+use std::future::Future;
+
+use axum::body::{Body, Bytes};
+use mcpx_proto::Message;
+use tokio::sync::mpsc;
+
+/// How many encoded items a streaming answer buffers before its producer waits.
+const STREAM_BUFFER: usize = 64;
+
+/// A streaming HTTP body fed by a channel: each item is sent as it comes; the body
+/// ends when every sender is gone. Dropping the body (the client went away) closes
+/// the channel, which is how producers notice.
+pub fn channel_body(rx: mpsc::Receiver<Vec<u8>>) -> Body {
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(Bytes::from(b)), rx))
+    });
+    Body::from_stream(stream)
+}
+
+/// Runs `call` in a task of its own, handing it a sender for the notifications that
+/// belong to it, and returns the stream of what to send the client: each notification
+/// as `notice` encodes it, as it comes, then the outcome as `last` encodes it.
+///
+/// When the client goes away (the receiver is dropped, for instance with the body of
+/// [`channel_body`]), the call's future is dropped, which cancels the request upstream
+/// (`Instance::request_for` sends `notifications/cancelled`). Notifications that
+/// arrive together with the outcome are sent before it.
+pub fn stream_call<T, F>(
+    call: impl FnOnce(mpsc::UnboundedSender<Message>) -> F + Send + 'static,
+    notice: fn(&Message) -> Vec<u8>,
+    last: impl FnOnce(T) -> Vec<u8> + Send + 'static,
+) -> mpsc::Receiver<Vec<u8>>
+where
+    F: Future<Output = T> + Send,
+    T: Send,
+{
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(STREAM_BUFFER);
+    tokio::spawn(async move {
+        let (notify_tx, mut notify_rx) = mpsc::unbounded_channel::<Message>();
+        let call = call(notify_tx);
+        tokio::pin!(call);
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                () = tx.closed() => return,
+                Some(n) = notify_rx.recv() => {
+                    if tx.send(notice(&n)).await.is_err() {
+                        return;
+                    }
+                }
+                outcome = &mut call => break outcome,
+            }
+        };
+        while let Ok(n) = notify_rx.try_recv() {
+            let _ = tx.send(notice(&n)).await;
+        }
+        let _ = tx.send(last(outcome)).await;
+    });
+    rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn notifications_come_before_the_outcome_and_the_stream_ends() {
+        let mut rx = stream_call(
+            |notify| async move {
+                for n in 0..3 {
+                    notify.send(Message::notification("notifications/progress", Some(&format!("{{\"n\":{n}}}")))).ok();
+                }
+                "done"
+            },
+            |m| m.as_str().as_bytes().to_vec(),
+            |outcome: &str| outcome.as_bytes().to_vec(),
+        );
+        let mut items = Vec::new();
+        while let Some(item) = rx.recv().await {
+            items.push(String::from_utf8(item).unwrap());
+        }
+        assert_eq!(items.len(), 4, "{items:?}");
+        assert!(items[..3].iter().all(|i| i.contains("notifications/progress")));
+        assert_eq!(items[3], "done");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_goes_away_drops_the_call() {
+        let (dropped_tx, dropped_rx) = tokio::sync::oneshot::channel::<()>();
+        struct OnDrop(Option<tokio::sync::oneshot::Sender<()>>);
+        impl Drop for OnDrop {
+            fn drop(&mut self) {
+                if let Some(tx) = self.0.take() {
+                    let _ = tx.send(());
+                }
+            }
+        }
+        let rx = stream_call(
+            move |_notify| {
+                let guard = OnDrop(Some(dropped_tx));
+                async move {
+                    let _guard = guard;
+                    std::future::pending::<()>().await;
+                }
+            },
+            |m| m.as_str().as_bytes().to_vec(),
+            |()| Vec::new(),
+        );
+        drop(rx);
+        dropped_rx.await.expect("the call's future is dropped when the client goes away");
+    }
+}

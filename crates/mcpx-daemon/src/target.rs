@@ -1,0 +1,191 @@
+//! From a configured server to what the pool needs to serve one caller, in one pass:
+//! the entry's `${VAR}`s expanded, its command found on the child's `PATH`, its
+//! fingerprint computed and its launch description built (a [`Target`]), and the
+//! caller's pool key from the server's `scope` ([`crate::scope`]).
+//!
+//! Every call resolves its server, and a `PATH` walk costs a `stat` per directory, so
+//! a command lookup is reused for [`RESOLVE_TTL`].
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::api::{ApiError, Caller, ErrorKind};
+use crate::config::{CommandNotFound, ExeIdentity, ExpandedTransport, ServerEntry, TransportSpec};
+use crate::config::{exe_identity, resolve_command};
+use crate::pool::Target;
+use crate::scope::{self, PoolKey};
+use crate::sync::lock;
+use crate::transport::{Launch, RemoteEndpoint, StdioSpec};
+use mcpx_proto::attach::Identity;
+
+/// How long a command lookup is reused: a program installed or replaced on `PATH` is
+/// seen within this time.
+pub const RESOLVE_TTL: Duration = Duration::from_secs(2);
+
+/// Turns configured entries into [`Target`]s and callers into pool keys, for one
+/// daemon (its captured environment).
+#[derive(Debug)]
+pub struct Targets {
+    /// The environment captured at start: the only source of `${VAR}` values, and the
+    /// base of every child's environment.
+    env: HashMap<String, String>,
+    /// What is remembered between requests. One lock, held only for a lookup or an
+    /// insert, never across an await.
+    memo: Mutex<Memo>,
+}
+
+/// A command lookup: (command, `PATH`, working directory).
+type ProgramQuery = (String, Option<String>, Option<PathBuf>);
+
+/// Remembered across requests.
+#[derive(Debug, Default)]
+struct Memo {
+    /// Recent command lookups: when, the program found, and its identity.
+    programs: HashMap<ProgramQuery, (Instant, PathBuf, Option<ExeIdentity>)>,
+    /// (server, fix) pairs already logged for degraded scopes: each is said once.
+    degraded: HashSet<(String, &'static str)>,
+}
+
+impl Targets {
+    /// Targets resolved against the daemon's captured environment `env`.
+    pub fn new(env: HashMap<String, String>) -> Targets {
+        Targets { env, memo: Mutex::new(Memo::default()) }
+    }
+
+    /// The daemon's captured environment.
+    pub fn env(&self) -> &HashMap<String, String> {
+        &self.env
+    }
+
+    /// The target of `entry` and the pool key it has for `caller`: what
+    /// [`crate::pool::Pool::acquire`] takes. See [`Targets::target`] and
+    /// [`Targets::pool_key`].
+    ///
+    /// Errors: those of [`Targets::target`].
+    pub fn for_caller(&self, entry: &ServerEntry, caller: &Caller) -> Result<(Target, PoolKey), ApiError> {
+        let target = self.target(entry)?;
+        Ok((target, self.pool_key(entry, caller)))
+    }
+
+    /// Resolves how to start `entry`: `${VAR}`s expanded, the command found on the
+    /// child's `PATH` (the daemon's, unless the entry's `env` sets one), the
+    /// environment assembled, and the fingerprint computed (with the executable's
+    /// identity; a remote server's is its cache key).
+    ///
+    /// Errors: an unset variable, or a remote server's malformed URL or header, is a
+    /// configuration error (`config`, exit 2); a command that is not found is kept in
+    /// the target, so the start fails as a server error (exit 4) and the server shows
+    /// `error`.
+    pub fn target(&self, entry: &ServerEntry) -> Result<Target, ApiError> {
+        let cache_key = entry.cache_key();
+        let expanded = entry.expand(&self.env).map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
+        let options = &entry.options;
+        let identity = |fingerprint: String| Identity {
+            server: entry.name.clone(),
+            fingerprint,
+            cache_key: cache_key.clone(),
+            // The pool sets the key of the instance it starts.
+            key: PoolKey::Global.to_string(),
+            sharing: options.sharing.as_str().into(),
+        };
+        let max_message_bytes = usize::try_from(options.max_message_bytes).unwrap_or(usize::MAX);
+        let (stdio, written) = match (expanded, &entry.transport) {
+            (ExpandedTransport::Stdio(stdio), TransportSpec::Stdio { command, .. }) => (stdio, command.clone()),
+            (ExpandedTransport::Remote(remote), TransportSpec::Remote { url: written_url, .. }) => {
+                let spec = RemoteEndpoint {
+                    identity: identity(cache_key.clone()),
+                    url: remote.url.clone(),
+                    written_url: written_url.clone(),
+                    headers: remote.headers.clone(),
+                    kind: remote.kind,
+                    max_message_bytes,
+                };
+                // A malformed URL or header is the configuration's mistake (exit 2).
+                spec.check().map_err(|e| {
+                    ApiError::new(
+                        ErrorKind::Config,
+                        format!("{}: server `{}`: {e}", entry.source.display(), entry.name),
+                    )
+                })?;
+                let launch = Ok(Launch::Remote(spec));
+                return Ok(Target { entry: entry.clone(), fingerprint: cache_key.clone(), cache_key, launch });
+            }
+            _ => unreachable!("an entry expands to its own kind of transport"),
+        };
+        let cwd = stdio.cwd.clone().or_else(|| self.env.get("HOME").map(PathBuf::from));
+        // The child's environment: the daemon's, plus the entry's `env`. The command
+        // resolves through that environment's PATH (design: Configuration).
+        let mut env: BTreeMap<OsString, OsString> =
+            self.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect();
+        env.extend(stdio.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
+        let path_var = env.get(OsStr::new("PATH")).and_then(|p| p.to_str()).map(str::to_owned);
+        // Messages name the command as written: an expanded value may be a secret.
+        let (fingerprint, launch) = match self.program(&stdio.command, path_var.as_deref(), cwd.as_deref()) {
+            Ok((program, exe)) => {
+                let fingerprint = entry.fingerprint(exe.as_ref());
+                let spec = StdioSpec {
+                    identity: identity(fingerprint.clone()),
+                    supervised: options.supervised,
+                    buffer_bytes: options.buffer_bytes,
+                    orphan_timeout: options.orphan_timeout,
+                    start_timeout: options.start_timeout,
+                    command: written,
+                    program,
+                    args: stdio.args.iter().map(OsString::from).collect(),
+                    env,
+                    cwd,
+                    max_message_bytes,
+                };
+                (fingerprint, Ok(Launch::Stdio(spec)))
+            }
+            Err(e) if written == stdio.command => (cache_key.clone(), Err(e.to_string())),
+            Err(_) => (
+                cache_key.clone(),
+                Err(format!("command `{written}` (after ${{VAR}} expansion) is not an executable file or not on PATH")),
+            ),
+        };
+        Ok(Target { entry: entry.clone(), cache_key, fingerprint, launch })
+    }
+
+    /// The pool key of `entry` for `caller`; a scope that cannot be resolved runs the
+    /// call under a fresh `call` key and says once per server and fix in the log what
+    /// would fix it.
+    pub fn pool_key(&self, entry: &ServerEntry, caller: &Caller) -> PoolKey {
+        match scope::resolve(entry.options.scope, caller) {
+            scope::Resolved::Key(key) => key,
+            scope::Resolved::Degraded { key, fix } => {
+                if lock(&self.memo).degraded.insert((entry.name.clone(), fix)) {
+                    tracing::warn!(
+                        server = %entry.name,
+                        scope = entry.options.scope.as_str(),
+                        "the scope cannot be resolved for this caller: each call gets its own instance; to fix it, {fix}"
+                    );
+                }
+                key
+            }
+        }
+    }
+
+    /// Finds the program for `command` (like execvp) and its identity, reusing a
+    /// lookup younger than [`RESOLVE_TTL`].
+    fn program(
+        &self,
+        command: &str,
+        path_var: Option<&str>,
+        cwd: Option<&Path>,
+    ) -> Result<(PathBuf, Option<ExeIdentity>), CommandNotFound> {
+        let query = (command.to_owned(), path_var.map(str::to_owned), cwd.map(Path::to_path_buf));
+        if let Some((at, program, identity)) = lock(&self.memo).programs.get(&query) {
+            if at.elapsed() < RESOLVE_TTL {
+                return Ok((program.clone(), identity.clone()));
+            }
+        }
+        let program = resolve_command(command, path_var, cwd)?;
+        let identity = exe_identity(&program).ok();
+        lock(&self.memo).programs.insert(query, (Instant::now(), program.clone(), identity.clone()));
+        Ok((program, identity))
+    }
+}
