@@ -57,7 +57,7 @@ fn twenty_concurrent_calls_share_one_instance() {
         .map(|i| {
             let mut cmd = w.command();
             cmd.args(["call", "fake.echo", &json!({ "message": format!("message {i}"), "delay_ms": 300 }).to_string()]);
-            #[allow(clippy::disallowed_methods)]
+            #[allow(clippy::disallowed_methods)] // Reason: the binary under test, from many threads.
             std::thread::spawn(move || cmd.output().unwrap())
         })
         .collect();
@@ -186,7 +186,7 @@ fn racing_clis_start_one_daemon() {
         .map(|_| {
             let mut cmd = w.command();
             cmd.args(["ls", "--json"]);
-            #[allow(clippy::disallowed_methods)]
+            #[allow(clippy::disallowed_methods)] // Reason: the binary under test, from many threads.
             std::thread::spawn(move || cmd.output().unwrap())
         })
         .collect();

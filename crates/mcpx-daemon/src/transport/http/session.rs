@@ -1,7 +1,7 @@
 //! One remote MCP session ([`Remote`]): what it has negotiated, and the exchanges
 //! every transport flavour shares: POST and GET, reading a JSON or SSE answer (with
-//! resumption), handing its messages to the instance, ending and keeping the
-//! session, and the wording of transport failures.
+//! resumption), handing its messages to the instance, and ending and keeping the
+//! session. Failures are worded in `wording.rs`.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
