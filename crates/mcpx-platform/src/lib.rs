@@ -30,6 +30,7 @@ mod macos;
 use macos as sys;
 
 pub mod build;
+pub mod exec;
 pub mod fs;
 mod pid;
 pub mod process;

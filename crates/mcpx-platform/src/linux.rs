@@ -1,11 +1,13 @@
-//! Linux implementation: `/proc`, pidfds, `SO_PEERCRED`, `prctl`.
+//! Linux implementation: `/proc`, pidfds, `SO_PEERCRED`, `prctl`, `execveat`.
 
 #[allow(unsafe_code)]
 mod pidfd;
 
+use std::ffi::CString;
 use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::path::{Path, PathBuf};
 
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 
@@ -49,6 +51,27 @@ fn parse_stat(stat: &[u8]) -> io::Result<ProcStat> {
 /// `getsockopt(SO_PEERCRED)`, see unix(7).
 pub(crate) fn peer_uid(fd: BorrowedFd<'_>) -> io::Result<u32> {
     Ok(getsockopt(&fd, PeerCredentials)?.uid())
+}
+
+/// `/proc/self/fd/<fd>`: a child that inherited `fd` across `fork` runs the open file
+/// by this path (see proc_pid_fd(5)).
+pub(crate) fn fd_program(fd: BorrowedFd<'_>) -> Option<PathBuf> {
+    Some(PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())))
+}
+
+/// `execveat(fd, "", argv, envp, AT_EMPTY_PATH)`, see execveat(2). Returns only on
+/// failure, with the error.
+pub(crate) fn exec_fd(fd: BorrowedFd<'_>, argv: &[CString], envp: &[CString]) -> Option<io::Error> {
+    match nix::unistd::execveat(fd, c"", argv, envp, nix::fcntl::AtFlags::AT_EMPTY_PATH) {
+        Err(e) => Some(e.into()),
+        Ok(never) => match never {},
+    }
+}
+
+/// `/proc/self/exe`, the file this process runs, even after its path was replaced
+/// (see proc_pid_exe(5)). `_path` is for macOS.
+pub(crate) fn open_running_exe(_path: &Path) -> io::Result<fs::File> {
+    fs::File::open("/proc/self/exe")
 }
 
 /// `prctl(PR_SET_CHILD_SUBREAPER, 1)`, see prctl(2).

@@ -1,11 +1,13 @@
 //! macOS implementation: libproc, sysctl, `getpeereid`. macOS has no pidfds, no child
-//! subreaper, no cgroups and no `/proc`.
+//! subreaper, no cgroups, no `/proc` and no `fexecve`.
 
 #[allow(unsafe_code)]
 mod libc_sys;
 
+use std::ffi::CString;
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
 
 use nix::sys::signal::Signal;
 
@@ -43,6 +45,22 @@ fn unsupported_pidfd() -> io::Error {
 pub(crate) fn peer_uid(fd: BorrowedFd<'_>) -> io::Result<u32> {
     let (uid, _gid) = nix::unistd::getpeereid(fd)?;
     Ok(uid.as_raw())
+}
+
+/// macOS cannot run a file by its descriptor: the caller runs the path once it has
+/// checked that the path still names the file.
+pub(crate) fn fd_program(_fd: BorrowedFd<'_>) -> Option<PathBuf> {
+    None
+}
+
+/// macOS has no `fexecve`: the caller checks the path and uses `execve(2)`.
+pub(crate) fn exec_fd(_fd: BorrowedFd<'_>, _argv: &[CString], _envp: &[CString]) -> Option<io::Error> {
+    None
+}
+
+/// The running executable's path, opened (macOS has no `/proc/self/exe`).
+pub(crate) fn open_running_exe(path: &Path) -> io::Result<std::fs::File> {
+    std::fs::File::open(path)
 }
 
 /// macOS has no child subreaper.
