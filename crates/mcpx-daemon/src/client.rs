@@ -1,6 +1,13 @@
 //! The control API client: HTTP/1.1 over the daemon's unix socket, and starting a
 //! daemon when none answers. Used by the CLI (and by `mcpx serve`).
+//!
+//! Every connection is checked before a byte is sent on it: the socket file must be
+//! the user's, and so must the process that accepted the connection (its uid from
+//! `SO_PEERCRED` or `getpeereid`). Another local user could otherwise pose as the
+//! daemon and receive the caller's arguments.
 
+use std::os::fd::AsFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -38,6 +45,23 @@ pub enum ClientError {
     /// The connection broke after the request may have reached the daemon.
     #[error("the daemon connection failed: {0}")]
     Broken(String),
+    /// The socket file, or the process serving it, is not the user's: nothing was
+    /// sent, and nothing must be retried or started in its place. The message says
+    /// whose it is and what to do.
+    #[error("{0}")]
+    Foreign(String),
+}
+
+impl ClientError {
+    /// The API error (kind `daemon`, exit 3) for a request that failed this way;
+    /// `broken` words a broken connection.
+    fn into_api(self, broken: impl FnOnce(String) -> String) -> ApiError {
+        match self {
+            ClientError::Foreign(message) => ApiError::new(ErrorKind::Daemon, message),
+            ClientError::NotRunning(_) => ApiError::new(ErrorKind::Daemon, self.to_string()),
+            ClientError::Broken(e) => ApiError::new(ErrorKind::Daemon, broken(e)),
+        }
+    }
 }
 
 impl Client {
@@ -74,10 +98,11 @@ impl Client {
             sent = self.send(method, path, body).await;
         }
         let (status, bytes) = sent.map_err(|e| {
-            ApiError::new(
-                ErrorKind::Daemon,
-                format!("{e}; the daemon may have died during the request (see `mcpx logs`)"),
-            )
+            e.into_api(|e| {
+                format!(
+                    "the daemon connection failed: {e}; the daemon may have died during the request (see `mcpx logs`)"
+                )
+            })
         })?;
         if (200..300).contains(&status) {
             return Ok(bytes);
@@ -104,12 +129,7 @@ impl Client {
     ) -> Result<(), ApiError> {
         let body = serde_json::to_vec(body).map_err(|e| ApiError::new(ErrorKind::Usage, e.to_string()))?;
         let broken = |e: String| {
-            ApiError::new(
-                ErrorKind::Daemon,
-                format!(
-                    "the daemon connection failed: {e}; the daemon may have died during the call (see `mcpx logs`)"
-                ),
-            )
+            format!("the daemon connection failed: {e}; the daemon may have died during the call (see `mcpx logs`)")
         };
         let mut response = match self.open(path, body.clone()).await {
             Err(ClientError::NotRunning(_)) if self.starter.is_some() => {
@@ -120,11 +140,11 @@ impl Client {
             }
             other => other,
         }
-        .map_err(|e| broken(e.to_string()))?;
+        .map_err(|e| e.into_api(broken))?;
         let status = response.status().as_u16();
         let mut pending = Vec::new();
         while let Some(frame) = response.body_mut().frame().await {
-            let frame = frame.map_err(|e| broken(e.to_string()))?;
+            let frame = frame.map_err(|e| ApiError::new(ErrorKind::Daemon, broken(e.to_string())))?;
             let Ok(data) = frame.into_data() else { continue };
             pending.extend_from_slice(&data);
             while let Some(i) = pending.iter().position(|b| *b == b'\n') {
@@ -161,7 +181,8 @@ impl Client {
     /// socket (`mcpx serve` speaks MCP to `/mcp`).
     ///
     /// Errors: [`ClientError::NotRunning`] when nothing listens (safe to retry),
-    /// [`ClientError::Broken`] otherwise.
+    /// [`ClientError::Foreign`] when the socket or its server is not the user's
+    /// (nothing was sent), [`ClientError::Broken`] otherwise.
     pub async fn request(
         &self,
         method: Method,
@@ -169,12 +190,7 @@ impl Client {
         headers: &[(&str, &str)],
         body: Vec<u8>,
     ) -> Result<hyper::Response<hyper::body::Incoming>, ClientError> {
-        let stream = UnixStream::connect(&self.socket).await.map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
-                ClientError::NotRunning(self.socket.clone())
-            }
-            _ => ClientError::Broken(e.to_string()),
-        })?;
+        let stream = self.connect().await?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| ClientError::Broken(e.to_string()))?;
@@ -191,6 +207,51 @@ impl Client {
         sender.send_request(request).await.map_err(|e| ClientError::Broken(e.to_string()))
     }
 
+    /// Connects to the socket, and makes sure it is the user's daemon before anything
+    /// is sent: the socket file is owned by this process's effective uid (checked
+    /// first, cheaply, so a stranger's socket is not even connected to), and so is the
+    /// process that accepted the connection (`SO_PEERCRED` on Linux, `getpeereid` on
+    /// macOS), which a file chowned or renamed into place cannot fake.
+    ///
+    /// Errors: as [`Client::request`].
+    async fn connect(&self) -> Result<UnixStream, ClientError> {
+        let me = nix::unistd::geteuid().as_raw();
+        match std::fs::metadata(&self.socket) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ClientError::NotRunning(self.socket.clone()));
+            }
+            Ok(meta) if meta.uid() != me => return Err(self.foreign("is owned by", meta.uid(), me)),
+            // Other failures (a directory that cannot be searched) are connect's to report.
+            _ => {}
+        }
+        let stream = UnixStream::connect(&self.socket).await.map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+                ClientError::NotRunning(self.socket.clone())
+            }
+            _ => ClientError::Broken(format!("connecting to {}: {e}", self.socket.display())),
+        })?;
+        let peer = mcpx_platform::peer_uid(stream.as_fd()).map_err(|e| {
+            ClientError::Broken(format!("cannot tell which user serves {}: {e}", self.socket.display()))
+        })?;
+        if peer != me {
+            return Err(self.foreign("is served by a process of", peer, me));
+        }
+        Ok(stream)
+    }
+
+    /// The refusal of a socket that `whose` (`is owned by`, `is served by a process
+    /// of`) uid `uid` rather than `me`.
+    fn foreign(&self, whose: &str, uid: u32, me: u32) -> ClientError {
+        let dir = self.socket.parent().unwrap_or(&self.socket);
+        ClientError::Foreign(format!(
+            "{} {whose} uid {uid}, not you (uid {me}): another user may be posing as your mcpx daemon, and \
+             nothing was sent to it; remove it (`rm {}`) and find out who can write to {}",
+            self.socket.display(),
+            self.socket.display(),
+            dir.display()
+        ))
+    }
+
     /// Makes sure a daemon answers, starting one when this client may (it was made by
     /// [`connect_or_start`]).
     ///
@@ -198,7 +259,7 @@ impl Client {
     pub async fn ensure_daemon(&self) -> Result<(), ApiError> {
         match &self.starter {
             Some((dirs, exe)) => connect_or_start(dirs, exe).await.map(|_| ()),
-            None if self.is_up().await => Ok(()),
+            None if self.is_up().await? => Ok(()),
             None => {
                 Err(ApiError::new(ErrorKind::Daemon, format!("no daemon is listening on {}", self.socket.display())))
             }
@@ -206,8 +267,15 @@ impl Client {
     }
 
     /// Whether a daemon answers `GET /v1/health`.
-    pub async fn is_up(&self) -> bool {
-        matches!(self.send(Method::GET, "/v1/health", None).await, Ok((200, _)))
+    ///
+    /// Errors: the socket or its server is not the user's (`daemon`, exit 3): that is
+    /// never taken for "no daemon", which would start one beside it.
+    pub async fn is_up(&self) -> Result<bool, ApiError> {
+        match self.send(Method::GET, "/v1/health", None).await {
+            Ok((status, _)) => Ok(status == 200),
+            Err(ClientError::Foreign(message)) => Err(ApiError::new(ErrorKind::Daemon, message)),
+            Err(_) => Ok(false),
+        }
     }
 }
 
@@ -222,7 +290,7 @@ impl Client {
 /// started, or no daemon answers within [`START_DEADLINE`].
 pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiError> {
     let client = Client { socket: dirs.socket(), starter: Some((dirs.clone(), exe.to_owned())) };
-    if client.is_up().await {
+    if client.is_up().await? {
         return Ok(client);
     }
     dirs.prepare().map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
@@ -247,7 +315,7 @@ pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiErro
     let deadline = Instant::now() + START_DEADLINE;
     let mut delay = Duration::from_millis(2);
     loop {
-        if client.is_up().await {
+        if client.is_up().await? {
             // Reap the launcher-side handle in the background; the daemon lives on.
             tokio::spawn(async move { child.wait().await });
             return Ok(client);

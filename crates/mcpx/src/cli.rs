@@ -407,7 +407,7 @@ fn arguments_object(text: &str) -> Result<Box<serde_json::value::RawValue>, ApiE
 
 async fn stop(dirs: &Dirs, all: bool, json: bool) -> Result<i32, ApiError> {
     let mut client = Client::new(dirs.socket());
-    if !client.is_up().await {
+    if !client.is_up().await? {
         // Supervisors outlive a dead daemon: with --all, a daemon adopts them to stop them.
         let supervised = std::fs::read_dir(dirs.sup_dir())
             .map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "json")))

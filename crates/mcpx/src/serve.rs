@@ -102,6 +102,7 @@ impl Bridge {
         let error = match outcome {
             Ok(()) => return,
             Err(Failure::SessionGone) => "the daemon lost this session and initializing again failed".to_owned(),
+            Err(Failure::Refused(message)) => message,
             Err(Failure::Daemon(e)) => {
                 // Forget the session: the next message reconnects.
                 *self.session.lock().await = None;
@@ -131,7 +132,7 @@ impl Bridge {
                 self.client.ensure_daemon().await.map_err(|e| Failure::Daemon(e.message))?;
                 return Err(Failure::SessionGone);
             }
-            Err(e) => return Err(Failure::Daemon(e.to_string())),
+            Err(e) => return Err(e.into()),
         };
         let status = response.status().as_u16();
         if status == 404 && !initialize {
@@ -179,11 +180,7 @@ impl Bridge {
         self.client.ensure_daemon().await.map_err(|e| Failure::Daemon(e.message))?;
         let mut headers: Vec<(&str, &str)> = vec![("accept", "application/json, text/event-stream")];
         headers.extend(self.caller.iter().map(|(k, v)| (*k, v.as_str())));
-        let response = self
-            .client
-            .request(Method::POST, &self.path, &headers, init)
-            .await
-            .map_err(|e| Failure::Daemon(e.to_string()))?;
+        let response = self.client.request(Method::POST, &self.path, &headers, init).await.map_err(Failure::from)?;
         let id = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let _ = response.into_body().collect().await;
         *self.session.lock().await = id;
@@ -205,6 +202,17 @@ enum Failure {
     SessionGone,
     /// The daemon could not be reached or died during the request.
     Daemon(String),
+    /// The socket is not the user's daemon: nothing was sent (the message says so).
+    Refused(String),
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Failure {
+        match e {
+            ClientError::Foreign(message) => Failure::Refused(message),
+            e => Failure::Daemon(e.to_string()),
+        }
+    }
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
