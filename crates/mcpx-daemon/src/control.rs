@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use mcpx_platform::exec::Executable;
 use mcpx_proto::{Message, response_result};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
@@ -405,28 +406,27 @@ pub async fn stop(d: &Daemon, req: &Request) -> serde_json::Value {
 /// clients queue instead of failing), adopting its supervisors again. Answers
 /// `{"upgrading": true, "from": <build>, "binary": <path>}`.
 ///
-/// The binary's `--version` is asked without blocking the runtime's workers.
+/// The binary (`req.binary`, else the daemon's own executable) is opened once and
+/// checked ([`Executable::open_trusted`]: owned by the user or root, not writable by
+/// others, in directories likewise). Its `--version` is asked through that descriptor,
+/// without blocking the runtime's workers, and the very same file is what the daemon
+/// re-executes; a path that names another file by then is refused.
 ///
-/// Errors: the binary is missing, not executable, or not an mcpx binary (its
-/// `--version` does not start with `mcpx `) (`usage`).
+/// Errors (`usage`, the daemon keeps running): the binary is missing, not an
+/// executable file, one that others could change or swap, not an mcpx binary (its
+/// `--version` does not start with `mcpx `), or replaced after it was probed.
 pub async fn upgrade(d: &Daemon, req: &Request) -> Result<serde_json::Value, ApiError> {
     let binary = match &req.binary {
         Some(b) => b.clone(),
         None => std::env::current_exe()
             .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the daemon's own binary: {e}")))?,
     };
-    let meta = std::fs::metadata(&binary)
-        .map_err(|e| ApiError::new(ErrorKind::Usage, format!("cannot upgrade to {}: {e}", binary.display())))?;
-    use std::os::unix::fs::PermissionsExt;
-    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-        return Err(ApiError::new(
-            ErrorKind::Usage,
-            format!("cannot upgrade to {}: not an executable file", binary.display()),
-        ));
-    }
-    // Only an mcpx binary may replace the daemon: ask it.
+    let refused =
+        |e: std::io::Error| ApiError::new(ErrorKind::Usage, format!("cannot upgrade, the daemon keeps running: {e}"));
+    let exe = Executable::open_trusted(&binary).map_err(refused)?;
+    // Only an mcpx binary may replace the daemon: ask this very file.
     let probe = crate::process::SpawnSpec {
-        program: binary.clone(),
+        program: exe.program().map_err(refused)?,
         args: vec!["--version".into()],
         env: std::env::vars_os().collect(),
         cwd: None,
@@ -452,9 +452,29 @@ pub async fn upgrade(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
         }
         Err(e) => return Err(ApiError::new(ErrorKind::Usage, format!("cannot run {}: {e}", binary.display()))),
     }
+    #[cfg(feature = "test-hooks")]
+    pause_after_probe().await;
+    // The daemon re-executes the file it holds open whatever the path names now, but
+    // a path swapped after the probe means someone is at work: refuse.
+    exe.check_path().map_err(refused)?;
     tracing::info!(binary = %binary.display(), "upgrade requested: draining");
-    d.request_exit(Exit::Upgrade(binary.clone()));
+    d.request_exit(Exit::Upgrade(Arc::new(exe)));
     Ok(serde_json::json!({ "upgrading": true, "from": mcpx_platform::build::build_id(), "binary": binary }))
+}
+
+/// Test-only hook: with `MCPX_TEST_UPGRADE_PAUSE=<file>`, an upgrade that has probed
+/// its binary touches `<file>.probed` and waits until `<file>` exists (30 s at most),
+/// so a test can swap the binary's path between the probe and the exec.
+#[cfg(feature = "test-hooks")]
+async fn pause_after_probe() {
+    let Some(go) = std::env::var_os("MCPX_TEST_UPGRADE_PAUSE").map(std::path::PathBuf::from) else { return };
+    let mut probed = go.clone().into_os_string();
+    probed.push(".probed");
+    let _ = std::fs::write(&probed, b"probed");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !go.exists() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// How `status` names a caller: its session, else its parent process.

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+use mcpx_platform::exec::Executable;
 use mcpx_proto::Message;
 use mcpx_proto::attach::{Record, Version};
 use tokio::sync::{broadcast, mpsc, watch};
@@ -248,8 +249,9 @@ impl Daemon {
 pub enum Exit {
     /// Stopped (`mcpx stop`, a signal).
     Stop,
-    /// Drained for `mcpx upgrade`: re-execute this binary.
-    Upgrade(PathBuf),
+    /// Drained for `mcpx upgrade`: re-execute this binary, the very file that was
+    /// checked and probed (held open).
+    Upgrade(Arc<Executable>),
 }
 
 /// The `unknown_server` error for `name`, listing the names `config` has.

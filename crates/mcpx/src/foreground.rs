@@ -2,16 +2,15 @@
 //! socket, logs to `<state>/daemon.log` (and stderr), adopts the supervisors a
 //! previous daemon left, and serves until `mcpx stop`, SIGTERM or SIGINT.
 //!
-//! `mcpx upgrade` re-executes the binary in place: the listening socket and the lock
-//! stay open across `exec` (their numbers in `MCPX_UPGRADE_FDS`), so clients that
-//! connect meanwhile wait in the listen backlog instead of failing.
+//! `mcpx upgrade` re-executes the binary in place, the very file the upgrade checked
+//! and probed, by its descriptor: the listening socket and the lock stay open across
+//! `exec` (their numbers in `MCPX_UPGRADE_FDS`), so clients that connect meanwhile wait
+//! in the listen backlog instead of failing.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
@@ -20,7 +19,8 @@ use mcpx_daemon::mcp::{Endpoint, TcpGuard, tcp_routes};
 use mcpx_daemon::paths::Dirs;
 use mcpx_daemon::server::run as serve;
 use mcpx_daemon::transport::Launchers;
-use mcpx_platform::process::{Detach, SpawnSpec, inherited_fd, keep_across_exec};
+use mcpx_platform::exec::Executable;
+use mcpx_platform::process::{inherited_fd, keep_across_exec};
 use nix::fcntl::{Flock, FlockArg};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
@@ -65,12 +65,21 @@ pub fn run() -> anyhow::Result<()> {
             Ok(())
         }
         Exit::Upgrade(binary) => {
-            tracing::info!(binary = %binary.display(), "re-executing for the upgrade");
+            tracing::info!(binary = %binary.path().display(), "re-executing for the upgrade");
             drop(flush_guard);
             let error = reexec(&binary, &env, &listener, &lock);
-            // Still here: exec failed. The socket was kept, so serve on with this binary.
-            eprintln!("mcpx daemon: the upgrade failed: {error}");
-            bail!("re-executing {} failed: {error}", binary.display())
+            // Still here: exec failed. The socket and the lock are still open, so the
+            // binary that runs now takes over again, as after an upgrade to itself.
+            eprintln!("mcpx daemon: the upgrade to {} failed: {error}; restarting as before", binary.path().display());
+            let again = match Executable::running() {
+                Ok(running) => reexec(&running, &env, &listener, &lock),
+                Err(e) => e,
+            };
+            bail!(
+                "re-executing {} failed ({error}), and so did re-executing the running binary ({again}); \
+                 start the daemon again with any mcpx command",
+                binary.path().display()
+            )
         }
     }
 }
@@ -207,9 +216,11 @@ fn take_inherited(fds: &str) -> anyhow::Result<(OwnedFd, OwnedFd)> {
     Ok((listen, lock))
 }
 
-/// Replaces this process with `binary daemon`, keeping the socket and the lock.
-/// Returns only if `exec` failed.
-fn reexec(binary: &Path, env: &HashMap<String, String>, listener: &OwnedFd, lock: &OwnedFd) -> std::io::Error {
+/// Replaces this process with `binary daemon`, keeping the socket and the lock: the
+/// very file the upgrade checked and probed, run by its descriptor where the OS can
+/// ([`Executable::exec`]). Stdin, stdout and stderr stay as they are. Returns only if
+/// `exec` failed.
+fn reexec(binary: &Executable, env: &HashMap<String, String>, listener: &OwnedFd, lock: &OwnedFd) -> std::io::Error {
     for fd in [listener.as_fd(), lock.as_fd()] {
         if let Err(e) = keep_across_exec(fd) {
             return e;
@@ -217,13 +228,5 @@ fn reexec(binary: &Path, env: &HashMap<String, String>, listener: &OwnedFd, lock
     }
     let mut vars: BTreeMap<OsString, OsString> = env.iter().map(|(k, v)| (k.into(), v.into())).collect();
     vars.insert(UPGRADE_FDS.into(), format!("{},{}", listener.as_raw_fd(), lock.as_raw_fd()).into());
-    let spec = SpawnSpec {
-        program: binary.to_owned(),
-        args: vec!["daemon".into()],
-        env: vars,
-        cwd: None,
-        piped: false,
-        detach: Detach::Inherit,
-    };
-    mcpx_platform::process::command(&spec).exec()
+    binary.exec(&["daemon".into()], &vars)
 }
