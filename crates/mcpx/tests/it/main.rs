@@ -13,6 +13,7 @@ mod errors;
 mod pools;
 mod real_servers;
 mod remote;
+mod security;
 mod serve;
 mod supervisor;
 mod tidy;
