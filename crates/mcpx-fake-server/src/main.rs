@@ -13,6 +13,9 @@
 //!   (MCP 2025-11-25) on `/mcp`. Once bound it prints exactly one line,
 //!   `http://127.0.0.1:<port>/mcp`, on stdout, and serves until killed.
 //!   stdin is not read.
+//! - `mcpx-fake-server --fake-daemon SOCKET`: not an MCP server but an impostor
+//!   of the mcpx daemon on a unix socket, for the security tests (see
+//!   `fake_daemon.rs`). It prints `listening` once bound.
 //!
 //! # Streamable HTTP (`--http`)
 //!
@@ -120,6 +123,7 @@
 
 mod config;
 mod conformance;
+mod fake_daemon;
 mod http;
 mod protocol;
 mod record;
@@ -130,37 +134,56 @@ mod tools;
 use std::sync::Arc;
 
 fn main() {
-    let http = match parse_args(std::env::args().skip(1)) {
-        Ok(http) => http,
+    let mode = match parse_args(std::env::args().skip(1)) {
+        Ok(mode) => mode,
         Err(message) => {
-            eprintln!("mcpx-fake-server: {message}\nusage: mcpx-fake-server [--http ADDR]");
+            eprintln!("mcpx-fake-server: {message}\nusage: mcpx-fake-server [--http ADDR | --fake-daemon SOCKET]");
             std::process::exit(2);
         }
     };
+    if let Mode::FakeDaemon(socket) = &mode {
+        if let Err(message) = fake_daemon::serve(socket) {
+            eprintln!("mcpx-fake-server: {message}");
+            std::process::exit(1);
+        }
+        return;
+    }
     config::run_startup_faults();
     let config = config::Config::from_env();
-    match http {
-        Some(addr) => {
+    match mode {
+        Mode::Http(addr) => {
             if let Err(message) = http::serve(&addr, config) {
                 eprintln!("mcpx-fake-server: {message}");
                 std::process::exit(1);
             }
         }
-        None => server::run(Arc::new(server::Server::new(config))),
+        Mode::Stdio | Mode::FakeDaemon(_) => server::run(Arc::new(server::Server::new(config))),
     }
 }
 
-/// The command line: `--http ADDR` (or `--http=ADDR`) gives `Some(ADDR)`, nothing
-/// gives `None` (stdio). Other arguments are ignored, as they always were (tests
-/// run the fake in place of commands such as `npx -y some-server`).
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<String>, String> {
-    let mut http = None;
+/// What the command line asks for.
+enum Mode {
+    /// No option: an MCP server on stdio.
+    Stdio,
+    /// `--http ADDR`: streamable HTTP on `ADDR`.
+    Http(String),
+    /// `--fake-daemon SOCKET`: an impostor of the mcpx daemon.
+    FakeDaemon(String),
+}
+
+/// The command line: `--http ADDR` (or `--http=ADDR`), `--fake-daemon SOCKET`, or
+/// nothing (stdio). Other arguments are ignored, as they always were (tests run the
+/// fake in place of commands such as `npx -y some-server`).
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Mode, String> {
+    let mut mode = Mode::Stdio;
     while let Some(arg) = args.next() {
         if arg == "--http" {
-            http = Some(args.next().ok_or("--http needs an address, e.g. 127.0.0.1:0")?);
+            mode = Mode::Http(args.next().ok_or("--http needs an address, e.g. 127.0.0.1:0")?);
         } else if let Some(addr) = arg.strip_prefix("--http=") {
-            http = Some(addr.to_owned());
+            mode = Mode::Http(addr.to_owned());
+        } else if arg == "--fake-daemon" {
+            mode = Mode::FakeDaemon(args.next().ok_or("--fake-daemon needs a socket path")?);
         }
     }
-    Ok(http)
+    Ok(mode)
 }

@@ -1,14 +1,23 @@
 //! The test harness: a private mcpx world per test (state, cache and runtime
 //! directories and a config file in one temporary directory) whose daemon and
 //! servers are stopped on drop, even when the test fails.
+//!
+//! A world can also run as another user (`World::as_victim`, see `users.rs`), for the
+//! tests of what other local users can do.
 
 #![allow(dead_code)] // Reason: not every test module uses every helper.
 
+mod users;
+
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
+
+#[allow(unused_imports)] // Reason: the security tests' API; not every module uses all of it.
+pub use users::{Attacker, FakeDaemon, Ids, SpareUids, spare_uids};
 
 /// The mcpx binary under test.
 pub fn mcpx_bin() -> PathBuf {
@@ -42,21 +51,42 @@ pub struct World {
     pub config: PathBuf,
     /// Extra environment for every command.
     pub env: Vec<(String, String)>,
+    /// Variables every command leaves unset, even the world's own `MCPX_*_DIR`s (a
+    /// test of the directory rules unsets `MCPX_RUNTIME_DIR`, say).
+    pub unset: Vec<String>,
+    /// Set by [`World::as_victim`]: every command runs as the victim.
+    victim: Option<users::Victim>,
 }
 
 /// Builds mcpx commands for one world; cheap to clone into threads.
 #[derive(Clone)]
 pub struct Launcher {
     env: Vec<(String, std::ffi::OsString)>,
+    unset: Vec<String>,
     dir: PathBuf,
+    /// The victim's ids and binary, for a world made by [`World::as_victim`]: the
+    /// command then runs as the victim, in an environment of its own only.
+    victim: Option<(Ids, PathBuf)>,
 }
 
 impl Launcher {
     /// A command for the mcpx binary in this world.
     pub fn command(&self) -> std::process::Command {
+        self.program(self.victim.as_ref().map_or_else(mcpx_bin, |(_, bin)| bin.clone()))
+    }
+
+    /// A command for `program` as this world's user, in its directory and environment.
+    pub fn program(&self, program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
         #[allow(clippy::disallowed_methods)] // Reason: tests run the binary under test.
-        let mut cmd = std::process::Command::new(mcpx_bin());
+        let mut cmd = std::process::Command::new(program);
+        if let Some((ids, _)) = &self.victim {
+            use std::os::unix::process::CommandExt;
+            cmd.env_clear().uid(ids.uid).gid(ids.gid);
+        }
         cmd.envs(self.env.iter().map(|(k, v)| (k, v))).env_remove("MCPX_SESSION_ID").current_dir(&self.dir);
+        for var in &self.unset {
+            cmd.env_remove(var);
+        }
         cmd
     }
 }
@@ -70,6 +100,25 @@ pub struct Run {
 }
 
 impl Run {
+    /// Runs `cmd`, its output captured, and waits, 120 s at most, for it to finish;
+    /// `what` names it if it does not.
+    pub fn of(mut cmd: std::process::Command, what: &str) -> Run {
+        let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let pid = child.id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        match rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(out) => Run::from(out.unwrap()),
+            Err(_) => {
+                let _ =
+                    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+                panic!("`{what}` did not finish within 120 s");
+            }
+        }
+    }
+
     fn from(out: Output) -> Run {
         Run {
             code: out.status.code().unwrap_or(-1),
@@ -97,13 +146,12 @@ impl World {
     /// A world whose config file holds `servers` (the value of `mcpServers`).
     pub fn new(servers: serde_json::Value) -> World {
         let dir = tempfile::Builder::new().prefix("mcpx-t").tempdir_in("/tmp").unwrap();
+        // Private, as mcpx requires of its directories.
         for sub in ["state", "cache", "run"] {
-            std::fs::create_dir(dir.path().join(sub)).unwrap();
+            std::fs::DirBuilder::new().mode(0o700).create(dir.path().join(sub)).unwrap();
         }
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path().join("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
         let config = dir.path().join("config.json");
-        let world = World { dir, config, env: Vec::new() };
+        let world = World { dir, config, env: Vec::new(), unset: Vec::new(), victim: None };
         world.write_config(&serde_json::json!({ "mcpServers": servers }).to_string());
         world
     }
@@ -113,9 +161,22 @@ impl World {
         self.write_config(&serde_json::json!({ "mcpServers": servers }).to_string());
     }
 
-    /// Replaces the config file's text.
+    /// Replaces the config file's text (its owner stays the world's user).
     pub fn write_config(&self, text: &str) {
         std::fs::write(&self.config, text).unwrap();
+    }
+
+    /// The fake MCP server, at a path this world's user can run.
+    pub fn fake_server(&self) -> String {
+        match &self.victim {
+            Some(v) => v.bin.join("mcpx-fake-server").display().to_string(),
+            None => fake_server(),
+        }
+    }
+
+    /// The uid this world's commands run as.
+    pub fn uid(&self) -> u32 {
+        self.victim.as_ref().map_or_else(|| nix::unistd::getuid().as_raw(), |v| v.ids.uid)
     }
 
     pub fn path(&self, sub: &str) -> PathBuf {
@@ -129,14 +190,21 @@ impl World {
 
     /// What `command` needs, owned, for threads that start mcpx processes.
     pub fn launcher(&self) -> Launcher {
-        let mut env: Vec<(String, std::ffi::OsString)> = vec![
+        let mut env: Vec<(String, std::ffi::OsString)> = self.victim.as_ref().map(|v| v.base_env()).unwrap_or_default();
+        env.extend([
             ("MCPX_STATE_DIR".into(), self.path("state").into()),
             ("MCPX_CACHE_DIR".into(), self.path("cache").into()),
             ("MCPX_RUNTIME_DIR".into(), self.path("run").into()),
             ("MCPX_CONFIG".into(), self.config.clone().into()),
-        ];
+        ]);
         env.extend(self.env.iter().map(|(k, v)| (k.clone(), v.into())));
-        Launcher { env, dir: self.dir.path().to_path_buf() }
+        env.retain(|(k, _)| !self.unset.contains(k));
+        Launcher {
+            env,
+            unset: self.unset.clone(),
+            dir: self.dir.path().to_path_buf(),
+            victim: self.victim.as_ref().map(|v| (v.ids, v.bin.join("mcpx"))),
+        }
     }
 
     /// Runs `mcpx <args>` and waits (with a generous deadline) for it.
@@ -149,20 +217,7 @@ impl World {
         let mut cmd = self.command();
         cmd.args(args).stdin(std::process::Stdio::null());
         tweak(&mut cmd);
-        let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
-        let pid = child.id();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait_with_output());
-        });
-        match rx.recv_timeout(Duration::from_secs(120)) {
-            Ok(out) => Run::from(out.unwrap()),
-            Err(_) => {
-                let _ =
-                    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
-                panic!("`mcpx {}` did not finish within 120 s", args.join(" "));
-            }
-        }
+        Run::of(cmd, &format!("mcpx {}", args.join(" ")))
     }
 
     /// `mcpx call <target> <json>`.
@@ -202,6 +257,17 @@ impl World {
     /// The running daemon's pid, if any.
     pub fn daemon_pid(&self) -> Option<i32> {
         std::fs::read_to_string(self.path("run/daemon.pid")).ok()?.trim().parse().ok()
+    }
+
+    /// The pids in every `daemon.pid` this world's daemons may have written: its
+    /// `run/`, and for a victim's world the stand-ins for `/run/user/<uid>/mcpx` and
+    /// `$TMPDIR/mcpx-<uid>` (see `users.rs`).
+    fn daemon_pids(&self) -> Vec<i32> {
+        let uid = self.uid();
+        ["run".to_owned(), format!("run-user/{uid}/mcpx"), format!("tmp/mcpx-{uid}")]
+            .iter()
+            .filter_map(|dir| std::fs::read_to_string(self.path(dir).join("daemon.pid")).ok()?.trim().parse().ok())
+            .collect()
     }
 
     /// Replaces `[TMP]` for this world's directory, so messages can be snapshotted.
@@ -259,9 +325,9 @@ pub fn wait_until(what: &str, within: Duration, mut cond: impl FnMut() -> bool) 
 
 impl Drop for World {
     fn drop(&mut self) {
-        let pid = self.daemon_pid();
+        let pids = self.daemon_pids();
         let _ = self.run(&["stop", "--all"]);
-        if let Some(pid) = pid.filter(|p| alive(*p)) {
+        for pid in pids.into_iter().filter(|p| *p > 1 && alive(*p)) {
             let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
         }
         if std::env::var_os("MCPX_KEEP_TEST_DIRS").is_some() {

@@ -14,6 +14,7 @@ mod peer;
 mod pools;
 mod real_servers;
 mod remote;
+mod security;
 mod serve;
 mod supervisor;
 mod tidy;
