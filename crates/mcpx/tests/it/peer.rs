@@ -4,70 +4,12 @@
 //! it was probed, and the daemon keeps running its old binary.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
 
 use crate::harness::{World, fake_server, mcpx_bin, wait_until};
-
-/// The uid that plays another local user.
-const OTHER_UID: u32 = 65534;
-
-/// A fake daemon, in perl (in every Debian base system): it binds `socket`, prints
-/// `ready`, and for each connection appends what it received to `record` and answers
-/// a forged success.
-const FAKE_DAEMON: &str = r#"
-use IO::Socket::UNIX; use Socket; $SIG{PIPE} = "IGNORE";
-my ($path, $record) = @ARGV;
-my $l = IO::Socket::UNIX->new(Type => SOCK_STREAM, Local => $path, Listen => 8) or die "bind: $!";
-$| = 1; print "ready\n";
-while (my $c = $l->accept) {
-    my $got = '';
-    while ($got !~ /\r\n\r\n/) { my $n = sysread($c, my $buf, 65536); last unless $n; $got .= $buf; }
-    open(my $f, '>>', $record) or die "record: $!"; print $f $got; close $f;
-    my $body = '{"pid":1,"build":"forged","started_at_ms":1}';
-    print $c "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " . length($body) . "\r\nConnection: close\r\n\r\n$body";
-    close $c;
-}
-"#;
-
-/// A directory of the other uid's, where it binds its socket and keeps its record.
-struct OtherUsersDir(tempfile::TempDir);
-
-impl OtherUsersDir {
-    fn new() -> OtherUsersDir {
-        let dir = tempfile::Builder::new().prefix("mcpx-other").tempdir_in("/tmp").unwrap();
-        std::os::unix::fs::chown(dir.path(), Some(OTHER_UID), Some(OTHER_UID)).unwrap();
-        OtherUsersDir(dir)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.path().join(name)
-    }
-}
-
-/// Runs the fake daemon as the other uid on `<dir>/fake.sock` and waits until it listens.
-fn fake_daemon(dir: &OtherUsersDir) -> crate::harness::Spawned {
-    use std::io::BufRead;
-    #[allow(clippy::disallowed_methods)] // Reason: setpriv runs the fake daemon as another uid.
-    let mut child = std::process::Command::new("setpriv")
-        .arg(format!("--reuid={OTHER_UID}"))
-        .arg(format!("--regid={OTHER_UID}"))
-        .args(["--clear-groups", "/usr/bin/perl", "-e", FAKE_DAEMON])
-        .arg(dir.path("fake.sock"))
-        .arg(dir.path("received"))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let child = crate::harness::Spawned(child);
-    let mut line = String::new();
-    std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready", "the fake daemon did not start");
-    child
-}
 
 /// A socket that another uid bound, renamed into the user's own runtime directory, is
 /// refused before anything is sent: first by its owner, then (chowned to the user) by
@@ -75,23 +17,27 @@ fn fake_daemon(dir: &OtherUsersDir) -> crate::harness::Spawned {
 /// with exit 3, naming the socket and the uid.
 #[test]
 fn a_daemon_socket_served_by_another_uid_is_refused_and_sent_nothing() {
-    let w = World::new(json!({ "fake": { "command": fake_server() } }));
-    let other = OtherUsersDir::new();
-    let _fake = fake_daemon(&other);
+    let Some(w) = World::new(json!({})).as_victim() else { return };
+    w.set_servers(json!({ "fake": { "command": w.fake_server() } }));
+    let attacker = w.attacker();
+    let fake = attacker.fake_daemon(&attacker.home.join("fake.sock"));
     let socket = w.path("run/daemon.sock");
-    std::fs::rename(other.path("fake.sock"), &socket).unwrap();
-    let me = nix::unistd::geteuid().as_raw();
-    for owner in ["the other uid", "me"] {
-        if owner == "me" {
-            std::os::unix::fs::chown(&socket, Some(me), None).unwrap();
+    std::fs::rename(attacker.home.join("fake.sock"), &socket).unwrap();
+    for owner in ["the attacker", "the victim"] {
+        if owner == "the victim" {
+            w.give(&socket);
         }
         for args in [&["status"][..], &["call", "fake.echo", r#"{"password":"hunter2"}"#], &["serve"]] {
             let run = w.run(args);
-            let received = std::fs::read_to_string(other.path("received")).unwrap_or_default();
-            assert!(received.is_empty(), "socket owned by {owner}: the fake daemon received: {received:?}");
-            assert_eq!(run.code, 3, "socket owned by {owner}, `mcpx {}`: {run:?}", args.join(" "));
             assert!(
-                run.stderr.contains(&format!("uid {OTHER_UID}")) && run.stderr.contains(&*socket.to_string_lossy()),
+                fake.received().is_empty(),
+                "socket owned by {owner}: the fake daemon received: {:?}",
+                fake.received()
+            );
+            assert_eq!(run.code, 3, "socket owned by {owner}, `mcpx {}`: {run:?}", args.join(" "));
+            let uid = format!("uid {}, not you (uid {})", attacker.ids.uid, w.uid());
+            assert!(
+                run.stderr.contains(&uid) && run.stderr.contains(&*socket.to_string_lossy()),
                 "socket owned by {owner}: {}",
                 run.stderr
             );
@@ -119,10 +65,11 @@ fn refused(w: &World, binary: &Path, why: &str) {
     assert_eq!(w.call("fake.echo", r#"{"message":"still"}"#).ok(), "still\n");
 }
 
-/// A copy of the mcpx binary at `path`, with mode `mode`.
-fn copy_of_mcpx(path: &Path, mode: u32) {
+/// A copy of the mcpx binary at `path`, with mode `mode`, owned by the world's user.
+fn copy_of_mcpx(w: &World, path: &Path, mode: u32) {
     std::fs::copy(mcpx_bin(), path).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    w.give(path);
 }
 
 /// A binary its group could change, or one in a directory others can write (and that
@@ -132,25 +79,28 @@ fn upgrade_refuses_a_binary_others_could_change() {
     let w = World::new(json!({ "fake": { "command": fake_server() } }));
     w.call("fake.echo", r#"{"message":"x"}"#).ok();
     let group_writable = w.path("mcpx-next");
-    copy_of_mcpx(&group_writable, 0o775);
+    copy_of_mcpx(&w, &group_writable, 0o775);
     refused(&w, &group_writable, "writable by its group or others");
 
     let open_dir = w.path("open");
     std::fs::create_dir(&open_dir).unwrap();
     std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    copy_of_mcpx(&open_dir.join("mcpx"), 0o755);
+    copy_of_mcpx(&w, &open_dir.join("mcpx"), 0o755);
     refused(&w, &open_dir.join("mcpx"), "writable by its group or others");
 }
 
-/// A binary that another user owns is refused, naming its owner.
+/// A binary that another user owns is refused, naming its owner, even in the
+/// user's own directory.
 #[test]
 fn upgrade_refuses_another_users_binary() {
-    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let Some(w) = World::new(json!({})).as_victim() else { return };
+    w.set_servers(json!({ "fake": { "command": w.fake_server() } }));
     w.call("fake.echo", r#"{"message":"x"}"#).ok();
-    let theirs = w.path("mcpx-theirs");
-    copy_of_mcpx(&theirs, 0o755);
-    std::os::unix::fs::chown(&theirs, Some(OTHER_UID), Some(OTHER_UID)).unwrap();
-    refused(&w, &theirs, &format!("owned by uid {OTHER_UID}"));
+    let theirs = w.path("home/mcpx-theirs");
+    std::fs::copy(mcpx_bin(), &theirs).unwrap();
+    let attacker = w.attacker().ids;
+    std::os::unix::fs::chown(&theirs, Some(attacker.uid), Some(attacker.gid)).unwrap();
+    refused(&w, &theirs, &format!("is owned by uid {}, not you (uid {}) or root", attacker.uid, w.uid()));
 }
 
 /// The binary's path swapped for another file after the daemon probed it: the upgrade
@@ -163,7 +113,7 @@ fn upgrade_refuses_a_path_swapped_after_the_probe() {
     w.call("fake.echo", r#"{"message":"x"}"#).ok();
     let before = daemon_identity(&w);
     let next = w.path("mcpx-next");
-    copy_of_mcpx(&next, 0o755);
+    copy_of_mcpx(&w, &next, 0o755);
 
     let mut upgrade = w.command();
     upgrade
