@@ -70,7 +70,10 @@ pub fn run() -> anyhow::Result<()> {
             let error = reexec(&binary, &env, &listener, &lock);
             // Still here: exec failed. The socket and the lock are still open, so the
             // binary that runs now takes over again, as after an upgrade to itself.
-            eprintln!("mcpx daemon: the upgrade to {} failed: {error}; restarting as before", binary.path().display());
+            eprintln!(
+                "mcpx daemon: the upgrade to {} failed: {error}; re-executing the running binary instead",
+                binary.path().display()
+            );
             let again = match Executable::running() {
                 Ok(running) => reexec(&running, &env, &listener, &lock),
                 Err(e) => e,
