@@ -392,8 +392,13 @@ pub struct Serve {
 impl Serve {
     /// Starts `mcpx serve` in `w` and initializes with `capabilities`.
     pub fn start(w: &World, capabilities: serde_json::Value) -> Serve {
+        Serve::start_with(w.command(), capabilities)
+    }
+
+    /// Starts `cmd serve` (`cmd` runs mcpx, in the environment the test gives it) and
+    /// initializes with `capabilities`.
+    pub fn start_with(mut cmd: std::process::Command, capabilities: serde_json::Value) -> Serve {
         use std::io::BufRead;
-        let mut cmd = w.command();
         cmd.arg("serve").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
         let mut child = Spawned(cmd.spawn().unwrap());
         let stdin = child.0.stdin.take();
