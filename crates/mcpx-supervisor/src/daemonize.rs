@@ -64,6 +64,10 @@ fn supervise(req: LaunchRequest) -> i32 {
         Ok(dir) => dir,
         Err(e) => return report_error(&format!("cannot use {}: {e}", req.dir.display())),
     };
+    // A socket is bound by path: the path must still name the directory checked.
+    if !dir.still_at_path() {
+        return report_error(&format!("{} was replaced while the supervisor started", req.dir.display()));
+    }
     let socket_path = dir.join(format!("{}.sock", req.id));
     let listener = match UnixListener::bind(&socket_path) {
         Ok(l) => l,
