@@ -232,7 +232,7 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             Ok(0)
         }
         Command::Logs { server, follow, lines } => {
-            crate::logs::show(&daemons_dirs(&dirs).await.log_file(), server.as_deref(), lines, follow).await?;
+            crate::logs::show(&daemons_dirs(&dirs, &env).await.log_file(), server.as_deref(), lines, follow).await?;
             Ok(0)
         }
         Command::Stop { all } => stop(&opened, all, json).await,
@@ -477,8 +477,10 @@ fn daemon_lock_free(dirs: &OpenDirs) -> bool {
 /// The directories of the daemon that answers on `dirs`' socket, as its
 /// `/v1/health` says: a client that found the daemon uses its state and cache
 /// directories rather than its own, so a shell with another `XDG_STATE_HOME` does not
-/// split them (docs/configuration.md). `dirs` when none answers, or it does not say.
-async fn daemons_dirs(dirs: &Dirs) -> Dirs {
+/// split them (docs/configuration.md). `MCPX_STATE_DIR` and `MCPX_CACHE_DIR` still
+/// win; `dirs` when no daemon answers, or it does not say.
+async fn daemons_dirs(dirs: &Dirs, env: &std::collections::HashMap<String, String>) -> Dirs {
+    let explicit = |var: &str| env.get(var).is_some_and(|v| !v.is_empty());
     #[derive(serde::Deserialize)]
     struct Health {
         state: PathBuf,
@@ -486,7 +488,11 @@ async fn daemons_dirs(dirs: &Dirs) -> Dirs {
     }
     match Client::new(dirs.socket()).send(Method::GET, "/v1/health", None).await {
         Ok((200, body)) => match serde_json::from_slice::<Health>(&body) {
-            Ok(h) => Dirs { state: h.state, cache: h.cache, runtime: dirs.runtime.clone() },
+            Ok(h) => Dirs {
+                state: if explicit("MCPX_STATE_DIR") { dirs.state.clone() } else { h.state },
+                cache: if explicit("MCPX_CACHE_DIR") { dirs.cache.clone() } else { h.cache },
+                runtime: dirs.runtime.clone(),
+            },
             Err(_) => dirs.clone(),
         },
         _ => dirs.clone(),

@@ -246,7 +246,8 @@ fn assert_one_daemon(w: &World, second_count: &str) {
 }
 
 /// `env -i HOME=... PATH=... mcpx serve` (what an MCP client with a stripped
-/// environment runs) uses the daemon that the full shell's CLI started.
+/// environment runs) uses the daemon that the full shell's CLI started, and `mcpx
+/// logs` there shows that daemon's log, in the full shell's `XDG_STATE_HOME`.
 #[test]
 fn a_stripped_environment_serve_uses_the_daemon_of_the_full_shell() {
     let mut w = World::new(json!({}));
@@ -258,6 +259,10 @@ fn a_stripped_environment_serve_uses_the_daemon_of_the_full_shell() {
     let answer = serve.request("tools/call", json!({ "name": "fake__counter", "arguments": {} }));
     drop(serve);
     assert_one_daemon(&w, answer["result"]["content"][0]["text"].as_str().unwrap_or_default());
+    let mut logs = w.command();
+    logs.env_clear().envs(stripped.iter().map(|(k, v)| (k, v))).arg("logs").stdin(std::process::Stdio::null());
+    let run = Run::of(logs, "mcpx logs");
+    assert!(run.stdout.contains("daemon listening"), "the stripped environment's logs are not the daemon's: {run:?}");
 }
 
 /// The official TypeScript SDK (pinned in e2e/package.json, on Node 22) launching
