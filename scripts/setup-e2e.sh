@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real MCP servers used by the end-to-end tests and the quickstart, inside e2e/:
 #   - e2e/node_modules: server-everything, server-memory, the conformance suite, the Inspector,
-#     supergateway (for scripts/bench.sh) and Node 22 (npm install from e2e/package-lock.json;
-#     needs Node >= 20 and npm);
+#     the TypeScript SDK (for e2e/sdk_client.mjs), supergateway (for scripts/bench.sh) and
+#     Node 22 (npm install from e2e/package-lock.json; needs Node >= 20 and npm);
 #   - e2e/.venv: mcp-server-time (pip install -r e2e/requirements.txt; needs Python >= 3.10 with
 #     the venv module);
 #   - e2e/mcp-proxy/.venv: the Python mcp-proxy, for scripts/bench.sh (pip install -r
@@ -57,7 +57,8 @@ node_stamp="$e2e/node_modules/.mcpx-setup-stamp"
 node_want="$(fingerprint "node$node_major" "$e2e/package.json" "$e2e/package-lock.json")"
 if [[ -f "$node_stamp" && "$(cat "$node_stamp")" == "$node_want" \
     && -x "$e2e/node_modules/.bin/mcp-server-everything" && -x "$e2e/node_modules/.bin/mcp-server-memory" \
-    && -f "$e2e/node_modules/supergateway/dist/index.js" ]]; then
+    && -f "$e2e/node_modules/supergateway/dist/index.js" \
+    && -f "$e2e/node_modules/@modelcontextprotocol/sdk/package.json" ]]; then
     say "node servers up to date (e2e/node_modules)"
 else
     say "installing node servers and clients into e2e/node_modules (npm install from the lock)..."
@@ -70,6 +71,8 @@ else
     done
     [[ -f "$e2e/node_modules/supergateway/dist/index.js" ]] \
         || die "npm install finished but e2e/node_modules/supergateway/dist/index.js is missing"
+    [[ -f "$e2e/node_modules/@modelcontextprotocol/sdk/package.json" ]] \
+        || die "npm install finished but e2e/node_modules/@modelcontextprotocol/sdk is missing"
     printf '%s\n' "$node_want" >"$node_stamp"
 fi
 

@@ -7,11 +7,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpx_platform::fs::Dir;
 use mcpx_proto::attach::Record;
 
 use crate::config::{Scope, ServerEntry, ServerOptions};
 use crate::daemon::Daemon;
 use crate::instance::{CallError, ERROR_TAIL_BYTES, Instance, InstanceSpec, ServerSession};
+use crate::paths::{DirError, REMOTE};
 use crate::scope::PoolKey;
 use crate::sync::lock;
 use crate::transport::{self, Adoption};
@@ -26,7 +28,15 @@ const ADOPT_RESTART_TIMEOUT: Duration = Duration::from_secs(60);
 /// deadline so one wedged supervisor cannot stall the start. Call before serving
 /// requests.
 pub async fn adopt_all(d: &Arc<Daemon>) {
-    let records = transport::supervisor_records(&d.dirs.sup_dir());
+    let sup = match d.dirs.sup(false) {
+        Ok(sup) => sup,
+        Err(DirError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => return,
+        Err(e) => {
+            tracing::error!("adopting no supervisor: {e}");
+            return;
+        }
+    };
+    let records = transport::supervisor_records(&sup);
     if records.is_empty() {
         return;
     }
@@ -37,10 +47,11 @@ pub async fn adopt_all(d: &Arc<Daemon>) {
         let d = d.clone();
         let boot_id = boot_id.clone();
         let known = known.clone();
+        let sup = sup.clone();
         tasks.spawn(async move {
             // The deadline bounds every attach step; a restart after it has the
             // server's own start timeout.
-            adopt_one(&d, record, &boot_id, &known, ADOPT_DEADLINE).await;
+            adopt_one(&d, &sup, record, &boot_id, &known, ADOPT_DEADLINE).await;
         });
     }
     while tasks.join_next().await.is_some() {}
@@ -50,11 +61,18 @@ pub async fn adopt_all(d: &Arc<Daemon>) {
 /// last reboot is removed; a server that exited while unattached is recorded as a
 /// failure; one no known configuration defines any more is stopped; an incompatible
 /// supervisor is left running; a dead one is reaped (`transport::adopt`).
-async fn adopt_one(d: &Daemon, rec: Record, boot_id: &str, known: &HashMap<String, ServerOptions>, deadline: Duration) {
+async fn adopt_one(
+    d: &Daemon,
+    sup: &Dir,
+    rec: Record,
+    boot_id: &str,
+    known: &HashMap<String, ServerOptions>,
+    deadline: Duration,
+) {
     let server = rec.identity.server.clone();
     let max = usize::try_from(64u64 << 20).unwrap_or(usize::MAX);
     let key = PoolKey::parse(&rec.identity.key);
-    let mut link = match transport::adopt(&d.dirs.sup_dir(), &rec, boot_id, max, deadline).await {
+    let mut link = match transport::adopt(sup, &rec, boot_id, max, deadline).await {
         Adoption::Running(link) => link,
         Adoption::Exited { exit, info } => {
             let stderr_tail = info.stderr_tail(ERROR_TAIL_BYTES);
@@ -103,8 +121,9 @@ pub async fn replace_incompatible(d: &Daemon, cache_key: &str) -> usize {
         *list = keep;
         gone.into_iter().map(|(r, _)| r).collect()
     };
-    for rec in &gone {
-        transport::stop_incompatible(rec, &d.dirs.sup_dir());
+    match d.dirs.sup(false) {
+        Ok(sup) => gone.iter().for_each(|rec| transport::stop_incompatible(rec, &sup)),
+        Err(e) => tracing::error!("stopping no incompatible supervisor: {e}"),
     }
     gone.len()
 }
@@ -136,7 +155,8 @@ pub fn start_warm(d: &Arc<Daemon>) {
 /// `DELETE`. A session whose server no configuration holds any more is forgotten (its
 /// headers, needed for a `DELETE`, went with the entry).
 pub fn take_up_remote_sessions(d: &Arc<Daemon>) {
-    let kept = transport::kept_remotes(&d.dirs.remote_sessions());
+    let Ok(remote) = d.dirs.state.subdir(REMOTE, false) else { return };
+    let kept = transport::kept_remotes(&remote);
     if kept.is_empty() {
         return;
     }
@@ -145,8 +165,8 @@ pub fn take_up_remote_sessions(d: &Arc<Daemon>) {
     for session in kept {
         let Some(entry) = entries.get(&session.fingerprint) else {
             if complete {
-                tracing::info!(file = %session.path.display(), "forgetting a kept remote session: its server is no longer configured");
-                let _ = std::fs::remove_file(&session.path);
+                tracing::info!(file = %remote.join(&session.name).display(), "forgetting a kept remote session: its server is no longer configured");
+                let _ = remote.remove(&session.name);
             }
             continue;
         };

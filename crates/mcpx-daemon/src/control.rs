@@ -22,9 +22,19 @@ use crate::scope::PoolKey;
 use crate::sync::lock;
 
 /// `GET /v1/health`: the daemon's pid, build and start time (milliseconds since the
-/// Unix epoch), so a client tells a re-executed daemon from the one before.
+/// Unix epoch), so a client tells a re-executed daemon from the one before, and its
+/// `state`, `cache` and `runtime` directories, which a client that found it uses
+/// instead of its own (`docs/api.md`).
 pub fn health(d: &Daemon) -> serde_json::Value {
-    serde_json::json!({ "pid": std::process::id(), "build": mcpx_platform::build::build_id(), "started_at_ms": d.started_at })
+    let paths = &d.dirs.paths;
+    serde_json::json!({
+        "pid": std::process::id(),
+        "build": mcpx_platform::build::build_id(),
+        "started_at_ms": d.started_at,
+        "state": paths.state,
+        "cache": paths.cache,
+        "runtime": paths.runtime,
+    })
 }
 
 /// `POST /v1/ls`: every configured server with its state, from the schema cache.
@@ -297,10 +307,10 @@ pub fn status(d: &Daemon) -> Status {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             build: mcpx_platform::build::build_id().to_owned(),
             uptime_s: d.started.elapsed().as_secs(),
-            socket: d.dirs.socket(),
+            socket: d.dirs.paths.socket(),
             http_url: d.http_url().map(str::to_owned),
             config_files: d.config.known_files(),
-            log_file: d.dirs.log_file(),
+            log_file: d.dirs.paths.log_file(),
             warnings: d.warnings.clone(),
         },
         instances,

@@ -18,7 +18,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use crate::api::{ApiError, ErrorKind, Request};
 use crate::config::{ConfigCache, ConfigEnv, ResolveRequest, ResolvedConfig, ServerEntry};
 use crate::instance::InstanceEvent;
-use crate::paths::Dirs;
+use crate::paths::{KNOWN_CONFIGS, OpenDirs};
 use crate::pool::{Pool, Target};
 use crate::schema::SchemaCache;
 use crate::scope::PoolKey;
@@ -32,8 +32,8 @@ const NOTICES: usize = 64;
 
 /// Everything a running daemon holds.
 pub struct Daemon {
-    /// Its directories.
-    pub dirs: Dirs,
+    /// Its directories, open.
+    pub dirs: OpenDirs,
     /// Parsed configuration files.
     pub config: ConfigCache,
     /// Entries to targets and callers to pool keys, against the captured environment.
@@ -76,11 +76,11 @@ impl Daemon {
     /// A daemon over `dirs`, with the captured environment `env`, starting servers
     /// through `launchers`. Spawns the tasks that handle instance events and reap idle
     /// instances, so it must be called inside a tokio runtime.
-    pub fn new(dirs: Dirs, env: HashMap<String, String>, launchers: Launchers) -> Arc<Daemon> {
+    pub fn new(dirs: OpenDirs, env: HashMap<String, String>, launchers: Launchers) -> Arc<Daemon> {
         let schema = Arc::new(SchemaCache::new(dirs.cache.clone()));
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let config = ConfigCache::new(ConfigEnv::from_vars(&env));
-        if let Ok(bytes) = std::fs::read(dirs.known_configs()) {
+        if let Ok(bytes) = dirs.state.read(KNOWN_CONFIGS) {
             if let Ok(files) = serde_json::from_slice::<Vec<PathBuf>>(&bytes) {
                 config.add_known_files(files);
             }
@@ -131,7 +131,7 @@ impl Daemon {
         let known = self.config.known_files();
         if known.len() != before {
             if let Ok(bytes) = serde_json::to_vec_pretty(&known) {
-                if let Err(e) = mcpx_platform::fs::write_atomic(&self.dirs.known_configs(), &bytes, 0o600) {
+                if let Err(e) = mcpx_platform::fs::write_atomic(&self.dirs.state, KNOWN_CONFIGS, &bytes, 0o600) {
                     tracing::warn!(error = %e, "cannot record the known configuration files");
                 }
             }

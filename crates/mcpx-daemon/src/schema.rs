@@ -5,15 +5,17 @@
 //! One file per server, `<cache>/servers/<key>.json`, where the key is the
 //! fingerprint of the entry as written (so the cache survives the server's binary
 //! being upgraded or deleted). Files are written atomically (temp file, fsync,
-//! rename). Format version 1; unknown fields are ignored when read.
+//! rename, all through the cache directory's descriptor). Format version 1; unknown
+//! fields are ignored when read.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+
+use mcpx_platform::fs::Dir;
 
 use crate::instance::{Instance, ServerSession};
 use crate::sync::lock;
@@ -77,18 +79,33 @@ impl CacheEntry {
 /// The schema cache directory, with the entries read so far kept in memory.
 #[derive(Debug)]
 pub struct SchemaCache {
-    dir: PathBuf,
+    /// The cache directory, whose `servers/` holds the entries.
+    cache: Dir,
+    /// `servers/`, once opened (made at the first write).
+    servers: Mutex<Option<Dir>>,
     entries: Mutex<HashMap<String, Option<CacheEntry>>>,
 }
 
 impl SchemaCache {
-    /// The cache under `cache_dir` (created on first write).
-    pub fn new(cache_dir: PathBuf) -> SchemaCache {
-        SchemaCache { dir: cache_dir.join("servers"), entries: Mutex::new(HashMap::new()) }
+    /// The cache in `cache`, the open cache directory (`servers/` is made on first
+    /// write).
+    pub fn new(cache: Dir) -> SchemaCache {
+        SchemaCache { cache, servers: Mutex::new(None), entries: Mutex::new(HashMap::new()) }
     }
 
-    fn path(&self, key: &str) -> PathBuf {
-        self.dir.join(format!("{key}.json"))
+    fn name(key: &str) -> String {
+        format!("{key}.json")
+    }
+
+    /// `servers/`, opened once (and made, with `create`).
+    fn servers(&self, create: bool) -> std::io::Result<Dir> {
+        let mut servers = lock(&self.servers);
+        if let Some(dir) = servers.as_ref() {
+            return Ok(dir.clone());
+        }
+        let dir = self.cache.subdir("servers", create)?;
+        *servers = Some(dir.clone());
+        Ok(dir)
     }
 
     /// The entry for `key`, read from disk the first time. An unreadable file counts
@@ -97,11 +114,11 @@ impl SchemaCache {
         if let Some(e) = lock(&self.entries).get(key) {
             return e.clone();
         }
-        let entry = match std::fs::read(self.path(key)) {
+        let entry = match self.servers(false).and_then(|dir| dir.read(&Self::name(key))) {
             Ok(bytes) => match serde_json::from_slice::<CacheEntry>(&bytes) {
                 Ok(e) => Some(e),
                 Err(e) => {
-                    tracing::warn!(file = %self.path(key).display(), error = %e, "ignoring an unreadable schema cache file");
+                    tracing::warn!(key, error = %e, "ignoring an unreadable schema cache file");
                     None
                 }
             },
@@ -114,7 +131,7 @@ impl SchemaCache {
     /// Writes `entry` atomically and keeps it in memory.
     pub fn put(&self, entry: CacheEntry) -> std::io::Result<()> {
         let bytes = serde_json::to_vec_pretty(&entry).map_err(std::io::Error::other)?;
-        mcpx_platform::fs::write_atomic(&self.path(&entry.key), &bytes, 0o600)?;
+        mcpx_platform::fs::write_atomic(&self.servers(true)?, &Self::name(&entry.key), &bytes, 0o600)?;
         lock(&self.entries).insert(entry.key.clone(), Some(entry));
         Ok(())
     }

@@ -51,9 +51,7 @@ impl Fixture {
             cache: dir.path().join("cache"),
             runtime: dir.path().join("runtime"),
         };
-        for d in [&dirs.state, &dirs.cache, &dirs.runtime] {
-            std::fs::create_dir_all(d).expect("a fixture directory");
-        }
+        let dirs = dirs.open().expect("the fixture's directories");
         let command = dir.path().join("server");
         std::fs::write(&command, "").expect("the fixture's command");
         use std::os::unix::fs::PermissionsExt;

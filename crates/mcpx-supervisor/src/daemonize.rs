@@ -10,6 +10,7 @@
 use std::io::{Read, Write};
 use std::os::unix::net::UnixListener;
 
+use mcpx_platform::fs::Dir;
 use mcpx_proto::attach::{LaunchRequest, ProcessId};
 use nix::unistd::{ForkResult, fork, setsid};
 
@@ -58,7 +59,16 @@ fn supervise(req: LaunchRequest) -> i32 {
     if let Some(path) = &req.log {
         crate::log::open(path);
     }
-    let socket_path = req.dir.join(format!("{}.sock", req.id));
+    // Its files are reached through the directory, checked as the daemon checked it.
+    let dir = match Dir::open_private(&req.dir, false) {
+        Ok(dir) => dir,
+        Err(e) => return report_error(&format!("cannot use {}: {e}", req.dir.display())),
+    };
+    // A socket is bound by path: the path must still name the directory checked.
+    if !dir.still_at_path() {
+        return report_error(&format!("{} was replaced while the supervisor started", req.dir.display()));
+    }
+    let socket_path = dir.join(format!("{}.sock", req.id));
     let listener = match UnixListener::bind(&socket_path) {
         Ok(l) => l,
         Err(e) => return report_error(&format!("cannot listen on {}: {e}", socket_path.display())),
@@ -69,7 +79,7 @@ fn supervise(req: LaunchRequest) -> i32 {
     let child = match Child::spawn(&req) {
         Ok(c) => c,
         Err(e) => {
-            let _ = std::fs::remove_file(&socket_path);
+            let _ = dir.remove(&format!("{}.sock", req.id));
             return report_error(&match e {
                 SpawnError::Start { .. } => e.to_string(),
                 SpawnError::Watch(e) => format!("cannot watch the server: {e}"),
@@ -79,7 +89,7 @@ fn supervise(req: LaunchRequest) -> i32 {
     let pid = std::process::id();
     let me = ProcessId { pid, start_time: mcpx_platform::process_start_time(pid).unwrap_or(0) };
     let boot_id = mcpx_platform::boot_id().unwrap_or_default();
-    let sup = Supervisor::new(req, listener, socket_path, me, boot_id, child);
+    let sup = Supervisor::new(req, listener, dir, me, boot_id, child);
     let ready = serde_json::json!({ "pid": pid, "child": sup.child_id() });
     log!("ready: {ready}");
     let _ = writeln!(std::io::stdout(), "{ready}");

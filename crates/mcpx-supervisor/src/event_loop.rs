@@ -9,9 +9,9 @@
 use std::io::ErrorKind;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixListener;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use mcpx_platform::fs::Dir;
 use mcpx_proto::attach::{
     ChildState, ExitStatus, Frame, Hello, Kind, LaunchRequest, ProcessId, Record, Restarted, Version,
 };
@@ -72,9 +72,12 @@ pub struct Supervisor {
     /// The launch request: the server to (re)start and the identity in the record.
     req: LaunchRequest,
     listener: UnixListener,
-    /// `<dir>/<id>.sock` and `<dir>/<id>.json`, removed when the supervisor exits.
-    socket_path: PathBuf,
-    record_path: PathBuf,
+    /// The supervisors' directory (`<runtime>/sup`), open, holding the two below.
+    dir: Dir,
+    /// `<id>.sock`, the socket it listens on.
+    socket_name: String,
+    /// `<id>.json`, its record. Both are removed when the supervisor exits.
+    record_name: String,
     /// The supervisor process and the boot it belongs to, for the record.
     me: ProcessId,
     boot_id: String,
@@ -105,23 +108,24 @@ pub struct Supervisor {
 
 impl Supervisor {
     /// A supervisor for `child`, already spawned from `req`, serving on `listener`
-    /// (bound at `socket_path`). `me` is this process and `boot_id` the boot's id,
+    /// (bound in `dir`, the request's directory, open). `me` is this process and `boot_id` the boot's id,
     /// both for the record, which is written now.
     pub fn new(
         req: LaunchRequest,
         listener: UnixListener,
-        socket_path: PathBuf,
+        dir: Dir,
         me: ProcessId,
         boot_id: String,
         child: Child,
     ) -> Supervisor {
-        let record_path = req.dir.join(format!("{}.json", req.id));
+        let (socket_name, record_name) = (format!("{}.sock", req.id), format!("{}.json", req.id));
         let capacity = usize::try_from(req.buffer_bytes).unwrap_or(usize::MAX);
         let now = Instant::now();
         let sup = Supervisor {
             listener,
-            socket_path,
-            record_path,
+            dir,
+            socket_name,
+            record_name,
             me,
             boot_id,
             conns: Conns::default(),
@@ -294,8 +298,8 @@ impl Supervisor {
     /// Writes the record atomically (`mcpx_platform::fs::write_atomic`).
     fn write_record(&self) {
         let bytes = serde_json::to_vec_pretty(&self.record()).unwrap_or_default();
-        if let Err(e) = mcpx_platform::fs::write_atomic(&self.record_path, &bytes, 0o600) {
-            log!("cannot write {}: {e}", self.record_path.display());
+        if let Err(e) = mcpx_platform::fs::write_atomic(&self.dir, &self.record_name, &bytes, 0o600) {
+            log!("cannot write {}: {e}", self.dir.join(&self.record_name).display());
         }
     }
 
@@ -535,8 +539,8 @@ impl Supervisor {
     }
 
     fn cleanup(&mut self) {
-        let _ = std::fs::remove_file(&self.socket_path);
-        let _ = std::fs::remove_file(&self.record_path);
+        let _ = self.dir.remove(&self.socket_name);
+        let _ = self.dir.remove(&self.record_name);
         log!("exiting");
     }
 }

@@ -8,9 +8,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 static LOG: Mutex<Option<File>> = Mutex::new(None);
 
-/// Opens the log file; lines logged before (or without) it are dropped.
+/// Opens the log file (mode 0600, appended to, never through a link, in a directory
+/// that is the user's alone); lines logged before (or without) it are dropped.
 pub fn open(path: &std::path::Path) {
-    if let Ok(f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else { return };
+    let opened = mcpx_platform::fs::Dir::open_private(dir, false)
+        .and_then(|dir| dir.open_file(name, mcpx_platform::fs::FileUse::Append));
+    if let Ok(f) = opened {
         *LOG.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(f);
     }
 }

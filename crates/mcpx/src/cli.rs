@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use mcpx_daemon::api::{ApiError, Caller, ErrorKind, Request, SearchHit, ServerRow, Status};
 use mcpx_daemon::client::{Client, Method, connect_or_start};
-use mcpx_daemon::paths::Dirs;
+use mcpx_daemon::paths::{Dirs, OpenDirs};
 
 use crate::output;
 
@@ -197,6 +197,9 @@ pub fn main() -> i32 {
 async fn run(cli: Cli) -> Result<i32, ApiError> {
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
     let dirs = Dirs::from_env(&env).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
+    // Opened and checked before anything connects: a runtime directory another user
+    // made, or a link, gets nothing (docs/security.md).
+    let opened = dirs.open().map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
     let json = cli.global.json;
     let cwd = std::env::current_dir().ok();
     let config = cli.global.config.as_ref().map(|c| match &cwd {
@@ -229,10 +232,10 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             Ok(0)
         }
         Command::Logs { server, follow, lines } => {
-            crate::logs::show(&dirs.log_file(), server.as_deref(), lines, follow).await?;
+            crate::logs::show(&daemons_dirs(&dirs, &env).await.log_file(), server.as_deref(), lines, follow).await?;
             Ok(0)
         }
-        Command::Stop { all } => stop(&dirs, all, json).await,
+        Command::Stop { all } => stop(&opened, all, json).await,
         Command::Serve { server, discover } => {
             let exe = std::env::current_exe()
                 .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
@@ -405,13 +408,14 @@ fn arguments_object(text: &str) -> Result<Box<serde_json::value::RawValue>, ApiE
     Ok(value)
 }
 
-async fn stop(dirs: &Dirs, all: bool, json: bool) -> Result<i32, ApiError> {
+async fn stop(opened: &OpenDirs, all: bool, json: bool) -> Result<i32, ApiError> {
+    let dirs = &opened.paths;
     let mut client = Client::new(dirs.socket());
     if !client.is_up().await? {
         // Supervisors outlive a dead daemon: with --all, a daemon adopts them to stop them.
-        let supervised = std::fs::read_dir(dirs.sup_dir())
-            .map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "json")))
-            .unwrap_or(false);
+        let supervised = opened.sup(false).ok().and_then(|sup| sup.names().ok()).is_some_and(|names| {
+            names.iter().any(|n| n.to_string_lossy().ends_with(".json") && !n.to_string_lossy().starts_with('.'))
+        });
         if !(all && supervised) {
             output::done(json, br#"{"stopped":false,"reason":"no daemon is running"}"#, "no daemon is running");
             return Ok(0);
@@ -425,7 +429,7 @@ async fn stop(dirs: &Dirs, all: bool, json: bool) -> Result<i32, ApiError> {
     // `daemon.lock` until its process ends (a zombie no longer holds it).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while std::time::Instant::now() < deadline {
-        if daemon_lock_free(dirs) {
+        if daemon_lock_free(opened) {
             output::done(json, br#"{"stopped":true}"#, "daemon stopped");
             return Ok(0);
         }
@@ -465,9 +469,34 @@ async fn upgrade(client: &Client, binary: Option<PathBuf>, json: bool) -> Result
 }
 
 /// Whether no process holds the daemon lock.
-fn daemon_lock_free(dirs: &Dirs) -> bool {
-    let Ok(file) = std::fs::File::open(dirs.lock()) else { return true };
+fn daemon_lock_free(dirs: &OpenDirs) -> bool {
+    let Ok(file) = dirs.runtime.open_read(mcpx_daemon::paths::LOCK) else { return true };
     nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock).is_ok()
+}
+
+/// The directories of the daemon that answers on `dirs`' socket, as its
+/// `/v1/health` says: a client that found the daemon uses its state and cache
+/// directories rather than its own, so a shell with another `XDG_STATE_HOME` does not
+/// split them (docs/configuration.md). `MCPX_STATE_DIR` and `MCPX_CACHE_DIR` still
+/// win; `dirs` when no daemon answers, or it does not say.
+async fn daemons_dirs(dirs: &Dirs, env: &std::collections::HashMap<String, String>) -> Dirs {
+    let explicit = |var: &str| env.get(var).is_some_and(|v| !v.is_empty());
+    #[derive(serde::Deserialize)]
+    struct Health {
+        state: PathBuf,
+        cache: PathBuf,
+    }
+    match Client::new(dirs.socket()).send(Method::GET, "/v1/health", None).await {
+        Ok((200, body)) => match serde_json::from_slice::<Health>(&body) {
+            Ok(h) => Dirs {
+                state: if explicit("MCPX_STATE_DIR") { dirs.state.clone() } else { h.state },
+                cache: if explicit("MCPX_CACHE_DIR") { dirs.cache.clone() } else { h.cache },
+                runtime: dirs.runtime.clone(),
+            },
+            Err(_) => dirs.clone(),
+        },
+        _ => dirs.clone(),
+    }
 }
 
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {

@@ -1,6 +1,8 @@
-//! `mcpx daemon`: the daemon in the foreground. Takes the lock, binds the control
-//! socket, logs to `<state>/daemon.log` (and stderr), adopts the supervisors a
-//! previous daemon left, and serves until `mcpx stop`, SIGTERM or SIGINT.
+//! `mcpx daemon`: the daemon in the foreground. Opens and checks its directories,
+//! logs to `<state>/daemon.log` (and stderr), takes the lock, binds the control
+//! socket, adopts the supervisors a previous daemon left, and serves until
+//! `mcpx stop`, SIGTERM or SIGINT. Its files are reached through the directories'
+//! descriptors (`mcpx_platform::fs::Dir`), never through a link.
 //!
 //! `mcpx upgrade` re-executes the binary in place, the very file the upgrade checked
 //! and probed, by its descriptor: the listening socket and the lock stay open across
@@ -11,15 +13,17 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use mcpx_daemon::daemon::{Daemon, Exit};
 use mcpx_daemon::mcp::{Endpoint, TcpGuard, tcp_routes};
-use mcpx_daemon::paths::Dirs;
+use mcpx_daemon::paths::{Dirs, LOCK, LOG, OpenDirs, PID_FILE, SOCKET, TOKEN};
 use mcpx_daemon::server::run as serve;
 use mcpx_daemon::transport::Launchers;
 use mcpx_platform::exec::Executable;
+use mcpx_platform::fs::{FileUse, OpenError, Refused};
 use mcpx_platform::process::{inherited_fd, keep_across_exec};
 use nix::fcntl::{Flock, FlockArg};
 use tracing_subscriber::EnvFilter;
@@ -34,8 +38,13 @@ pub fn run() -> anyhow::Result<()> {
     let mut env: HashMap<String, String> = std::env::vars().collect();
     let inherited = env.remove(UPGRADE_FDS);
     // The variable must not reach the servers this daemon starts.
-    let dirs = Dirs::from_env(&env)?;
-    dirs.prepare()?;
+    let dirs = Dirs::from_env(&env)?.open()?;
+    // What can refuse the start comes before the lock and the socket, so a CLI that
+    // started this daemon sees it exit at once.
+    let log = dirs.state.open_file(LOG, FileUse::Append).map_err(|e| {
+        refused_file(&dirs.paths.log_file(), e, "remove it and start the daemon again (mcpx makes a new one)")
+    })?;
+    let token = tcp_token(&dirs, &env)?;
     let (listener, lock) = match inherited {
         Some(fds) => take_inherited(&fds).context("taking over the upgraded daemon's socket and lock")?,
         None => {
@@ -44,8 +53,7 @@ pub fn run() -> anyhow::Result<()> {
         }
     };
 
-    let appender = tracing_appender::rolling::never(&dirs.state, "daemon.log");
-    let (file_writer, flush_guard) = tracing_appender::non_blocking(appender);
+    let (file_writer, flush_guard) = tracing_appender::non_blocking(log);
     let filter = EnvFilter::try_from_env("MCPX_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::registry()
         .with(filter)
@@ -55,12 +63,12 @@ pub fn run() -> anyhow::Result<()> {
         .ok();
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
-    let exit = runtime.block_on(serve_until_exit(&dirs, &env, &listener))?;
+    let exit = runtime.block_on(serve_until_exit(&dirs, &env, token, &listener))?;
     drop(runtime);
     match exit {
         Exit::Stop => {
-            let _ = std::fs::remove_file(dirs.socket());
-            let _ = std::fs::remove_file(dirs.pid_file());
+            let _ = dirs.runtime.remove(SOCKET);
+            let _ = dirs.runtime.remove(PID_FILE);
             tracing::info!("daemon stopped");
             Ok(())
         }
@@ -87,12 +95,17 @@ pub fn run() -> anyhow::Result<()> {
     }
 }
 
-async fn serve_until_exit(dirs: &Dirs, env: &HashMap<String, String>, listener: &OwnedFd) -> anyhow::Result<Exit> {
+async fn serve_until_exit(
+    dirs: &OpenDirs,
+    env: &HashMap<String, String>,
+    token: Option<String>,
+    listener: &OwnedFd,
+) -> anyhow::Result<Exit> {
     let std_listener = std::os::unix::net::UnixListener::from(listener.try_clone().context("duplicating the socket")?);
     std_listener.set_nonblocking(true).context("setting up the socket")?;
     let listener = tokio::net::UnixListener::from_std(std_listener).context("setting up the socket")?;
-    mcpx_platform::fs::write_atomic(&dirs.pid_file(), format!("{}\n", std::process::id()).as_bytes(), 0o600)
-        .context("writing daemon.pid")?;
+    mcpx_platform::fs::write_atomic(&dirs.runtime, PID_FILE, format!("{}\n", std::process::id()).as_bytes(), 0o600)
+        .with_context(|| format!("writing {}", dirs.paths.pid_file().display()))?;
     let exe = std::env::current_exe().context("finding the mcpx binary")?;
     let launchers = Launchers::new(exe, dirs).context("setting up the HTTP client")?;
     let daemon = Daemon::new(dirs.clone(), env.clone(), launchers);
@@ -101,12 +114,11 @@ async fn serve_until_exit(dirs: &Dirs, env: &HashMap<String, String>, listener: 
     mcpx_daemon::adopt::adopt_all(&daemon).await;
     let mcp = Endpoint::new(daemon.clone());
     if let Some(addr) = env.get("MCPX_HTTP_ADDR").filter(|a| !a.is_empty()) {
-        let no_auth = env.get("MCPX_HTTP_NO_AUTH").is_some_and(|v| v == "1");
-        serve_tcp(&daemon, &mcp, dirs, addr, no_auth).await?;
+        serve_tcp(&daemon, &mcp, addr, token).await?;
     }
     mcpx_daemon::adopt::start_warm(&daemon);
     mcpx_daemon::adopt::take_up_remote_sessions(&daemon);
-    tracing::info!(pid = std::process::id(), build = mcpx_platform::build::build_id(), socket = %dirs.socket().display(), "daemon listening");
+    tracing::info!(pid = std::process::id(), build = mcpx_platform::build::build_id(), socket = %dirs.paths.socket().display(), "daemon listening");
     let signals = async {
         use tokio::signal::unix::{SignalKind, signal};
         let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
@@ -121,18 +133,18 @@ async fn serve_until_exit(dirs: &Dirs, env: &HashMap<String, String>, listener: 
 }
 
 /// Serves `/mcp` on TCP at `addr` (opt-in, loopback only), behind the Host/Origin
-/// checks and, unless `no_auth`, the bearer token kept in `<state>/token` (0600).
-async fn serve_tcp(daemon: &Daemon, mcp: &Arc<Endpoint>, dirs: &Dirs, addr: &str, no_auth: bool) -> anyhow::Result<()> {
+/// checks and the bearer `token` (none: `MCPX_HTTP_NO_AUTH=1`).
+async fn serve_tcp(daemon: &Daemon, mcp: &Arc<Endpoint>, addr: &str, token: Option<String>) -> anyhow::Result<()> {
     let sock: std::net::SocketAddr =
         addr.parse().with_context(|| format!("MCPX_HTTP_ADDR `{addr}` is not an address like 127.0.0.1:8765"))?;
     if !sock.ip().is_loopback() {
         bail!("MCPX_HTTP_ADDR `{addr}` is not a loopback address; mcpx serves /mcp on loopback only");
     }
-    let token = if no_auth { None } else { Some(token(dirs)?) };
+    let auth = token.is_some();
     let listener = tokio::net::TcpListener::bind(sock).await.with_context(|| format!("binding {addr}"))?;
     let bound = listener.local_addr().context("reading the bound address")?;
     daemon.set_http_url(format!("http://{bound}/mcp"));
-    tracing::info!(url = %format!("http://{bound}/mcp"), auth = !no_auth, "serving /mcp on TCP");
+    tracing::info!(url = %format!("http://{bound}/mcp"), auth, "serving /mcp on TCP");
     let app = tcp_routes(TcpGuard { token }).with_state(mcp.clone());
     // Without TCP_NODELAY, the last write of an SSE answer waits for the client's
     // delayed ACK (about 40 ms per call on a kept-alive connection).
@@ -150,31 +162,63 @@ async fn serve_tcp(daemon: &Daemon, mcp: &Arc<Endpoint>, dirs: &Dirs, addr: &str
     Ok(())
 }
 
-/// The bearer token for TCP clients: `<state>/token`, made (0600) at first use.
-fn token(dirs: &Dirs) -> anyhow::Result<String> {
+/// The bearer token for TCP clients when the environment asks for `/mcp` on TCP with
+/// authentication: `<state>/token`, made (0600) at first use. An existing token is
+/// used only when it is a file of the user's that no one else can read: another
+/// user may know any other.
+///
+/// Errors: the token file is refused (with what to do), or cannot be read or made.
+fn tcp_token(dirs: &OpenDirs, env: &HashMap<String, String>) -> anyhow::Result<Option<String>> {
     use std::io::Read;
-    let path = dirs.state.join("token");
-    if let Ok(t) = std::fs::read_to_string(&path) {
-        if !t.trim().is_empty() {
-            return Ok(t.trim().to_owned());
+    let tcp = env.get("MCPX_HTTP_ADDR").is_some_and(|a| !a.is_empty());
+    if !tcp || env.get("MCPX_HTTP_NO_AUTH").is_some_and(|v| v == "1") {
+        return Ok(None);
+    }
+    let path = dirs.paths.state.join(TOKEN);
+    match dirs.state.read_private(TOKEN) {
+        Ok(t) if !String::from_utf8_lossy(&t).trim().is_empty() => {
+            return Ok(Some(String::from_utf8_lossy(&t).trim().to_owned()));
+        }
+        Ok(_) => {}
+        Err(OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(refused_file(
+                &path,
+                e,
+                "someone else may know this token; remove it and start the daemon again (mcpx makes a new one)",
+            ));
         }
     }
     let mut bytes = [0u8; 24];
     std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).context("reading /dev/urandom")?;
     let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    mcpx_platform::fs::write_atomic(&path, token.as_bytes(), 0o600)
+    mcpx_platform::fs::write_atomic(&dirs.state, TOKEN, token.as_bytes(), 0o600)
         .with_context(|| format!("writing {}", path.display()))?;
-    Ok(token)
+    Ok(Some(token))
+}
+
+/// The error for a file of mcpx's it will not use: `<path> <what is wrong>: <fix>`,
+/// or the system's error.
+fn refused_file(path: &Path, e: OpenError, fix: &str) -> anyhow::Error {
+    match e {
+        OpenError::Refused(Refused::Symlink) => {
+            anyhow::anyhow!(
+                "{} is a symbolic link, and mcpx does not follow links in its directories: {fix}",
+                path.display()
+            )
+        }
+        OpenError::Refused(refused) => anyhow::anyhow!("{} {refused}: {fix}", path.display()),
+        OpenError::Io(e) => anyhow::anyhow!("{}: {e}", path.display()),
+    }
 }
 
 /// Takes the daemon lock, or explains which daemon holds it.
-fn take_lock(dirs: &Dirs) -> anyhow::Result<OwnedFd> {
-    let lock_file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dirs.lock())
-        .with_context(|| format!("opening {}", dirs.lock().display()))?;
+fn take_lock(dirs: &OpenDirs) -> anyhow::Result<OwnedFd> {
+    let lock_path = dirs.paths.lock();
+    let lock_file = dirs
+        .runtime
+        .open_file(LOCK, FileUse::Lock)
+        .map_err(|e| refused_file(&lock_path, e, "remove it and start the daemon again"))?;
     match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
         Ok(lock) => {
             // flock(2) locks belong to the open file description: a duplicate
@@ -185,25 +229,32 @@ fn take_lock(dirs: &Dirs) -> anyhow::Result<OwnedFd> {
             Ok(OwnedFd::from(keep))
         }
         Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
-            let pid = std::fs::read_to_string(dirs.pid_file()).unwrap_or_default();
+            let pid = dirs.runtime.read(PID_FILE).unwrap_or_default();
             bail!(
                 "a daemon is already running (pid {}, lock {}); stop it with `mcpx stop` first",
-                pid.trim(),
-                dirs.lock().display()
+                String::from_utf8_lossy(&pid).trim(),
+                lock_path.display()
             );
         }
-        Err((_, e)) => bail!("cannot lock {}: {e}", dirs.lock().display()),
+        Err((_, e)) => bail!("cannot lock {}: {e}", lock_path.display()),
     }
 }
 
 /// Binds the control socket (mode 0600). Holding the lock, any socket file left
-/// is stale: nothing else can be serving it.
-fn bind(dirs: &Dirs) -> anyhow::Result<OwnedFd> {
-    let socket = dirs.socket();
-    match std::fs::remove_file(&socket) {
-        Ok(()) => eprintln!("mcpx daemon: removed a stale socket {}", socket.display()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| format!("removing the stale socket {}", socket.display())),
+/// is stale: nothing else can be serving it. A socket has no descriptor-relative
+/// address, so it is bound by path, after checking that the runtime directory's
+/// path still names the directory that was opened and checked.
+fn bind(dirs: &OpenDirs) -> anyhow::Result<OwnedFd> {
+    let socket = dirs.paths.socket();
+    if dirs.runtime.contains(SOCKET) {
+        dirs.runtime.remove(SOCKET).with_context(|| format!("removing the stale socket {}", socket.display()))?;
+        eprintln!("mcpx daemon: removed a stale socket {}", socket.display());
+    }
+    if !dirs.runtime.still_at_path() {
+        bail!(
+            "{} was replaced while the daemon started; check who can write to its parent directory and start the daemon again",
+            dirs.paths.runtime.display()
+        );
     }
     let listener =
         std::os::unix::net::UnixListener::bind(&socket).with_context(|| format!("binding {}", socket.display()))?;

@@ -135,9 +135,15 @@ pub fn install(print: bool, exe: &Path, home: &Path, xdg_config_home: Option<&Pa
             std::fs::create_dir_all(dir)
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display())))?;
         }
-        // Created above with the usual mode, so `write_atomic` does not make it 0700.
-        mcpx_platform::fs::write_atomic(&path, text.as_bytes(), 0o644)
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))?;
+        // The service manager's directory, not mcpx's: it keeps its usual mode.
+        let written = path.parent().zip(path.file_name().and_then(|n| n.to_str())).map_or_else(
+            || Err(io::Error::new(io::ErrorKind::InvalidInput, "no file name")),
+            |(dir, name)| {
+                let dir = mcpx_platform::fs::Dir::open_unchecked(dir)?;
+                mcpx_platform::fs::write_atomic(&dir, name, text.as_bytes(), 0o644)
+            },
+        );
+        written.map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))?;
     }
     let what = match state {
         State::New => "written:",

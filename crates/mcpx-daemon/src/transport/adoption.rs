@@ -2,11 +2,11 @@
 //! supervisor a previous daemon left in `<runtime>/sup/`, and the end of those
 //! whose attach protocol this daemon cannot speak.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcpx_platform::Liveness;
+use mcpx_platform::fs::Dir;
 use mcpx_proto::attach::{ChildState, Record, Version};
 
 use super::attach::AttachFailure;
@@ -43,15 +43,14 @@ pub enum Adoption {
 /// step within `deadline`), with `max_message_bytes` as the limit of what its server
 /// may send until the instance's configuration is known. `boot_id` is this boot's
 /// (empty: unknown, never stale).
-pub async fn adopt(dir: &Path, rec: &Record, boot_id: &str, max_message_bytes: usize, deadline: Duration) -> Adoption {
+pub async fn adopt(dir: &Dir, rec: &Record, boot_id: &str, max_message_bytes: usize, deadline: Duration) -> Adoption {
     let server = rec.identity.server.as_str();
     if !boot_id.is_empty() && rec.boot_id != boot_id {
         tracing::info!(server, id = rec.id, "removing a supervisor record from before the last reboot");
         sup_dir::remove_files(rec, dir);
         return Adoption::Nothing;
     }
-    let socket = dir.join(format!("{}.sock", rec.id));
-    match connect(&socket, server, max_message_bytes, deadline).await {
+    match connect(dir, &rec.id, server, max_message_bytes, deadline).await {
         Ok((shook, link)) => match (&shook.hello.state, shook.hello.exit) {
             (ChildState::Exited, Some(exit)) => {
                 let exit = ExitInfo { code: exit.code, signal: exit.signal };
@@ -88,7 +87,7 @@ pub async fn adopt(dir: &Path, rec: &Record, boot_id: &str, max_message_bytes: u
 /// Stops an incompatible supervisor and its server: it cannot be asked, so both are
 /// killed, each only if it still runs with its recorded start time, and its files
 /// are removed from `dir`.
-pub fn stop_incompatible(rec: &Record, dir: &Path) {
+pub fn stop_incompatible(rec: &Record, dir: &Dir) {
     let sup = rec.supervisor;
     if mcpx_platform::liveness(sup.pid, Some(sup.start_time)) == Liveness::Running {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(sup.pid as i32), nix::sys::signal::Signal::SIGKILL);

@@ -9,7 +9,7 @@ use super::launch::{BoxFuture, Launch, Launcher};
 use super::link::{Link, TransportError};
 use super::stdio::DirectLauncher;
 use super::supervised::SupervisedLauncher;
-use crate::paths::Dirs;
+use crate::paths::{OpenDirs, REMOTE};
 
 /// The ways to start an instance: under a supervisor (the default), as the daemon's
 /// own child (`supervised: false`), or over HTTP (a `url` entry). As a [`Launcher`]
@@ -33,16 +33,24 @@ impl std::fmt::Debug for Launchers {
 
 impl Launchers {
     /// The daemon's launchers: supervisors run `exe supervise` and keep their files
-    /// in `dirs.sup_dir()`, logging to `dirs.supervisor_log()`; remote sessions are
-    /// kept in `dirs.remote_sessions()`.
+    /// in `<runtime>/sup/`, logging to `dirs.supervisor_log()`; remote sessions are
+    /// kept in `<state>/remote/` (made now, mode 0700, when missing).
     ///
     /// Errors: the HTTP client cannot be built (its TLS backend cannot load the
-    /// system's root certificates).
-    pub fn new(exe: PathBuf, dirs: &Dirs) -> Result<Launchers, TransportError> {
+    /// system's root certificates), or `<state>/remote/` cannot be made or is refused.
+    pub fn new(exe: PathBuf, dirs: &OpenDirs) -> Result<Launchers, TransportError> {
+        let sessions = dirs
+            .state
+            .subdir(REMOTE, true)
+            .map_err(|e| TransportError::Setup(format!("{}: {e}", dirs.paths.remote_sessions().display())))?;
         Ok(Launchers {
             direct: Arc::new(DirectLauncher),
-            supervised: Arc::new(SupervisedLauncher { exe, sup_dir: dirs.sup_dir(), log: dirs.supervisor_log() }),
-            remote: Arc::new(RemoteLauncher::new(dirs.remote_sessions())?),
+            supervised: Arc::new(SupervisedLauncher {
+                exe,
+                runtime: dirs.runtime.clone(),
+                log: dirs.paths.supervisor_log(),
+            }),
+            remote: Arc::new(RemoteLauncher::new(sessions)?),
         })
     }
 

@@ -7,12 +7,13 @@
 //! supervisor's frames into [`Inbound`] items, and a frame writer that sends
 //! messages, control frames and heartbeats.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpx_platform::Liveness;
+use mcpx_platform::fs::Dir;
 use mcpx_proto::attach::{ChildState, ExitStatus, Frame, Kind, LaunchRequest, Record, Restarted};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -24,6 +25,7 @@ use super::launch::{BoxFuture, Launch, Launcher, StdioSpec};
 use super::link::{ExitInfo, Inbound, Link, LinkInfo, Outbound, SupervisorInfo, TransportError};
 use super::output::{StderrSink, StdoutParser};
 use super::sup_dir;
+use crate::paths::SUP;
 use crate::process::{self, Detach, SpawnSpec};
 
 /// Heartbeats go out this often; a supervisor silent for [`SILENCE`] is gone.
@@ -39,8 +41,9 @@ const ATTACH_DEADLINE: Duration = Duration::from_secs(10);
 pub struct SupervisedLauncher {
     /// The mcpx binary.
     pub exe: PathBuf,
-    /// `<runtime>/sup`, where supervisors keep their socket and record.
-    pub sup_dir: PathBuf,
+    /// The runtime directory, whose `sup/` holds the supervisors' sockets and
+    /// records (made at the first launch).
+    pub runtime: Dir,
     /// The supervisors' shared log file.
     pub log: PathBuf,
 }
@@ -55,14 +58,14 @@ impl Launcher for SupervisedLauncher {
 impl SupervisedLauncher {
     async fn start(&self, spec: StdioSpec) -> Result<Link, TransportError> {
         let fail = |message: String| TransportError::Start { command: spec.command.clone(), message };
-        create_private_dir(&self.sup_dir)
-            .map_err(|e| fail(format!("cannot create {}: {e}", self.sup_dir.display())))?;
+        let sup =
+            self.runtime.subdir(SUP, true).map_err(|e| fail(format!("{}: {e}", self.runtime.join(SUP).display())))?;
         let id = instance_id(&spec);
         let lossy = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
         let request = LaunchRequest {
             id: id.clone(),
             identity: spec.identity.clone(),
-            dir: self.sup_dir.clone(),
+            dir: sup.path().to_owned(),
             command: spec.command.clone(),
             program: spec.program.clone(),
             args: spec.args.iter().map(|a| lossy(a)).collect(),
@@ -98,8 +101,7 @@ impl SupervisedLauncher {
         }
         let text = String::from_utf8_lossy(&report);
         readiness(&text, &spec.command).map_err(fail)?;
-        let socket = self.sup_dir.join(format!("{id}.sock"));
-        let (shook, link) = connect(&socket, &spec.identity.server, spec.max_message_bytes, ATTACH_DEADLINE)
+        let (shook, link) = connect(&sup, &id, &spec.identity.server, spec.max_message_bytes, ATTACH_DEADLINE)
             .await
             .map_err(|e| fail(e.to_string()))?;
         tracing::info!(server = %spec.identity.server, supervisor = shook.hello.record.supervisor.pid, id, "supervisor started");
@@ -138,35 +140,32 @@ fn instance_id(spec: &StdioSpec) -> String {
     h.finalize().iter().take(6).map(|b| format!("{b:02x}")).collect()
 }
 
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
-}
-
-/// Attaches to the supervisor listening on `socket` (the handshake, each step with
-/// `deadline`) and returns what it said and a live link for server `server`.
+/// Attaches to the supervisor listening on `<id>.sock` in `dir` (the handshake, each
+/// step with `deadline`) and returns what it said and a live link for server
+/// `server`.
 ///
 /// Errors: as [`handshake`]; connecting is [`AttachFailure::Unreachable`].
 pub(super) async fn connect(
-    socket: &Path,
+    dir: &Dir,
+    id: &str,
     server: &str,
     max_message_bytes: usize,
     deadline: Duration,
 ) -> Result<(Handshake, Link), AttachFailure> {
-    let stream = tokio::time::timeout(deadline, UnixStream::connect(socket))
+    let stream = tokio::time::timeout(deadline, UnixStream::connect(dir.join(format!("{id}.sock"))))
         .await
         .map_err(|_| AttachFailure::Unreachable(format!("no connection within {deadline:?}")))?
         .map_err(|e| AttachFailure::Unreachable(e.to_string()))?;
     let mut conn = AttachConn::new(stream);
     let shook = handshake(&mut conn, deadline).await?;
-    let dir = socket.parent().map(Path::to_path_buf).unwrap_or_default();
-    let link = link(conn, &shook, server, max_message_bytes, dir);
+    let link = link(conn, &shook, server, max_message_bytes, Some(dir.clone()));
     Ok((shook, link))
 }
 
 /// Runs the link over an attached connection: spawns the frame reader and writer.
-/// `dir` holds the supervisor's files, removed if it turns out to have died.
-fn link<S>(conn: AttachConn<S>, shook: &Handshake, server: &str, max_message_bytes: usize, dir: PathBuf) -> Link
+/// `dir` holds the supervisor's files, removed if it turns out to have died (a test
+/// has none).
+fn link<S>(conn: AttachConn<S>, shook: &Handshake, server: &str, max_message_bytes: usize, dir: Option<Dir>) -> Link
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
@@ -210,7 +209,7 @@ where
         let mut reader = reader;
         if let End::Broken(reason) = reader.run().await {
             let record = crate::sync::lock(&reader.record).clone();
-            lost(&record, &dir, reason, &reader.server, &reader.tx).await;
+            lost(&record, dir.as_ref(), reason, &reader.server, &reader.tx).await;
         }
     });
     tokio::spawn(write_frames(frames_out, out_rx, ctl_rx, heard, dead));
@@ -342,7 +341,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
 /// the supervisor died, and if so kill its orphaned server (after checking its start
 /// time: pids are reused) and remove what it left in `dir`. Then the link of
 /// `server` reports the loss on `tx`.
-async fn lost(rec: &Record, dir: &Path, reason: String, server: &str, tx: &mpsc::Sender<Inbound>) {
+async fn lost(rec: &Record, dir: Option<&Dir>, reason: String, server: &str, tx: &mpsc::Sender<Inbound>) {
     let mut reason = reason;
     // A connection that ends without an exit usually means the supervisor died; its
     // descriptors close while it is still exiting, so give it a moment.
@@ -353,7 +352,9 @@ async fn lost(rec: &Record, dir: &Path, reason: String, server: &str, tx: &mpsc:
     }
     if mcpx_platform::liveness(sup.pid, Some(sup.start_time)) != Liveness::Running {
         reason = format!("its supervisor (pid {}) died", sup.pid);
-        sup_dir::reap_orphan(rec, dir);
+        if let Some(dir) = dir {
+            sup_dir::reap_orphan(rec, dir);
+        }
     }
     tracing::warn!(server, "instance lost: {reason}");
     let _ = tx.send(Inbound::Lost(reason)).await;
@@ -444,7 +445,7 @@ mod tests {
         let (mut daemon, mut sup) = pair();
         greet(&mut sup, Version::CURRENT, &[Frame::json(Kind::Hello, &hello(next_epoch))]).await;
         let shook = handshake(&mut daemon, Duration::from_secs(5)).await.unwrap();
-        let link = link(daemon, &shook, "fake", 1 << 20, PathBuf::from("/nonexistent/mcpx-test/sup"));
+        let link = link(daemon, &shook, "fake", 1 << 20, None);
         assert_eq!(sup.read_preamble().await.unwrap(), Version::ours());
         assert_eq!(sup.read_frame().await.unwrap().map(|f| f.kind), Some(Kind::Attach));
         (link, sup)

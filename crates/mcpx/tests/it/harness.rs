@@ -259,15 +259,48 @@ impl World {
         std::fs::read_to_string(self.path("run/daemon.pid")).ok()?.trim().parse().ok()
     }
 
-    /// The pids in every `daemon.pid` this world's daemons may have written: its
-    /// `run/`, and for a victim's world the stand-ins for `/run/user/<uid>/mcpx` and
-    /// `$TMPDIR/mcpx-<uid>` (see `users.rs`).
-    fn daemon_pids(&self) -> Vec<i32> {
+    /// Every runtime directory this world's daemons may have used: its `run/`, and the
+    /// stand-ins for `/run/user/<uid>/mcpx` and `$TMPDIR/mcpx-<uid>` (see `users.rs`).
+    fn runtime_dirs(&self) -> Vec<PathBuf> {
         let uid = self.uid();
         ["run".to_owned(), format!("run-user/{uid}/mcpx"), format!("tmp/mcpx-{uid}")]
             .iter()
-            .filter_map(|dir| std::fs::read_to_string(self.path(dir).join("daemon.pid")).ok()?.trim().parse().ok())
+            .map(|d| self.path(d))
             .collect()
+    }
+
+    /// The pids in every `daemon.pid` of [`World::runtime_dirs`].
+    fn daemon_pids(&self) -> Vec<i32> {
+        self.runtime_dirs()
+            .iter()
+            .filter_map(|dir| std::fs::read_to_string(dir.join("daemon.pid")).ok()?.trim().parse().ok())
+            .collect()
+    }
+
+    /// Kills every supervisor, and its server, that a record in the world's runtime
+    /// directories names, when it still runs with the recorded start time: what
+    /// `stop --all` could not stop (a daemon that refused to start, say).
+    fn kill_recorded_supervisors(&self) {
+        for sup in self.runtime_dirs().iter().map(|d| d.join("sup")) {
+            let Ok(entries) = std::fs::read_dir(&sup) else { continue };
+            for entry in entries.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "json")) {
+                let Ok(record) =
+                    serde_json::from_slice::<serde_json::Value>(&std::fs::read(entry.path()).unwrap_or_default())
+                else {
+                    continue;
+                };
+                for process in [&record["supervisor"], &record["child"]] {
+                    let (Some(pid), Some(start)) = (process["pid"].as_i64(), process["start_time"].as_u64()) else {
+                        continue;
+                    };
+                    let pid = i32::try_from(pid).unwrap_or(0);
+                    if pid > 1 && alive(pid) && try_start_time(pid) == Some(start) {
+                        let _ =
+                            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+                    }
+                }
+            }
+        }
     }
 
     /// Replaces `[TMP]` for this world's directory, so messages can be snapshotted.
@@ -301,9 +334,14 @@ impl World {
 
 /// A process's start time (field 22 of /proc/<pid>/stat): with the pid, its identity.
 pub fn start_time(pid: i32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let (_, rest) = stat.rsplit_once(") ").unwrap();
-    rest.split_whitespace().nth(19).unwrap().parse().unwrap()
+    try_start_time(pid).unwrap_or_else(|| panic!("no start time for pid {pid}"))
+}
+
+/// [`start_time`], or `None` when the process is gone (for cleanup, which must not panic).
+fn try_start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(") ")?;
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// Whether process `pid` exists (and is not a zombie we could still see).
@@ -330,6 +368,7 @@ impl Drop for World {
         for pid in pids.into_iter().filter(|p| *p > 1 && alive(*p)) {
             let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
         }
+        self.kill_recorded_supervisors();
         if std::env::var_os("MCPX_KEEP_TEST_DIRS").is_some() {
             eprintln!("keeping {}", self.dir.path().display());
             self.dir.disable_cleanup(true);
@@ -392,8 +431,13 @@ pub struct Serve {
 impl Serve {
     /// Starts `mcpx serve` in `w` and initializes with `capabilities`.
     pub fn start(w: &World, capabilities: serde_json::Value) -> Serve {
+        Serve::start_with(w.command(), capabilities)
+    }
+
+    /// Starts `cmd serve` (`cmd` runs mcpx, in the environment the test gives it) and
+    /// initializes with `capabilities`.
+    pub fn start_with(mut cmd: std::process::Command, capabilities: serde_json::Value) -> Serve {
         use std::io::BufRead;
-        let mut cmd = w.command();
         cmd.arg("serve").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
         let mut child = Spawned(cmd.spawn().unwrap());
         let stdin = child.0.stdin.take();

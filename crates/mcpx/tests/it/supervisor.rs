@@ -260,7 +260,8 @@ fn incompatible_supervisors_are_left_alone_until_restart_and_older_ones_adopted(
 fn forged_and_stale_records_never_signal_strangers() {
     let w = World::new(json!({ "fake": { "command": fake_server() } }));
     let sup_dir = w.path("run/sup");
-    std::fs::create_dir_all(&sup_dir).unwrap();
+    // Private, as the daemon makes it and requires it.
+    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&sup_dir).unwrap();
     #[allow(clippy::disallowed_methods)] // Reason: a bystander process the test owns.
     let mut bystander = std::process::Command::new("sleep").arg("300").spawn().unwrap();
     let pid = bystander.id();

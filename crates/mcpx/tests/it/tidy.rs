@@ -1,6 +1,6 @@
 //! The tidy tests: they read the workspace's source and fail when an architecture
 //! invariant that can be seen there breaks (ARCHITECTURE.md, "Invariants that hold
-//! across crates"). Each check prints every violation with its file and line, and says
+//! across crates"), or when `docs/security.md` names a test that does not exist. Each check prints every violation with its file and line, and says
 //! how to fix it. They start no process and open no socket.
 //!
 //! Test code is outside every check but the `/proc` one: `#[cfg(test)]` and
@@ -168,21 +168,28 @@ fn nothing_above_transport_names_a_transports_own_type() {
 
 /// Writes that do not go through `write_atomic`, each allowed in files under a path
 /// prefix when its statement contains a snippet (whitespace ignored), with the reason.
-const WRITES_ALLOWED: [(&str, &str, &str); 4] = [
+/// The files that cannot be written atomically (the logs and the lock) are opened
+/// with `Dir::open_file`: in their directory's descriptor, `O_NOFOLLOW`, mode 0600.
+const WRITES_ALLOWED: [(&str, &str, &str); 5] = [
     (
-        "crates/mcpx-supervisor/src/",
-        ".create(true).append(true)",
-        "supervisors.log is an append-only log: every line is one write at its end, nothing is rewritten",
+        "crates/mcpx/src/foreground.rs",
+        "open_file(LOG, FileUse::Append)",
+        "daemon.log is an append-only log, opened with O_NOFOLLOW and mode 0600: nothing is rewritten",
+    ),
+    (
+        "crates/mcpx/src/foreground.rs",
+        "open_file(LOCK, FileUse::Lock)",
+        "daemon.lock is opened (created when missing, O_NOFOLLOW, 0600) only to hold a flock(2) on it; it is never written",
+    ),
+    (
+        "crates/mcpx-supervisor/src/log.rs",
+        "open_file(name, mcpx_platform::fs::FileUse::Append)",
+        "supervisors.log is an append-only log, opened with O_NOFOLLOW and mode 0600: nothing is rewritten",
     ),
     (
         "crates/mcpx-supervisor/src/",
         r#".open("/dev/null")"#,
         "the supervisor points its standard streams at /dev/null: nothing is stored",
-    ),
-    (
-        "crates/mcpx/src/foreground.rs",
-        ".open(dirs.lock())",
-        "daemon.lock is opened (created when missing) only to hold a flock(2) on it; it is never written",
     ),
     (
         "crates/mcpx-daemon/src/transport/",
@@ -195,8 +202,10 @@ const WRITES_ALLOWED: [(&str, &str, &str); 4] = [
 const WRITE_ATOMIC: &str = "crates/mcpx-platform/src/fs.rs";
 
 /// Check 4: persisted files are written only through `mcpx_platform::fs::write_atomic`:
-/// no `fs::write`, `File::create`, or `OpenOptions` that writes, creates, appends or
-/// truncates, outside `fs.rs`, test code and the allowed writes above.
+/// no `fs::write`, `File::create`, `OpenOptions` that writes, creates, appends or
+/// truncates, `tracing_appender::rolling` (it opens its file by path), or
+/// `Dir::open_file` (a write that cannot be atomic), outside `fs.rs`, test code and the
+/// allowed writes above.
 #[test]
 fn persisted_files_are_written_only_through_write_atomic() {
     let ws = workspace();
@@ -208,6 +217,12 @@ fn persisted_files_are_written_only_through_write_atomic() {
                 Some(("fs", "write")) => "fs::write",
                 Some(("File", "create")) => "File::create",
                 Some(("OpenOptions", "new") | ("File", "options")) => "OpenOptions",
+                Some(("rolling", _)) => "tracing_appender::rolling",
+                _ if tokens[k].kind == Tok::Ident("open_file".to_owned())
+                    && tokens.get(k + 1).is_some_and(|t| t.kind == Tok::Punct("(")) =>
+                {
+                    "Dir::open_file"
+                }
                 _ => continue,
             };
             let end = statement_end(tokens, k);
@@ -248,9 +263,10 @@ fn persisted_files_are_written_only_through_write_atomic() {
     report(
         "persisted files are written only through mcpx_platform::fs::write_atomic",
         &violations,
-        "Write the file with mcpx_platform::fs::write_atomic(path, bytes, mode) (a temporary file, fsync, \
-         rename), so a crash never leaves half a file. A write that stores nothing or only appends to a \
-         log goes into WRITES_ALLOWED in crates/mcpx/tests/it/tidy.rs, with its reason.",
+        "Write the file with mcpx_platform::fs::write_atomic(dir, name, bytes, mode) (a temporary file, fsync, \
+         renameat in the checked directory), so a crash never leaves half a file and no link is followed. \
+         A write that stores nothing, only appends to a log, or holds a lock uses Dir::open_file and goes \
+         into WRITES_ALLOWED in crates/mcpx/tests/it/tidy.rs, with its reason.",
     );
 }
 
@@ -277,6 +293,40 @@ fn every_process_is_built_by_the_one_spawn_function() {
         &violations,
         "Describe the process with a mcpx_platform::process::SpawnSpec and build it with \
          mcpx_platform::process::command (or spawn), which clears the environment and detaches as asked.",
+    );
+}
+
+/// Check 6: every test `docs/security.md` names exists. The last cell of each table
+/// row there names tests: `module::test` for `crates/mcpx/tests/it/<module>.rs`, or
+/// `<crate path>.rs::test` for a file under `crates/`.
+#[test]
+fn every_test_docs_security_names_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/security.md")).unwrap();
+    let mut named = 0;
+    let mut violations = Vec::new();
+    for (i, line) in doc.lines().enumerate() {
+        let row = line.trim().strip_prefix('|').and_then(|l| l.strip_suffix('|'));
+        let Some(cell) = row.and_then(|r| r.rsplit('|').next()) else { continue };
+        for name in cell.split('`').skip(1).step_by(2) {
+            let Some((module, test)) = name.rsplit_once("::") else { continue };
+            let file = if module.ends_with(".rs") {
+                root.join("crates").join(module)
+            } else {
+                root.join("crates/mcpx/tests/it").join(format!("{}.rs", module.replace("::", "/")))
+            };
+            named += 1;
+            if !std::fs::read_to_string(&file).is_ok_and(|text| text.contains(&format!("fn {test}("))) {
+                violations.push(format!("docs/security.md:{}: `{name}`: no `fn {test}` in {}", i + 1, file.display()));
+            }
+        }
+    }
+    assert!(named >= 10, "docs/security.md names only {named} tests: is its table format still `| ... | test |`?");
+    report(
+        "every test docs/security.md names exists",
+        &violations,
+        "Name the test as it is (`module::test` for crates/mcpx/tests/it/<module>.rs, `<crate path>.rs::test` \
+         otherwise), or restore the test the row relies on.",
     );
 }
 

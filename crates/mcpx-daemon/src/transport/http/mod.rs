@@ -35,9 +35,9 @@ mod wording;
 
 pub use store::{KeptRemote, kept_remotes};
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use mcpx_platform::fs::Dir;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -52,7 +52,8 @@ use crate::transport::link::{ExitInfo, Inbound, Link, LinkInfo, Outbound, Transp
 #[derive(Debug, Clone)]
 pub struct RemoteLauncher {
     http: reqwest::Client,
-    sessions: PathBuf,
+    /// `<state>/remote`, where sessions are kept for the next daemon.
+    sessions: Dir,
 }
 
 impl Launcher for RemoteLauncher {
@@ -63,10 +64,10 @@ impl Launcher for RemoteLauncher {
 }
 
 impl RemoteLauncher {
-    /// A launcher keeping sessions under `sessions` (`<state>/remote`).
+    /// A launcher keeping sessions in `sessions` (`<state>/remote`).
     ///
     /// Errors: the TLS backend cannot load the system's root certificates.
-    pub fn new(sessions: PathBuf) -> Result<RemoteLauncher, TransportError> {
+    pub fn new(sessions: Dir) -> Result<RemoteLauncher, TransportError> {
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .user_agent(concat!("mcpx/", env!("CARGO_PKG_VERSION")))
@@ -83,8 +84,8 @@ impl RemoteLauncher {
     fn open(&self, spec: RemoteEndpoint) -> Result<Link, TransportError> {
         let (url, headers) =
             spec.parts().map_err(|message| TransportError::Start { command: spec.written_url.clone(), message })?;
-        let store = (spec.kind == RemoteKind::Http).then(|| self.sessions.join(store::file_name(&spec.identity)));
-        let stored = store.as_deref().and_then(|p| SessionFile::load(p, &spec.written_url));
+        let store = (spec.kind == RemoteKind::Http).then(|| (self.sessions.clone(), store::file_name(&spec.identity)));
+        let stored = store.as_ref().and_then(|(dir, name)| SessionFile::load(dir, name, &spec.written_url));
         let epoch = stored.as_ref().map_or(1, |s| s.epoch.saturating_add(1));
         let (out_tx, out_rx) = mpsc::channel(64);
         let (in_tx, in_rx) = mpsc::channel(256);

@@ -3,11 +3,11 @@
 //! resumption), handing its messages to the instance, and ending and keeping the
 //! session. Failures are worded in `wording.rs`.
 
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcpx_platform::fs::Dir;
 use mcpx_proto::attach::Identity;
 use mcpx_proto::{Message, MessageKind, SseDecoder, SseEvent};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, WWW_AUTHENTICATE};
@@ -57,7 +57,7 @@ pub(super) struct Remote {
     /// The link's facts (dropped bytes, skipped messages).
     pub(super) info: Arc<LinkInfo>,
     /// The file the session is kept in (streamable HTTP only).
-    pub(super) store: Option<PathBuf>,
+    pub(super) store: Option<(Dir, String)>,
     /// The epoch of this link's upstream ids.
     pub(super) epoch: u32,
     /// What is negotiated so far.
@@ -364,8 +364,8 @@ impl Remote {
     /// Ends the session: `DELETE` for streamable HTTP (a 405 means the server does not
     /// allow it), and forgets the kept file.
     pub(super) async fn end_session(&self) {
-        if let Some(path) = &self.store {
-            let _ = std::fs::remove_file(path);
+        if let Some((dir, name)) = &self.store {
+            let _ = dir.remove(name);
         }
         let sid = lock(&self.state).id.take();
         let Some(sid) = sid else { return };
@@ -390,7 +390,7 @@ impl Remote {
 
     /// Keeps the session for the next daemon, once it has an id and a stored result.
     pub(super) fn save(&self) {
-        let Some(path) = &self.store else { return };
+        let Some((dir, name)) = &self.store else { return };
         let stored = {
             let state = lock(&self.state);
             match (&state.id, &state.protocol, &state.initialize, &state.session, &state.legacy) {
@@ -407,8 +407,8 @@ impl Remote {
                 _ => return,
             }
         };
-        if let Err(e) = stored.save(path) {
-            tracing::warn!(server = %self.identity.server, path = %path.display(), error = %e, "cannot keep the MCP session for the next daemon");
+        if let Err(e) = stored.save(dir, name) {
+            tracing::warn!(server = %self.identity.server, path = %dir.join(name).display(), error = %e, "cannot keep the MCP session for the next daemon");
         }
     }
 

@@ -2,8 +2,7 @@
 //! file per instance, so a later daemon re-uses the session without a new
 //! `initialize`, as it adopts supervisors.
 
-use std::path::{Path, PathBuf};
-
+use mcpx_platform::fs::Dir;
 use mcpx_proto::attach::Identity;
 use sha2::{Digest, Sha256};
 
@@ -14,21 +13,21 @@ pub struct KeptRemote {
     pub fingerprint: String,
     /// Its pool key.
     pub key: String,
-    /// The file.
-    pub path: PathBuf,
+    /// The file's name in the directory.
+    pub name: String,
 }
 
-/// The sessions kept in `dir`; unreadable files, and files of a daemon that did not
-/// record the instance, are skipped.
-pub fn kept_remotes(dir: &Path) -> Vec<KeptRemote> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .filter_map(|path| {
-            let file: SessionFile = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
-            (!file.fingerprint.is_empty()).then_some(KeptRemote { fingerprint: file.fingerprint, key: file.key, path })
+/// The sessions kept in `dir`; unreadable files (a link is not followed), and files
+/// of a daemon that did not record the instance, are skipped.
+pub fn kept_remotes(dir: &Dir) -> Vec<KeptRemote> {
+    let Ok(names) = dir.names() else { return Vec::new() };
+    names
+        .into_iter()
+        .filter_map(|name| name.into_string().ok())
+        .filter(|name| name.ends_with(".json") && !name.starts_with('.'))
+        .filter_map(|name| {
+            let file: SessionFile = serde_json::from_slice(&dir.read(&name).ok()?).ok()?;
+            (!file.fingerprint.is_empty()).then_some(KeptRemote { fingerprint: file.fingerprint, key: file.key, name })
         })
         .collect()
 }
@@ -65,16 +64,18 @@ pub(super) struct SessionFile {
 }
 
 impl SessionFile {
-    /// The session kept at `path` for the server at `url` (as written); `None` when
-    /// there is none, it cannot be read, or it belongs to another URL.
-    pub(super) fn load(path: &Path, url: &str) -> Option<SessionFile> {
-        let file: SessionFile = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    /// The session kept in file `name` of `dir` for the server at `url` (as
+    /// written); `None` when there is none, it cannot be read, or it belongs to
+    /// another URL.
+    pub(super) fn load(dir: &Dir, name: &str, url: &str) -> Option<SessionFile> {
+        let file: SessionFile = serde_json::from_slice(&dir.read(name).ok()?).ok()?;
         (file.url == url).then_some(file)
     }
 
-    /// Writes atomically, readable by the user only (the session id is a credential).
-    pub(super) fn save(&self, path: &Path) -> std::io::Result<()> {
-        mcpx_platform::fs::write_atomic(path, &serde_json::to_vec(self).map_err(std::io::Error::other)?, 0o600)
+    /// Writes file `name` of `dir` atomically, readable by the user only (the
+    /// session id is a credential).
+    pub(super) fn save(&self, dir: &Dir, name: &str) -> std::io::Result<()> {
+        mcpx_platform::fs::write_atomic(dir, name, &serde_json::to_vec(self).map_err(std::io::Error::other)?, 0o600)
     }
 }
 
@@ -116,17 +117,17 @@ mod tests {
 
     #[test]
     fn a_kept_session_is_found_for_its_url_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(file_name(&identity("session:s1")));
-        file("https://example.com/${PATH_PART}").save(&path).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_private(&tmp.path().join("remote"), true).unwrap();
+        let name = file_name(&identity("session:s1"));
+        file("https://example.com/${PATH_PART}").save(&dir, &name).unwrap();
         assert_eq!(
-            SessionFile::load(&path, "https://example.com/${PATH_PART}"),
+            SessionFile::load(&dir, &name, "https://example.com/${PATH_PART}"),
             Some(file("https://example.com/${PATH_PART}"))
         );
-        assert_eq!(SessionFile::load(&path, "https://other.example/"), None);
-        std::fs::write(dir.path().join("junk.json"), b"{").unwrap();
-        let kept = kept_remotes(dir.path());
-        assert_eq!(kept, [KeptRemote { fingerprint: "abc123".into(), key: "session:s1".into(), path }]);
-        assert!(kept_remotes(&dir.path().join("missing")).is_empty());
+        assert_eq!(SessionFile::load(&dir, &name, "https://other.example/"), None);
+        std::fs::write(dir.join("junk.json"), b"{").unwrap();
+        let kept = kept_remotes(&dir);
+        assert_eq!(kept, [KeptRemote { fingerprint: "abc123".into(), key: "session:s1".into(), name }]);
     }
 }
