@@ -12,7 +12,7 @@ echo "quickstart: building mcpx (cargo build -p mcpx)..."
 cargo build --quiet -p mcpx
 bash scripts/setup-e2e.sh
 
-mcpx_bin="$root/target/debug/mcpx"
+mcpx_bin="${CARGO_TARGET_DIR:-$root/target}/debug/mcpx"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/mcpx-quickstart.XXXXXX")"
 cleanup() {
     local status=$?
