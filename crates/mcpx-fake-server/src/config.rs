@@ -26,6 +26,9 @@ pub struct Config {
     /// `FAKE_HTTP_PRIMING=1`: begin every SSE response to a POST with a priming
     /// event, then close it (the client must resume with `Last-Event-ID`).
     pub http_priming: bool,
+    /// `FAKE_HTTP_REDIRECT=<url>`: answer every HTTP request with `307 Temporary
+    /// Redirect` to `url` (307 keeps the method and the body).
+    pub http_redirect: Option<String>,
 }
 
 impl Config {
@@ -66,6 +69,7 @@ impl Config {
             http_status,
             http_json,
             http_priming,
+            http_redirect: non_empty("FAKE_HTTP_REDIRECT"),
         }
     }
 }
