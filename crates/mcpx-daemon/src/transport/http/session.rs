@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use mcpx_platform::fs::Dir;
 use mcpx_proto::attach::Identity;
-use mcpx_proto::{Message, MessageKind, SseDecoder, SseEvent};
+use mcpx_proto::{IdScanner, Message, MessageKind, SseDecoder, SseEvent};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, WWW_AUTHENTICATE};
 use reqwest::{StatusCode, Url};
 use tokio::sync::mpsc;
@@ -308,6 +308,14 @@ impl Remote {
                         "{} answered with a JSON body that is not a JSON-RPC message ({e}){}",
                         self.written_url,
                         wording::quote(&String::from_utf8_lossy(data))
+                    )));
+                }
+                // An event that answers the request but cannot be decoded fails it
+                // now, instead of leaving it to its timeout.
+                if wanted.is_some() && IdScanner::scan(data).as_deref() == wanted {
+                    return Err(TransportError::exchange(format!(
+                        "{} answered with an event that could not be decoded ({e}); the server broke JSON-RPC: report it to its maintainers",
+                        self.written_url
                     )));
                 }
                 tracing::warn!(server = %self.identity.server, error = %e, "skipped an answer that is not a JSON-RPC message");
