@@ -37,7 +37,13 @@ impl Recorder {
     /// Creates a recorder writing next to `path`.
     pub fn new(path: String) -> Self {
         let lines = open_append(&path);
-        Self { path, lines: Mutex::new(lines), inflight: Mutex::new(()), http: Mutex::new(None), headers: Mutex::new(None) }
+        Self {
+            path,
+            lines: Mutex::new(lines),
+            inflight: Mutex::new(()),
+            http: Mutex::new(None),
+            headers: Mutex::new(None),
+        }
     }
 
     /// Records one HTTP request as a line of `<path>.http`.
