@@ -103,7 +103,12 @@ impl Run {
     /// Runs `cmd`, its output captured, and waits, 120 s at most, for it to finish;
     /// `what` names it if it does not.
     pub fn of(mut cmd: std::process::Command, what: &str) -> Run {
-        let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        Run::wait(cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap(), what)
+    }
+
+    /// Waits, 120 s at most, for `child` to finish, collecting what it wrote to the
+    /// streams that are piped; `what` names it if it does not.
+    pub fn wait(child: std::process::Child, what: &str) -> Run {
         let pid = child.id();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
