@@ -259,6 +259,20 @@ impl World {
         std::fs::read_to_string(self.path("state/daemon.log")).unwrap_or_default()
     }
 
+    /// The daemon's log once it holds `needle`: the daemon writes its log from a
+    /// background thread, so a line may land a moment after the answer that caused it.
+    /// Gives up after 10 s and returns the log as it is, for the caller's assertion.
+    pub fn log_once_it_has(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let log = self.log();
+            if log.contains(needle) || Instant::now() > deadline {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The running daemon's pid, if any.
     pub fn daemon_pid(&self) -> Option<i32> {
         std::fs::read_to_string(self.path("run/daemon.pid")).ok()?.trim().parse().ok()
