@@ -82,6 +82,7 @@ fn tables_calls_errors_status_and_logs_escape_server_text() {
     let status = w.run(&["status"]);
     assert_clean("status", &status);
     assert!(status.stdout.contains("broken stderr (tail):\n  \\e]0;pwned"), "the stderr tail: {}", status.stdout);
+    w.log_once_it_has("hidden\\roverwritten \\u{9b}31m é");
     let logs = w.run(&["logs"]);
     assert_clean("logs", &logs);
     assert!(logs.stdout.contains("]0;pwned\\x07"), "the server's stderr in the log, escaped: {}", logs.stdout);
