@@ -29,6 +29,9 @@ pub struct Config {
     /// `FAKE_HTTP_REDIRECT=<url>`: answer every HTTP request with `307 Temporary
     /// Redirect` to `url` (307 keeps the method and the body).
     pub http_redirect: Option<String>,
+    /// `FAKE_HOSTILE=1`: the hostile fixture (see `hostile.rs`): terminal control
+    /// sequences in the instructions, in two more tools and in all they send.
+    pub hostile: bool,
 }
 
 impl Config {
@@ -70,6 +73,7 @@ impl Config {
             http_json,
             http_priming,
             http_redirect: non_empty("FAKE_HTTP_REDIRECT"),
+            hostile: non_empty("FAKE_HOSTILE").is_some_and(|v| v != "0"),
         }
     }
 }
