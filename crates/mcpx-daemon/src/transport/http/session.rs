@@ -310,16 +310,23 @@ impl Remote {
                         wording::quote(&String::from_utf8_lossy(data))
                     )));
                 }
-                // An event that answers the request but cannot be decoded fails it
-                // now, instead of leaving it to its timeout.
-                if wanted.is_some() && IdScanner::scan(data).as_deref() == wanted {
-                    return Err(TransportError::exchange(format!(
-                        "{} answered with an event that could not be decoded ({e}); the server broke JSON-RPC: report it to its maintainers",
-                        self.written_url
-                    )));
-                }
                 tracing::warn!(server = %self.identity.server, error = %e, "skipped an answer that is not a JSON-RPC message");
-                return Ok(false);
+                // An event whose id can be read fails the request it answers now,
+                // as on stdio, instead of leaving it to its timeout; on this
+                // request's own stream it is the answer, and the stream is done.
+                let Some(id) = IdScanner::scan(data) else { return Ok(false) };
+                let answered = wanted == Some(id.as_str());
+                if sink == Sink::Swallow {
+                    return match answered {
+                        true => Err(TransportError::exchange(format!(
+                            "{} answered the repeated initialize with an event that could not be decoded ({e})",
+                            self.written_url
+                        ))),
+                        false => Ok(false),
+                    };
+                }
+                let _ = self.inbound.send(Inbound::Undecodable { id, reason: e.to_string() }).await;
+                return Ok(answered);
             }
         };
         let mut answered = false;
