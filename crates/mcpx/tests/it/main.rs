@@ -11,6 +11,7 @@ mod cli;
 mod conformance;
 mod errors;
 mod peer;
+mod policy;
 mod pools;
 mod real_servers;
 mod remote;
