@@ -18,4 +18,5 @@ mod remote;
 mod security;
 mod serve;
 mod supervisor;
+mod terminal;
 mod tidy;
