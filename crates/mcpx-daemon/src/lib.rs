@@ -12,6 +12,7 @@ pub mod instance;
 pub mod mcp;
 pub mod names;
 pub mod paths;
+pub mod policy;
 pub mod pool;
 pub mod process;
 pub mod ring;

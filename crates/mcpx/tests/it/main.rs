@@ -12,6 +12,7 @@ mod conformance;
 mod errors;
 mod hostile;
 mod peer;
+mod policy;
 mod pools;
 mod real_servers;
 mod remote;
