@@ -11,6 +11,7 @@ pub mod daemon;
 pub mod instance;
 pub mod mcp;
 pub mod names;
+pub mod notices;
 pub mod paths;
 pub mod pool;
 pub mod process;

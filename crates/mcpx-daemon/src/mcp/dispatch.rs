@@ -8,13 +8,13 @@ use std::sync::Arc;
 use mcpx_proto::Message;
 use mcpx_proto::mcp::error_code;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use crate::daemon::Daemon;
 use crate::instance::CallContext;
 use crate::mcp::catalog::{left_out_owner, list, servers};
 use crate::mcp::discover;
 use crate::mcp::sessions::ClientSession;
+use crate::notices::NoticeSender;
 use crate::sync::lock;
 
 /// [`answer`], stopped early when the client cancels the request: the work is
@@ -25,7 +25,7 @@ pub(crate) async fn cancellable(
     d: &Daemon,
     session: &ClientSession,
     request: Message,
-    notify: Option<mpsc::UnboundedSender<Message>>,
+    notify: Option<NoticeSender>,
 ) -> Message {
     let id = request.id().unwrap_or("null").to_owned();
     let stop = session.begin(&id);
@@ -43,7 +43,7 @@ async fn answer(
     session: &ClientSession,
     id: &str,
     request: Message,
-    notify: Option<mpsc::UnboundedSender<Message>>,
+    notify: Option<NoticeSender>,
 ) -> Message {
     let method = request.method().unwrap_or_default().to_owned();
     let params: Value =
@@ -81,7 +81,7 @@ async fn forward(
     session: &ClientSession,
     request: Message,
     params: &Value,
-    notify: Option<mpsc::UnboundedSender<Message>>,
+    notify: Option<NoticeSender>,
 ) -> Message {
     let id = request.id().unwrap_or("null").to_owned();
     let method = request.method().unwrap_or_default().to_owned();

@@ -10,6 +10,7 @@ mod cases;
 mod cli;
 mod conformance;
 mod errors;
+mod flood;
 mod peer;
 mod pools;
 mod real_servers;
