@@ -9,6 +9,7 @@ pub mod config;
 pub mod control;
 pub mod daemon;
 pub mod instance;
+pub mod log_file;
 pub mod mcp;
 pub mod names;
 pub mod notices;

@@ -61,3 +61,50 @@ fn a_progress_flood_to_a_reader_that_stopped_stays_bounded() {
         w.instance("fake").is_some_and(|i| i["calls"] == 0)
     });
 }
+
+/// The daemon's log rotates at its cap (`daemon.log.1`, one old file), and a
+/// `mcpx logs -f` started before the rotation goes on with the new file.
+#[test]
+fn the_log_rotates_at_its_cap_and_logs_follow_goes_on() {
+    let mut w = World::new(json!({ "fake": { "command": fake_server() } }));
+    w.env.push(("MCPX_TEST_LOG_CAP".into(), "4096".into()));
+    w.call("fake.echo", r#"{"message":"hi"}"#).ok();
+    let mut cmd = w.command();
+    cmd.args(["logs", "-f"]).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped());
+    let mut follow = Spawned(cmd.spawn().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = follow.0.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let rotated = w.path("state/daemon.log.1");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !rotated.exists() {
+        assert!(Instant::now() < deadline, "the log never rotated: {} bytes", w.log().len());
+        w.run(&["restart", "fake"]).ok();
+    }
+    // A server that appears only after the rotation (its own environment, so not
+    // the same instance as `fake`): its lines are in the new file.
+    w.set_servers(json!({
+        "fake": { "command": fake_server() },
+        "after-rotation": { "command": fake_server(), "env": { "MARK": "1" } },
+    }));
+    w.call("after-rotation.echo", r#"{"message":"hi"}"#).ok();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !seen.iter().any(|l: &String| l.contains("after-rotation")) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "`logs -f` did not go on after the rotation; it printed:\n{}", seen.join("\n"));
+        if let Ok(line) = rx.recv_timeout(left) {
+            seen.push(line);
+        }
+    }
+    let size = |name: &str| std::fs::metadata(w.path(name)).map(|m| m.len()).unwrap_or(0);
+    assert!(size("state/daemon.log") <= 4096 && size("state/daemon.log.1") <= 4096);
+    assert!(!w.path("state/daemon.log.2").exists(), "one old file is kept");
+}
