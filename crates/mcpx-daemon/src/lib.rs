@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod names;
 pub mod notices;
 pub mod paths;
+pub mod policy;
 pub mod pool;
 pub mod process;
 pub mod ring;

@@ -153,6 +153,9 @@ pub fn list(server: &Server) -> Vec<Value> {
         tool
     }));
     tools.extend((0..server.config.generated_tools).map(generated_tool));
+    if server.config.hostile {
+        tools.extend(crate::hostile::tools());
+    }
     for name in extra_tools(server) {
         tools.push(tool_entry(
             &name,
@@ -196,6 +199,9 @@ pub fn call(server: &Server, id: &Value, params: &Value) -> Reply {
     let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
     let empty = Map::new();
     let args = Args(params.get("arguments").and_then(Value::as_object).unwrap_or(&empty));
+    if let Some(reply) = server.config.hostile.then(|| crate::hostile::call(server, name, params)).flatten() {
+        return reply;
+    }
     let result = match name {
         "echo" => echo(&args),
         "counter" => {

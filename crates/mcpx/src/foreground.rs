@@ -64,8 +64,13 @@ pub fn run() -> anyhow::Result<()> {
     let filter = EnvFilter::try_from_env("MCPX_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::registry()
         .with(filter)
-        .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(file_writer))
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        // Events quote what servers send: their control characters are escaped.
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(move || crate::sanitize::Writer(file_writer.clone())),
+        )
+        .with(tracing_subscriber::fmt::layer().with_writer(|| crate::sanitize::Writer(std::io::stderr())))
         .try_init()
         .ok();
 

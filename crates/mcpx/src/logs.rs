@@ -1,6 +1,7 @@
 //! `mcpx logs`: the daemon's log file, whole or the lines about one server, and
 //! following it as it grows. Read directly from the state directory, so it works
-//! when the daemon is down.
+//! when the daemon is down. Lines are printed with their control characters
+//! escaped: they quote what servers sent.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -37,7 +38,7 @@ pub async fn show(file: &Path, server: Option<&str>, lines: usize, follow: bool)
         eprintln!("no lines about server `{server}` in {} yet; `mcpx ls` lists the configured servers", file.display());
     }
     for line in &picked[picked.len().saturating_sub(lines)..] {
-        println!("{line}");
+        crate::output::say(line);
     }
     if !follow {
         return Ok(());
@@ -64,7 +65,7 @@ pub async fn show(file: &Path, server: Option<&str>, lines: usize, follow: bool)
                 let bytes: Vec<u8> = partial.drain(..=i).collect();
                 let line = String::from_utf8_lossy(&bytes);
                 if matches(line.trim_end()) {
-                    print!("{line}");
+                    crate::output::say(line.trim_end_matches('\n'));
                 }
             }
         }

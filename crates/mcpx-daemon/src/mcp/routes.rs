@@ -280,11 +280,17 @@ async fn initialize(e: &Endpoint, server: Option<String>, headers: &HeaderMap, r
     let session = ClientSession::new(server, caller, version, &params["capabilities"], discover);
     if let Some(name) = &session.server {
         // Passed through: the server's own capabilities, info and instructions.
-        let entry = servers(d, &session).ok().and_then(|e| e.into_iter().find(|e| &e.name == name));
-        let Some(entry) = entry else {
-            let refusal =
-                Message::error_response(&id, error_code::INVALID_PARAMS, &format!("no server `{name}` is configured"));
-            return json_response(StatusCode::OK, refusal.into_string(), None);
+        // A server not configured, or one the policy refuses, opens no session.
+        let found = servers(d, &session).and_then(|e| {
+            let no_server = || (error_code::INVALID_PARAMS, format!("no server `{name}` is configured"));
+            e.into_iter().find(|e| &e.name == name).ok_or_else(no_server)
+        });
+        let entry = match found {
+            Ok(entry) => entry,
+            Err((code, message)) => {
+                let refusal = Message::error_response(&id, code, &message);
+                return json_response(StatusCode::OK, refusal.into_string(), None);
+            }
         };
         if let Some(upstream) = listed(d, &session, &entry).await.and_then(|c| c.session) {
             result["capabilities"] = serde_json::from_str(upstream.capabilities.get()).unwrap_or_default();
