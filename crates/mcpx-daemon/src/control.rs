@@ -9,13 +9,13 @@ use std::time::Duration;
 use mcpx_platform::exec::Executable;
 use mcpx_proto::{Message, response_result};
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
 
 use crate::adopt::replace_incompatible;
 use crate::api::{ApiError, Caller, DaemonStatus, ErrorKind, InstanceStatus, Request, SearchHit, ServerRow, Status};
 use crate::config::{ResolvedConfig, ServerEntry};
 use crate::daemon::{Daemon, Exit, unknown_server};
 use crate::instance::{CallContext, CallError, ERROR_TAIL_BYTES, State};
+use crate::notices::NoticeSender;
 use crate::policy;
 use crate::pool::Target;
 use crate::schema::{CacheEntry, SchemaCache, ToolSummary};
@@ -169,11 +169,7 @@ pub fn search(d: &Daemon, req: &Request) -> Result<Vec<SearchHit>, ApiError> {
 /// Errors: a malformed target or arguments (`usage`); an unknown server or tool
 /// (`unknown_server`, `unknown_tool`); one the policy refuses ([`policy::check_tool`]:
 /// a disabled server is `config`, an excluded tool `unknown_tool`); the server failed (`server`, `protocol`, `timeout`) or answered a JSON-RPC error (`rpc`).
-pub async fn call(
-    d: &Daemon,
-    req: &Request,
-    notify: Option<mpsc::UnboundedSender<Message>>,
-) -> Result<Box<RawValue>, ApiError> {
+pub async fn call(d: &Daemon, req: &Request, notify: Option<NoticeSender>) -> Result<Box<RawValue>, ApiError> {
     let config = d.resolve(req)?;
     let (server, tool) = split_target(&config, req)?;
     let entry = d.server(&config, &server)?;
@@ -246,6 +242,7 @@ pub fn status(d: &Daemon) -> Status {
                 dropped_bytes: i.info.dropped(),
                 skipped_lines: i.info.skipped_lines.load(Ordering::Relaxed),
                 buffered_at_attach: i.info.buffered_at_attach.load(Ordering::Relaxed),
+                dropped_notifications: i.dropped_notifications(),
                 last_error: match state {
                     State::Exited(e) => Some(format!("server {e}")),
                     State::Lost if i.info.remote.is_some() => Some("the remote server could not be reached".into()),
@@ -301,6 +298,7 @@ pub fn status(d: &Daemon) -> Status {
             config_files: d.config.known_files(),
             log_file: d.dirs.paths.log_file(),
             warnings: d.warnings.clone(),
+            dropped_notifications: d.dropped_notifications().load(Ordering::Relaxed),
         },
         instances,
     }

@@ -10,13 +10,13 @@ use std::sync::Arc;
 use mcpx_proto::Message;
 use mcpx_proto::mcp::error_code;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use crate::daemon::Daemon;
 use crate::instance::CallContext;
 use crate::mcp::catalog::{config, entry, left_out_owner, list, refused_name};
 use crate::mcp::discover;
 use crate::mcp::sessions::ClientSession;
+use crate::notices::NoticeSender;
 use crate::policy;
 use crate::sync::lock;
 
@@ -28,7 +28,7 @@ pub(crate) async fn cancellable(
     d: &Daemon,
     session: &ClientSession,
     request: Message,
-    notify: Option<mpsc::UnboundedSender<Message>>,
+    notify: Option<NoticeSender>,
 ) -> Message {
     let id = request.id().unwrap_or("null").to_owned();
     let stop = session.begin(&id);
@@ -46,7 +46,7 @@ async fn answer(
     session: &ClientSession,
     id: &str,
     request: Message,
-    notify: Option<mpsc::UnboundedSender<Message>>,
+    notify: Option<NoticeSender>,
 ) -> Message {
     let method = request.method().unwrap_or_default().to_owned();
     let params: Value =
@@ -84,7 +84,7 @@ async fn forward(
     session: &ClientSession,
     request: Message,
     params: &Value,
-    notify: Option<mpsc::UnboundedSender<Message>>,
+    notify: Option<NoticeSender>,
 ) -> Message {
     let id = request.id().unwrap_or("null").to_owned();
     let method = request.method().unwrap_or_default().to_owned();

@@ -309,6 +309,7 @@ async fn initialize(e: &Endpoint, server: Option<String>, headers: &HeaderMap, r
 /// A `tools/call` answered as server-sent events: its notifications, then the response.
 fn sse_call(d: Arc<Daemon>, session: Arc<ClientSession>, request: Message, session_id: &str) -> Response {
     let events = stream_call(
+        d.dropped_notifications(),
         move |notify| async move { cancellable(&d, &session, request, Some(notify)).await },
         |n| sse_event(n.as_str()),
         |response: Message| sse_event(response.as_str()),

@@ -10,6 +10,7 @@ mod cases;
 mod cli;
 mod conformance;
 mod errors;
+mod flood;
 mod hostile;
 mod peer;
 mod policy;
