@@ -17,4 +17,5 @@ mod remote;
 mod security;
 mod serve;
 mod supervisor;
+mod tcp;
 mod tidy;
