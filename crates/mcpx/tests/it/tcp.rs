@@ -148,6 +148,36 @@ fn tcp_401_closes_without_reading_the_body() {
     assert!(answer.to_lowercase().contains("connection: close"), "{answer}");
 }
 
+/// A TCP connection that sends no request is closed once the header deadline (10 s)
+/// has passed, so idle connections cannot be held.
+#[test]
+fn tcp_idle_connections_are_closed_after_the_header_deadline() {
+    let (_w, addr, _token) = tcp_world(json!({}));
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let read = stream.read_to_end(&mut rest);
+    assert!(read.is_ok(), "an idle connection stayed open for {:?}: {read:?}", started.elapsed());
+    assert!(started.elapsed() >= Duration::from_secs(9), "closed after {:?} only", started.elapsed());
+}
+
+/// TCP session ids are random, and the sessions are capped: past 1024, the least
+/// recently used idle one ends, and its client gets 404.
+#[test]
+fn tcp_sessions_are_random_and_capped() {
+    let (_w, addr, token) = tcp_world(json!({}));
+    let first = initialize(&addr, &token, &[]);
+    assert!(first.len() == 32 && first.chars().all(|c| c.is_ascii_hexdigit()), "session id {first}");
+    let mut ids = std::collections::HashSet::from([first.clone()]);
+    for _ in 0..1024 {
+        assert!(ids.insert(initialize(&addr, &token, &[])), "a session id came twice");
+    }
+    let ping = json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" });
+    let (status, _, body) = post(&addr, &token, &[("mcp-session-id", &first)], &ping);
+    assert_eq!(status, 404, "1025 sessions were open at once: {body}");
+}
+
 /// `mcpx ls` run as a child, killed when it has not answered within `within`.
 fn ls_within(w: &World, within: Duration) -> Result<Run, String> {
     let mut child = w
@@ -249,12 +279,13 @@ fn idle_tcp_connections_leave_the_control_socket_answering() {
 }
 
 /// The daemon raises its soft descriptor limit to the hard one, and its servers (and
-/// their supervisors) start with the soft limit it was given.
+/// their supervisors) start with the soft limit it was given, after an upgrade too.
 #[test]
 fn the_daemon_raises_its_descriptor_limit_and_servers_get_the_original() {
     let w = World::new(json!({
         "sup": { "command": fake_server() },
         "direct": { "command": fake_server(), "env": { "WHICH": "direct" }, "mcpx": { "supervised": false } },
+        "later": { "command": fake_server(), "env": { "WHICH": "later" } },
     }));
     let mut start = w.launcher().program("prlimit");
     start.args(["--nofile=512:4096", "--"]).arg(mcpx_bin()).args(["call", "sup.echo", r#"{"message":"a"}"#]);
@@ -262,12 +293,21 @@ fn the_daemon_raises_its_descriptor_limit_and_servers_get_the_original() {
     w.call("direct.echo", r#"{"message":"b"}"#).ok();
     let daemon = u32::try_from(w.daemon_pid().unwrap()).unwrap();
     assert_eq!(nofile(daemon), ("4096".to_owned(), "4096".to_owned()), "the daemon's own limit");
-    for server in ["sup", "direct"] {
+    let original = ("512".to_owned(), "4096".to_owned());
+    let check = |server: &str| {
         let instance = w.instance(server).unwrap_or_else(|| panic!("no {server} in {:#}", w.status()));
         let pid = u32::try_from(instance["pid"].as_u64().unwrap()).unwrap();
-        assert_eq!(nofile(pid), ("512".to_owned(), "4096".to_owned()), "{server}'s server process");
+        assert_eq!(nofile(pid), original, "{server}'s server process");
         if let Some(sup) = instance["supervisor_pid"].as_u64() {
-            assert_eq!(nofile(u32::try_from(sup).unwrap()), ("512".to_owned(), "4096".to_owned()), "its supervisor");
+            assert_eq!(nofile(u32::try_from(sup).unwrap()), original, "{server}'s supervisor");
         }
-    }
+    };
+    check("sup");
+    check("direct");
+    // An upgrade re-executes the daemon: the new image raises the limit again, and the
+    // servers it starts still get the original.
+    w.run(&["upgrade"]).ok();
+    w.call("later.echo", r#"{"message":"c"}"#).ok();
+    assert_eq!(nofile(daemon), ("4096".to_owned(), "4096".to_owned()), "the upgraded daemon's own limit");
+    check("later");
 }
