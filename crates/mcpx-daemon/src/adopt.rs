@@ -14,6 +14,7 @@ use crate::config::{Scope, ServerEntry, ServerOptions};
 use crate::daemon::Daemon;
 use crate::instance::{CallError, ERROR_TAIL_BYTES, Instance, InstanceSpec, ServerSession};
 use crate::paths::{DirError, REMOTE};
+use crate::policy;
 use crate::scope::PoolKey;
 use crate::sync::lock;
 use crate::transport::{self, Adoption};
@@ -134,7 +135,7 @@ pub async fn replace_incompatible(d: &Daemon, cache_key: &str) -> usize {
 pub fn start_warm(d: &Arc<Daemon>) {
     for entry in d.known_entries().0 {
         let o = &entry.options;
-        if o.disabled || o.min == 0 || o.scope != Scope::Global {
+        if !policy::server_offered(&entry) || o.min == 0 || o.scope != Scope::Global {
             continue;
         }
         let Ok(target) = d.targets.target(&entry) else { continue };

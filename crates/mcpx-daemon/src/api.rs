@@ -136,6 +136,10 @@ pub struct DaemonStatus {
     /// Problems to fix, like a service manager that would kill the supervisors.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Progress and log notifications lost since the daemon started because their
+    /// caller read too slowly (its queue was full).
+    #[serde(default)]
+    pub dropped_notifications: u64,
 }
 
 /// One instance in `status`.
@@ -170,6 +174,10 @@ pub struct InstanceStatus {
     /// Stdout bytes the supervisor had kept for this daemon when it attached.
     #[serde(default)]
     pub buffered_at_attach: u64,
+    /// Progress and log notifications of this instance lost because their caller
+    /// read too slowly.
+    #[serde(default)]
+    pub dropped_notifications: u64,
     /// The last error.
     pub last_error: Option<String>,
     /// The end of the server's stderr.

@@ -9,13 +9,14 @@ use std::time::Duration;
 use mcpx_platform::exec::Executable;
 use mcpx_proto::{Message, response_result};
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
 
 use crate::adopt::replace_incompatible;
 use crate::api::{ApiError, Caller, DaemonStatus, ErrorKind, InstanceStatus, Request, SearchHit, ServerRow, Status};
 use crate::config::{ResolvedConfig, ServerEntry};
 use crate::daemon::{Daemon, Exit, unknown_server};
 use crate::instance::{CallContext, CallError, ERROR_TAIL_BYTES, State};
+use crate::notices::NoticeSender;
+use crate::policy;
 use crate::pool::Target;
 use crate::schema::{CacheEntry, SchemaCache, ToolSummary};
 use crate::scope::PoolKey;
@@ -49,7 +50,7 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
         let cached = d.schema.get(&key);
         let n_live = live.iter().filter(|i| i.identity.cache_key == key).count();
         let error = cached.as_ref().and_then(|c| c.error.clone());
-        let state = if entry.options.disabled {
+        let state = if !policy::server_offered(entry) {
             "disabled"
         } else if d.pool.in_crash_loop(&key) {
             "crash-loop"
@@ -72,7 +73,7 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
         let tools = cached.as_ref().and_then(|c| c.tools.as_ref()).map(|_| {
             cached
                 .as_ref()
-                .map(|c| c.tool_summaries().iter().filter(|t| entry.options.tool_allowed(&t.name)).count())
+                .map(|c| c.tool_summaries().iter().filter(|t| policy::tool_offered(entry, &t.name)).count())
                 .unwrap_or(0)
         });
         rows.push(ServerRow {
@@ -93,12 +94,17 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
 /// `POST /v1/tools`: a server's tool objects exactly as it sent them, or one tool.
 ///
 /// Errors: no server named (`usage`); an unknown server (`unknown_server`) or tool
-/// (`unknown_tool`); a server never listed (`server`).
+/// (`unknown_tool`); one the policy refuses ([`policy::check_tool`]: a disabled server
+/// is `config`, an excluded tool `unknown_tool`); a server never listed (`server`).
 pub fn tools(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
     let config = d.resolve(req)?;
     let name =
         req.server.as_deref().ok_or_else(|| ApiError::new(ErrorKind::Usage, "name a server: `mcpx tools <server>`"))?;
     let entry = d.server(&config, name)?;
+    match &req.tool {
+        Some(tool) => policy::check_tool(entry, tool)?,
+        None => policy::check_server(entry)?,
+    }
     let cached = d.schema.get(&entry.cache_key());
     let Some(tools) = cached.as_ref().and_then(|c| c.tools.as_ref()) else {
         return Err(ApiError::new(
@@ -112,7 +118,7 @@ pub fn tools(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
         .iter()
         .filter(|t| {
             serde_json::from_str::<ToolSummary>(t.get()).is_ok_and(|s| {
-                entry.options.tool_allowed(&s.name) && req.tool.as_ref().is_none_or(|want| *want == s.name)
+                policy::tool_offered(entry, &s.name) && req.tool.as_ref().is_none_or(|want| *want == s.name)
             })
         })
         .map(|t| &**t)
@@ -120,7 +126,7 @@ pub fn tools(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
     if let Some(tool) = &req.tool {
         return match allowed.first() {
             Some(t) => Ok((*t).to_owned()),
-            None => Err(unknown_tool(name, tool, cached.as_ref())),
+            None => Err(unknown_tool(entry, tool, cached.as_ref())),
         };
     }
     serde_json::value::to_raw_value(&allowed).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))
@@ -136,12 +142,12 @@ pub fn search(d: &Daemon, req: &Request) -> Result<Vec<SearchHit>, ApiError> {
         return Err(ApiError::new(ErrorKind::Usage, "give at least one word: `mcpx search <words>...`"));
     }
     let mut hits: Vec<(u32, SearchHit)> = Vec::new();
-    for entry in config.enabled() {
+    for entry in policy::offered(&config) {
         let Some(cached) = d.schema.get(&entry.cache_key()) else {
             continue;
         };
         for tool in cached.tool_summaries() {
-            if !entry.options.tool_allowed(&tool.name) {
+            if !policy::tool_offered(entry, &tool.name) {
                 continue;
             }
             if let Some(score) = score(&words, &entry.name, &tool.name, tool.description.as_deref()) {
@@ -160,35 +166,14 @@ pub fn search(d: &Daemon, req: &Request) -> Result<Vec<SearchHit>, ApiError> {
 /// server sent it. The call's progress and log notifications go to `notify`, with the
 /// caller's own progress token (`POST /v1/call` with `stream` sends them as lines).
 ///
-/// Errors: a malformed target or arguments (`usage`); an unknown, disabled or
-/// excluded server or tool (`unknown_server`, `config`, `unknown_tool`); the server
-/// failed (`server`, `protocol`, `timeout`) or answered a JSON-RPC error (`rpc`).
-pub async fn call(
-    d: &Daemon,
-    req: &Request,
-    notify: Option<mpsc::UnboundedSender<Message>>,
-) -> Result<Box<RawValue>, ApiError> {
+/// Errors: a malformed target or arguments (`usage`); an unknown server or tool
+/// (`unknown_server`, `unknown_tool`); one the policy refuses ([`policy::check_tool`]:
+/// a disabled server is `config`, an excluded tool `unknown_tool`); the server failed (`server`, `protocol`, `timeout`) or answered a JSON-RPC error (`rpc`).
+pub async fn call(d: &Daemon, req: &Request, notify: Option<NoticeSender>) -> Result<Box<RawValue>, ApiError> {
     let config = d.resolve(req)?;
     let (server, tool) = split_target(&config, req)?;
     let entry = d.server(&config, &server)?;
-    if entry.options.disabled {
-        return Err(ApiError::new(
-            ErrorKind::Config,
-            format!(
-                "server `{server}` is disabled in {}; remove `disabled` from its `mcpx` block to use it",
-                entry.source.display()
-            ),
-        ));
-    }
-    if !entry.options.tool_allowed(&tool) {
-        return Err(ApiError::new(
-            ErrorKind::UnknownTool,
-            format!(
-                "tool `{tool}` of server `{server}` is excluded by includeTools/excludeTools in {}",
-                entry.source.display()
-            ),
-        ));
-    }
+    policy::check_tool(entry, &tool)?;
     let arguments = match &req.arguments {
         Some(a) if a.get().trim_start().starts_with('{') => a.get().to_owned(),
         Some(_) => {
@@ -257,6 +242,7 @@ pub fn status(d: &Daemon) -> Status {
                 dropped_bytes: i.info.dropped(),
                 skipped_lines: i.info.skipped_lines.load(Ordering::Relaxed),
                 buffered_at_attach: i.info.buffered_at_attach.load(Ordering::Relaxed),
+                dropped_notifications: i.dropped_notifications(),
                 last_error: match state {
                     State::Exited(e) => Some(format!("server {e}")),
                     State::Lost if i.info.remote.is_some() => Some("the remote server could not be reached".into()),
@@ -312,6 +298,7 @@ pub fn status(d: &Daemon) -> Status {
             config_files: d.config.known_files(),
             log_file: d.dirs.paths.log_file(),
             warnings: d.warnings.clone(),
+            dropped_notifications: d.dropped_notifications().load(Ordering::Relaxed),
         },
         instances,
     }
@@ -323,8 +310,9 @@ pub fn status(d: &Daemon) -> Status {
 /// `incompatible` supervisor of the server. Answers
 /// `{"server", "restarted", "replaced", "pid"}`.
 ///
-/// Errors: no server named (`usage`); an unknown server (`unknown_server`); the
-/// restart or the new start failed (`server`, `protocol`, `timeout`).
+/// Errors: no server named (`usage`); an unknown server (`unknown_server`); a
+/// disabled one (`config`, [`policy::check_server`]); the restart or the new start
+/// failed (`server`, `protocol`, `timeout`).
 pub async fn restart(d: &Daemon, req: &Request) -> Result<serde_json::Value, ApiError> {
     let config = d.resolve(req)?;
     let name = req
@@ -332,6 +320,7 @@ pub async fn restart(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
         .as_deref()
         .ok_or_else(|| ApiError::new(ErrorKind::Usage, "name a server: `mcpx restart <server>`"))?;
     let entry = d.server(&config, name)?;
+    policy::check_server(entry)?;
     let target = d.targets.target(entry)?;
     let replaced = replace_incompatible(d, &target.cache_key).await;
     d.pool.clear_crashes(&target.cache_key);
@@ -365,12 +354,16 @@ pub async fn restart(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
 /// `{"ok": false, "error": <message>}` per server.
 ///
 /// Errors: the caller's configuration cannot be read (`config`); an unknown server
-/// (`unknown_server`).
+/// (`unknown_server`); a disabled one named (`config`, [`policy::check_server`]).
 pub async fn refresh(d: &Daemon, req: &Request) -> Result<serde_json::Value, ApiError> {
     let config = d.resolve(req)?;
     let entries: Vec<&ServerEntry> = match req.server.as_deref() {
-        Some(name) => vec![d.server(&config, name)?],
-        None => config.enabled().collect(),
+        Some(name) => {
+            let entry = d.server(&config, name)?;
+            policy::check_server(entry)?;
+            vec![entry]
+        }
+        None => policy::offered(&config).collect(),
     };
     let mut results = serde_json::Map::new();
     for entry in entries {
@@ -507,13 +500,15 @@ fn check_tool_listed(schema: &SchemaCache, target: &Target, tool: &str) -> Resul
     if cached.tool_summaries().iter().any(|t| t.name == tool) {
         return Ok(());
     }
-    Err(unknown_tool(&target.entry.name, tool, Some(&cached)))
+    Err(unknown_tool(&target.entry, tool, Some(&cached)))
 }
 
-/// The `unknown_tool` error for `tool` of `server`, listing the tools it has.
-fn unknown_tool(server: &str, tool: &str, cached: Option<&CacheEntry>) -> ApiError {
-    let names: Vec<String> =
-        cached.map(|c| c.tool_summaries().into_iter().map(|t| t.name).collect()).unwrap_or_default();
+/// The `unknown_tool` error for `tool` of `entry`, listing the tools it offers.
+fn unknown_tool(entry: &ServerEntry, tool: &str, cached: Option<&CacheEntry>) -> ApiError {
+    let server = &entry.name;
+    let names: Vec<String> = cached
+        .map(|c| c.tool_summaries().into_iter().map(|t| t.name).filter(|t| policy::tool_offered(entry, t)).collect())
+        .unwrap_or_default();
     let list = if names.is_empty() { String::from("(none listed)") } else { names.join(", ") };
     ApiError::new(
         ErrorKind::UnknownTool,

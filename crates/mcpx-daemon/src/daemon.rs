@@ -7,6 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -64,6 +65,9 @@ pub struct Daemon {
     /// Supervisors found at start whose attach protocol this daemon cannot speak:
     /// left running, shown as `incompatible`, replaced on `mcpx restart`.
     pub(crate) incompatible: Mutex<Vec<(Record, Version)>>,
+    /// Progress and log notifications lost, over the daemon's life, because their
+    /// caller read too slowly; every caller's queue adds to it (`status`).
+    dropped_notifications: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -104,6 +108,7 @@ impl Daemon {
             notices: broadcast::channel(NOTICES).0,
             http_url: OnceLock::new(),
             warnings,
+            dropped_notifications: Arc::default(),
         });
         for w in &daemon.warnings {
             tracing::warn!("{w}");
@@ -111,6 +116,12 @@ impl Daemon {
         tokio::spawn(handle_events(Arc::downgrade(&daemon), events_rx));
         tokio::spawn(reap_idle(Arc::downgrade(&daemon)));
         daemon
+    }
+
+    /// The daemon's count of notifications lost to slow callers, for a new caller's
+    /// queue to add to ([`crate::notices::channel`]).
+    pub fn dropped_notifications(&self) -> Arc<AtomicU64> {
+        self.dropped_notifications.clone()
     }
 
     /// The environment captured at start: `${VAR}` expansion and children's base

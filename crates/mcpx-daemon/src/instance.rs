@@ -6,6 +6,7 @@
 //! the caller's own id is put back by whoever answers the caller. A response whose
 //! id is unknown (late, duplicate, or from an earlier daemon) is dropped and logged.
 
+mod budget;
 mod calls;
 mod context;
 mod error;
@@ -27,7 +28,9 @@ use mcpx_proto::mcp::{self, error_code};
 use mcpx_proto::{Message, MessageKind, UpstreamId, response_result};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use self::budget::{Admit, LogBudget};
 use self::calls::{Calls, Pending};
+use crate::notices::Sent;
 use crate::sync::lock;
 use crate::transport::{ExitInfo, Inbound, Link, LinkInfo, Outbound};
 
@@ -97,6 +100,10 @@ pub struct Instance {
     session: Mutex<Option<ServerSession>>,
     in_flight: AtomicU64,
     last_used: Mutex<Instant>,
+    /// Progress and log notifications lost because their caller read too slowly.
+    dropped_notifications: AtomicU64,
+    /// What the server makes the daemon log on its own is rate-limited.
+    log_budget: LogBudget,
 }
 
 /// The identity and limits an instance is started with.
@@ -168,6 +175,8 @@ impl Instance {
             session: Mutex::new(None),
             in_flight: AtomicU64::new(0),
             last_used: Mutex::new(Instant::now()),
+            dropped_notifications: AtomicU64::new(0),
+            log_budget: LogBudget::new(),
         });
         tokio::spawn(route(Arc::downgrade(&inst), rx, events));
         inst
@@ -381,6 +390,35 @@ impl Instance {
         self.calls.labels()
     }
 
+    /// Progress and log notifications this instance's callers lost because they read
+    /// too slowly (their queues were full).
+    pub fn dropped_notifications(&self) -> u64 {
+        self.dropped_notifications.load(Ordering::Relaxed)
+    }
+
+    /// Whether the server may add a line to the log now (its budget is
+    /// `budget::LINES_PER_WINDOW` a second); says how many were left out before.
+    fn may_log(&self) -> bool {
+        match self.log_budget.admit(Instant::now()) {
+            Admit::Log { suppressed: 0 } => true,
+            Admit::Log { suppressed } => {
+                tracing::warn!(server = %self.identity.server, suppressed, "left {suppressed} lines about this server out of the log: it sent more than it may log");
+                true
+            }
+            Admit::Suppress => false,
+        }
+    }
+
+    /// Hands `message` to a caller's queue, counting and logging a loss.
+    fn deliver(&self, notify: &crate::notices::NoticeSender, message: Message) {
+        if let Sent::Lost { first } = notify.send(message) {
+            let total = self.dropped_notifications.fetch_add(1, Ordering::Relaxed) + 1;
+            if first {
+                tracing::warn!(server = %self.identity.server, total, "dropping progress and log notifications for a caller that reads too slowly (its queue is full)");
+            }
+        }
+    }
+
     /// Sends a notification (no response).
     pub async fn notify(&self, message: Message) {
         let _ = self.tx.send(Outbound::Message(message)).await;
@@ -419,6 +457,9 @@ impl Instance {
                 }
             }
             Inbound::Oversize { bytes, id } => {
+                if !self.may_log() {
+                    return;
+                }
                 tracing::warn!(server = %self.identity.server, bytes, id = id.as_deref().unwrap_or("none"), limit = self.max_message_bytes, "discarded a message over maxMessageBytes");
             }
             Inbound::Restarted(pid) => {
@@ -461,13 +502,15 @@ impl Instance {
         let id = response.id().unwrap_or("null").to_owned();
         match self.calls.take(&id) {
             Some(w) => {
-                if w.reply.send(Ok(response)).is_err() {
+                let gave_up = w.reply.send(Ok(response)).is_err();
+                if gave_up && self.may_log() {
                     tracing::info!(server = %self.identity.server, id, "dropped a response whose caller gave up");
                 }
             }
-            None => {
+            None if self.may_log() => {
                 tracing::warn!(server = %self.identity.server, id, "dropped a late or duplicate response (no request is waiting for this id)")
             }
+            None => {}
         }
     }
 
@@ -477,15 +520,15 @@ impl Instance {
     fn route_notification(&self, m: Message, events: &mpsc::UnboundedSender<(String, InstanceEvent)>) {
         let method = m.method().unwrap_or_default().to_owned();
         if method.ends_with("/list_changed") {
-            tracing::info!(server = %self.identity.server, method, "server changed a list; re-reading its schema");
+            if self.may_log() {
+                tracing::info!(server = %self.identity.server, method, "server changed a list; re-reading its schema");
+            }
             let _ = events.send((self.identity.fingerprint.clone(), InstanceEvent::ListChanged(method)));
             return;
         }
         if method == "notifications/progress" {
             match m.notified_progress_token().and_then(|token| self.calls.progress_target(token)) {
-                Some((notify, token)) => {
-                    let _ = notify.send(m.with_notified_progress_token(&token));
-                }
+                Some((notify, token)) => self.deliver(&notify, m.with_notified_progress_token(&token)),
                 None => {
                     tracing::debug!(server = %self.identity.server, "dropped a progress notification no request is waiting for")
                 }
@@ -494,12 +537,11 @@ impl Instance {
         }
         if method == "notifications/message" {
             match self.calls.sole_notify() {
-                Some(notify) => {
-                    let _ = notify.send(m);
-                }
-                None => {
+                Some(notify) => self.deliver(&notify, m),
+                None if self.may_log() => {
                     tracing::info!(server = %self.identity.server, "server log: {}", m.as_str().chars().take(512).collect::<String>())
                 }
+                None => {}
             }
             return;
         }
@@ -523,7 +565,7 @@ impl Instance {
             if let (Some((can, replies)), Some(notify)) = (&ctx.client, &ctx.notify) {
                 if can.contains(&method) {
                     let (client_id, answer) = replies.register();
-                    if notify.send(request.with_id(&client_id)).is_ok() {
+                    if notify.send(request.with_id(&client_id)) == Sent::Queued {
                         let tx = self.tx.clone();
                         let server = self.identity.server.clone();
                         tokio::spawn(async move {
@@ -546,7 +588,7 @@ impl Instance {
             }
         }
         let reply = server_requests::local_answer(&id, &method, &callers);
-        if reply.as_str().contains("\"error\"") {
+        if reply.as_str().contains("\"error\"") && self.may_log() {
             tracing::info!(server = %self.identity.server, method, "answered a server request with an error: no caller can answer it");
         }
         self.notify(reply).await;

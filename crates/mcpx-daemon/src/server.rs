@@ -210,6 +210,7 @@ fn call_stream(daemon: Arc<Daemon>, req: Request) -> Response {
         b
     }
     let lines = stream_call(
+        daemon.dropped_notifications(),
         move |notify| async move { control::call(&daemon, &req, Some(notify)).await },
         |n| line(format!(r#"{{"notification":{}}}"#, n.as_str())),
         |outcome| {

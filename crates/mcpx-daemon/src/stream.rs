@@ -3,10 +3,14 @@
 //! `POST /v1/call` with `stream` (JSON lines) and the MCP endpoint's SSE answers.
 
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use axum::body::{Body, Bytes};
 use mcpx_proto::Message;
 use tokio::sync::mpsc;
+
+use crate::notices::{self, NoticeSender};
 
 /// How many encoded items a streaming answer buffers before its producer waits.
 const STREAM_BUFFER: usize = 64;
@@ -25,12 +29,17 @@ pub fn channel_body(rx: mpsc::Receiver<Vec<u8>>) -> Body {
 /// belong to it, and returns the stream of what to send the client: each notification
 /// as `notice` encodes it, as it comes, then the outcome as `last` encodes it.
 ///
+/// The notifications wait in a bounded queue ([`notices::channel`]): while the client
+/// does not read, progress and log notifications are coalesced or dropped, each loss
+/// added to `tally`, and the outcome is never lost.
+///
 /// When the client goes away (the receiver is dropped, for instance with the body of
 /// [`channel_body`]), the call's future is dropped, which cancels the request upstream
 /// (`Instance::request_for` sends `notifications/cancelled`). Notifications that
 /// arrive together with the outcome are sent before it.
 pub fn stream_call<T, F>(
-    call: impl FnOnce(mpsc::UnboundedSender<Message>) -> F + Send + 'static,
+    tally: Arc<AtomicU64>,
+    call: impl FnOnce(NoticeSender) -> F + Send + 'static,
     notice: fn(&Message) -> Vec<u8>,
     last: impl FnOnce(T) -> Vec<u8> + Send + 'static,
 ) -> mpsc::Receiver<Vec<u8>>
@@ -40,7 +49,7 @@ where
 {
     let (tx, rx) = mpsc::channel::<Vec<u8>>(STREAM_BUFFER);
     tokio::spawn(async move {
-        let (notify_tx, mut notify_rx) = mpsc::unbounded_channel::<Message>();
+        let (notify_tx, mut notify_rx) = notices::channel(tally);
         let call = call(notify_tx);
         tokio::pin!(call);
         let outcome = loop {
@@ -55,7 +64,7 @@ where
                 outcome = &mut call => break outcome,
             }
         };
-        while let Ok(n) = notify_rx.try_recv() {
+        while let Some(n) = notify_rx.try_recv() {
             let _ = tx.send(notice(&n)).await;
         }
         let _ = tx.send(last(outcome)).await;
@@ -70,9 +79,10 @@ mod tests {
     #[tokio::test]
     async fn notifications_come_before_the_outcome_and_the_stream_ends() {
         let mut rx = stream_call(
+            Arc::default(),
             |notify| async move {
                 for n in 0..3 {
-                    notify.send(Message::notification("notifications/progress", Some(&format!("{{\"n\":{n}}}")))).ok();
+                    notify.send(Message::notification("notifications/progress", Some(&format!("{{\"n\":{n}}}"))));
                 }
                 "done"
             },
@@ -89,6 +99,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_client_that_does_not_read_loses_notifications_never_the_outcome() {
+        let tally = Arc::new(AtomicU64::new(0));
+        let mut rx = stream_call(
+            tally.clone(),
+            |notify| async move {
+                for n in 0..10_000 {
+                    notify.send(Message::notification(
+                        "notifications/progress",
+                        Some(&format!(r#"{{"progressToken":1,"progress":{n}}}"#)),
+                    ));
+                }
+                "done"
+            },
+            |m| m.as_str().as_bytes().to_vec(),
+            |outcome: &str| outcome.as_bytes().to_vec(),
+        );
+        let mut items = Vec::new();
+        while let Some(item) = rx.recv().await {
+            items.push(String::from_utf8(item).unwrap());
+        }
+        assert!(items.len() <= notices::QUEUE_MESSAGES + 1, "{} items were held", items.len());
+        assert_eq!(items.last().map(String::as_str), Some("done"));
+        assert!(items[items.len() - 2].contains("9999"), "the newest progress is kept");
+        assert_eq!(tally.load(std::sync::atomic::Ordering::Relaxed), 10_000 - (items.len() as u64 - 1));
+    }
+
+    #[tokio::test]
     async fn a_client_that_goes_away_drops_the_call() {
         let (dropped_tx, dropped_rx) = tokio::sync::oneshot::channel::<()>();
         struct OnDrop(Option<tokio::sync::oneshot::Sender<()>>);
@@ -100,6 +137,7 @@ mod tests {
             }
         }
         let rx = stream_call(
+            Arc::default(),
             move |_notify| {
                 let guard = OnDrop(Some(dropped_tx));
                 async move {

@@ -26,6 +26,9 @@ pub struct Config {
     /// `FAKE_HTTP_PRIMING=1`: begin every SSE response to a POST with a priming
     /// event, then close it (the client must resume with `Last-Event-ID`).
     pub http_priming: bool,
+    /// `FAKE_HOSTILE=1`: the hostile fixture (see `hostile.rs`): terminal control
+    /// sequences in the instructions, in two more tools and in all they send.
+    pub hostile: bool,
 }
 
 impl Config {
@@ -66,6 +69,7 @@ impl Config {
             http_status,
             http_json,
             http_priming,
+            hostile: non_empty("FAKE_HOSTILE").is_some_and(|v| v != "0"),
         }
     }
 }

@@ -95,7 +95,7 @@
 //! | `junk {message}` | prints `Processing request 1…`, `{` and `not json at all` on stdout, then echoes |
 //! | `stderr {bytes}` | writes `bytes` bytes to stderr (64 KiB chunks of `e`, each ending in `\n`), then `wrote <n> bytes to stderr` |
 //! | `exit {code}` | prints `exiting with <code>` to stderr and exits with `code`, no reply |
-//! | `progress {count=3, interval_ms=150}` | with `_meta.progressToken`: `count` `notifications/progress` (first at once), then `progress done <count>` |
+//! | `progress {count=3, interval_ms=150}` | with `_meta.progressToken`: `count` `notifications/progress` (first at once), then `progress done <count>`; with `flood_ms`, ~1 KiB progress notifications back to back for that long, then `progress flood <n>` |
 //! | `barrier {n, timeout_ms=10000}` | `barrier <n> reached` once ≥ `n` tools/call are in flight (itself included); else `isError` `barrier timed out with <k> in flight` |
 //! | `inflight {}` | the most tools/call ever in flight at once |
 //! | `add_tool {name}` | adds an echo-like tool `name`, sends `notifications/tools/list_changed`, replies |
@@ -119,11 +119,13 @@
 //! | `FAKE_TOOLS=<n>` | `tools/list` also lists `n` generated tools `gen_0000`, `gen_0001`… (after the conformance tools), each entry padded to ~2 KiB (n=1000: a ~2 MiB list, one SSE event); calling one returns its name |
 //! | `FAKE_HTTP_STATUS=<code>` | HTTP: every POST answers `code` with a short text body; 401 adds `WWW-Authenticate: Bearer realm="fake", error="invalid_token"` |
 //! | `FAKE_HTTP_RESPONSE=json` | HTTP: answer requests with an `application/json` body instead of an SSE stream; everything else the engine sends goes to the `GET` stream, and a JSON answer whose request sent anything there waits 100 ms, so that progress arrives first (`sse`: the default) |
+//! | `FAKE_HOSTILE=1` | the hostile fixture: the instructions, and two more tools `trap` and ``evil<ESC>[31m<CR><U+009B>é<BEL>`` (descriptions too), carry ESC, OSC 0 and OSC 8, CR, BEL, U+009B and `é`; `trap {}` writes that text to stderr, sends it as progress (with a token) and as a `warning` log message, and returns it as text and in an image's MIME type; `trap {fail: true}` answers a `-32603` error with it; the other echoes it |
 //! | `FAKE_HTTP_PRIMING=1` | HTTP: every SSE response to a POST is a priming event (an id, `retry: 50`, empty data), then the server closes it; the client must resume with `GET` + `Last-Event-ID` to get the rest (progress, the response) |
 
 mod config;
 mod conformance;
 mod fake_daemon;
+mod hostile;
 mod http;
 mod protocol;
 mod record;

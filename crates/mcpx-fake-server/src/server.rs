@@ -282,7 +282,11 @@ fn initialize(server: &Server, params: &Value) -> Value {
             "completions": {},
         },
         "serverInfo": { "name": "mcpx-fake-server", "version": env!("CARGO_PKG_VERSION") },
-        "instructions": "A fake server for tests.",
+        "instructions": if server.config.hostile {
+            format!("A hostile server: {}", crate::hostile::TEXT)
+        } else {
+            "A fake server for tests.".to_owned()
+        },
     })
 }
 

@@ -88,6 +88,7 @@ fn builtin_specs() -> Vec<(&'static str, &'static str, Value, &'static [&'static
             json!({
                 "count": { "type": "integer", "minimum": 0, "default": 3 },
                 "interval_ms": { "type": "integer", "minimum": 0, "default": 150 },
+                "flood_ms": { "type": "integer", "minimum": 0 },
             }),
             &[],
         ),
@@ -152,6 +153,9 @@ pub fn list(server: &Server) -> Vec<Value> {
         tool
     }));
     tools.extend((0..server.config.generated_tools).map(generated_tool));
+    if server.config.hostile {
+        tools.extend(crate::hostile::tools());
+    }
     for name in extra_tools(server) {
         tools.push(tool_entry(
             &name,
@@ -195,6 +199,9 @@ pub fn call(server: &Server, id: &Value, params: &Value) -> Reply {
     let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
     let empty = Map::new();
     let args = Args(params.get("arguments").and_then(Value::as_object).unwrap_or(&empty));
+    if let Some(reply) = server.config.hostile.then(|| crate::hostile::call(server, name, params)).flatten() {
+        return reply;
+    }
     let result = match name {
         "echo" => echo(&args),
         "counter" => {
@@ -395,8 +402,13 @@ fn exit(server: &Server, args: &Args<'_>) -> ToolResult {
 }
 
 /// `progress`: `count` progress notifications `interval_ms` apart (first at
-/// once) if the caller sent a progress token, then `progress done <count>`.
+/// once) if the caller sent a progress token, then `progress done <count>`. With
+/// `flood_ms`, a flood instead: ~1 KiB notifications back to back for that long.
 fn progress(server: &Server, params: &Value, args: &Args<'_>) -> ToolResult {
+    if let Some(ms) = args.0.get("flood_ms") {
+        let ms = ms.as_u64().ok_or("argument `flood_ms` must be a non-negative integer")?;
+        return progress_flood(server, params, Duration::from_millis(ms));
+    }
     let count = args.u64_or("count", 3)?;
     let interval = Duration::from_millis(args.u64_or("interval_ms", 150)?);
     if let Some(token) = params.pointer("/_meta/progressToken") {
@@ -416,6 +428,27 @@ fn progress(server: &Server, params: &Value, args: &Args<'_>) -> ToolResult {
         }
     }
     Ok(text(format!("progress done {count}")))
+}
+
+/// `progress` with `flood_ms`: `notifications/progress` of ~1 KiB each (the
+/// `message` padded), written back to back for `span`, then `progress flood <n>`.
+fn progress_flood(server: &Server, params: &Value, span: Duration) -> ToolResult {
+    let Some(token) = params.pointer("/_meta/progressToken") else {
+        return Err("a progress flood needs `_meta.progressToken`".to_owned());
+    };
+    // Serialized once and spliced, so that the flood is as fast as the pipe allows.
+    let line = protocol::to_line(&protocol::notification(
+        "notifications/progress",
+        json!({ "progress": 0, "progressToken": token, "message": "p".repeat(FLOOD_MESSAGE) }),
+    ));
+    let (head, tail) = line.split_once(r#""progress":0"#).ok_or("cannot splice a flood message")?;
+    let start = std::time::Instant::now();
+    let mut sent: u64 = 0;
+    while start.elapsed() < span {
+        sent += 1;
+        server.out.write_line(&format!(r#"{head}"progress":{sent}{tail}"#));
+    }
+    Ok(text(format!("progress flood {sent}")))
 }
 
 /// `barrier`: waits until at least `n` tools/call requests (this one

@@ -255,6 +255,21 @@ impl Dir {
         }
     }
 
+    /// Renames entry `from` to `to` in this directory (`renameat`), replacing `to`
+    /// (a link at `to` is replaced, never followed); for rotating a log.
+    ///
+    /// Errors: either name is not one entry of the directory, or `renameat` failed
+    /// (`NotFound` when `from` is missing).
+    pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        for name in [from, to] {
+            check_name(name).map_err(|e| match e {
+                OpenError::Io(e) => e,
+                other => io::Error::other(other.to_string()),
+            })?;
+        }
+        nix::fcntl::renameat(self.as_fd(), from, self.as_fd(), to).map_err(io::Error::from)
+    }
+
     /// Whether an entry `name` exists (of any type, a link included).
     pub fn contains(&self, name: &str) -> bool {
         nix::sys::stat::fstatat(self.fd.as_fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok()

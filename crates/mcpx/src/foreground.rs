@@ -22,8 +22,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use mcpx_daemon::daemon::{Daemon, Exit};
+use mcpx_daemon::log_file::LogFile;
 use mcpx_daemon::mcp::{Endpoint, TcpGuard};
-use mcpx_daemon::paths::{Dirs, LOCK, LOG, OpenDirs, PID_FILE, SOCKET, TOKEN};
+use mcpx_daemon::paths::{Dirs, LOCK, OpenDirs, PID_FILE, SOCKET, TOKEN};
 use mcpx_daemon::server::{run as serve, run_tcp, tcp_connection_cap};
 use mcpx_daemon::transport::Launchers;
 use mcpx_platform::exec::Executable;
@@ -33,6 +34,9 @@ use nix::fcntl::{Flock, FlockArg};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
+
+/// How many log lines may wait for the log's writer thread.
+const LOG_LINES: usize = 8192;
 
 /// The variable that hands the listening socket and the lock to the re-executed daemon.
 const UPGRADE_FDS: &str = "MCPX_UPGRADE_FDS";
@@ -47,7 +51,7 @@ pub fn run(config: Option<PathBuf>) -> anyhow::Result<()> {
     let dirs = Dirs::from_env(&env)?.open()?;
     // What can refuse the start comes before the lock and the socket, so a CLI that
     // started this daemon sees it exit at once.
-    let log = dirs.state.open_file(LOG, FileUse::Append).map_err(|e| {
+    let log = LogFile::open(&dirs.state, &env).map_err(|e| {
         refused_file(&dirs.paths.log_file(), e, "remove it and start the daemon again (mcpx makes a new one)")
     })?;
     let token = tcp_token(&dirs, &env)?;
@@ -59,12 +63,20 @@ pub fn run(config: Option<PathBuf>) -> anyhow::Result<()> {
         }
     };
 
-    let (file_writer, flush_guard) = tracing_appender::non_blocking(log);
+    // At most LOG_LINES lines wait for the writer thread; beyond, lines are dropped
+    // rather than held (a flood must not grow the daemon).
+    let (file_writer, flush_guard) =
+        tracing_appender::non_blocking::NonBlockingBuilder::default().buffered_lines_limit(LOG_LINES).finish(log);
     let filter = EnvFilter::try_from_env("MCPX_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::registry()
         .with(filter)
-        .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(file_writer))
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        // Events quote what servers send: their control characters are escaped.
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(move || crate::sanitize::Writer(file_writer.clone())),
+        )
+        .with(tracing_subscriber::fmt::layer().with_writer(|| crate::sanitize::Writer(std::io::stderr())))
         .try_init()
         .ok();
     match mcpx_platform::limits::raise_nofile_limit() {

@@ -1,6 +1,7 @@
 //! `mcpx logs`: the daemon's log file, whole or the lines about one server, and
 //! following it as it grows. Read directly from the state directory, so it works
-//! when the daemon is down.
+//! when the daemon is down. Lines are printed with their control characters
+//! escaped: they quote what servers sent.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -37,32 +38,51 @@ pub async fn show(file: &Path, server: Option<&str>, lines: usize, follow: bool)
         eprintln!("no lines about server `{server}` in {} yet; `mcpx ls` lists the configured servers", file.display());
     }
     for line in &picked[picked.len().saturating_sub(lines)..] {
-        println!("{line}");
+        crate::output::say(line);
     }
     if !follow {
         return Ok(());
     }
     let mut pos = text.len() as u64;
-    let mut partial = String::new();
+    let mut partial = Vec::new();
     loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let len = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+        // The daemon rotates its log at a size cap: the path names a new file then.
+        // The rest of the old one is read first, then the new one from its start.
+        let replaced = replaced(file, &f);
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         if len < pos {
-            pos = 0; // The file was truncated or replaced.
+            pos = 0; // The file was truncated.
         }
-        if len == pos {
-            continue;
-        }
-        let _ = f.seek(SeekFrom::Start(pos));
-        let mut more = String::new();
-        let _ = f.read_to_string(&mut more);
-        pos += more.len() as u64;
-        partial.push_str(&more);
-        while let Some(i) = partial.find('\n') {
-            let line: String = partial.drain(..=i).collect();
-            if matches(line.trim_end()) {
-                print!("{line}");
+        if len > pos {
+            let _ = f.seek(SeekFrom::Start(pos));
+            let mut more = Vec::new();
+            let _ = f.read_to_end(&mut more);
+            pos += more.len() as u64;
+            partial.extend_from_slice(&more);
+            // Whole lines only, so a character cut between two reads stays whole.
+            while let Some(i) = partial.iter().position(|&b| b == b'\n') {
+                let bytes: Vec<u8> = partial.drain(..=i).collect();
+                let line = String::from_utf8_lossy(&bytes);
+                if matches(line.trim_end()) {
+                    crate::output::say(line.trim_end_matches('\n'));
+                }
             }
         }
+        if let Some(new) = replaced {
+            (f, pos) = (new, 0);
+        }
     }
+}
+
+/// The file now at `path`, when it is another file than `open` (the log was
+/// rotated); `None` while it is the same one, or while none is there.
+fn replaced(path: &Path, open: &std::fs::File) -> Option<std::fs::File> {
+    use std::os::unix::fs::MetadataExt;
+    let now = std::fs::metadata(path).ok()?;
+    let held = open.metadata().ok()?;
+    if (now.dev(), now.ino()) == (held.dev(), held.ino()) {
+        return None;
+    }
+    std::fs::File::open(path).ok()
 }

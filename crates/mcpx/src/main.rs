@@ -6,6 +6,7 @@ mod cli;
 mod foreground;
 mod logs;
 mod output;
+mod sanitize;
 mod serve;
 mod service;
 

@@ -1,25 +1,49 @@
 //! What the CLI prints: short aligned tables with a hint at the next command, or
 //! JSON with `--json` (field names are part of the interface contract).
+//!
+//! Everything goes out through [`say`], [`warn`] and [`say_json`], which escape
+//! control characters (`sanitize`): most of what is printed comes from servers.
 
 use mcpx_daemon::api::{ApiError, ErrorBody, ErrorKind, SearchHit, ServerRow, Status};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::sanitize;
+
 /// Prints an error (one line on stderr, or `{"error":{...}}` on stdout with
 /// `--json`) and returns its exit status.
 pub fn error(json: bool, e: &ApiError) -> i32 {
     if json {
-        println!("{}", serde_json::to_string(&ErrorBody { error: e.clone() }).unwrap_or_default());
+        say_json(&serde_json::to_string(&ErrorBody { error: e.clone() }).unwrap_or_default());
     } else {
-        eprintln!("mcpx: {}", e.message);
+        warn(&format!("mcpx: {}", e.message));
     }
     e.exit_code()
 }
 
-/// Prints rows as aligned columns.
+/// Prints one line (or several) of human output on stdout, control characters
+/// escaped.
+pub fn say(text: &str) {
+    println!("{}", sanitize::text(text));
+}
+
+/// [`say`] on stderr.
+pub fn warn(text: &str) {
+    eprintln!("{}", sanitize::text(text));
+}
+
+/// Prints JSON text on stdout, with the same value but no raw control character.
+pub fn say_json(text: &str) {
+    println!("{}", sanitize::json(text));
+}
+
+/// Prints rows as aligned columns, each cell escaped first so that the columns
+/// align on what the terminal shows.
 fn table(header: &[&str], rows: &[Vec<String>]) {
+    let rows: Vec<Vec<String>> =
+        rows.iter().map(|row| row.iter().map(|cell| sanitize::text(cell).into_owned()).collect()).collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in rows {
+    for row in &rows {
         for (i, cell) in row.iter().enumerate() {
             widths[i] = widths[i].max(cell.chars().count());
         }
@@ -33,10 +57,10 @@ fn table(header: &[&str], rows: &[Vec<String>]) {
                 out.push_str(&format!("{cell:<w$}  ", w = widths[i]));
             }
         }
-        println!("{}", out.trim_end());
+        say(out.trim_end());
     };
     line(header.to_vec());
-    for row in rows {
+    for row in &rows {
         line(row.iter().map(String::as_str).collect());
     }
 }
@@ -53,7 +77,7 @@ fn one_line(text: Option<&str>, max: usize) -> String {
 /// `mcpx ls`.
 pub fn ls(json: bool, rows: &[ServerRow]) {
     if json {
-        println!("{}", serde_json::to_string_pretty(rows).unwrap_or_default());
+        say_json(&serde_json::to_string_pretty(rows).unwrap_or_default());
         return;
     }
     if rows.is_empty() {
@@ -88,9 +112,9 @@ pub fn tools(json: bool, server: &str, one: bool, body: &[u8]) -> Result<(), Api
             serde_json::from_slice(body).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
         if json && !one {
             // Exactly as the server sent them.
-            println!("{}", String::from_utf8_lossy(body));
+            say_json(&String::from_utf8_lossy(body));
         } else {
-            println!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
+            say_json(&serde_json::to_string_pretty(&value).unwrap_or_default());
         }
         return Ok(());
     }
@@ -104,16 +128,16 @@ pub fn tools(json: bool, server: &str, one: bool, body: &[u8]) -> Result<(), Api
     let cells: Vec<Vec<String>> =
         list.iter().map(|t| vec![t.name.clone(), one_line(t.description.as_deref(), 80)]).collect();
     table(&["TOOL", "DESCRIPTION"], &cells);
-    println!(
+    say(&format!(
         "\nnext: `mcpx tools {server} <tool>` shows a tool's schema; `mcpx call {server}.<tool> '{{...}}'` calls it"
-    );
+    ));
     Ok(())
 }
 
 /// `mcpx search`.
 pub fn search(json: bool, hits: &[SearchHit]) {
     if json {
-        println!("{}", serde_json::to_string_pretty(hits).unwrap_or_default());
+        say_json(&serde_json::to_string_pretty(hits).unwrap_or_default());
         return;
     }
     if hits.is_empty() {
@@ -156,17 +180,17 @@ pub fn call_result(json: bool, body: &[u8]) -> Result<i32, ApiError> {
     let result: CallToolResult = serde_json::from_slice(body)
         .map_err(|e| ApiError::new(ErrorKind::Protocol, format!("the server's tools/call result is malformed: {e}")))?;
     if json {
-        println!("{}", String::from_utf8_lossy(body));
+        say_json(&String::from_utf8_lossy(body));
     } else {
         let texts: Vec<&str> =
             result.content.iter().filter_map(|b| b.text.as_deref().filter(|_| b.kind == "text")).collect();
         if !texts.is_empty() {
             for t in &texts {
-                println!("{t}");
+                say(t);
             }
         } else if let Some(s) = &result.structured {
             let v: serde_json::Value = serde_json::from_str(s.get()).unwrap_or_default();
-            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            say_json(&serde_json::to_string_pretty(&v).unwrap_or_default());
         }
         for b in result.content.iter().filter(|b| b.kind != "text") {
             let size = b.data.as_ref().map(|d| format!(", {} bytes base64", d.len())).unwrap_or_default();
@@ -176,11 +200,11 @@ pub fn call_result(json: bool, body: &[u8]) -> Result<i32, ApiError> {
                 .or_else(|| b.uri.clone())
                 .or_else(|| b.resource.as_ref().and_then(|r| r.get("uri")).and_then(|u| u.as_str()).map(str::to_owned))
                 .unwrap_or_default();
-            println!("[{} {what}{size}]", b.kind);
+            say(&format!("[{} {what}{size}]", b.kind));
         }
     }
     if result.is_error {
-        eprintln!("mcpx: the tool reported an error (isError)");
+        warn("mcpx: the tool reported an error (isError)");
         return Ok(1);
     }
     Ok(0)
@@ -189,17 +213,17 @@ pub fn call_result(json: bool, body: &[u8]) -> Result<i32, ApiError> {
 /// `mcpx status`.
 pub fn status(json: bool, status: &Status, body: &[u8]) {
     if json {
-        println!("{}", String::from_utf8_lossy(body));
+        say_json(&String::from_utf8_lossy(body));
         return;
     }
     let d = &status.daemon;
-    println!("daemon  pid {}  build {}  up {}s  socket {}", d.pid, d.build, d.uptime_s, d.socket.display());
-    println!("log     {}", d.log_file.display());
+    say(&format!("daemon  pid {}  build {}  up {}s  socket {}", d.pid, d.build, d.uptime_s, d.socket.display()));
+    say(&format!("log     {}", d.log_file.display()));
     if let Some(url) = &d.http_url {
-        println!("http    {url}");
+        say(&format!("http    {url}"));
     }
     for w in &d.warnings {
-        println!("WARNING {w}");
+        say(&format!("WARNING {w}"));
     }
     if status.instances.is_empty() {
         println!("\nno instances running; `mcpx call <server>.<tool>` starts one");
@@ -224,9 +248,9 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
         .collect();
     table(&["SERVER", "KEY", "PID", "STATE", "CALLS", "IDLE", "DROPPED", "LAST ERROR"], &cells);
     for i in status.instances.iter().filter(|i| !i.stderr_tail.trim().is_empty() && i.state != "running") {
-        println!("\n{} stderr (tail):", i.server);
+        say(&format!("\n{} stderr (tail):", i.server));
         for line in i.stderr_tail.trim_end().lines().rev().take(10).collect::<Vec<_>>().into_iter().rev() {
-            println!("  {line}");
+            say(&format!("  {line}"));
         }
     }
 }
@@ -234,9 +258,9 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
 /// A short acknowledgement.
 pub fn done(json: bool, body: &[u8], human: &str) {
     if json {
-        println!("{}", String::from_utf8_lossy(body));
+        say_json(&String::from_utf8_lossy(body));
     } else {
-        println!("{human}");
+        say(human);
     }
 }
 
@@ -246,12 +270,12 @@ pub fn refresh(json: bool, body: &[u8]) -> Result<i32, ApiError> {
         serde_json::from_slice(body).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
     let failed = map.values().any(|v| v.get("ok") != Some(&serde_json::Value::Bool(true)));
     if json {
-        println!("{}", String::from_utf8_lossy(body));
+        say_json(&String::from_utf8_lossy(body));
     } else {
         for (name, v) in &map {
             match v.get("error").and_then(|e| e.as_str()) {
-                Some(e) => println!("{name}: error: {e}"),
-                None => println!("{name}: refreshed"),
+                Some(e) => say(&format!("{name}: error: {e}")),
+                None => say(&format!("{name}: refreshed")),
             }
         }
     }
@@ -264,7 +288,7 @@ pub fn refresh(json: bool, body: &[u8]) -> Result<i32, ApiError> {
 pub fn notification(json: bool, message: &str) {
     use std::io::IsTerminal;
     if json {
-        eprintln!("{message}");
+        eprintln!("{}", sanitize::json(message));
         return;
     }
     if !std::io::stderr().is_terminal() {
@@ -276,11 +300,11 @@ pub fn notification(json: bool, message: &str) {
         Some("notifications/progress") => {
             let total = p["total"].as_f64().map(|t| format!("/{t}")).unwrap_or_default();
             let text = p["message"].as_str().map(|m| format!(": {m}")).unwrap_or_default();
-            eprintln!("progress {}{total}{text}", p["progress"]);
+            warn(&format!("progress {}{total}{text}", p["progress"]));
         }
         Some("notifications/message") => {
             let data = p["data"].as_str().map(str::to_owned).unwrap_or_else(|| p["data"].to_string());
-            eprintln!("log {}: {data}", p["level"].as_str().unwrap_or("info"));
+            warn(&format!("log {}: {data}", p["level"].as_str().unwrap_or("info")));
         }
         _ => {}
     }

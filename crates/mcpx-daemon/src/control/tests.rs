@@ -118,7 +118,7 @@ async fn call_starts_the_server_once_and_returns_the_result_as_sent() {
 #[tokio::test]
 async fn call_streams_progress_with_the_callers_token() {
     let fx = fake();
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = crate::notices::channel(Arc::default());
     let result = call(&fx.daemon, &fx.call("fake.progress", json!({})), Some(tx)).await.unwrap();
     assert!(result.get().contains("done"));
     let progress = rx.recv().await.unwrap();

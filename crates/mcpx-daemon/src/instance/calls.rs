@@ -6,10 +6,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use mcpx_proto::{Message, UpstreamId};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::context::CallContext;
 use super::error::CallError;
+use crate::notices::NoticeSender;
 use crate::sync::lock;
 
 /// Where a request's response, or the reason it got none, goes.
@@ -64,7 +65,7 @@ impl Calls {
     /// Where a `notifications/progress` with token `token` (raw JSON, an upstream id)
     /// goes: the notify channel of the request it names and that request's own
     /// token, when the request asked for progress.
-    pub(super) fn progress_target(&self, token: &str) -> Option<(mpsc::UnboundedSender<Message>, String)> {
+    pub(super) fn progress_target(&self, token: &str) -> Option<(NoticeSender, String)> {
         let seq = self.ours(token)?;
         let map = lock(&self.map);
         let p = map.get(&seq)?;
@@ -72,7 +73,7 @@ impl Calls {
     }
 
     /// The notify channel of the only request in flight; `None` with none or several.
-    pub(super) fn sole_notify(&self) -> Option<mpsc::UnboundedSender<Message>> {
+    pub(super) fn sole_notify(&self) -> Option<NoticeSender> {
         let map = lock(&self.map);
         if map.len() == 1 { map.values().next().and_then(|p| p.ctx.notify.clone()) } else { None }
     }
@@ -100,8 +101,8 @@ impl Calls {
 mod tests {
     use super::*;
 
-    fn pending(label: &str, progress: Option<&str>) -> (Pending, mpsc::UnboundedReceiver<Message>) {
-        let (notify, rx) = mpsc::unbounded_channel();
+    fn pending(label: &str, progress: Option<&str>) -> (Pending, crate::notices::NoticeReceiver) {
+        let (notify, rx) = crate::notices::channel(Arc::default());
         let ctx = Arc::new(CallContext { label: label.into(), notify: Some(notify), ..CallContext::default() });
         (Pending { reply: oneshot::channel().0, ctx, progress: progress.map(str::to_owned) }, rx)
     }

@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpx_proto::Message;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
+use crate::notices::NoticeSender;
 use crate::sync::lock;
 
 /// Who a request is for, so what the server sends about it reaches that caller
@@ -20,8 +21,9 @@ pub struct CallContext {
     pub label: String,
     /// Receives the notifications that belong to this request: progress (with the
     /// caller's own token restored) and, while it is the only request in flight,
-    /// the server's log messages.
-    pub notify: Option<mpsc::UnboundedSender<Message>>,
+    /// the server's log messages. The queue is bounded: a caller that reads too
+    /// slowly loses notifications, never a server-to-client request.
+    pub notify: Option<NoticeSender>,
     /// The roots the caller offers for `roots/list` (a shell caller: its working
     /// directory); `None` when it has none to offer.
     pub roots: Option<Vec<std::path::PathBuf>>,

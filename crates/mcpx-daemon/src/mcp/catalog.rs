@@ -1,15 +1,16 @@
 //! What a client session of the MCP endpoint sees: its servers (one passed through,
-//! or every enabled one of its caller's configuration), their listings from the
-//! schema cache (starting servers never listed), and the aggregate lists with names
-//! and URIs made unique.
+//! or every one of its caller's configuration that [`crate::policy`] offers), their
+//! listings from the schema cache (starting servers never listed) with the tools the
+//! policy leaves out removed, and the aggregate lists with names and URIs made unique.
 
 use serde_json::{Value, json};
 
-use crate::api::Request;
-use crate::config::ServerEntry;
+use crate::api::{ApiError, Request};
+use crate::config::{ResolvedConfig, ServerEntry};
 use crate::daemon::Daemon;
 use crate::mcp::sessions::ClientSession;
-use crate::names::NameMap;
+use crate::names::{NameMap, SEPARATOR};
+use crate::policy;
 use crate::schema::CacheEntry;
 use crate::sync::lock;
 use mcpx_proto::mcp::error_code;
@@ -17,16 +18,50 @@ use mcpx_proto::mcp::error_code;
 /// A JSON-RPC result, or the error's (code, message).
 pub(crate) type RpcResult = Result<Value, (i64, String)>;
 
-/// The servers a session sees: one, or every enabled one of the caller's configuration.
+/// The servers a session sees: the one it passes through, or every one of the
+/// caller's configuration that the policy offers.
+///
+/// Errors: the configuration cannot be read (-32603); the server passed through is
+/// not configured, or the policy refuses it (-32602, see [`entry`]).
 pub(crate) fn servers(d: &Daemon, session: &ClientSession) -> Result<Vec<ServerEntry>, (i64, String)> {
-    let req = Request { caller: session.caller.clone(), ..Request::default() };
-    let config = d.resolve(&req).map_err(|e| (error_code::INTERNAL_ERROR, e.message))?;
+    let config = config(d, session)?;
     match &session.server {
-        Some(name) => {
-            d.server(&config, name).map(|e| vec![e.clone()]).map_err(|e| (error_code::INVALID_PARAMS, e.message))
-        }
-        None => Ok(config.enabled().cloned().collect()),
+        Some(name) => entry(d, &config, name).map(|e| vec![e.clone()]),
+        None => Ok(policy::offered(&config).cloned().collect()),
     }
+}
+
+/// The caller's configuration.
+///
+/// Errors: it cannot be read (-32603).
+pub(crate) fn config(d: &Daemon, session: &ClientSession) -> Result<ResolvedConfig, (i64, String)> {
+    let req = Request { caller: session.caller.clone(), ..Request::default() };
+    d.resolve(&req).map_err(|e| (error_code::INTERNAL_ERROR, e.message))
+}
+
+/// The configured server `name`, when the policy offers it.
+///
+/// Errors (-32602): no such server (the CLI's `unknown_server` message), or a
+/// disabled one ([`policy::check_server`]'s message).
+pub(crate) fn entry<'a>(d: &Daemon, config: &'a ResolvedConfig, name: &str) -> Result<&'a ServerEntry, (i64, String)> {
+    let refused = |e: ApiError| (error_code::INVALID_PARAMS, e.message);
+    let entry = d.server(config, name).map_err(refused)?;
+    policy::check_server(entry).map_err(refused)?;
+    Ok(entry)
+}
+
+/// The policy's refusal of an exposed aggregate name (`<server>__<tool>`) that no
+/// listing gave: the server it names is disabled, or the tool is left out by
+/// `includeTools`/`excludeTools`. `None` when the name is simply unknown.
+pub(crate) fn refused_name(d: &Daemon, session: &ClientSession, exposed: &str) -> Option<ApiError> {
+    let config = config(d, session).ok()?;
+    // The longest configured name followed by the separator, as `mcpx call` splits.
+    let (entry, tool) = config
+        .servers
+        .values()
+        .filter_map(|e| Some((e, exposed.strip_prefix(e.name.as_str())?.strip_prefix(SEPARATOR)?)))
+        .max_by_key(|(e, _)| e.name.len())?;
+    policy::check_tool(entry, tool).err()
 }
 
 /// The schema cache entry of `entry`, listing the server first when it was never
@@ -85,7 +120,7 @@ pub(crate) async fn list(d: &Daemon, session: &ClientSession, field: &str) -> Rp
         };
         for raw in list.into_iter().flatten() {
             let Ok(v) = serde_json::from_str::<Value>(raw.get()) else { continue };
-            if field == "tools" && !entry.options.tool_allowed(v["name"].as_str().unwrap_or_default()) {
+            if field == "tools" && !policy::tool_offered(entry, v["name"].as_str().unwrap_or_default()) {
                 continue;
             }
             items.push((entry.name.clone(), v));

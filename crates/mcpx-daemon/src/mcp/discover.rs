@@ -1,16 +1,19 @@
 //! Discovery mode (`mcpx serve --discover`): four tools instead of every schema (list
 //! the servers, search the tools, describe one server's tools, call a tool), answered
-//! by the control API's handlers, and empty lists of prompts and resources.
+//! by the control API's handlers, and empty lists of prompts and resources. What
+//! [`crate::policy`] leaves out is not listed, and describing or calling it is
+//! answered -32602 with the CLI's message.
 
 use mcpx_proto::Message;
 use mcpx_proto::mcp::error_code;
 use serde_json::{Value, json};
 
-use crate::api::Request;
+use crate::api::{ApiError, Request};
 use crate::control;
 use crate::daemon::Daemon;
-use crate::mcp::catalog::{listed, servers};
+use crate::mcp::catalog::{config, listed, servers};
 use crate::mcp::sessions::ClientSession;
+use crate::policy;
 
 /// Answers what discovery mode changes: the lists, and calls of its own tools;
 /// `None` for everything else.
@@ -35,9 +38,23 @@ pub(crate) async fn answer(
         "tools/call" => {
             let args = &params["arguments"];
             let s = |k: &str| args[k].as_str().map(str::to_owned);
-            match params["name"].as_str().unwrap_or_default() {
+            let name = params["name"].as_str().unwrap_or_default();
+            if matches!(name, "mcpx_describe" | "mcpx_call") {
+                if let Some(refusal) = refusal(d, session, &s("server").unwrap_or_default(), s("tool").as_deref()) {
+                    return Some(policy::rpc_refusal(id, &refusal));
+                }
+            }
+            match name {
                 "mcpx_list_servers" => {
-                    control::ls(d, &req(None, None)).map_or_else(|e| tool_error(&e.message), |rows| text(&rows))
+                    let offered: Vec<String> =
+                        servers(d, session).unwrap_or_default().into_iter().map(|e| e.name).collect();
+                    control::ls(d, &req(None, None)).map_or_else(
+                        |e| tool_error(&e.message),
+                        |mut rows| {
+                            rows.retain(|r| offered.contains(&r.name));
+                            text(&rows)
+                        },
+                    )
                 }
                 "mcpx_search" => {
                     let words = s("query").unwrap_or_default().split_whitespace().map(str::to_owned).collect();
@@ -84,6 +101,18 @@ pub(crate) async fn answer(
         _ => return None,
     };
     Some(Message::response(id, &result.to_string()))
+}
+
+/// The policy's refusal of `server`, or of its `tool` when one is named, with the
+/// CLI's message; `None` when the policy allows it, or when no such server is
+/// configured (the handler answering says so).
+fn refusal(d: &Daemon, session: &ClientSession, server: &str, tool: Option<&str>) -> Option<ApiError> {
+    let config = config(d, session).ok()?;
+    let entry = config.get(server)?;
+    match tool {
+        Some(tool) => policy::check_tool(entry, tool).err(),
+        None => policy::check_server(entry).err(),
+    }
 }
 
 /// The tools of discovery mode.

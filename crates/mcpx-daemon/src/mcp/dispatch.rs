@@ -1,20 +1,23 @@
 //! Answers one JSON-RPC request of a client session of the MCP endpoint: the lists
 //! ([`crate::mcp::catalog`]), and `tools/call`, `prompts/get` and `resources/read`
 //! mapped back to their server and forwarded through `Instance::forward`; a request
-//! the client cancels is dropped, which cancels it upstream.
+//! the client cancels is dropped, which cancels it upstream. What [`crate::policy`]
+//! refuses is answered -32602 before anything is forwarded, and a passed-through
+//! server's own `tools/list` is filtered by it.
 
 use std::sync::Arc;
 
 use mcpx_proto::Message;
 use mcpx_proto::mcp::error_code;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use crate::daemon::Daemon;
 use crate::instance::CallContext;
-use crate::mcp::catalog::{left_out_owner, list, servers};
+use crate::mcp::catalog::{config, entry, left_out_owner, list, refused_name};
 use crate::mcp::discover;
 use crate::mcp::sessions::ClientSession;
+use crate::notices::NoticeSender;
+use crate::policy;
 use crate::sync::lock;
 
 /// [`answer`], stopped early when the client cancels the request: the work is
@@ -25,7 +28,7 @@ pub(crate) async fn cancellable(
     d: &Daemon,
     session: &ClientSession,
     request: Message,
-    notify: Option<mpsc::UnboundedSender<Message>>,
+    notify: Option<NoticeSender>,
 ) -> Message {
     let id = request.id().unwrap_or("null").to_owned();
     let stop = session.begin(&id);
@@ -43,7 +46,7 @@ async fn answer(
     session: &ClientSession,
     id: &str,
     request: Message,
-    notify: Option<mpsc::UnboundedSender<Message>>,
+    notify: Option<NoticeSender>,
 ) -> Message {
     let method = request.method().unwrap_or_default().to_owned();
     let params: Value =
@@ -81,7 +84,7 @@ async fn forward(
     session: &ClientSession,
     request: Message,
     params: &Value,
-    notify: Option<mpsc::UnboundedSender<Message>>,
+    notify: Option<NoticeSender>,
 ) -> Message {
     let id = request.id().unwrap_or("null").to_owned();
     let method = request.method().unwrap_or_default().to_owned();
@@ -108,6 +111,10 @@ async fn forward(
             }
             let Some((server, original)) = found else {
                 let what = &field[..field.len() - 1];
+                // The policy's refusal, with the CLI's message, when it left the name out.
+                if let Some(refusal) = refused_name(d, session, exposed).filter(|_| field == "tools") {
+                    return policy::rpc_refusal(&id, &refusal);
+                }
                 // The name may belong to a server left out of the listing: say why.
                 if let Some((name, error)) = left_out_owner(d, session, exposed) {
                     return fail(
@@ -122,14 +129,20 @@ async fn forward(
             (server, p)
         }
     };
-    let entries = match servers(d, session) {
+    let config = match config(d, session) {
+        Ok(c) => c,
+        Err((code, message)) => return fail(code, message),
+    };
+    let entry = match entry(d, &config, &server) {
         Ok(e) => e,
         Err((code, message)) => return fail(code, message),
     };
-    let Some(entry) = entries.into_iter().find(|e| e.name == server) else {
-        return fail(error_code::INVALID_PARAMS, format!("no server `{server}`"));
-    };
-    let (target, key) = match d.targets.for_caller(&entry, &session.caller) {
+    if method == "tools/call" {
+        if let Err(refusal) = policy::check_tool(entry, rewritten["name"].as_str().unwrap_or_default()) {
+            return policy::rpc_refusal(&id, &refusal);
+        }
+    }
+    let (target, key) = match d.targets.for_caller(entry, &session.caller) {
         Ok(t) => t,
         Err(e) => return fail(error_code::INTERNAL_ERROR, e.message),
     };
@@ -158,6 +171,8 @@ async fn forward(
     drop(lease);
     d.pool.notify_changed();
     match result {
+        // A passed-through listing, without what the policy leaves out.
+        Ok(response) if method == "tools/list" => policy::filter_tools_response(entry, response),
         // The server's answer, with the client's id, byte for byte otherwise.
         Ok(response) => response,
         Err(e) => fail(error_code::INTERNAL_ERROR, format!("server `{server}`: {e}")),

@@ -342,11 +342,17 @@ async fn initialize(
     let session = ClientSession::new(server, caller, version, &params["capabilities"], discover);
     if let Some(name) = &session.server {
         // Passed through: the server's own capabilities, info and instructions.
-        let entry = servers(d, &session).ok().and_then(|e| e.into_iter().find(|e| &e.name == name));
-        let Some(entry) = entry else {
-            let refusal =
-                Message::error_response(&id, error_code::INVALID_PARAMS, &format!("no server `{name}` is configured"));
-            return json_response(StatusCode::OK, refusal.into_string(), None);
+        // A server not configured, or one the policy refuses, opens no session.
+        let found = servers(d, &session).and_then(|e| {
+            let no_server = || (error_code::INVALID_PARAMS, format!("no server `{name}` is configured"));
+            e.into_iter().find(|e| &e.name == name).ok_or_else(no_server)
+        });
+        let entry = match found {
+            Ok(entry) => entry,
+            Err((code, message)) => {
+                let refusal = Message::error_response(&id, code, &message);
+                return json_response(StatusCode::OK, refusal.into_string(), None);
+            }
         };
         if let Some(upstream) = listed(d, &session, &entry).await.and_then(|c| c.session) {
             result["capabilities"] = serde_json::from_str(upstream.capabilities.get()).unwrap_or_default();
@@ -368,6 +374,7 @@ async fn initialize(
 /// A `tools/call` answered as server-sent events: its notifications, then the response.
 fn sse_call(d: Arc<Daemon>, session: Arc<ClientSession>, request: Message, session_id: &str) -> Response {
     let events = stream_call(
+        d.dropped_notifications(),
         move |notify| async move { cancellable(&d, &session, request, Some(notify)).await },
         |n| sse_event(n.as_str()),
         |response: Message| sse_event(response.as_str()),

@@ -103,7 +103,12 @@ impl Run {
     /// Runs `cmd`, its output captured, and waits, 120 s at most, for it to finish;
     /// `what` names it if it does not.
     pub fn of(mut cmd: std::process::Command, what: &str) -> Run {
-        let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        Run::wait(cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap(), what)
+    }
+
+    /// Waits, 120 s at most, for `child` to finish, collecting what it wrote to the
+    /// streams that are piped; `what` names it if it does not.
+    pub fn wait(child: std::process::Child, what: &str) -> Run {
         let pid = child.id();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -252,6 +257,20 @@ impl World {
     /// The daemon's log.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.path("state/daemon.log")).unwrap_or_default()
+    }
+
+    /// The daemon's log once it holds `needle`: the daemon writes its log from a
+    /// background thread, so a line may land a moment after the answer that caused it.
+    /// Gives up after 10 s and returns the log as it is, for the caller's assertion.
+    pub fn log_once_it_has(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let log = self.log();
+            if log.contains(needle) || Instant::now() > deadline {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// The running daemon's pid, if any.

@@ -152,14 +152,15 @@ fn c09_a_restarted_remote_server_is_initialized_again() {
 
     w.kill_daemon();
     assert!(w.call("ev.echo", r#"{"message":"two"}"#).ok().contains("two"));
-    let log = w.log();
+    let log = w.log_once_it_has("re-using the MCP session a previous daemon kept");
     assert!(log.contains("re-using the MCP session a previous daemon kept"), "{log}");
     assert!(!log.contains("forgot the MCP session"), "{log}");
 
     drop(server);
     let _restarted = everything_on("streamableHttp", port);
     assert!(w.call("ev.echo", r#"{"message":"three"}"#).ok().contains("three"));
-    assert_eq!(w.log().matches("forgot the MCP session").count(), 1, "{}", w.log());
+    let log = w.log_once_it_has("forgot the MCP session");
+    assert_eq!(log.matches("forgot the MCP session").count(), 1, "{log}");
 }
 
 /// A canned HTTP server: answers every request with `response` (a complete HTTP/1.1
@@ -391,7 +392,7 @@ fn sessions_end_with_delete_only_when_their_instance_stops() {
     let calls: Vec<&String> = after.iter().filter(|l| l.ends_with(" tools/call")).collect();
     assert_eq!(calls.len(), 2, "the call and exactly one retry: {after:?}");
     assert_eq!(after.iter().filter(|l| l.ends_with(" initialize")).count(), 1, "{after:?}");
-    assert_eq!(w.log().matches("forgot the MCP session").count(), 1);
+    assert_eq!(w.log_once_it_has("forgot the MCP session").matches("forgot the MCP session").count(), 1);
 
     // `mcpx restart` ends the session and opens a new one.
     w.run(&["restart", "fake"]).ok();
@@ -425,7 +426,11 @@ fn c17_large_sse_events_arrive_whole() {
     let run = w.run(&["refresh", "small"]);
     assert_eq!(run.code, 4, "{run:?}");
     assert!(run.stdout.contains("small: error:") && run.stdout.contains("maxMessageBytes"), "{run:?}");
-    assert!(w.log().contains("discarded a message over maxMessageBytes"), "the drop is logged");
+    assert!(
+        w.log_once_it_has("discarded a message over maxMessageBytes")
+            .contains("discarded a message over maxMessageBytes"),
+        "the drop is logged"
+    );
     let row = w.ls_row("small");
     assert_eq!(row["state"], "error", "{row}");
     assert!(row["error"].as_str().unwrap().contains("maxMessageBytes"), "{row}");

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::harness::{World, fake_server, wait_until};
 
 /// One HTTP exchange with the daemon's socket: (status, headers, body).
-fn http(w: &World, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
+pub(crate) fn http(w: &World, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
     #[allow(clippy::disallowed_methods)] // Reason: curl is the documented way to reach the socket.
     let mut cmd = std::process::Command::new("curl");
     cmd.args(["-s", "-i", "-X", method, "--unix-socket"]).arg(w.path("run/daemon.sock"));
@@ -27,7 +27,8 @@ fn http(w: &World, method: &str, path: &str, headers: &[(&str, &str)], body: &st
     (status, head.to_lowercase(), body.to_owned())
 }
 
-fn initialize(w: &World, path: &str, version: &str) -> (String, Value) {
+/// Initializes a session at `path` with `version`: (its `Mcp-Session-Id`, the answer).
+pub(crate) fn initialize(w: &World, path: &str, version: &str) -> (String, Value) {
     let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": { "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
     let (status, head, body) = http(w, "POST", path, &[], &body.to_string());
@@ -36,7 +37,8 @@ fn initialize(w: &World, path: &str, version: &str) -> (String, Value) {
     (session, serde_json::from_str(&body).unwrap())
 }
 
-fn rpc(w: &World, path: &str, session: &str, body: Value) -> Value {
+/// One request of `session` at `path`, answered 200: the response (the last SSE event).
+pub(crate) fn rpc(w: &World, path: &str, session: &str, body: Value) -> Value {
     let (status, head, body) = http(w, "POST", path, &[("mcp-session-id", session)], &body.to_string());
     assert_eq!(status, 200, "{head}{body}");
     // An SSE answer: the last event is the response.

@@ -172,9 +172,10 @@ fn nothing_above_transport_names_a_transports_own_type() {
 /// with `Dir::open_file`: in their directory's descriptor, `O_NOFOLLOW`, mode 0600.
 const WRITES_ALLOWED: [(&str, &str, &str); 5] = [
     (
-        "crates/mcpx/src/foreground.rs",
+        "crates/mcpx-daemon/src/log_file.rs",
         "open_file(LOG, FileUse::Append)",
-        "daemon.log is an append-only log, opened with O_NOFOLLOW and mode 0600: nothing is rewritten",
+        "daemon.log is an append-only log, opened with O_NOFOLLOW and mode 0600: nothing is rewritten; \
+         at its cap it is renamed aside (renameat in the state directory) and a new one is opened the same way",
     ),
     (
         "crates/mcpx/src/foreground.rs",
@@ -327,6 +328,44 @@ fn every_test_docs_security_names_exists() {
         &violations,
         "Name the test as it is (`module::test` for crates/mcpx/tests/it/<module>.rs, `<crate path>.rs::test` \
          otherwise), or restore the test the row relies on.",
+    );
+}
+
+/// Where the daemon reads the options that decide what a configuration offers: the
+/// policy point, and the configuration that parses and defines them.
+const POLICY_READERS: [&str; 2] = ["crates/mcpx-daemon/src/policy.rs", "crates/mcpx-daemon/src/config/"];
+
+/// The options [`POLICY_READERS`] alone read: `disabled`, `includeTools`, `excludeTools`.
+const POLICY_OPTIONS: [&str; 4] = ["disabled", "include_tools", "exclude_tools", "tool_allowed"];
+
+/// Check 7: `disabled` and `includeTools`/`excludeTools` are read in one place,
+/// `mcpx_daemon::policy`, which every path that lists or reaches a server asks: no
+/// other production code reads `.disabled`, `.include_tools`, `.exclude_tools` or
+/// calls `.tool_allowed`.
+#[test]
+fn only_the_policy_point_reads_disabled_and_the_tool_filters() {
+    let ws = workspace();
+    let violations: Vec<String> = product(&ws)
+        .filter(|f| !POLICY_READERS.iter().any(|r| f.rel.starts_with(r)))
+        .flat_map(|f| {
+            let tokens = &f.facts.tokens;
+            tokens
+                .windows(2)
+                .filter(|w| w[0].kind == Tok::Punct("."))
+                .filter_map(|w| match &w[1].kind {
+                    Tok::Ident(name) if POLICY_OPTIONS.contains(&name.as_str()) => {
+                        Some(format!("{}: .{name}", f.place(w[1].at)))
+                    }
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    report(
+        "only mcpx_daemon::policy reads `disabled`, `includeTools` and `excludeTools`",
+        &violations,
+        "Ask mcpx_daemon::policy instead (offered, server_offered, tool_offered, check_server, check_tool), so \
+         every path refuses and filters the same way.",
     );
 }
 

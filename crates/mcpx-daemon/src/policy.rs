@@ -1,0 +1,136 @@
+//! The one policy point for what a configuration offers: a `disabled` server is not
+//! offered at all, and of the others only the tools that `includeTools`/`excludeTools`
+//! allow (`docs/configuration.md`, "The `mcpx` block").
+//!
+//! Every path that lists or reaches a server asks here, never its entry's options:
+//! the control API's handlers (the CLI), and the MCP endpoint's aggregate `/mcp`,
+//! passthrough `/mcp/<server>` (`mcpx serve --server`) and discovery mode
+//! (`mcpx serve --discover`). A new path (code mode, say) must too. Listings keep what
+//! [`offered`] and [`tool_offered`] keep; a call is refused with [`check_tool`]'s
+//! error, kind `config` for a disabled server and `unknown_tool` for a tool left out,
+//! which an MCP client gets as JSON-RPC error -32602 with the same message
+//! ([`rpc_refusal`]).
+
+use mcpx_proto::Message;
+use mcpx_proto::mcp::error_code;
+use serde_json::Value;
+
+use crate::api::{ApiError, ErrorKind};
+use crate::config::{ResolvedConfig, ServerEntry};
+
+/// The servers of `config` that are offered: every one not `disabled`, in name order.
+pub fn offered(config: &ResolvedConfig) -> impl Iterator<Item = &ServerEntry> {
+    config.servers.values().filter(|e| server_offered(e))
+}
+
+/// Whether `entry` is offered: it is not `disabled`. [`check_server`] says why not.
+pub fn server_offered(entry: &ServerEntry) -> bool {
+    !entry.options.disabled
+}
+
+/// Whether `entry` is offered.
+///
+/// Errors: `config` when it is `disabled`, naming the file that says so.
+pub fn check_server(entry: &ServerEntry) -> Result<(), ApiError> {
+    if server_offered(entry) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorKind::Config,
+        format!(
+            "server `{}` is disabled in {}; remove `disabled` from its `mcpx` block to use it",
+            entry.name,
+            entry.source.display()
+        ),
+    ))
+}
+
+/// Whether the tool `tool` of `entry` may be called or described.
+///
+/// Errors: those of [`check_server`]; `unknown_tool` when `includeTools`/`excludeTools`
+/// leave the tool out, naming the file that says so.
+pub fn check_tool(entry: &ServerEntry, tool: &str) -> Result<(), ApiError> {
+    check_server(entry)?;
+    if tool_offered(entry, tool) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorKind::UnknownTool,
+        format!(
+            "tool `{tool}` of server `{}` is excluded by includeTools/excludeTools in {}",
+            entry.name,
+            entry.source.display()
+        ),
+    ))
+}
+
+/// Whether a listing of `entry`'s tools shows the tool `name`: it is in `includeTools`
+/// when that is set, and not in `excludeTools` (names match exactly). Whether the
+/// server itself is offered is [`offered`]'s and [`check_server`]'s question.
+pub fn tool_offered(entry: &ServerEntry, name: &str) -> bool {
+    entry.options.tool_allowed(name)
+}
+
+/// A server's own `tools/list` response, passed through to an MCP client, without the
+/// tools [`tool_offered`] leaves out. When nothing is left out, the response is
+/// returned as it came, byte for byte; so is an error response.
+pub fn filter_tools_response(entry: &ServerEntry, response: Message) -> Message {
+    if entry.options.include_tools.is_none() && entry.options.exclude_tools.is_empty() {
+        return response;
+    }
+    let Ok(mut value) = serde_json::from_str::<Value>(response.as_str()) else { return response };
+    let Some(tools) = value["result"]["tools"].as_array_mut() else { return response };
+    let before = tools.len();
+    tools.retain(|t| tool_offered(entry, t["name"].as_str().unwrap_or_default()));
+    if tools.len() == before {
+        return response;
+    }
+    let id = response.id().unwrap_or("null").to_owned();
+    Message::response(&id, &value["result"].to_string())
+}
+
+/// The JSON-RPC error answering request `id` that the policy refused with `refusal`:
+/// -32602 (invalid params), with the message the CLI prints.
+pub fn rpc_refusal(id: &str, refusal: &ApiError) -> Message {
+    Message::error_response(id, error_code::INVALID_PARAMS, &refusal.message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ServerOptions, TransportSpec};
+
+    fn entry(options: ServerOptions) -> ServerEntry {
+        let transport =
+            TransportSpec::Stdio { command: "fake".into(), args: Vec::new(), env: Default::default(), cwd: None };
+        ServerEntry { name: "fake".into(), source: "/c.json".into(), transport, options }
+    }
+
+    const LISTING: &str =
+        r#"{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"a","x":1},{"name":"b"}],"nextCursor":"n"}}"#;
+
+    #[test]
+    fn a_listing_loses_only_what_the_policy_leaves_out() {
+        let open = entry(ServerOptions::default());
+        let same = filter_tools_response(&open, Message::parse(LISTING).unwrap());
+        assert_eq!(same.as_str(), LISTING, "nothing left out: byte for byte");
+        let narrowed = entry(ServerOptions { exclude_tools: vec!["b".into()], ..ServerOptions::default() });
+        let filtered = filter_tools_response(&narrowed, Message::parse(LISTING).unwrap());
+        let v: Value = serde_json::from_str(filtered.as_str()).unwrap();
+        assert_eq!(v["id"], 7);
+        assert_eq!(v["result"], serde_json::json!({ "tools": [{ "name": "a", "x": 1 }], "nextCursor": "n" }));
+    }
+
+    #[test]
+    fn refusals_have_the_clis_kinds_and_the_rpc_code() {
+        let off = entry(ServerOptions { disabled: true, ..ServerOptions::default() });
+        assert_eq!(check_tool(&off, "a").unwrap_err().kind, ErrorKind::Config);
+        let only_a = entry(ServerOptions { include_tools: Some(vec!["a".into()]), ..ServerOptions::default() });
+        assert!(check_tool(&only_a, "a").is_ok());
+        let refusal = check_tool(&only_a, "b").unwrap_err();
+        assert_eq!(refusal.kind, ErrorKind::UnknownTool);
+        let answer: Value = serde_json::from_str(rpc_refusal("3", &refusal).as_str()).unwrap();
+        assert_eq!(answer["error"]["code"], -32602);
+        assert_eq!(answer["error"]["message"], refusal.message.as_str());
+    }
+}
