@@ -20,5 +20,6 @@ mod remote;
 mod security;
 mod serve;
 mod supervisor;
+mod tcp;
 mod terminal;
 mod tidy;
