@@ -87,7 +87,11 @@ async fn adopt_one(
         }
         Adoption::Nothing => return,
     };
-    let spec = InstanceSpec { identity: rec.identity.clone(), max_message_bytes: max };
+    let spec = InstanceSpec {
+        identity: rec.identity.clone(),
+        max_message_bytes: max,
+        log_budget: d.pool.log_budget(&rec.identity.cache_key),
+    };
     let session = link.resumed.take().and_then(|s| serde_json::from_str::<ServerSession>(&s).ok());
     let epoch = link.epoch;
     let inst = match session {

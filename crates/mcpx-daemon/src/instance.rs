@@ -15,6 +15,7 @@ mod session;
 #[cfg(test)]
 mod tests;
 
+pub use budget::LogBudget;
 pub use context::{CLIENT_ANSWER_TIMEOUT, CallContext, ClientReplies};
 pub use error::{CallError, ERROR_TAIL_BYTES};
 pub use session::ServerSession;
@@ -28,7 +29,7 @@ use mcpx_proto::mcp::{self, error_code};
 use mcpx_proto::{Message, MessageKind, UpstreamId, response_result};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use self::budget::{Admit, LogBudget};
+use self::budget::Admit;
 use self::calls::{Calls, Pending};
 use crate::notices::Sent;
 use crate::sync::lock;
@@ -103,7 +104,7 @@ pub struct Instance {
     /// Progress and log notifications lost because their caller read too slowly.
     dropped_notifications: AtomicU64,
     /// What the server makes the daemon log on its own is rate-limited.
-    log_budget: LogBudget,
+    log_budget: Arc<LogBudget>,
 }
 
 /// The identity and limits an instance is started with.
@@ -113,6 +114,8 @@ pub struct InstanceSpec {
     pub identity: Identity,
     /// `maxMessageBytes`: requests this large are refused, and error messages name it.
     pub max_message_bytes: usize,
+    /// The server's log budget, shared by all its instances ([`LogBudget`]).
+    pub log_budget: Arc<LogBudget>,
 }
 
 impl Instance {
@@ -176,7 +179,7 @@ impl Instance {
             in_flight: AtomicU64::new(0),
             last_used: Mutex::new(Instant::now()),
             dropped_notifications: AtomicU64::new(0),
-            log_budget: LogBudget::new(),
+            log_budget: spec.log_budget,
         });
         tokio::spawn(route(Arc::downgrade(&inst), rx, events));
         inst

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::config::{ServerEntry, Sharing};
-use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec};
+use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec, LogBudget};
 use crate::schema::SchemaCache;
 use crate::scope::PoolKey;
 use crate::sync::lock;
@@ -139,6 +139,8 @@ pub struct Pool {
     /// Slots by (fingerprint, pool key).
     slots: Mutex<HashMap<(String, PoolKey), Arc<Slot>>>,
     health: Mutex<HashMap<String, Health>>,
+    /// Each server's log budget, by cache key, shared by its instances.
+    log_budgets: Mutex<HashMap<String, Arc<LogBudget>>>,
     /// Notified when an instance becomes idle or goes away (callers waiting at `max`).
     changed: Arc<Notify>,
     events: mpsc::UnboundedSender<(String, InstanceEvent)>,
@@ -163,6 +165,7 @@ impl Pool {
             schema,
             slots: Mutex::new(HashMap::new()),
             health: Mutex::new(HashMap::new()),
+            log_budgets: Mutex::new(HashMap::new()),
             changed: Arc::new(Notify::new()),
             events,
         }
@@ -183,6 +186,12 @@ impl Pool {
         let mut failures = lock(&slot.failures);
         failures.0 += 1;
         failures.1 = Some(error);
+    }
+
+    /// The log budget of the server whose cache key is `cache_key`, which all its
+    /// instances share.
+    pub fn log_budget(&self, cache_key: &str) -> Arc<LogBudget> {
+        lock(&self.log_budgets).entry(cache_key.to_owned()).or_default().clone()
     }
 
     /// The events channel instances report to.
@@ -378,6 +387,7 @@ impl Pool {
         let mut link = self.launchers.launch(launch).await.map_err(|e| CallError::Launch(e.to_string()))?;
         let pid = link.info.pid();
         let spec = InstanceSpec {
+            log_budget: self.log_budget(&identity.cache_key),
             identity,
             max_message_bytes: usize::try_from(options.max_message_bytes).unwrap_or(usize::MAX),
         };
@@ -528,6 +538,14 @@ fn live(slot: &Slot) -> Option<Arc<Instance>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_instances_of_one_server_share_one_log_budget() {
+        let fx = crate::testing::Fixture::new(&[]);
+        let pool = &fx.daemon.pool;
+        assert!(Arc::ptr_eq(&pool.log_budget("a"), &pool.log_budget("a")), "one budget per server");
+        assert!(!Arc::ptr_eq(&pool.log_budget("a"), &pool.log_budget("b")), "each server its own");
+    }
 
     #[test]
     fn backoff_doubles_from_the_second_failure_and_caps() {

@@ -1,21 +1,24 @@
 //! How many lines a server may put in the daemon's log: what it sends on its own
 //! (log messages nobody receives, late responses, oversize messages, list changes)
-//! is logged within a budget per instance, and what goes over it is counted and said.
+//! is logged within a budget per server (shared by all its instances, so many
+//! `call`-scoped instances cannot multiply it), and what goes over it is counted and
+//! said.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::sync::lock;
 
-/// Lines one instance may log per [`WINDOW`].
+/// Lines one server may log per [`WINDOW`].
 pub(super) const LINES_PER_WINDOW: u32 = 20;
 
 /// The span of the budget: one second.
 pub(super) const WINDOW: Duration = Duration::from_secs(1);
 
-/// One instance's log budget: [`LINES_PER_WINDOW`] lines per [`WINDOW`].
+/// One server's log budget: [`LINES_PER_WINDOW`] lines per [`WINDOW`]. The pool keeps
+/// one per server (by cache key) and hands it to each instance it starts or adopts.
 #[derive(Debug)]
-pub(super) struct LogBudget {
+pub struct LogBudget {
     window: Mutex<Window>,
 }
 
@@ -39,9 +42,15 @@ pub(super) enum Admit {
     Suppress,
 }
 
+impl Default for LogBudget {
+    fn default() -> Self {
+        LogBudget::new()
+    }
+}
+
 impl LogBudget {
     /// A full budget, its window starting now.
-    pub(super) fn new() -> LogBudget {
+    pub fn new() -> LogBudget {
         LogBudget { window: Mutex::new(Window { start: Instant::now(), used: 0, suppressed: 0 }) }
     }
 
