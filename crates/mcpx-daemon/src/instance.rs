@@ -451,6 +451,13 @@ impl Instance {
                     let _ = w.reply.send(Err(CallError::TooLarge { limit: self.max_message_bytes }));
                 }
             }
+            Inbound::Undecodable { id, reason } => {
+                if let Some(w) = self.calls.take(&id) {
+                    let _ = w.reply.send(Err(CallError::Protocol(format!(
+                        "the server's reply could not be decoded ({reason}) and was discarded; the server broke JSON-RPC: report it to its maintainers"
+                    ))));
+                }
+            }
             Inbound::Failed { id, error } => {
                 if let Some(w) = self.calls.take(&id) {
                     let _ = w.reply.send(Err(CallError::Transport(error)));

@@ -1,6 +1,8 @@
 //! The served daemon: the control API's router over [`crate::control`]'s handlers
 //! (request bodies, error bodies, streaming call answers), merged with the MCP
-//! endpoint's routes, and [`run`], which serves it until the daemon is told to stop.
+//! endpoint's routes, and [`run`], which serves it until the daemon is told to stop;
+//! and [`run_tcp`], which serves `/mcp` on TCP to strangers, with a cap on
+//! connections and a deadline for each request's headers.
 //!
 //! `run` takes the listener and the shutdown signal as parameters, so tests inject
 //! both.
@@ -15,12 +17,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::value::RawValue;
-use tokio::net::UnixListener;
+use tokio::net::{TcpListener, UnixListener};
 
 use crate::api::{ApiError, ErrorBody, ErrorKind, Request};
 use crate::control;
 use crate::daemon::{Daemon, Exit};
-use crate::mcp::Endpoint;
+use crate::mcp::{Endpoint, TcpGuard, tcp_routes};
 use crate::stream::{channel_body, stream_call};
 
 /// The largest control API request body, in bytes (1 GiB).
@@ -28,6 +30,18 @@ pub const MAX_REQUEST_BODY: usize = 1 << 30;
 
 /// How long in-flight requests may take to finish when the daemon stops or upgrades.
 pub const DRAIN: Duration = Duration::from_secs(10);
+
+/// How long a TCP client has to send a request's headers, from the moment the
+/// connection is accepted or its previous answer ended (so an idle kept-alive
+/// connection is closed after this long too): 10 seconds.
+pub const TCP_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most TCP connections open at once for a descriptor limit of `nofile` (the
+/// daemon's soft `RLIMIT_NOFILE`): a quarter of it, between 16 and 512, so the control
+/// socket, the supervisors and the servers' pipes always have descriptors left.
+pub fn tcp_connection_cap(nofile: u64) -> usize {
+    usize::try_from((nofile / 4).clamp(16, 512)).unwrap_or(512)
+}
 
 /// The control API's routes (`docs/api.md`), with the MCP endpoint's `/mcp` routes of
 /// `mcp` merged in.
@@ -119,6 +133,41 @@ pub async fn run(
     }
     daemon.pool.stop_all(false).await;
     Ok(daemon.exit())
+}
+
+/// Serves `/mcp` on TCP on `listener` behind `guard` ([`tcp_routes`]), forever: at
+/// most `max_connections` at once (past that, new connections wait in the listen
+/// backlog, using no descriptor of the daemon), each closed when a request's headers
+/// take longer than [`TCP_HEADER_TIMEOUT`]. Keep-alive is on, and `TCP_NODELAY` is
+/// set: without it, the last write of an SSE answer waits for the client's delayed
+/// ACK (about 40 ms per call on a kept-alive connection).
+pub async fn run_tcp(listener: TcpListener, mcp: Arc<Endpoint>, guard: TcpGuard, max_connections: usize) {
+    let app = tcp_routes(guard).with_state(mcp);
+    let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else { return };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!(error = %e, "accepting a TCP connection to /mcp failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::warn!(error = %e, "cannot set TCP_NODELAY on a /mcp connection");
+        }
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(TCP_HEADER_TIMEOUT)
+                .serve_connection(io, service)
+                .await;
+            drop(slot);
+        });
+    }
 }
 
 impl IntoResponse for ApiError {

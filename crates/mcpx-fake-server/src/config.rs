@@ -26,6 +26,9 @@ pub struct Config {
     /// `FAKE_HTTP_PRIMING=1`: begin every SSE response to a POST with a priming
     /// event, then close it (the client must resume with `Last-Event-ID`).
     pub http_priming: bool,
+    /// `FAKE_HTTP_REDIRECT=<url>`: answer every HTTP request with `307 Temporary
+    /// Redirect` to `url` (307 keeps the method and the body).
+    pub http_redirect: Option<String>,
     /// `FAKE_HOSTILE=1`: the hostile fixture (see `hostile.rs`): terminal control
     /// sequences in the instructions, in two more tools and in all they send.
     pub hostile: bool,
@@ -69,6 +72,7 @@ impl Config {
             http_status,
             http_json,
             http_priming,
+            http_redirect: non_empty("FAKE_HTTP_REDIRECT"),
             hostile: non_empty("FAKE_HOSTILE").is_some_and(|v| v != "0"),
         }
     }

@@ -422,6 +422,12 @@ async fn handle(State(app): State<Arc<App>>, method: Method, headers: HeaderMap,
     let rpc_method = message.as_ref().and_then(|m| m.as_ref().ok()?.get("method")?.as_str());
     if let Some(recorder) = &app.recorder {
         recorder.http(&format!("{method} {} {}", session_id.unwrap_or("-"), rpc_method.unwrap_or("-")));
+        let mut names: Vec<&str> = headers.keys().map(|name| name.as_str()).collect();
+        names.sort_unstable();
+        recorder.headers(&names.join(","));
+    }
+    if let Some(to) = &app.config.http_redirect {
+        return redirect(to);
     }
     if let (true, Some(code)) = (method == Method::POST, app.config.http_status) {
         return injected_status(code);
@@ -586,6 +592,18 @@ fn set_session_header(response: &mut Response, session_id: &str) {
     if let Ok(value) = HeaderValue::from_str(session_id) {
         response.headers_mut().insert(SESSION_HEADER, value);
     }
+}
+
+/// `FAKE_HTTP_REDIRECT`: `307 Temporary Redirect` to `to`, with a short text body.
+fn redirect(to: &str) -> Response {
+    let mut response = (StatusCode::TEMPORARY_REDIRECT, format!("moved to {to}\n")).into_response();
+    match HeaderValue::from_str(to) {
+        Ok(location) => {
+            response.headers_mut().insert(header::LOCATION, location);
+        }
+        Err(err) => eprintln!("mcpx-fake-server: FAKE_HTTP_REDIRECT={to:?} is not a header value: {err}"),
+    }
+    response
 }
 
 /// `FAKE_HTTP_STATUS`: the injected status with a short text body (and, for 401, a

@@ -93,6 +93,7 @@
 //! | `split {message, pieces=5, delay_ms=5}` | echo, with the response line written in `pieces` flushed writes `delay_ms` apart |
 //! | `big {line_bytes}` | response line of exactly `line_bytes` bytes (plus `\n`), text padded with `x`; `isError` if too small |
 //! | `junk {message}` | prints `Processing request 1…`, `{` and `not json at all` on stdout, then echoes |
+//! | `bad_reply {kind}` | `utf8`: a response line whose text holds an invalid UTF-8 byte; `control`: a raw ESC there; `bom`: `bom ok` on a line starting with a UTF-8 byte-order mark (written across two writes) and ending in CRLF |
 //! | `stderr {bytes}` | writes `bytes` bytes to stderr (64 KiB chunks of `e`, each ending in `\n`), then `wrote <n> bytes to stderr` |
 //! | `exit {code}` | prints `exiting with <code>` to stderr and exits with `code`, no reply |
 //! | `progress {count=3, interval_ms=150}` | with `_meta.progressToken`: `count` `notifications/progress` (first at once), then `progress done <count>`; with `flood_ms`, ~1 KiB progress notifications back to back for that long, then `progress flood <n>` |
@@ -115,12 +116,13 @@
 //! | `FAKE_PROTOCOL_VERSION=<v>` | answer `initialize` with `v`, whatever was asked |
 //! | `FAKE_PAGE_SIZE=<n>` | paginate `tools/list` in pages of `n` (opaque `nextCursor`, `cursor` honoured) |
 //! | `FAKE_INIT_DELAY_MS=<ms>` | answer `initialize` only after `ms` milliseconds |
-//! | `FAKE_RECORD=<path>` | append every stdin line (HTTP: every POSTed message) to `path`; non-JSON lines also to `path.invalid`; rewrite `path.inflight` with the max tools/call in flight after each tools/call; HTTP: append `<METHOD> <session-id or -> <JSON-RPC method or ->` to `path.http` for every HTTP request (`POST - initialize`, `POST 3fa1… tools/call`, `DELETE 3fa1… -`) |
+//! | `FAKE_RECORD=<path>` | append every stdin line (HTTP: every POSTed message) to `path`; non-JSON lines also to `path.invalid`; rewrite `path.inflight` with the max tools/call in flight after each tools/call; HTTP: append `<METHOD> <session-id or -> <JSON-RPC method or ->` to `path.http` for every HTTP request (`POST - initialize`, `POST 3fa1… tools/call`, `DELETE 3fa1… -`), and its header names, lowercase, sorted and comma-separated, to `path.headers` |
 //! | `FAKE_TOOLS=<n>` | `tools/list` also lists `n` generated tools `gen_0000`, `gen_0001`… (after the conformance tools), each entry padded to ~2 KiB (n=1000: a ~2 MiB list, one SSE event); calling one returns its name |
 //! | `FAKE_HTTP_STATUS=<code>` | HTTP: every POST answers `code` with a short text body; 401 adds `WWW-Authenticate: Bearer realm="fake", error="invalid_token"` |
 //! | `FAKE_HTTP_RESPONSE=json` | HTTP: answer requests with an `application/json` body instead of an SSE stream; everything else the engine sends goes to the `GET` stream, and a JSON answer whose request sent anything there waits 100 ms, so that progress arrives first (`sse`: the default) |
 //! | `FAKE_HOSTILE=1` | the hostile fixture: the instructions, and two more tools `trap` and ``evil<ESC>[31m<CR><U+009B>é<BEL>`` (descriptions too), carry ESC, OSC 0 and OSC 8, CR, BEL, U+009B and `é`; `trap {}` writes that text to stderr, sends it as progress (with a token) and as a `warning` log message, and returns it as text and in an image's MIME type; `trap {fail: true}` answers a `-32603` error with it; the other echoes it |
 //! | `FAKE_HTTP_PRIMING=1` | HTTP: every SSE response to a POST is a priming event (an id, `retry: 50`, empty data), then the server closes it; the client must resume with `GET` + `Last-Event-ID` to get the rest (progress, the response) |
+//! | `FAKE_HTTP_REDIRECT=<url>` | HTTP: every request answers `307 Temporary Redirect` to `url` (recorded first) |
 
 mod config;
 mod conformance;

@@ -141,6 +141,14 @@ pub trait Sink: Send + Sync {
     /// Sends a priming event and closes the current request's stream, so that the
     /// client has to resume it (`test_reconnection`). Nothing to do on stdio.
     fn prime_and_close(&self) {}
+
+    /// Delivers raw bytes, each piece in its own flushed write; the last piece
+    /// carries the line ending (`bad_reply`). A sink that carries text only gets
+    /// the pieces joined, decoded lossily, as one line.
+    fn raw(&self, pieces: &[Vec<u8>]) {
+        let joined = pieces.concat();
+        self.line(String::from_utf8_lossy(&joined).trim_end_matches(['\r', '\n']));
+    }
 }
 
 /// The process's stdout, as a [`Sink`].
@@ -163,6 +171,15 @@ impl Sink for Stdout {
             if i > 0 {
                 thread::sleep(delay);
             }
+            if out.write_all(piece).and_then(|()| out.flush()).is_err() {
+                return;
+            }
+        }
+    }
+
+    fn raw(&self, pieces: &[Vec<u8>]) {
+        let mut out = io::stdout().lock();
+        for piece in pieces {
             if out.write_all(piece).and_then(|()| out.flush()).is_err() {
                 return;
             }
@@ -230,6 +247,12 @@ impl Output {
     pub fn write_in_pieces(&self, line: &str, pieces: usize, delay: Duration) {
         let _guard = self.lock();
         self.sink.pieces(line, pieces, delay);
+    }
+
+    /// Writes raw bytes in pieces, under the lock ([`Sink::raw`]).
+    pub fn write_raw(&self, pieces: &[Vec<u8>]) {
+        let _guard = self.lock();
+        self.sink.raw(pieces);
     }
 
     /// See [`Sink::prime_and_close`].

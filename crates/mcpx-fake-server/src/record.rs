@@ -7,7 +7,8 @@
 //!   number of `tools/call` requests seen in flight at once;
 //! - in HTTP mode, `<path>` gets every POSTed message instead (one line each), and
 //!   `<path>.http` one line per HTTP request: `<METHOD> <session-id or -> <JSON-RPC
-//!   method or ->`.
+//!   method or ->`, and `<path>.headers` one line per HTTP request: the names of
+//!   its headers, lowercase, sorted, comma-separated (`accept,content-type,host`).
 //!
 //! Every write is flushed immediately so a test can read the files while
 //! the server is still running. I/O errors are reported on stderr and
@@ -28,19 +29,37 @@ pub struct Recorder {
     inflight: Mutex<()>,
     /// `<path>.http`, opened on the first HTTP request.
     http: Mutex<Option<File>>,
+    /// `<path>.headers`, opened on the first HTTP request.
+    headers: Mutex<Option<File>>,
 }
 
 impl Recorder {
     /// Creates a recorder writing next to `path`.
     pub fn new(path: String) -> Self {
         let lines = open_append(&path);
-        Self { path, lines: Mutex::new(lines), inflight: Mutex::new(()), http: Mutex::new(None) }
+        Self {
+            path,
+            lines: Mutex::new(lines),
+            inflight: Mutex::new(()),
+            http: Mutex::new(None),
+            headers: Mutex::new(None),
+        }
     }
 
     /// Records one HTTP request as a line of `<path>.http`.
     pub fn http(&self, line: &str) {
-        let path = format!("{}.http", self.path);
-        let mut file = self.http.lock().unwrap_or_else(|p| p.into_inner());
+        self.append_to(&self.http, "http", line);
+    }
+
+    /// Records the header names of one HTTP request as a line of `<path>.headers`.
+    pub fn headers(&self, line: &str) {
+        self.append_to(&self.headers, "headers", line);
+    }
+
+    /// Appends `line` to `<path>.<suffix>`, opening it through `slot` the first time.
+    fn append_to(&self, slot: &Mutex<Option<File>>, suffix: &str, line: &str) {
+        let path = format!("{}.{suffix}", self.path);
+        let mut file = slot.lock().unwrap_or_else(|p| p.into_inner());
         if file.is_none() {
             *file = open_append(&path);
         }

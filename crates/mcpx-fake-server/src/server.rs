@@ -55,6 +55,9 @@ pub enum Reply {
     Twice(Value),
     /// A complete, pre-serialized response line (`big`).
     RawLine(String),
+    /// A response written as raw bytes in these pieces, line ending included
+    /// (`bad_reply`).
+    RawBytes(Vec<Vec<u8>>),
     /// The tool already wrote its response (`flood_later`).
     Sent,
 }
@@ -255,6 +258,7 @@ fn send_reply(server: &Server, id: &Value, reply: Reply) {
             server.out.send(&message);
         }
         Reply::RawLine(line) => server.out.write_line(&line),
+        Reply::RawBytes(pieces) => server.out.write_raw(&pieces),
         Reply::Sent => {}
     }
 }

@@ -71,6 +71,12 @@ fn builtin_specs() -> Vec<(&'static str, &'static str, Value, &'static [&'static
         ),
         ("junk", "Prints three non-JSON lines on stdout, then echoes `message`.", message.clone(), &["message"]),
         (
+            "bad_reply",
+            "Answers with a line a client cannot decode: `utf8` (an invalid UTF-8 byte in the text) or `control` (a raw ESC in it); `bom` answers correctly, the line starting with a byte-order mark split across two writes and ending in CRLF.",
+            json!({ "kind": { "type": "string", "enum": ["utf8", "control", "bom"] } }),
+            &["kind"],
+        ),
+        (
             "stderr",
             "Writes `bytes` bytes to stderr, then replies.",
             json!({ "bytes": { "type": "integer", "minimum": 0 } }),
@@ -214,6 +220,7 @@ pub fn call(server: &Server, id: &Value, params: &Value) -> Reply {
         "split" => split(&args),
         "big" => big(id, &args),
         "junk" => junk(server, &args),
+        "bad_reply" => bad_reply(id, &args),
         "stderr" => stderr(&args),
         "exit" => exit(server, &args),
         "progress" => progress(server, params, &args),
@@ -367,6 +374,28 @@ fn junk(server: &Server, args: &Args<'_>) -> ToolResult {
         server.out.write_line(line);
     }
     Ok(text(message))
+}
+
+/// `bad_reply`: the response to `id` as raw bytes. Its text is `a?b`, where `?` is
+/// an invalid UTF-8 byte (`utf8`) or a raw ESC (`control`), or it is `bom ok` on a
+/// line that starts with a UTF-8 byte-order mark (split across two writes) and ends
+/// in CRLF (`bom`).
+fn bad_reply(id: &Value, args: &Args<'_>) -> ToolResult {
+    const MARK: &str = "@@BAD@@";
+    let kind = args.str("kind")?;
+    let line = |text: &str| protocol::to_line(&protocol::response(id, text_result(text))).into_bytes();
+    let splice = |middle: &[u8]| -> Vec<u8> {
+        let line = protocol::to_line(&protocol::response(id, text_result(MARK)));
+        let (before, after) = line.split_once(MARK).unwrap_or((&line, ""));
+        [before.as_bytes(), b"a", middle, b"b", after.as_bytes(), b"\n"].concat()
+    };
+    let pieces = match kind {
+        "utf8" => vec![splice(&[0xff])],
+        "control" => vec![splice(&[0x1b])],
+        "bom" => vec![b"\xEF".to_vec(), [&b"\xBB\xBF"[..], &line("bom ok"), b"\r\n"].concat()],
+        other => return Err(format!("unknown kind {other:?}: utf8, control or bom")),
+    };
+    Ok(Reply::RawBytes(pieces))
 }
 
 /// `stderr`: writes exactly `bytes` bytes to stderr in 64 KiB chunks of `e`

@@ -9,7 +9,7 @@
 //! The crate denies `unsafe_code`. The only modules allowed to use it are the ones that
 //! call raw syscalls or C functions the `nix` crate does not wrap (`linux::pidfd`,
 //! `macos::libc_sys`), `signal` (installing a signal disposition is unsafe in `nix`) and
-//! [`process`] (`pre_exec(setsid)`); every unsafe block carries a `// Safety:` comment.
+//! [`process`] (`pre_exec`: `setsid`, `setrlimit`); every unsafe block carries a `// Safety:` comment.
 //!
 //! No function here starts a thread or needs an async runtime: the supervisor calls them
 //! from plain code, some of them (see [`close_inherited_fds`]) before any runtime starts.
@@ -32,6 +32,7 @@ use macos as sys;
 pub mod build;
 pub mod exec;
 pub mod fs;
+pub mod limits;
 mod pid;
 pub mod process;
 #[allow(unsafe_code)]
@@ -286,3 +287,13 @@ pub fn ignore_sigpipe() -> io::Result<()> {
 
 #[cfg(test)]
 mod tests;
+
+/// Fills `buf` with bytes from the OS's cryptographically secure random source
+/// (`getrandom(2)` on Linux, `getentropy(3)` on macOS, through the `getrandom` crate):
+/// for secrets such as the TCP token and MCP session ids.
+///
+/// Errors: the OS's source failed (an `io::Error` saying so); nothing weaker is used
+/// instead.
+pub fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
+    getrandom::fill(buf).map_err(|e| io::Error::other(format!("the OS's random source failed: {e}")))
+}

@@ -119,6 +119,11 @@ pub(crate) fn open_fds() -> io::Result<Vec<RawFd>> {
     Ok(fds)
 }
 
+/// How far the soft descriptor limit may be raised: Linux accepts the hard limit.
+pub(crate) fn nofile_ceiling(hard: u64) -> u64 {
+    hard
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -86,3 +86,10 @@ pub(crate) fn read_cgroup() -> io::Result<String> {
 pub(crate) fn open_fds() -> io::Result<Vec<RawFd>> {
     Err(io::Error::new(io::ErrorKind::Unsupported, "no /proc/self/fd on macOS"))
 }
+
+/// How far the soft descriptor limit may be raised: macOS refuses a soft
+/// `RLIMIT_NOFILE` above `OPEN_MAX` (10240), even under an unlimited hard limit
+/// (setrlimit(2), COMPATIBILITY).
+pub(crate) fn nofile_ceiling(hard: u64) -> u64 {
+    hard.min(10240)
+}

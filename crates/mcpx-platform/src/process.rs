@@ -1,7 +1,7 @@
 //! The one place mcpx builds processes (architecture invariant: "every process is
 //! spawned through one function"; `clippy.toml` forbids `Command::new` elsewhere),
-//! and process-group signalling.
-#![allow(unsafe_code)] // Reason: `pre_exec(setsid)` for detached processes and adopting inherited descriptors; see the Safety comments.
+//! with the descriptor limit the process was given, and process-group signalling.
+#![allow(unsafe_code)] // Reason: `pre_exec` (setsid, setrlimit) for spawned processes and adopting inherited descriptors; see the Safety comments.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -71,6 +71,15 @@ pub fn command(spec: &SpawnSpec) -> Command {
             }
         }
         Detach::Inherit => {}
+    }
+    // A daemon that raised its own descriptor limit starts its processes with the one
+    // it was given (`limits::raise_nofile_limit`).
+    if let Some(original) = crate::limits::original_nofile() {
+        // Safety: the closure runs in the child between fork and exec and calls only
+        // setrlimit(2), which is async-signal-safe and touches no shared state.
+        unsafe {
+            cmd.pre_exec(move || crate::limits::set_in_child(original));
+        }
     }
     cmd
 }

@@ -144,8 +144,13 @@ impl Message {
 
     /// Parses one line of a stream: a message, or a JSON-RPC batch (an array of
     /// messages, allowed by MCP 2025-03-26 only). Surrounding whitespace (a `\r`)
-    /// is ignored.
+    /// is ignored, and so is a leading UTF-8 byte-order mark (RFC 8259, section 8.1,
+    /// lets a parser ignore it).
+    ///
+    /// Errors: [`ParseError::NotJson`] for bytes that are not UTF-8 or not JSON,
+    /// [`ParseError::NotMessage`] for JSON that is not a message.
     pub fn parse_line(line: &[u8]) -> Result<Vec<Message>, ParseError> {
+        let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
         let text = std::str::from_utf8(line).map_err(|e| ParseError::NotJson(e.to_string()))?;
         let trimmed = text.trim();
         if trimmed.starts_with('[') {
@@ -413,6 +418,17 @@ mod tests {
             Message::parse_line(br#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}]"#).unwrap();
         assert_eq!(v.len(), 2);
         assert_eq!(v[1].kind(), MessageKind::Notification);
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_ignored_and_undecodable_lines_are_errors() {
+        let v = Message::parse_line(b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r").unwrap();
+        assert_eq!((v.len(), v[0].id()), (1, Some("1")));
+        assert_eq!(v[0].as_str(), r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        let invalid_utf8 = Message::parse_line(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\xff\"}");
+        assert!(matches!(invalid_utf8, Err(ParseError::NotJson(e)) if e.contains("utf-8")));
+        let raw_control = Message::parse_line(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\x1b\"}");
+        assert!(matches!(raw_control, Err(ParseError::NotJson(e)) if e.contains("control character")));
     }
 
     #[test]

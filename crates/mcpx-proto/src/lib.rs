@@ -14,4 +14,5 @@ pub mod sse;
 
 pub use framing::{LineDecoder, LineEvent};
 pub use jsonrpc::{Message, MessageKind, ParseError, RpcError, UpstreamId, response_result};
+pub use scan::IdScanner;
 pub use sse::{SseDecoder, SseEvent};

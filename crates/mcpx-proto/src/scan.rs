@@ -38,6 +38,16 @@ impl IdScanner {
         Self::default()
     }
 
+    /// The raw JSON text of the top-level id of one whole JSON text, if it is an
+    /// object that has one. The text need not be valid: the line decoder uses this on
+    /// a reply it could not decode (an invalid UTF-8 byte, a raw control character
+    /// in a string), so the request it answers can fail at once.
+    pub fn scan(bytes: &[u8]) -> Option<String> {
+        let mut scanner = IdScanner::new();
+        scanner.feed(bytes);
+        scanner.found
+    }
+
     /// The raw JSON text of the top-level id (for example `42` or `"a"`), once the
     /// whole value has been seen.
     pub fn id(&self) -> Option<&str> {
@@ -131,6 +141,16 @@ mod tests {
         assert_eq!(scan(r#"{"method":"x","params":{"id":3}}"#), None);
         assert_eq!(scan(r#"[{"id":1}]"#), None);
         assert_eq!(scan(r#"{"ids":1,"idx":{"id":2}}"#), None);
+    }
+
+    #[test]
+    fn finds_the_id_of_a_text_that_does_not_decode() {
+        let invalid_utf8 = b"{\"jsonrpc\":\"2.0\",\"result\":{\"text\":\"a\xffb\"},\"id\":4294967297}";
+        assert_eq!(IdScanner::scan(invalid_utf8).as_deref(), Some("4294967297"));
+        let raw_escape = b"{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"result\":{\"text\":\"a\x1b]8;;b\"}}";
+        assert_eq!(IdScanner::scan(raw_escape).as_deref(), Some("\"x\""));
+        assert_eq!(IdScanner::scan(b"{\"jsonrpc\":\"2.0\",\"result\":\"\xff\"}"), None);
+        assert_eq!(IdScanner::scan(b"not json"), None);
     }
 
     #[test]

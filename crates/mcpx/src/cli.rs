@@ -174,7 +174,7 @@ pub fn main() -> i32 {
         default_hook(info);
     }));
     if let Command::Daemon = cli.command {
-        return match crate::foreground::run() {
+        return match crate::foreground::run(cli.global.config.clone()) {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("mcpx daemon: {e:#}");

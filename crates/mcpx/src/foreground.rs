@@ -4,6 +4,10 @@
 //! `mcpx stop`, SIGTERM or SIGINT. Its files are reached through the directories'
 //! descriptors (`mcpx_platform::fs::Dir`), never through a link.
 //!
+//! It raises its soft descriptor limit to the hard one (its servers start with the
+//! limit it was given), and serves `/mcp` on TCP when asked, to strangers: the
+//! daemon's own configuration, a cap on connections, a deadline for headers.
+//!
 //! `mcpx upgrade` re-executes the binary in place, the very file the upgrade checked
 //! and probed, by its descriptor: the listening socket and the lock stay open across
 //! `exec` (their numbers in `MCPX_UPGRADE_FDS`), so clients that connect meanwhile wait
@@ -13,15 +17,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use mcpx_daemon::daemon::{Daemon, Exit};
 use mcpx_daemon::log_file::LogFile;
-use mcpx_daemon::mcp::{Endpoint, TcpGuard, tcp_routes};
+use mcpx_daemon::mcp::{Endpoint, TcpGuard};
 use mcpx_daemon::paths::{Dirs, LOCK, OpenDirs, PID_FILE, SOCKET, TOKEN};
-use mcpx_daemon::server::run as serve;
+use mcpx_daemon::server::{run as serve, run_tcp, tcp_connection_cap};
 use mcpx_daemon::transport::Launchers;
 use mcpx_platform::exec::Executable;
 use mcpx_platform::fs::{FileUse, OpenError, Refused};
@@ -38,7 +42,9 @@ const LOG_LINES: usize = 8192;
 const UPGRADE_FDS: &str = "MCPX_UPGRADE_FDS";
 
 /// Runs the daemon until it is told to stop (or re-executes it for an upgrade).
-pub fn run() -> anyhow::Result<()> {
+/// `config` is its own configuration file (`--config`, else `MCPX_CONFIG`), which TCP
+/// clients get.
+pub fn run(config: Option<PathBuf>) -> anyhow::Result<()> {
     let mut env: HashMap<String, String> = std::env::vars().collect();
     let inherited = env.remove(UPGRADE_FDS);
     // The variable must not reach the servers this daemon starts.
@@ -73,9 +79,24 @@ pub fn run() -> anyhow::Result<()> {
         .with(tracing_subscriber::fmt::layer().with_writer(|| crate::sanitize::Writer(std::io::stderr())))
         .try_init()
         .ok();
+    match mcpx_platform::limits::raise_nofile_limit() {
+        Ok((before, after)) if before != after => {
+            tracing::info!(
+                from = before.soft,
+                to = after.soft,
+                "raised the descriptor limit (servers get the original)"
+            );
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot raise the descriptor limit; the daemon keeps the one it was given")
+        }
+    }
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
-    let exit = runtime.block_on(serve_until_exit(&dirs, &env, token, &listener))?;
+    let config = config.map(|c| std::path::absolute(&c).unwrap_or(c));
+    let tcp = token.map(|token| TcpGuard { token, config });
+    let exit = runtime.block_on(serve_until_exit(&dirs, &env, tcp, &listener))?;
     drop(runtime);
     match exit {
         Exit::Stop => {
@@ -87,6 +108,10 @@ pub fn run() -> anyhow::Result<()> {
         Exit::Upgrade(binary) => {
             tracing::info!(binary = %binary.path().display(), "re-executing for the upgrade");
             drop(flush_guard);
+            // The new image raises the limit again, and must know the original.
+            if let Err(e) = mcpx_platform::limits::restore_nofile_limit() {
+                eprintln!("mcpx daemon: cannot restore the descriptor limit before the upgrade: {e}");
+            }
             let error = reexec(&binary, &env, &listener, &lock);
             // Still here: exec failed. The socket and the lock are still open, so the
             // binary that runs now takes over again, as after an upgrade to itself.
@@ -110,7 +135,7 @@ pub fn run() -> anyhow::Result<()> {
 async fn serve_until_exit(
     dirs: &OpenDirs,
     env: &HashMap<String, String>,
-    token: Option<String>,
+    tcp: Option<TcpGuard>,
     listener: &OwnedFd,
 ) -> anyhow::Result<Exit> {
     let std_listener = std::os::unix::net::UnixListener::from(listener.try_clone().context("duplicating the socket")?);
@@ -125,8 +150,8 @@ async fn serve_until_exit(
     // accepted; clients that connect meanwhile wait in the backlog.
     mcpx_daemon::adopt::adopt_all(&daemon).await;
     let mcp = Endpoint::new(daemon.clone());
-    if let Some(addr) = env.get("MCPX_HTTP_ADDR").filter(|a| !a.is_empty()) {
-        serve_tcp(&daemon, &mcp, addr, token).await?;
+    if let (Some(addr), Some(guard)) = (env.get("MCPX_HTTP_ADDR").filter(|a| !a.is_empty()), tcp) {
+        serve_tcp(&daemon, &mcp, addr, guard).await?;
     }
     mcpx_daemon::adopt::start_warm(&daemon);
     mcpx_daemon::adopt::take_up_remote_sessions(&daemon);
@@ -144,33 +169,23 @@ async fn serve_until_exit(
     serve(listener, daemon, mcp, signals).await.context("serving the control API")
 }
 
-/// Serves `/mcp` on TCP at `addr` (opt-in, loopback only), behind the Host/Origin
-/// checks and the bearer `token` (none: `MCPX_HTTP_NO_AUTH=1`).
-async fn serve_tcp(daemon: &Daemon, mcp: &Arc<Endpoint>, addr: &str, token: Option<String>) -> anyhow::Result<()> {
+/// Serves `/mcp` on TCP at `addr` (opt-in, loopback only), behind `guard`: the
+/// Host/Origin checks, the bearer token (none: `MCPX_HTTP_NO_AUTH=1`) and the daemon's
+/// own configuration; at most a quarter of the descriptor limit in connections.
+async fn serve_tcp(daemon: &Daemon, mcp: &Arc<Endpoint>, addr: &str, guard: TcpGuard) -> anyhow::Result<()> {
     let sock: std::net::SocketAddr =
         addr.parse().with_context(|| format!("MCPX_HTTP_ADDR `{addr}` is not an address like 127.0.0.1:8765"))?;
     if !sock.ip().is_loopback() {
         bail!("MCPX_HTTP_ADDR `{addr}` is not a loopback address; mcpx serves /mcp on loopback only");
     }
-    let auth = token.is_some();
+    let auth = guard.token.is_some();
     let listener = tokio::net::TcpListener::bind(sock).await.with_context(|| format!("binding {addr}"))?;
     let bound = listener.local_addr().context("reading the bound address")?;
     daemon.set_http_url(format!("http://{bound}/mcp"));
-    tracing::info!(url = %format!("http://{bound}/mcp"), auth, "serving /mcp on TCP");
-    let app = tcp_routes(TcpGuard { token }).with_state(mcp.clone());
-    // Without TCP_NODELAY, the last write of an SSE answer waits for the client's
-    // delayed ACK (about 40 ms per call on a kept-alive connection).
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|stream| {
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::warn!(error = %e, "cannot set TCP_NODELAY on a /mcp connection");
-        }
-    });
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!(error = %e, "the TCP listener stopped");
-        }
-    });
+    let nofile = mcpx_platform::limits::nofile_limit().map_or(1024, |l| l.soft);
+    let cap = tcp_connection_cap(nofile);
+    tracing::info!(url = %format!("http://{bound}/mcp"), auth, max_connections = cap, "serving /mcp on TCP");
+    tokio::spawn(run_tcp(listener, mcp.clone(), guard, cap));
     Ok(())
 }
 
@@ -179,17 +194,21 @@ async fn serve_tcp(daemon: &Daemon, mcp: &Arc<Endpoint>, addr: &str, token: Opti
 /// used only when it is a file of the user's that no one else can read: another
 /// user may know any other.
 ///
+/// `Some(None)` with `MCPX_HTTP_NO_AUTH=1`; `None` without `MCPX_HTTP_ADDR`.
+///
 /// Errors: the token file is refused (with what to do), or cannot be read or made.
-fn tcp_token(dirs: &OpenDirs, env: &HashMap<String, String>) -> anyhow::Result<Option<String>> {
-    use std::io::Read;
+fn tcp_token(dirs: &OpenDirs, env: &HashMap<String, String>) -> anyhow::Result<Option<Option<String>>> {
     let tcp = env.get("MCPX_HTTP_ADDR").is_some_and(|a| !a.is_empty());
-    if !tcp || env.get("MCPX_HTTP_NO_AUTH").is_some_and(|v| v == "1") {
+    if !tcp {
         return Ok(None);
+    }
+    if env.get("MCPX_HTTP_NO_AUTH").is_some_and(|v| v == "1") {
+        return Ok(Some(None));
     }
     let path = dirs.paths.state.join(TOKEN);
     match dirs.state.read_private(TOKEN) {
         Ok(t) if !String::from_utf8_lossy(&t).trim().is_empty() => {
-            return Ok(Some(String::from_utf8_lossy(&t).trim().to_owned()));
+            return Ok(Some(Some(String::from_utf8_lossy(&t).trim().to_owned())));
         }
         Ok(_) => {}
         Err(OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -202,11 +221,11 @@ fn tcp_token(dirs: &OpenDirs, env: &HashMap<String, String>) -> anyhow::Result<O
         }
     }
     let mut bytes = [0u8; 24];
-    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).context("reading /dev/urandom")?;
+    mcpx_platform::random_bytes(&mut bytes).context("making the TCP token")?;
     let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     mcpx_platform::fs::write_atomic(&dirs.state, TOKEN, token.as_bytes(), 0o600)
         .with_context(|| format!("writing {}", path.display()))?;
-    Ok(Some(token))
+    Ok(Some(Some(token)))
 }
 
 /// The error for a file of mcpx's it will not use: `<path> <what is wrong>: <fix>`,

@@ -287,6 +287,15 @@ async fn transport_failures_fail_only_their_request() {
         Err(CallError::Transport(e)) => assert!(e.timed_out() && e.to_string() == "timed out reaching u"),
         other => panic!("{other:?}"),
     }
+    let (undecodable, up3) = call(&mut h, Message::request("4", "tools/call", None), CallContext::default()).await;
+    let reason = "invalid utf-8 sequence of 1 bytes from index 40".to_owned();
+    h.inbound.send(Inbound::Undecodable { id: up3.id().unwrap().to_owned(), reason }).await.unwrap();
+    match undecodable.await.unwrap() {
+        Err(CallError::Protocol(e)) => assert!(e.starts_with(
+            "the server's reply could not be decoded (invalid utf-8 sequence of 1 bytes from index 40) and was discarded"
+        )),
+        other => panic!("{other:?}"),
+    }
     let big = Message::request("3", "tools/call", Some(&format!(r#"{{"data":"{}"}}"#, "x".repeat(1 << 20))));
     assert!(matches!(h.inst.request(big, None).await, Err(CallError::RequestTooLarge { limit: 1_048_576, .. })));
     assert!(h.inst.is_alive());

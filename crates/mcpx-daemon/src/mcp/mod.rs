@@ -32,7 +32,7 @@ mod sessions;
 mod tests;
 
 pub use routes::{
-    CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, Endpoint, MODE_HEADER, PPID_HEADER, SESSION_HEADER, TcpGuard,
-    routes, tcp_routes,
+    CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, Endpoint, MODE_HEADER, PPID_HEADER, SESSION_HEADER,
+    STRANGER_IGNORES, TcpGuard, routes, tcp_routes,
 };
-pub use sessions::{ClientSession, ClientSessions};
+pub use sessions::{ClientSession, ClientSessions, MAX_SESSIONS, SESSION_IDLE, TooManySessions};

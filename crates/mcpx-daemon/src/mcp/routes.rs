@@ -3,11 +3,12 @@
 //! sessions found by their header, JSON or SSE answers, and the guard of the TCP
 //! listener.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -78,21 +79,47 @@ type S = State<Arc<Endpoint>>;
 
 /// How the TCP listener for `/mcp` admits requests (design: "Processes and files"):
 /// the `Host` (and `Origin`, when sent) must name this machine's loopback, against DNS
-/// rebinding; and unless `token` is `None`, `Authorization: Bearer <token>` is required.
+/// rebinding; and unless `token` is `None`, `Authorization: Bearer <token>` is required,
+/// compared in constant time. A refused request is answered with `Connection: close`
+/// before its body is read.
+///
+/// What it admits is a stranger: the headers that choose a configuration, a directory
+/// or a pool key ([`STRANGER_IGNORES`]) are removed, and its session is configured from
+/// `config` alone (`docs/security.md`).
 #[derive(Debug, Clone)]
 pub struct TcpGuard {
     /// The bearer token (`<state>/token`), or `None` with `--http-no-auth`.
     pub token: Option<String>,
+    /// The daemon's own configuration file (`--config` or `MCPX_CONFIG`); `None`: the
+    /// user config.
+    pub config: Option<PathBuf>,
+}
+
+/// The caller headers a TCP client may not send: they would pick another
+/// configuration, directory, pool session or process than the daemon's own. (The
+/// mode header only narrows what the client sees, so it stays.)
+pub const STRANGER_IGNORES: [&str; 4] = [CONFIG_HEADER, CWD_HEADER, CALLER_SESSION_HEADER, PPID_HEADER];
+
+/// Marks a request that came through [`TcpGuard`]: its caller is the daemon's own
+/// configuration file, with no directory, and its MCP session as its pool session.
+#[derive(Debug, Clone)]
+pub(crate) struct Stranger {
+    config: Option<PathBuf>,
 }
 
 /// The `/mcp` routes for the TCP listener, behind [`TcpGuard`].
 pub fn tcp_routes(guard: TcpGuard) -> Router<Arc<Endpoint>> {
-    routes().layer(axum::middleware::from_fn(move |req: axum::extract::Request, next: axum::middleware::Next| {
+    routes().layer(axum::middleware::from_fn(move |mut req: axum::extract::Request, next: axum::middleware::Next| {
         let guard = guard.clone();
         async move {
-            if let Some(refusal) = guard.check(req.headers()) {
+            if let Some(mut refusal) = guard.check(req.headers()) {
+                refusal.headers_mut().insert(axum::http::header::CONNECTION, HeaderValue::from_static("close"));
                 return refusal;
             }
+            for name in STRANGER_IGNORES {
+                req.headers_mut().remove(name);
+            }
+            req.extensions_mut().insert(Stranger { config: guard.config.clone() });
             next.run(req).await
         }
     }))
@@ -126,7 +153,8 @@ impl TcpGuard {
         }
         if let Some(token) = &self.token {
             let given = header(headers, "authorization");
-            if given.as_deref().and_then(|a| a.strip_prefix("Bearer ")) != Some(token.as_str()) {
+            let given = given.as_deref().and_then(|a| a.strip_prefix("Bearer ")).unwrap_or_default();
+            if !bool::from(subtle::ConstantTimeEq::ct_eq(given.as_bytes(), token.as_bytes())) {
                 let mut r =
                     (StatusCode::UNAUTHORIZED, "a bearer token is required: the one in <state>/token").into_response();
                 r.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer realm=\"mcpx\""));
@@ -144,12 +172,14 @@ pub fn routes() -> Router<Arc<Endpoint>> {
         .route("/mcp/{server}", post(post_server).delete(delete).get(get_stream))
 }
 
-async fn post_aggregate(State(e): S, headers: HeaderMap, body: Bytes) -> Response {
-    handle_post(e, None, headers, body).await
+type Tcp = Option<Extension<Stranger>>;
+
+async fn post_aggregate(State(e): S, tcp: Tcp, headers: HeaderMap, body: Bytes) -> Response {
+    handle_post(e, None, tcp.map(|t| t.0), headers, body).await
 }
 
-async fn post_server(State(e): S, Path(server): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    handle_post(e, Some(server), headers, body).await
+async fn post_server(State(e): S, tcp: Tcp, Path(server): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    handle_post(e, Some(server), tcp.map(|t| t.0), headers, body).await
 }
 
 /// `DELETE`: ends the session.
@@ -180,8 +210,14 @@ pub(crate) async fn get_stream(State(e): S, headers: HeaderMap) -> Response {
 /// `POST`: one JSON-RPC message or a batch. `initialize` opens a session; for the
 /// others the session's header is required. Client notifications and responses are
 /// accepted (202); requests are answered as JSON, or a `tools/call` as SSE when the
-/// client accepts it.
-pub(crate) async fn handle_post(e: Arc<Endpoint>, server: Option<String>, headers: HeaderMap, body: Bytes) -> Response {
+/// client accepts it. `tcp` is set for a request [`TcpGuard`] admitted.
+pub(crate) async fn handle_post(
+    e: Arc<Endpoint>,
+    server: Option<String>,
+    tcp: Option<Stranger>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let d = &e.daemon;
     let messages = match Message::parse_line(&body) {
         Ok(m) if !m.is_empty() => m,
@@ -202,7 +238,7 @@ pub(crate) async fn handle_post(e: Arc<Endpoint>, server: Option<String>, header
     let batch = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
     let first = &messages[0];
     if !batch && first.method() == Some("initialize") && first.kind() == MessageKind::Request {
-        return initialize(&e, server, &headers, first).await;
+        return initialize(&e, server, tcp, &headers, first).await;
     }
     let Some(id) = session_id(&headers) else {
         let refusal = Message::error_response("null", -32000, "Bad Request: Mcp-Session-Id header is required");
@@ -251,19 +287,45 @@ pub(crate) async fn handle_post(e: Arc<Endpoint>, server: Option<String>, header
 }
 
 /// `initialize`: a new session, the client's revision echoed when supported
-/// (Lifecycle, "Version negotiation").
-async fn initialize(e: &Endpoint, server: Option<String>, headers: &HeaderMap, request: &Message) -> Response {
+/// (Lifecycle, "Version negotiation"). Its caller is what `mcpx serve`'s headers say,
+/// with the MCP session as the pool session when none is named; a TCP client (`tcp`)
+/// gets the daemon's own configuration, no directory (so directory scopes degrade to
+/// `call`) and always its MCP session (design: Configuration, Pools).
+async fn initialize(
+    e: &Endpoint,
+    server: Option<String>,
+    tcp: Option<Stranger>,
+    headers: &HeaderMap,
+    request: &Message,
+) -> Response {
     let d = &e.daemon;
     let id = request.id().unwrap_or("null").to_owned();
     let params: Value = serde_json::from_str(request.as_str()).map(|v: Value| v["params"].clone()).unwrap_or_default();
     let version = mcp::negotiate(params["protocolVersion"].as_str().unwrap_or_default()).to_owned();
-    let caller = Caller {
-        cwd: header(headers, CWD_HEADER).map(Into::into),
-        // Without a working directory, the daemon's own MCPX_CONFIG (design: Configuration).
-        config: header(headers, CONFIG_HEADER).or_else(|| d.env().get("MCPX_CONFIG").cloned()).map(Into::into),
-        session: header(headers, CALLER_SESSION_HEADER),
-        parent_session: None,
-        ppid: header(headers, PPID_HEADER).and_then(|p| p.parse().ok()),
+    let session_id = match ClientSessions::new_id() {
+        Ok(s) => s,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot make an MCP session id");
+            let refusal = Message::error_response(&id, error_code::INTERNAL_ERROR, &format!("{err}; try again"));
+            return json_response(StatusCode::SERVICE_UNAVAILABLE, refusal.into_string(), None);
+        }
+    };
+    let caller = match tcp {
+        Some(stranger) => Caller {
+            cwd: None,
+            config: stranger.config,
+            session: Some(session_id.clone()),
+            parent_session: None,
+            ppid: None,
+        },
+        None => Caller {
+            cwd: header(headers, CWD_HEADER).map(Into::into),
+            // Without a working directory, the daemon's own MCPX_CONFIG (design: Configuration).
+            config: header(headers, CONFIG_HEADER).or_else(|| d.env().get("MCPX_CONFIG").cloned()).map(Into::into),
+            session: header(headers, CALLER_SESSION_HEADER).or_else(|| Some(session_id.clone())),
+            parent_session: None,
+            ppid: header(headers, PPID_HEADER).and_then(|p| p.parse().ok()),
+        },
     };
     let discover = header(headers, MODE_HEADER).as_deref() == Some("discover");
     let instructions = match &server {
@@ -302,7 +364,10 @@ async fn initialize(e: &Endpoint, server: Option<String>, headers: &HeaderMap, r
             }
         }
     }
-    let session_id = e.sessions.insert(session, &id);
+    if let Err(full) = e.sessions.insert(session_id.clone(), session) {
+        let refusal = Message::error_response(&id, error_code::INTERNAL_ERROR, &full.to_string());
+        return json_response(StatusCode::SERVICE_UNAVAILABLE, refusal.into_string(), None);
+    }
     json_response(StatusCode::OK, Message::response(&id, &result.to_string()).into_string(), Some(&session_id))
 }
 

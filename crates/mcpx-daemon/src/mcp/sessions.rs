@@ -5,9 +5,14 @@
 //!
 //! Nothing here knows the daemon. The daemon's announcements reach the clients
 //! through [`ClientSessions::broadcast`], which the endpoint calls.
+//!
+//! Session ids are 128 random bits from the OS's secure source. A session ends after
+//! [`SESSION_IDLE`] without a request, an open GET stream or a request being answered,
+//! and at most [`MAX_SESSIONS`] are open (`docs/api.md`, "MCP endpoint").
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use mcpx_proto::Message;
 use serde_json::Value;
@@ -21,6 +26,15 @@ use crate::sync::lock;
 /// How many events a session's GET stream buffers; beyond that, events the daemon
 /// sends on its own are dropped (the client lists again on the next one).
 const STREAM_BUFFER: usize = 64;
+
+/// How long a session may go unused before it ends: no request, no GET stream open and
+/// no request being answered for this long (1 hour). Its client then gets 404 and
+/// initializes again (Transports, "Session Management").
+pub const SESSION_IDLE: Duration = Duration::from_secs(3600);
+
+/// The most client sessions open at once, over every listener. A new one past this
+/// ends the least recently used idle session; with none idle, it is refused.
+pub const MAX_SESSIONS: usize = 1024;
 
 /// One MCP client session of the endpoint (not a server's session, nor a caller's
 /// `--session`).
@@ -48,6 +62,8 @@ pub struct ClientSession {
     /// Discovery mode: only mcpx's own few tools, so an agent pays no context for
     /// schemas it has not asked for.
     pub(crate) discover: bool,
+    /// When the client last sent a request, for [`SESSION_IDLE`].
+    last_used: Mutex<Instant>,
 }
 
 impl ClientSession {
@@ -79,7 +95,18 @@ impl ClientSession {
             replies: Arc::default(),
             inflight: Mutex::default(),
             discover,
+            last_used: Mutex::new(Instant::now()),
         }
+    }
+
+    /// Since when the session has been idle at `now` (see [`SESSION_IDLE`]); `None`
+    /// while its GET stream is open or one of its requests is being answered.
+    fn idle_since(&self, now: Instant) -> Option<Instant> {
+        let streaming = lock(&self.stream).as_ref().is_some_and(|s| !s.is_closed());
+        if streaming || !lock(&self.inflight).is_empty() {
+            return None;
+        }
+        Some((*lock(&self.last_used)).min(now))
     }
 
     /// Opens the session's GET stream (Transports, "Listening for Messages from the
@@ -133,22 +160,67 @@ pub struct ClientSessions {
     map: Mutex<HashMap<String, Arc<ClientSession>>>,
 }
 
+/// [`ClientSessions::insert`] found [`MAX_SESSIONS`] sessions open and none idle.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "too many MCP sessions are open ({MAX_SESSIONS}, none idle): end unused ones with DELETE /mcp, or try again when one ends"
+)]
+pub struct TooManySessions;
+
 impl ClientSessions {
-    /// Adds `session` under a new id, which it returns: 32 hex digits from a hash of
-    /// the time, the pid and `seed` (the `initialize` request's id).
-    pub fn insert(&self, session: ClientSession, seed: &str) -> String {
-        use sha2::{Digest, Sha256};
-        let mut h = Sha256::new();
-        h.update(format!("{:?}{}", std::time::SystemTime::now(), std::process::id()).as_bytes());
-        h.update(seed.as_bytes());
-        let id: String = h.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect();
-        lock(&self.map).insert(id.clone(), Arc::new(session));
-        id
+    /// A new session id: 32 hex digits, 128 bits from the OS's secure random source.
+    ///
+    /// Errors: that source failed.
+    pub fn new_id() -> std::io::Result<String> {
+        let mut bytes = [0u8; 16];
+        mcpx_platform::random_bytes(&mut bytes)?;
+        Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
     }
 
-    /// The session with this id.
+    /// Adds `session` under `id` (from [`ClientSessions::new_id`]). Sessions idle for
+    /// [`SESSION_IDLE`] end first; at [`MAX_SESSIONS`], the least recently used idle
+    /// session ends to make room.
+    ///
+    /// Errors: [`TooManySessions`] when all [`MAX_SESSIONS`] are in use.
+    pub fn insert(&self, id: String, session: ClientSession) -> Result<(), TooManySessions> {
+        self.insert_at(id, session, Instant::now())
+    }
+
+    fn insert_at(&self, id: String, session: ClientSession, now: Instant) -> Result<(), TooManySessions> {
+        let mut map = lock(&self.map);
+        map.retain(|_, s| s.idle_since(now).is_none_or(|since| now.duration_since(since) < SESSION_IDLE));
+        if map.len() >= MAX_SESSIONS {
+            let oldest = map
+                .iter()
+                .filter_map(|(id, s)| s.idle_since(now).map(|since| (since, id.clone())))
+                .min()
+                .map(|(_, id)| id);
+            let Some(oldest) = oldest else {
+                return Err(TooManySessions);
+            };
+            map.remove(&oldest);
+            tracing::info!(session = %oldest, "ended the least recently used MCP session: {MAX_SESSIONS} were open");
+        }
+        *lock(&session.last_used) = now;
+        map.insert(id, Arc::new(session));
+        Ok(())
+    }
+
+    /// The session with this id, marked as used now; `None` when there is none, or
+    /// when it had been idle for [`SESSION_IDLE`] (it ends then).
     pub fn get(&self, id: &str) -> Option<Arc<ClientSession>> {
-        lock(&self.map).get(id).cloned()
+        self.get_at(id, Instant::now())
+    }
+
+    fn get_at(&self, id: &str, now: Instant) -> Option<Arc<ClientSession>> {
+        let mut map = lock(&self.map);
+        let session = map.get(id)?.clone();
+        if session.idle_since(now).is_some_and(|since| now.duration_since(since) >= SESSION_IDLE) {
+            map.remove(id);
+            return None;
+        }
+        *lock(&session.last_used) = now;
+        Some(session)
     }
 
     /// Ends the session with this id (`DELETE`); false when there is none.
@@ -170,4 +242,60 @@ impl ClientSessions {
 /// transport sends them.
 pub fn sse_event(data: &str) -> Vec<u8> {
     format!("event: message\ndata: {data}\n\n").into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session() -> ClientSession {
+        ClientSession::new(None, Caller::default(), "2025-11-25".into(), &Value::Null, false)
+    }
+
+    #[test]
+    fn ids_are_random_and_128_bits() {
+        let (a, b) = (ClientSessions::new_id().unwrap(), ClientSessions::new_id().unwrap());
+        assert_eq!(a.len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn an_idle_session_expires_and_one_in_use_does_not() {
+        let sessions = ClientSessions::default();
+        let t0 = Instant::now();
+        sessions.insert_at("idle".into(), session(), t0).unwrap();
+        sessions.insert_at("streaming".into(), session(), t0).unwrap();
+        let _stream = sessions.get_at("streaming", t0).unwrap().open_stream().unwrap();
+        sessions.insert_at("used".into(), session(), t0).unwrap();
+        let later = t0 + SESSION_IDLE - Duration::from_secs(1);
+        assert!(sessions.get_at("used", later).is_some());
+        let expired = t0 + SESSION_IDLE + Duration::from_secs(1);
+        assert!(sessions.get_at("idle", expired).is_none(), "idle for longer than SESSION_IDLE");
+        assert!(sessions.get_at("idle", t0).is_none(), "an expired session is gone");
+        assert!(sessions.get_at("streaming", expired).is_some(), "its GET stream is open");
+        assert!(sessions.get_at("used", expired).is_some(), "used within SESSION_IDLE");
+    }
+
+    #[test]
+    fn at_the_cap_the_least_recently_used_idle_session_ends() {
+        let sessions = ClientSessions::default();
+        let t0 = Instant::now();
+        for n in 0..MAX_SESSIONS {
+            sessions.insert_at(format!("s{n}"), session(), t0 + Duration::from_millis(n as u64)).unwrap();
+        }
+        sessions.get_at("s0", t0 + Duration::from_secs(5)).unwrap();
+        sessions.insert_at("new".into(), session(), t0 + Duration::from_secs(6)).unwrap();
+        assert_eq!(lock(&sessions.map).len(), MAX_SESSIONS);
+        assert!(sessions.get_at("s1", t0 + Duration::from_secs(7)).is_none(), "s1 was the least recently used");
+        assert!(sessions.get_at("s0", t0 + Duration::from_secs(7)).is_some());
+        // None idle: refused.
+        let open: Vec<Arc<ClientSession>> = lock(&sessions.map).values().cloned().collect();
+        let streams: Vec<_> = open.iter().map(|s| s.open_stream()).collect();
+        assert!(matches!(
+            sessions.insert_at("more".into(), session(), t0 + Duration::from_secs(8)),
+            Err(TooManySessions)
+        ));
+        drop(streams);
+    }
 }

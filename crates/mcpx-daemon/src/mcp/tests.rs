@@ -53,7 +53,7 @@ impl Client {
 
     /// Posts `body` to `/mcp`.
     async fn post(&self, body: &Value, sse: bool) -> Response {
-        handle_post(self.endpoint.clone(), None, self.headers(sse), Bytes::from(body.to_string())).await
+        handle_post(self.endpoint.clone(), None, None, self.headers(sse), Bytes::from(body.to_string())).await
     }
 
     /// Initializes a session offering `version` and `capabilities`; returns the result.
@@ -182,7 +182,7 @@ async fn a_cancelled_request_is_answered_and_cancelled_upstream() {
     let endpoint = client.endpoint.clone();
     let headers = client.headers(false);
     let slow = request(7, "tools/call", json!({ "name": "fake__slow" }));
-    let answer = tokio::spawn(handle_post(endpoint, None, headers, Bytes::from(slow.to_string())));
+    let answer = tokio::spawn(handle_post(endpoint, None, None, headers, Bytes::from(slow.to_string())));
     client.fx.server.wait_for("tools/call slow").await;
     let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 7 } });
     assert_eq!(client.post(&cancel, false).await.status(), StatusCode::ACCEPTED);
@@ -254,8 +254,9 @@ async fn the_get_stream_hears_announcements_and_is_one_per_session() {
 async fn broadcast_reaches_only_sessions_with_a_stream() {
     let sessions = ClientSessions::default();
     let session = |caps: Value| ClientSession::new(None, Caller::default(), "2025-11-25".into(), &caps, false);
-    let listening = sessions.insert(session(json!({ "roots": {}, "sampling": {} })), "1");
-    let quiet = sessions.insert(session(json!({})), "2");
+    let (listening, quiet) = ("1".to_owned(), "2".to_owned());
+    sessions.insert(listening.clone(), session(json!({ "roots": {}, "sampling": {} }))).unwrap();
+    sessions.insert(quiet.clone(), session(json!({}))).unwrap();
     assert_eq!(sessions.get(&listening).unwrap().can_answer, ["sampling/createMessage", "roots/list"]);
     let mut rx = sessions.get(&listening).unwrap().open_stream().unwrap();
     assert!(sessions.get(&listening).unwrap().open_stream().is_none(), "one stream per session");

@@ -44,6 +44,15 @@ pub enum Inbound {
         /// Its top-level id, if one was found.
         id: Option<String>,
     },
+    /// A reply could not be decoded (an invalid UTF-8 byte, a raw control character
+    /// in a string...) but its top-level id could be read: the request it answers
+    /// fails now instead of waiting out its timeout.
+    Undecodable {
+        /// Its top-level id (raw JSON).
+        id: String,
+        /// Why it could not be decoded, from the JSON parser.
+        reason: String,
+    },
     /// The supervisor restarted the server: a new process with this pid runs and
     /// needs a new `initialize`.
     Restarted(u32),

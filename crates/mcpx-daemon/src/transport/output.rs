@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use mcpx_proto::{LineDecoder, LineEvent, Message};
+use mcpx_proto::{IdScanner, LineDecoder, LineEvent, Message};
 use tokio::sync::mpsc;
 
 use super::link::{Inbound, LinkInfo};
@@ -14,7 +14,9 @@ use super::link::{Inbound, LinkInfo};
 const LOG_LINE_MAX: usize = 512;
 
 /// Turns a server's stdout byte stream into [`Inbound`] items: frames lines,
-/// parses messages, and skips (counting and logging) lines that are not JSON-RPC.
+/// parses messages, and skips (counting and logging) lines that are not JSON-RPC;
+/// a skipped line whose top-level id can be read is reported as
+/// [`Inbound::Undecodable`], so the request it answers fails at once.
 /// Shared by every transport that carries a stdio byte stream.
 pub(super) struct StdoutParser {
     decoder: LineDecoder,
@@ -66,7 +68,10 @@ impl StdoutParser {
                                 let shown = String::from_utf8_lossy(&line[..line.len().min(LOG_LINE_MAX)]).into_owned();
                                 tracing::warn!(server = %self.server, error = %e, line = %shown, skipped, "skipped a stdout line that is not a JSON-RPC message");
                             }
-                            continue;
+                            match IdScanner::scan(&line) {
+                                Some(id) => Inbound::Undecodable { id, reason: e.to_string() },
+                                None => continue,
+                            }
                         }
                     }
                 }

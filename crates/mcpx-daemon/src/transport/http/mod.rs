@@ -22,6 +22,11 @@
 //!   HTTP+SSE server ("Backwards Compatibility"): the link opens the SSE stream, waits
 //!   for its `endpoint` event and carries on with that transport. `transport: "sse"`
 //!   goes there directly.
+//! - Redirects are followed only within the URL's origin (scheme, host and port), at
+//!   most [`MAX_REDIRECTS`] of them: the entry's `headers` (an `X-Api-Key`...) are
+//!   sent with every request, and reqwest strips only the standard credentials
+//!   (`Authorization`, `Cookie`) when a redirect leaves the origin. A redirect to
+//!   another origin fails the request, naming where it pointed.
 //! - The session is kept in the state directory (`remote/<fingerprint>-<key hash>.json`,
 //!   0600), so a later daemon re-uses it without a new `initialize`. Stopping the
 //!   instance (`Outbound::Terminate`) sends `DELETE` and forgets the file; dropping the
@@ -48,6 +53,10 @@ use crate::sync::lock;
 use crate::transport::launch::{BoxFuture, Launch, Launcher, RemoteEndpoint};
 use crate::transport::link::{ExitInfo, Inbound, Link, LinkInfo, Outbound, TransportError};
 
+/// The most redirects one request follows (all within its origin), as reqwest's
+/// default policy allows.
+pub const MAX_REDIRECTS: usize = 10;
+
 /// Starts remote instances: one HTTP client (connection pool) for the daemon.
 #[derive(Debug, Clone)]
 pub struct RemoteLauncher {
@@ -71,6 +80,12 @@ impl RemoteLauncher {
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .user_agent(concat!("mcpx/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                match redirect_refusal(attempt.previous(), attempt.url()) {
+                    Some(refusal) => attempt.error(refusal),
+                    None => attempt.follow(),
+                }
+            }))
             .build()
             .map_err(|e| TransportError::Setup(wording::chain(&e)))?;
         Ok(RemoteLauncher { http, sessions })
@@ -124,6 +139,20 @@ impl RemoteLauncher {
     }
 }
 
+/// Why a redirect to `to`, after the URLs requested so far (`previous`, the first
+/// being the request's own), is not followed; `None` to follow it. Only redirects
+/// within the first URL's origin are, [`MAX_REDIRECTS`] at most.
+fn redirect_refusal(previous: &[reqwest::Url], to: &reqwest::Url) -> Option<String> {
+    let same_origin = previous.first().is_none_or(|first| first.origin() == to.origin());
+    if !same_origin {
+        return Some(format!(
+            "the server redirected to another origin, {to}; mcpx follows redirects only within the `url`'s scheme, host and port, so that the entry's `headers` go nowhere else: if the server moved, put its new address in the entry's `url`"
+        ));
+    }
+    (previous.len() > MAX_REDIRECTS)
+        .then(|| format!("the server redirected more than {MAX_REDIRECTS} times; check the entry's `url`"))
+}
+
 /// Serves the instance's outbound messages until it stops or drops the link.
 async fn run(remote: Arc<Remote>, mut out: mpsc::Receiver<Outbound>) {
     let mut tasks = JoinSet::new();
@@ -159,4 +188,30 @@ async fn run(remote: Arc<Remote>, mut out: mpsc::Receiver<Outbound>) {
         }
     }
     remote.abort_background();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(text: &str) -> reqwest::Url {
+        reqwest::Url::parse(text).unwrap()
+    }
+
+    #[test]
+    fn redirects_are_followed_only_within_the_origin() {
+        let start = [url("https://api.example.com/mcp")];
+        assert_eq!(redirect_refusal(&start, &url("https://api.example.com/v2/mcp?x=1")), None);
+        assert_eq!(redirect_refusal(&start, &url("https://api.example.com:443/mcp")), None);
+        for elsewhere in
+            ["https://evil.example.net/mcp", "http://api.example.com/mcp", "https://api.example.com:8443/mcp"]
+        {
+            let refusal = redirect_refusal(&start, &url(elsewhere)).unwrap();
+            assert!(refusal.starts_with(&format!("the server redirected to another origin, {elsewhere}")), "{refusal}");
+        }
+        let chain: Vec<reqwest::Url> =
+            (0..=MAX_REDIRECTS).map(|i| url(&format!("https://api.example.com/{i}"))).collect();
+        let refusal = redirect_refusal(&chain, &url("https://api.example.com/last")).unwrap();
+        assert_eq!(refusal, "the server redirected more than 10 times; check the entry's `url`");
+    }
 }

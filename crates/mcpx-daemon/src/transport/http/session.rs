@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use mcpx_platform::fs::Dir;
 use mcpx_proto::attach::Identity;
-use mcpx_proto::{Message, MessageKind, SseDecoder, SseEvent};
+use mcpx_proto::{IdScanner, Message, MessageKind, SseDecoder, SseEvent};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, WWW_AUTHENTICATE};
 use reqwest::{StatusCode, Url};
 use tokio::sync::mpsc;
@@ -311,7 +311,22 @@ impl Remote {
                     )));
                 }
                 tracing::warn!(server = %self.identity.server, error = %e, "skipped an answer that is not a JSON-RPC message");
-                return Ok(false);
+                // An event whose id can be read fails the request it answers now,
+                // as on stdio, instead of leaving it to its timeout; on this
+                // request's own stream it is the answer, and the stream is done.
+                let Some(id) = IdScanner::scan(data) else { return Ok(false) };
+                let answered = wanted == Some(id.as_str());
+                if sink == Sink::Swallow {
+                    return match answered {
+                        true => Err(TransportError::exchange(format!(
+                            "{} answered the repeated initialize with an event that could not be decoded ({e})",
+                            self.written_url
+                        ))),
+                        false => Ok(false),
+                    };
+                }
+                let _ = self.inbound.send(Inbound::Undecodable { id, reason: e.to_string() }).await;
+                return Ok(answered);
             }
         };
         let mut answered = false;
