@@ -1,6 +1,7 @@
-//! The two output buffers of an instance: stdout held for the daemon (bounded, the
-//! oldest whole lines dropped on overflow so the stream stays line-aligned), and
-//! the stderr ring (the last 64 KiB).
+//! The two output buffers of an instance: stdout held for the daemon (bounded; with
+//! no daemon attached the oldest whole lines are dropped on overflow so the stream
+//! stays line-aligned, with one attached the read is limited to what fits, so nothing
+//! is dropped), and the stderr ring (the last 64 KiB).
 
 use std::collections::VecDeque;
 
@@ -32,14 +33,27 @@ impl StdoutBuffer {
         self.capacity
     }
 
-    /// Appends output, dropping the oldest bytes (up to a line end) past the capacity.
-    /// Returns how many bytes were dropped by this push.
-    pub fn push(&mut self, mut bytes: &[u8]) -> u64 {
-        let before = self.dropped;
-        if self.skip_to_newline && self.data.is_empty() {
-            bytes = self.skip_in(bytes);
+    /// How many bytes of the child's stdout to read now (`docs/attach-protocol.md`,
+    /// "Unattached output"). With no daemon attached (`room` is `None`): any amount,
+    /// since [`StdoutBuffer::push`] drops whole lines on overflow. With one attached,
+    /// `room` is how many bytes its connection takes before its high-water mark
+    /// (`Peer::stdout_room`): the budget is that plus the buffer's free space, so
+    /// that [`StdoutBuffer::append`] followed by `Peer::send_stdout` leaves at most
+    /// `capacity` bytes here and drops nothing. 0 means stop reading the child's
+    /// stdout: the child blocks on its full pipe (flow control).
+    pub fn read_budget(&self, room: Option<usize>) -> usize {
+        match room {
+            None => usize::MAX,
+            Some(room) => self.capacity.saturating_sub(self.data.len()).saturating_add(room),
         }
-        self.data.extend(bytes);
+    }
+
+    /// Appends output, dropping the oldest bytes (up to a line end) past the capacity:
+    /// the path while no daemon is attached. Returns how many bytes were dropped by
+    /// this push.
+    pub fn push(&mut self, bytes: &[u8]) -> u64 {
+        let before = self.dropped;
+        self.append(bytes);
         if self.data.len() > self.capacity {
             let over = self.data.len() - self.capacity;
             self.data.drain(..over);
@@ -47,6 +61,19 @@ impl StdoutBuffer {
             // Drop the rest of the cut line as well.
             self.resync();
         }
+        self.dropped - before
+    }
+
+    /// Appends output without bounding it: the path while a daemon is attached, for
+    /// at most [`StdoutBuffer::read_budget`] bytes, which the caller then hands to the
+    /// connection at once. Only the rest of a line cut while no daemon was attached is
+    /// dropped (and counted); returns how many bytes that was.
+    pub fn append(&mut self, mut bytes: &[u8]) -> u64 {
+        let before = self.dropped;
+        if self.skip_to_newline && self.data.is_empty() {
+            bytes = self.skip_in(bytes);
+        }
+        self.data.extend(bytes);
         self.dropped - before
     }
 
@@ -137,6 +164,31 @@ mod tests {
         assert_eq!(b.push(b"def\nok\n"), 4);
         assert_eq!(b.take(100), b"ok\n");
         assert_eq!(b.dropped, 22);
+    }
+
+    #[test]
+    fn the_read_budget_is_unbounded_unattached_and_what_fits_attached() {
+        let mut b = StdoutBuffer::new(10);
+        assert_eq!(b.read_budget(None), usize::MAX);
+        assert_eq!(b.read_budget(Some(100)), 110);
+        b.push(b"0123\n");
+        assert_eq!(b.read_budget(Some(0)), 5, "the buffer's free space alone");
+        b.push(b"abcd\n");
+        assert_eq!(b.read_budget(Some(0)), 0, "full, and the daemon is behind: stop reading");
+        assert_eq!(b.read_budget(Some(usize::MAX)), usize::MAX);
+    }
+
+    #[test]
+    fn append_never_drops_but_still_skips_the_rest_of_a_cut_line() {
+        let mut b = StdoutBuffer::new(4);
+        assert_eq!(b.append(b"a line far longer than the buffer\n"), 0);
+        assert_eq!(b.len(), 34);
+        assert_eq!(b.take(100).len(), 34);
+        // A line cut while no daemon was attached: its rest goes even once one is.
+        assert_eq!(b.push(b"0123456789"), 10);
+        assert_eq!(b.append(b"rest\nnext\n"), 5);
+        assert_eq!(b.take(100), b"next\n");
+        assert_eq!(b.dropped, 15);
     }
 
     #[test]

@@ -207,6 +207,12 @@ impl Peer {
         self.out.len() < HIGH_WATER
     }
 
+    /// How many more stdout bytes it takes before its unsent output reaches
+    /// [`HIGH_WATER`] (0 when it is there or past it).
+    pub fn stdout_room(&self) -> usize {
+        HIGH_WATER.saturating_sub(self.out.len())
+    }
+
     /// Queues a frame for the daemon. A frame over the protocol's maximum is dropped;
     /// the supervisor's own frames never are.
     pub fn send(&mut self, frame: Frame) {
@@ -768,5 +774,42 @@ mod tests {
         conn.peer.send_exit_once(&exit);
         let kinds: Vec<Kind> = decode(&conn.peer.out).iter().map(|f| f.kind).collect();
         assert_eq!(kinds, [Kind::Exited], "the exit goes once");
+    }
+
+    /// The supervisor's attached path without a socket or a child: read within the
+    /// budget, append, hand on; a daemon that takes a little at a time only slows the
+    /// reads. A line of twice the high-water mark through a 4 KiB buffer arrives
+    /// whole, nothing dropped.
+    #[test]
+    fn attached_stdout_within_the_read_budget_is_never_dropped() {
+        let mut conn = Conn::new(Mem::default(), peer(Instant::now()));
+        conn.peer.state = State::Attached(1);
+        conn.flush();
+        let mut stdout = StdoutBuffer::new(4096);
+        let mut pipe: VecDeque<u8> = vec![b'x'; 2 * HIGH_WATER].into_iter().chain(*b"\n{}\n").collect();
+        let sent = pipe.clone();
+        let (mut stalls, mut round) = (0, 0);
+        while !pipe.is_empty() || stdout.len() > 0 || conn.peer.has_output() {
+            let budget = stdout.read_budget(Some(conn.peer.stdout_room())).min(CHUNK);
+            if budget == 0 {
+                stalls += 1;
+            }
+            let read: Vec<u8> = pipe.drain(..budget.min(pipe.len())).collect();
+            assert_eq!(stdout.append(&read), 0);
+            conn.peer.send_stdout(&mut stdout);
+            assert!(stdout.len() <= stdout.capacity(), "{} bytes held", stdout.len());
+            // The daemon reads 64 KiB every fourth round: slower than the pipe fills.
+            round += 1;
+            conn.stream.room = if round % 4 == 0 { CHUNK } else { 0 };
+            conn.flush();
+        }
+        assert!(stalls > 0, "the daemon was behind at least once: flow control");
+        assert_eq!(stdout.dropped, 0);
+        let got: Vec<u8> = decode(&conn.stream.output[PREAMBLE_LEN..])
+            .into_iter()
+            .filter(|f| f.kind == Kind::Stdout)
+            .flat_map(|f| f.payload)
+            .collect();
+        assert_eq!(got, Vec::from(sent));
     }
 }

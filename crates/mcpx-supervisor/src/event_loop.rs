@@ -188,7 +188,11 @@ impl Supervisor {
         let mut timeout = WAKE_WITHOUT_PIDFD;
         if let Some(child) = &self.child {
             let sources = [
-                (child.output_fd(Output::Stdout).filter(|_| !self.stdout_paused()), PollFlags::POLLIN, Event::Stdout),
+                (
+                    child.output_fd(Output::Stdout).filter(|_| self.stdout_budget() > 0),
+                    PollFlags::POLLIN,
+                    Event::Stdout,
+                ),
                 (child.output_fd(Output::Stderr), PollFlags::POLLIN, Event::Stderr),
                 (child.stdin_fd(), PollFlags::POLLOUT, Event::StdinWritable),
                 (child.pidfd(), PollFlags::POLLIN, Event::Reap),
@@ -359,36 +363,57 @@ impl Supervisor {
         self.write_record();
     }
 
-    /// Reads an output pipe until it is empty (or, for stdout, until the attached
-    /// daemon is behind).
+    /// Reads an output pipe until it is empty (or, for stdout, until the buffer and
+    /// the attached daemon's connection can take no more: see
+    /// [`Supervisor::stdout_budget`]).
     fn read_output(&mut self, which: Output) {
         let mut buf = [0u8; 64 * 1024];
-        while let Some(n) = self.child.as_mut().and_then(|c| c.read(which, &mut buf)) {
+        loop {
+            let max = match which {
+                Output::Stdout => self.stdout_budget().min(buf.len()),
+                Output::Stderr => buf.len(),
+            };
+            if max == 0 {
+                // The rest stays in the pipe and the server waits: flow control.
+                return;
+            }
+            let Some(n) = self.child.as_mut().and_then(|c| c.read(which, &mut buf[..max])) else { return };
             match which {
-                Output::Stdout => {
-                    if !self.stdout_read(&buf[..n]) {
-                        return;
-                    }
-                }
+                Output::Stdout => self.stdout_read(&buf[..n]),
                 Output::Stderr => self.stderr_read(&buf[..n]),
             }
         }
     }
 
-    /// Buffers stdout and hands it on at once. Returns whether to read on: `false`
-    /// when the attached daemon is behind, so the rest stays in the pipe (the server
-    /// waits) rather than being dropped.
-    fn stdout_read(&mut self, bytes: &[u8]) -> bool {
-        let dropped = self.stdout.push(bytes);
-        if dropped > 0 && self.last_drop_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
-            // At most a line a second: a flooding server must not flood the log.
-            self.last_drop_log = Some(Instant::now());
-            log!("stdout buffer full while no daemon is attached: {} bytes dropped so far", self.stdout.dropped);
+    /// How many stdout bytes may be read now: any amount with no daemon attached,
+    /// otherwise what the buffer and the connection's high-water mark can take (see
+    /// [`StdoutBuffer::read_budget`]), so that attached output is never dropped. 0
+    /// stops polling the child's stdout until the daemon catches up.
+    fn stdout_budget(&self) -> usize {
+        self.stdout.read_budget(self.conns.attached().map(|c| c.peer.stdout_room()))
+    }
+
+    /// Takes stdout read within [`Supervisor::stdout_budget`]. With a daemon attached
+    /// it goes to that daemon at once, dropping nothing; with none, it accumulates in
+    /// the buffer, whose overflow drops whole lines.
+    fn stdout_read(&mut self, bytes: &[u8]) {
+        if self.conns.attached().is_some() {
+            let dropped = self.stdout.append(bytes);
+            self.pump();
+            self.log_drop(dropped, "the rest of a line cut while no daemon was attached");
+        } else {
+            let dropped = self.stdout.push(bytes);
+            self.log_drop(dropped, "stdout buffer full while no daemon is attached");
         }
-        // Hand it on as soon as possible, so the buffer only fills while no daemon is
-        // attached.
-        self.pump();
-        !self.stdout_paused()
+    }
+
+    /// Logs that `dropped` stdout bytes just went, and why: at most a line a second,
+    /// so a flooding server does not flood the log; the total stays exact.
+    fn log_drop(&mut self, dropped: u64, why: &str) {
+        if dropped > 0 && self.last_drop_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            self.last_drop_log = Some(Instant::now());
+            log!("{why}: {dropped} bytes dropped, {} so far", self.stdout.dropped);
+        }
     }
 
     /// Keeps stderr in the ring and forwards it to the attached daemon.
@@ -505,14 +530,6 @@ impl Supervisor {
                 self.done = true;
             }
         }
-    }
-
-    /// Whether to stop reading the child's stdout for now: a daemon is attached but
-    /// has not taken what is already buffered. Flow control, not loss: only output
-    /// with no daemon attached is ever dropped.
-    fn stdout_paused(&self) -> bool {
-        let half = self.stdout.capacity() / 2;
-        self.conns.attached().is_some_and(|c| !c.peer.has_room() || self.stdout.len() >= half)
     }
 
     /// Whether the child's stdout reached end of file and all of it left the buffer.

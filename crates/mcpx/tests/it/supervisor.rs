@@ -97,6 +97,24 @@ fn unattached_output_is_buffered_and_every_dropped_byte_counted() {
     assert!(std::fs::read_to_string(w.path("state/supervisors.log")).unwrap().contains("dropped"));
 }
 
+/// Output while a daemon is attached passes through whatever `bufferBytes` is: reply
+/// lines far over a 4 KiB buffer arrive whole and at once, and nothing is dropped
+/// (a slow daemon gets flow control, never loss).
+#[test]
+fn attached_output_is_never_dropped_however_small_the_buffer() {
+    let w = World::new(json!({
+        "b": { "command": fake_server(), "mcpx": { "bufferBytes": "4KiB", "callTimeout": "5s" } },
+    }));
+    for bytes in [10_000, 1 << 20] {
+        let run = w.run(&["call", "b.big", &json!({ "line_bytes": bytes }).to_string(), "--json"]);
+        assert_eq!(run.code, 0, "a reply line of {bytes} bytes: {}", run.stderr);
+        let text = run.json()["content"][0]["text"].as_str().unwrap().to_owned();
+        assert!(text.len() > bytes - 200 && text.bytes().all(|b| b == b'x'), "line of {bytes} bytes arrived cut");
+    }
+    assert_eq!(w.instance("b").unwrap()["dropped_bytes"], 0);
+    assert!(!std::fs::read_to_string(w.path("state/supervisors.log")).unwrap().contains("dropped so far"));
+}
+
 /// A daemon killed after sending part of a large request: the server never sees
 /// a partial message, and the next call works.
 #[test]
