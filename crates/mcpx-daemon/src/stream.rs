@@ -76,6 +76,15 @@ where
 mod tests {
     use super::*;
 
+    /// Every item the stream yields until it ends, as text.
+    async fn drain(rx: &mut mpsc::Receiver<Vec<u8>>) -> Vec<String> {
+        let mut items = Vec::new();
+        while let Some(item) = rx.recv().await {
+            items.push(String::from_utf8(item).unwrap());
+        }
+        items
+    }
+
     #[tokio::test]
     async fn notifications_come_before_the_outcome_and_the_stream_ends() {
         let mut rx = stream_call(
@@ -89,10 +98,7 @@ mod tests {
             |m| m.as_str().as_bytes().to_vec(),
             |outcome: &str| outcome.as_bytes().to_vec(),
         );
-        let mut items = Vec::new();
-        while let Some(item) = rx.recv().await {
-            items.push(String::from_utf8(item).unwrap());
-        }
+        let items = drain(&mut rx).await;
         assert_eq!(items.len(), 4, "{items:?}");
         assert!(items[..3].iter().all(|i| i.contains("notifications/progress")));
         assert_eq!(items[3], "done");
@@ -115,10 +121,7 @@ mod tests {
             |m| m.as_str().as_bytes().to_vec(),
             |outcome: &str| outcome.as_bytes().to_vec(),
         );
-        let mut items = Vec::new();
-        while let Some(item) = rx.recv().await {
-            items.push(String::from_utf8(item).unwrap());
-        }
+        let items = drain(&mut rx).await;
         assert!(items.len() <= notices::QUEUE_MESSAGES + 1, "{} items were held", items.len());
         assert_eq!(items.last().map(String::as_str), Some("done"));
         assert!(items[items.len() - 2].contains("9999"), "the newest progress is kept");

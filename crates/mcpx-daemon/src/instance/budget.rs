@@ -15,7 +15,7 @@ pub(super) const LINES_PER_WINDOW: u32 = 20;
 /// The span of the budget: one second.
 pub(super) const WINDOW: Duration = Duration::from_secs(1);
 
-/// One server's log budget: [`LINES_PER_WINDOW`] lines per [`WINDOW`]. The pool keeps
+/// One server's log budget: 20 lines a second. The pool keeps
 /// one per server (by cache key) and hands it to each instance it starts or adopts.
 #[derive(Debug)]
 pub struct LogBudget {
