@@ -136,10 +136,27 @@ pub struct DaemonStatus {
     /// Problems to fix, like a service manager that would kill the supervisors.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// What is wrong in the known configuration files, each file read alone: a server
+    /// with a config error has no instance, so it is listed here instead.
+    #[serde(default)]
+    pub config_errors: Vec<ConfigErrorStatus>,
     /// Progress and log notifications lost since the daemon started because their
     /// caller read too slowly (its queue was full).
     #[serde(default)]
     pub dropped_notifications: u64,
+}
+
+/// One problem of a configuration file in `status`: an entry that does not parse, or a
+/// whole file that cannot be read or parsed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigErrorStatus {
+    /// The file.
+    pub file: PathBuf,
+    /// The server whose entry is wrong; absent when the whole file is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// What is wrong and what to do, one line starting with the file.
+    pub message: String,
 }
 
 /// One instance in `status`.

@@ -49,7 +49,7 @@ pub mod units;
 mod tests;
 
 pub use command::{CommandNotFound, DEFAULT_PATH, ExeIdentity, SearchedIn, exe_identity, resolve_command};
-pub use entry::{ResolvedConfig, ServerEntry, ServerOptions};
+pub use entry::{EntryError, ResolvedConfig, ServerEntry, ServerOptions};
 pub use error::ConfigError;
 pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport};
 pub use resolve::{ConfigCache, ConfigEnv, MCPX_PROJECT_FILE, PROJECT_FILE, ResolveRequest};

@@ -2,6 +2,7 @@
 //! daemon's state and the request to the response, so each is tested without a socket.
 //! `server.rs` routes requests to them and turns their results into HTTP.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use serde_json::value::RawValue;
 
 use crate::adopt::replace_incompatible;
 use crate::api::{ApiError, Caller, DaemonStatus, ErrorKind, InstanceStatus, Request, SearchHit, ServerRow, Status};
-use crate::config::{ResolvedConfig, ServerEntry};
+use crate::config::{EntryError, ResolvedConfig, ServerEntry};
 use crate::daemon::{Daemon, Exit, unknown_server};
 use crate::instance::{CallContext, CallError, ERROR_TAIL_BYTES, State};
 use crate::notices::NoticeSender;
@@ -49,9 +50,13 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
         let key = entry.cache_key();
         let cached = d.schema.get(&key);
         let n_live = live.iter().filter(|i| i.identity.cache_key == key).count();
-        let error = cached.as_ref().and_then(|c| c.error.clone());
+        let unexpandable = entry.expand(d.env()).err().map(|e| e.to_string());
+        let error = unexpandable.clone().or_else(|| cached.as_ref().and_then(|c| c.error.clone()));
         let state = if !policy::server_offered(entry) {
             "disabled"
+        } else if unexpandable.is_some() {
+            // An unset `${VAR}`: no start can succeed until the daemon's environment has it.
+            "error"
         } else if d.pool.in_crash_loop(&key) {
             "crash-loop"
         } else if error.is_some() {
@@ -88,7 +93,25 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
             source: entry.source.clone(),
         });
     }
+    rows.extend(config.errors.iter().map(|(name, error)| config_error_row(name, error)));
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(rows)
+}
+
+/// The `ls` row of an entry that does not parse: state `error`, its message, and `-` for
+/// the sharing and scope it could not be given.
+fn config_error_row(name: &str, error: &EntryError) -> ServerRow {
+    ServerRow {
+        name: name.to_owned(),
+        tools: None,
+        sharing: "-".to_owned(),
+        scope: "-".to_owned(),
+        live: 0,
+        state: "error".to_owned(),
+        description: None,
+        error: Some(error.0.to_string()),
+        source: error.0.file().map(Path::to_path_buf).unwrap_or_default(),
+    }
 }
 
 /// `POST /v1/tools`: a server's tool objects exactly as it sent them, or one tool.
@@ -298,6 +321,7 @@ pub fn status(d: &Daemon) -> Status {
             config_files: d.config.known_files(),
             log_file: d.dirs.paths.log_file(),
             warnings: d.warnings.clone(),
+            config_errors: d.config_errors(),
             dropped_notifications: d.dropped_notifications().load(Ordering::Relaxed),
         },
         instances,

@@ -16,7 +16,7 @@ use mcpx_proto::Message;
 use mcpx_proto::attach::{Record, Version};
 use tokio::sync::{broadcast, mpsc, watch};
 
-use crate::api::{ApiError, ErrorKind, Request};
+use crate::api::{ApiError, ConfigErrorStatus, ErrorKind, Request};
 use crate::config::{ConfigCache, ConfigEnv, ResolveRequest, ResolvedConfig, ServerEntry};
 use crate::instance::InstanceEvent;
 use crate::paths::{KNOWN_CONFIGS, OpenDirs};
@@ -150,7 +150,8 @@ impl Daemon {
         Ok(resolved)
     }
 
-    /// The entry named `name`, or an `unknown_server` error listing the names that exist.
+    /// The entry named `name`, or an `unknown_server` error listing the names that exist
+    /// (a `config` error for an entry that does not parse).
     pub fn server<'a>(&self, config: &'a ResolvedConfig, name: &str) -> Result<&'a ServerEntry, ApiError> {
         config.get(name).ok_or_else(|| unknown_server(config, name))
     }
@@ -167,6 +168,23 @@ impl Daemon {
             }
         }
         (entries, complete)
+    }
+
+    /// The config errors of every known configuration file, each file resolved alone: its
+    /// entries that do not parse, or the file itself when it cannot be read or parsed.
+    pub(crate) fn config_errors(&self) -> Vec<ConfigErrorStatus> {
+        let mut errors = Vec::new();
+        for file in self.config.known_files() {
+            match self.config.resolve(&ResolveRequest { cwd: None, explicit: Some(file.clone()) }) {
+                Ok(config) => errors.extend(config.errors.into_iter().map(|(server, e)| ConfigErrorStatus {
+                    file: file.clone(),
+                    server: Some(server),
+                    message: e.0.to_string(),
+                })),
+                Err(e) => errors.push(ConfigErrorStatus { file, server: None, message: e.to_string() }),
+            }
+        }
+        errors
     }
 
     /// The URL of `/mcp` on TCP, when that listener is enabled.
@@ -265,8 +283,12 @@ pub enum Exit {
     Upgrade(Arc<Executable>),
 }
 
-/// The `unknown_server` error for `name`, listing the names `config` has.
+/// The `unknown_server` error for `name`, listing the names `config` has; for an entry
+/// that does not parse, its `config` error instead.
 pub(crate) fn unknown_server(config: &ResolvedConfig, name: &str) -> ApiError {
+    if let Some(error) = config.errors.get(name) {
+        return ApiError::new(ErrorKind::Config, error.0.to_string());
+    }
     let names: Vec<&str> = config.servers.keys().map(String::as_str).collect();
     let hint = if names.is_empty() {
         "no servers are configured here (see `mcpx ls`; configure them in .mcp.json or ~/.config/mcpx/config.json)"

@@ -225,6 +225,9 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
     for w in &d.warnings {
         say(&format!("WARNING {w}"));
     }
+    for e in &d.config_errors {
+        say(&format!("ERROR   {}", e.message));
+    }
     if status.instances.is_empty() {
         println!("\nno instances running; `mcpx call <server>.<tool>` starts one");
         return;

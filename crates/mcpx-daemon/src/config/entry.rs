@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -195,7 +196,25 @@ pub struct ResolvedConfig {
     pub files: Vec<PathBuf>,
     /// The merged servers by name (disabled ones included; check `options.disabled`).
     pub servers: BTreeMap<String, ServerEntry>,
+    /// The entries that could not be parsed, by name: each fails alone, and like a good
+    /// entry it hides a farther entry of the same name. No name is in both maps.
+    pub errors: BTreeMap<String, EntryError>,
 }
+
+/// Why one server entry could not be parsed ([`ConfigError::UnknownKey`],
+/// [`ConfigError::InvalidValue`], [`ConfigError::MissingCommandOrUrl`] or
+/// [`ConfigError::BothCommandAndUrl`]); the error names its file and server. Two are equal
+/// when their messages are.
+#[derive(Clone, Debug)]
+pub struct EntryError(pub Arc<ConfigError>);
+
+impl PartialEq for EntryError {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for EntryError {}
 
 impl ResolvedConfig {
     /// The server named `name`, if configured.

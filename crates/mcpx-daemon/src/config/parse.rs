@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::entry::{ServerEntry, ServerOptions};
+use super::entry::{EntryError, ServerEntry, ServerOptions};
 use super::error::ConfigError;
 use super::spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};
 use super::units::{duration_from_json, json_kind, size_from_json};
@@ -22,11 +22,22 @@ struct TopLevel {
     servers: Option<BTreeMap<String, Map<String, Value>>>,
 }
 
+/// One parsed file: its good entries and its bad ones, by name (no name is in both).
+#[derive(Debug, Default)]
+pub(super) struct ParsedFile {
+    /// The entries that parsed.
+    pub(super) servers: BTreeMap<String, ServerEntry>,
+    /// The entries that did not, each with its error.
+    pub(super) errors: BTreeMap<String, EntryError>,
+}
+
 /// Parses the text of the config file at `file` into its servers, by name.
 ///
 /// `servers` (VS Code) and `mcpServers` are merged, `mcpServers` winning on a name clash. A
-/// file with neither key has no servers.
-pub(super) fn parse_file(file: &Path, text: &str) -> Result<BTreeMap<String, ServerEntry>, ConfigError> {
+/// file with neither key has no servers. Errors: [`ConfigError::Syntax`] when the file is not
+/// JSON(C) of the right shape; a bad entry is not an error of the file but lands in
+/// [`ParsedFile::errors`].
+pub(super) fn parse_file(file: &Path, text: &str) -> Result<ParsedFile, ConfigError> {
     let json = jsonc::to_json(text).map_err(|e| {
         let (line, column) = line_column(text, e.offset);
         ConfigError::Syntax { file: file.to_owned(), line, column, message: e.message.to_owned() }
@@ -39,12 +50,18 @@ pub(super) fn parse_file(file: &Path, text: &str) -> Result<BTreeMap<String, Ser
     })?;
     let mut raw = top.servers.unwrap_or_default();
     raw.extend(top.mcp_servers.unwrap_or_default());
-    raw.into_iter()
-        .map(|(name, map)| {
-            let entry = parse_entry(file, &name, &map)?;
-            Ok((name, entry))
-        })
-        .collect()
+    let mut parsed = ParsedFile::default();
+    for (name, map) in raw {
+        match parse_entry(file, &name, &map) {
+            Ok(entry) => {
+                parsed.servers.insert(name, entry);
+            }
+            Err(e) => {
+                parsed.errors.insert(name, EntryError(std::sync::Arc::new(e)));
+            }
+        }
+    }
+    Ok(parsed)
 }
 
 /// 1-based line and column (in bytes, like serde_json) of a byte offset.

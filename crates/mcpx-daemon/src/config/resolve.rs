@@ -1,15 +1,15 @@
 //! Finding the config files for a request, and caching parsed files.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::entry::{ResolvedConfig, ServerEntry};
+use super::entry::ResolvedConfig;
 use super::error::ConfigError;
-use super::parse;
+use super::parse::{self, ParsedFile};
 
 /// Name of the project config file shared with Claude Code, Cursor and others.
 pub const PROJECT_FILE: &str = ".mcp.json";
@@ -108,7 +108,7 @@ impl FileStamp {
 
 struct CachedFile {
     stamp: FileStamp,
-    servers: Arc<BTreeMap<String, ServerEntry>>,
+    parsed: Arc<ParsedFile>,
 }
 
 #[derive(Default)]
@@ -148,17 +148,27 @@ impl ConfigCache {
     /// Resolves `req`: reads (or reuses) every existing file from
     /// [`ResolveRequest::search_paths`] and merges their servers by name, nearer files winning.
     ///
-    /// Missing files are skipped, except an explicit one. Errors: [`ConfigError::Io`] for a
-    /// file that exists but cannot be read (or a missing explicit file), and any parse error of
-    /// any contributing file ([`ConfigError::Syntax`], [`ConfigError::UnknownKey`], ...).
+    /// Missing files are skipped, except an explicit one. An entry that does not parse fails
+    /// alone: it lands in [`ResolvedConfig::errors`], hiding farther entries of its name like a
+    /// good one. Errors: [`ConfigError::Io`] for a file that exists but cannot be read (or a
+    /// missing explicit file), and [`ConfigError::Syntax`] for a contributing file that does
+    /// not parse.
     pub fn resolve(&self, req: &ResolveRequest) -> Result<ResolvedConfig, ConfigError> {
         let mut resolved = ResolvedConfig::default();
         for (path, required) in req.search_paths(&self.env) {
-            let Some(servers) = self.load(&path, required)? else {
+            let Some(parsed) = self.load(&path, required)? else {
                 continue;
             };
-            for (name, entry) in servers.iter() {
-                resolved.servers.entry(name.clone()).or_insert_with(|| entry.clone());
+            let taken = |r: &ResolvedConfig, name: &str| r.servers.contains_key(name) || r.errors.contains_key(name);
+            for (name, entry) in &parsed.servers {
+                if !taken(&resolved, name) {
+                    resolved.servers.insert(name.clone(), entry.clone());
+                }
+            }
+            for (name, error) in &parsed.errors {
+                if !taken(&resolved, name) {
+                    resolved.errors.insert(name.clone(), error.clone());
+                }
             }
             resolved.files.push(path);
         }
@@ -178,7 +188,7 @@ impl ConfigCache {
         self.lock().known.extend(files);
     }
 
-    /// The schema cache keys ([`ServerEntry::fingerprint`] as written) of every server in
+    /// The schema cache keys ([`ServerEntry::fingerprint`](super::ServerEntry::fingerprint) as written) of every server in
     /// every known file: what some configuration still holds. `None` while a known file
     /// cannot be read or parsed (it may be mid-edit), or none is known yet, so nothing is
     /// judged removed then.
@@ -190,7 +200,7 @@ impl ConfigCache {
         let mut keys = std::collections::HashSet::new();
         for path in known {
             match self.load(&path, false) {
-                Ok(Some(servers)) => keys.extend(servers.values().map(|e| e.cache_key())),
+                Ok(Some(parsed)) => keys.extend(parsed.servers.values().map(|e| e.cache_key())),
                 Ok(None) => {}
                 Err(_) => return None,
             }
@@ -210,7 +220,7 @@ impl ConfigCache {
 
     /// The servers of one file, from cache when its stamp is unchanged. `Ok(None)` when the file
     /// does not exist and is not `required`.
-    fn load(&self, path: &Path, required: bool) -> Result<Option<Arc<BTreeMap<String, ServerEntry>>>, ConfigError> {
+    fn load(&self, path: &Path, required: bool) -> Result<Option<Arc<ParsedFile>>, ConfigError> {
         let io_err = |error: io::Error| ConfigError::Io { file: path.to_owned(), error };
         let meta = match std::fs::metadata(path) {
             Ok(meta) => meta,
@@ -223,7 +233,7 @@ impl ConfigCache {
         let stamp = FileStamp::of(&meta);
         if let Some(cached) = self.lock().files.get(path) {
             if cached.stamp == stamp {
-                return Ok(Some(Arc::clone(&cached.servers)));
+                return Ok(Some(Arc::clone(&cached.parsed)));
             }
         }
         // Stat before reading: if the file changes in between, the next stat differs from the
@@ -231,9 +241,9 @@ impl ConfigCache {
         let text = std::fs::read_to_string(path).map_err(io_err)?;
         self.reads.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(file = %path.display(), "reading mcpx config file");
-        let servers = Arc::new(parse::parse_file(path, &text)?);
-        self.lock().files.insert(path.to_owned(), CachedFile { stamp, servers: Arc::clone(&servers) });
-        Ok(Some(servers))
+        let parsed = Arc::new(parse::parse_file(path, &text)?);
+        self.lock().files.insert(path.to_owned(), CachedFile { stamp, parsed: Arc::clone(&parsed) });
+        Ok(Some(parsed))
     }
 }
 

@@ -23,7 +23,17 @@ fn parse_text(text: &str) -> Result<ResolvedConfig, ConfigError> {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("c.json");
     write(&file, text);
-    ConfigCache::new(env_for(dir.path())).resolve(&ResolveRequest { cwd: None, explicit: Some(file) })
+    let cache = ConfigCache::new(env_for(dir.path()));
+    let mut cfg = cache.resolve(&ResolveRequest { cwd: None, explicit: Some(file) })?;
+    drop(cache);
+    // The first bad entry, as the error it was before entries failed alone.
+    match cfg.errors.pop_first() {
+        Some((_, error)) => {
+            drop(cfg);
+            Err(std::sync::Arc::try_unwrap(error.0).unwrap())
+        }
+        None => Ok(cfg),
+    }
 }
 
 fn command_of(entry: &ServerEntry) -> &str {
@@ -165,9 +175,10 @@ fn unknown_mcpx_key_message() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("c.json");
     write(&file, r#"{"mcpServers": {"x": {"command": "c", "mcpx": {"max": 2, "foo": 1}}}}"#);
-    let err = ConfigCache::new(ConfigEnv::default())
+    let cfg = ConfigCache::new(ConfigEnv::default())
         .resolve(&ResolveRequest { cwd: None, explicit: Some(file.clone()) })
-        .unwrap_err();
+        .unwrap();
+    let err = &cfg.errors["x"].0;
     assert_eq!(
         err.to_string(),
         format!(
@@ -458,4 +469,20 @@ fn resolve_command_lookup() {
     assert_eq!(id.path, fs::canonicalize(bin2.join("tool")).unwrap());
     assert_eq!(id.stamp.split(':').count(), 3);
     assert!(exe_identity(&bin1.join("missing")).is_err());
+}
+
+#[test]
+fn a_bad_entry_fails_alone_and_hides_a_farther_one_of_its_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("p");
+    write(&project.join(".mcp.json"), r#"{"mcpServers": {"good": {"command": "g"}, "bad": {"command": 42}}}"#);
+    write(
+        &tmp.path().join("xdg/mcpx/config.json"),
+        r#"{"mcpServers": {"bad": {"command": "user"}, "user": {"command": "u"}}}"#,
+    );
+    let cfg =
+        ConfigCache::new(env_for(tmp.path())).resolve(&ResolveRequest { cwd: Some(project), explicit: None }).unwrap();
+    assert_eq!(cfg.servers.keys().collect::<Vec<_>>(), ["good", "user"]);
+    let err = cfg.errors["bad"].0.to_string();
+    assert!(err.contains(".mcp.json: server `bad`: invalid `command`: expected a string, found a number"), "{err}");
 }

@@ -27,7 +27,7 @@ fn malformed_config_names_file_and_line() {
 #[test]
 fn unknown_key_in_mcpx_block_names_file_and_key() {
     let w = World::new(json!({ "a": { "command": "x", "mcpx": { "idleTimeot": "5m" } } }));
-    insta::assert_snapshot!(fails(&w, &["ls"], 2));
+    insta::assert_snapshot!(fails(&w, &["call", "a.echo", "{}"], 2));
 }
 
 #[test]

@@ -1,0 +1,97 @@
+//! Messy setups: a wrong entry in a project file fails only itself, and every other
+//! server, in that file and from the user config, keeps working.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use crate::harness::{Run, World, fake_server};
+
+/// A world without an explicit config file: a project `.mcp.json` in its directory
+/// holding `good` and `bad` (the entry under test), a user config holding `user`,
+/// and a directory `below` the project file to run commands in.
+fn project(bad: serde_json::Value) -> (World, PathBuf) {
+    let mut w = World::new(json!({}));
+    w.unset.push("MCPX_CONFIG".to_owned());
+    let xdg = w.path("xdg");
+    std::fs::create_dir_all(xdg.join("mcpx")).unwrap();
+    let user = json!({ "mcpServers": { "user": { "command": fake_server() } } });
+    std::fs::write(xdg.join("mcpx/config.json"), user.to_string()).unwrap();
+    w.env.push(("XDG_CONFIG_HOME".to_owned(), xdg.display().to_string()));
+    let servers = json!({ "mcpServers": { "good": { "command": fake_server() }, "bad": bad } });
+    std::fs::write(w.path(".mcp.json"), servers.to_string()).unwrap();
+    let below = w.path("below");
+    std::fs::create_dir_all(&below).unwrap();
+    (w, below)
+}
+
+/// Runs `mcpx <args>` in `dir`.
+fn run_in(w: &World, dir: &PathBuf, args: &[&str]) -> Run {
+    w.run_with(args, |cmd| {
+        cmd.current_dir(dir);
+    })
+}
+
+/// The good server and the user's server work, `ls` shows `bad` as `error` naming
+/// the file, the server and `needle`, `status --json` lists it in
+/// `daemon.config_errors`, and calling `bad` exits 2 with that message.
+#[track_caller]
+fn only_the_bad_entry_fails(bad: serde_json::Value, needle: &str) {
+    let (w, below) = project(bad);
+    let dir = w.dir.path().to_path_buf();
+    assert_eq!(run_in(&w, &dir, &["call", "good.echo", r#"{"message":"hi"}"#]).ok(), "hi\n");
+    assert_eq!(run_in(&w, &below, &["call", "user.echo", r#"{"message":"up"}"#]).ok(), "up\n");
+    let ls = run_in(&w, &below, &["ls", "--json"]);
+    assert_eq!(ls.code, 0, "ls: {ls:?}");
+    let rows = ls.json();
+    let row = rows.as_array().unwrap().iter().find(|r| r["name"] == "bad").unwrap_or_else(|| panic!("{rows}"));
+    assert_eq!(row["state"], "error", "{row}");
+    let error = row["error"].as_str().unwrap();
+    for part in [".mcp.json", "`bad`", needle] {
+        assert!(error.contains(part), "`{part}` not in {error}");
+    }
+    let status = w.status();
+    let errors = status["daemon"]["config_errors"].as_array().unwrap_or_else(|| panic!("{status}"));
+    assert!(
+        errors.iter().any(|e| e["server"] == "bad" && e["message"].as_str().is_some_and(|m| m.contains(needle))),
+        "{status}"
+    );
+    let call = run_in(&w, &below, &["call", "bad.echo", "{}"]);
+    assert_eq!(call.code, 2, "{call:?}");
+    assert!(call.stderr.contains(needle), "{call:?}");
+}
+
+#[test]
+fn an_unknown_key_in_an_mcpx_block_fails_only_its_entry() {
+    only_the_bad_entry_fails(json!({ "command": fake_server(), "mcpx": { "idleTimeot": "5m" } }), "idleTimeot");
+}
+
+#[test]
+fn an_entry_with_neither_command_nor_url_fails_only_itself() {
+    only_the_bad_entry_fails(json!({ "args": ["x"] }), "needs a `command`");
+}
+
+#[test]
+fn a_command_that_is_a_number_fails_only_its_entry() {
+    only_the_bad_entry_fails(json!({ "command": 42 }), "invalid `command`");
+}
+
+#[test]
+fn a_vs_code_input_variable_fails_only_its_entry() {
+    only_the_bad_entry_fails(
+        json!({ "command": fake_server(), "env": { "KEY": "${input:api-key}" } }),
+        "VS Code input variable",
+    );
+}
+
+#[test]
+fn an_unset_variable_is_shown_as_error() {
+    let w = World::new(json!({
+        "a": { "command": fake_server(), "env": { "TOKEN": "${MCPX_TEST_SURELY_UNSET}" } },
+        "b": { "command": fake_server() },
+    }));
+    let row = w.ls_row("a");
+    assert_eq!(row["state"], "error", "{row}");
+    assert!(row["error"].as_str().unwrap().contains("MCPX_TEST_SURELY_UNSET"), "{row}");
+    assert_eq!(w.call("b.echo", r#"{"message":"ok"}"#).ok(), "ok\n");
+}
