@@ -94,12 +94,16 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
         });
     }
     rows.extend(config.errors.iter().map(|(name, error)| config_error_row(name, error)));
+    rows.extend(config.file_errors.iter().filter_map(|error| {
+        let file = error.0.file()?.display().to_string();
+        Some(config_error_row(&file, error))
+    }));
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(rows)
 }
 
-/// The `ls` row of an entry that does not parse: state `error`, its message, and `-` for
-/// the sharing and scope it could not be given.
+/// The `ls` row of an entry (named `name`) or a file (named by its path) that does not
+/// parse: state `error`, its message, and `-` for the sharing and scope it could not be given.
 fn config_error_row(name: &str, error: &EntryError) -> ServerRow {
     ServerRow {
         name: name.to_owned(),

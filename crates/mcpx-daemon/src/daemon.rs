@@ -176,11 +176,18 @@ impl Daemon {
         let mut errors = Vec::new();
         for file in self.config.known_files() {
             match self.config.resolve(&ResolveRequest { cwd: None, explicit: Some(file.clone()) }) {
-                Ok(config) => errors.extend(config.errors.into_iter().map(|(server, e)| ConfigErrorStatus {
-                    file: file.clone(),
-                    server: Some(server),
-                    message: e.0.to_string(),
-                })),
+                Ok(config) => {
+                    errors.extend(config.file_errors.iter().map(|e| ConfigErrorStatus {
+                        file: file.clone(),
+                        server: None,
+                        message: e.0.to_string(),
+                    }));
+                    errors.extend(config.errors.into_iter().map(|(server, e)| ConfigErrorStatus {
+                        file: file.clone(),
+                        server: Some(server),
+                        message: e.0.to_string(),
+                    }));
+                }
                 Err(e) => errors.push(ConfigErrorStatus { file, server: None, message: e.to_string() }),
             }
         }
@@ -286,7 +293,8 @@ pub enum Exit {
 /// The `unknown_server` error for `name`, listing the names `config` has; for an entry
 /// that does not parse, its `config` error instead.
 pub(crate) fn unknown_server(config: &ResolvedConfig, name: &str) -> ApiError {
-    if let Some(error) = config.errors.get(name) {
+    // A bad entry, or (when the name is nowhere) a file that does not parse and may hold it.
+    if let Some(error) = config.errors.get(name).or(config.file_errors.first()) {
         return ApiError::new(ErrorKind::Config, error.0.to_string());
     }
     let names: Vec<&str> = config.servers.keys().map(String::as_str).collect();

@@ -199,12 +199,15 @@ pub struct ResolvedConfig {
     /// The entries that could not be parsed, by name: each fails alone, and like a good
     /// entry it hides a farther entry of the same name. No name is in both maps.
     pub errors: BTreeMap<String, EntryError>,
+    /// The files among [`files`](Self::files) that do not parse ([`ConfigError::Syntax`]),
+    /// nearest first. Their servers come from the daemon's last good read of each, if any.
+    pub file_errors: Vec<EntryError>,
 }
 
 /// Why one server entry could not be parsed ([`ConfigError::UnknownKey`],
 /// [`ConfigError::InvalidValue`], [`ConfigError::MissingCommandOrUrl`] or
-/// [`ConfigError::BothCommandAndUrl`]); the error names its file and server. Two are equal
-/// when their messages are.
+/// [`ConfigError::BothCommandAndUrl`]; the error names its file and server), or why a
+/// whole file could not ([`ConfigError::Syntax`]). Two are equal when their messages are.
 #[derive(Clone, Debug)]
 pub struct EntryError(pub Arc<ConfigError>);
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::entry::ResolvedConfig;
+use super::entry::{EntryError, ResolvedConfig};
 use super::error::ConfigError;
 use super::parse::{self, ParsedFile};
 
@@ -121,7 +121,8 @@ struct Inner {
 /// (mtime, size, inode, device) changes. Safe to share between threads (`&self` methods, an
 /// internal mutex that is never held during file I/O).
 ///
-/// Parse errors are not cached: a broken file is re-read on every request until it is fixed.
+/// Parse errors are not cached: a broken file is re-read on every request until it is fixed,
+/// and meanwhile offers the servers of its last good read, if any.
 pub struct ConfigCache {
     env: ConfigEnv,
     inner: Mutex<Inner>,
@@ -150,13 +151,18 @@ impl ConfigCache {
     ///
     /// Missing files are skipped, except an explicit one. An entry that does not parse fails
     /// alone: it lands in [`ResolvedConfig::errors`], hiding farther entries of its name like a
-    /// good one. Errors: [`ConfigError::Io`] for a file that exists but cannot be read (or a
-    /// missing explicit file), and [`ConfigError::Syntax`] for a contributing file that does
-    /// not parse.
+    /// good one. A file that does not parse lands in [`ResolvedConfig::file_errors`] and
+    /// contributes its last good read, if any. Errors: [`ConfigError::Io`] for a file that
+    /// exists but cannot be read (or a missing explicit file).
     pub fn resolve(&self, req: &ResolveRequest) -> Result<ResolvedConfig, ConfigError> {
         let mut resolved = ResolvedConfig::default();
         for (path, required) in req.search_paths(&self.env) {
-            let Some(parsed) = self.load(&path, required)? else {
+            let Some(loaded) = self.load(&path, required)? else {
+                continue;
+            };
+            resolved.file_errors.extend(loaded.syntax);
+            let Some(parsed) = loaded.parsed else {
+                resolved.files.push(path);
                 continue;
             };
             let taken = |r: &ResolvedConfig, name: &str| r.servers.contains_key(name) || r.errors.contains_key(name);
@@ -200,9 +206,11 @@ impl ConfigCache {
         let mut keys = std::collections::HashSet::new();
         for path in known {
             match self.load(&path, false) {
-                Ok(Some(parsed)) => keys.extend(parsed.servers.values().map(|e| e.cache_key())),
+                Ok(Some(Loaded { parsed: Some(parsed), syntax: None })) => {
+                    keys.extend(parsed.servers.values().map(|e| e.cache_key()))
+                }
                 Ok(None) => {}
-                Err(_) => return None,
+                Ok(Some(_)) | Err(_) => return None,
             }
         }
         Some(keys)
@@ -219,8 +227,9 @@ impl ConfigCache {
     }
 
     /// The servers of one file, from cache when its stamp is unchanged. `Ok(None)` when the file
-    /// does not exist and is not `required`.
-    fn load(&self, path: &Path, required: bool) -> Result<Option<Arc<ParsedFile>>, ConfigError> {
+    /// does not exist and is not `required`. A file that does not parse gives its syntax error
+    /// and the last good read, if any.
+    fn load(&self, path: &Path, required: bool) -> Result<Option<Loaded>, ConfigError> {
         let io_err = |error: io::Error| ConfigError::Io { file: path.to_owned(), error };
         let meta = match std::fs::metadata(path) {
             Ok(meta) => meta,
@@ -233,7 +242,7 @@ impl ConfigCache {
         let stamp = FileStamp::of(&meta);
         if let Some(cached) = self.lock().files.get(path) {
             if cached.stamp == stamp {
-                return Ok(Some(Arc::clone(&cached.parsed)));
+                return Ok(Some(Loaded { parsed: Some(Arc::clone(&cached.parsed)), syntax: None }));
             }
         }
         // Stat before reading: if the file changes in between, the next stat differs from the
@@ -241,10 +250,25 @@ impl ConfigCache {
         let text = std::fs::read_to_string(path).map_err(io_err)?;
         self.reads.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(file = %path.display(), "reading mcpx config file");
-        let parsed = Arc::new(parse::parse_file(path, &text)?);
+        let parsed = match parse::parse_file(path, &text) {
+            Ok(parsed) => Arc::new(parsed),
+            Err(error) => {
+                // The cached read (of an older stamp) stays, so the next good read replaces it.
+                let last = self.lock().files.get(path).map(|c| Arc::clone(&c.parsed));
+                return Ok(Some(Loaded { parsed: last, syntax: Some(EntryError(Arc::new(error))) }));
+            }
+        };
         self.lock().files.insert(path.to_owned(), CachedFile { stamp, parsed: Arc::clone(&parsed) });
-        Ok(Some(parsed))
+        Ok(Some(Loaded { parsed: Some(parsed), syntax: None }))
     }
+}
+
+/// One existing file as a request sees it.
+struct Loaded {
+    /// Its entries: the current read, or the last good one when it does not parse now.
+    parsed: Option<Arc<ParsedFile>>,
+    /// Why it does not parse now.
+    syntax: Option<EntryError>,
 }
 
 /// Errors that mean "there is no such file" while walking directories.

@@ -26,9 +26,11 @@ fn parse_text(text: &str) -> Result<ResolvedConfig, ConfigError> {
     let cache = ConfigCache::new(env_for(dir.path()));
     let mut cfg = cache.resolve(&ResolveRequest { cwd: None, explicit: Some(file) })?;
     drop(cache);
-    // The first bad entry, as the error it was before entries failed alone.
-    match cfg.errors.pop_first() {
-        Some((_, error)) => {
+    // The file's syntax error, else its first bad entry: the error it was before files and
+    // entries failed alone.
+    let first = cfg.file_errors.pop().or_else(|| cfg.errors.pop_first().map(|(_, e)| e));
+    match first {
+        Some(error) => {
             drop(cfg);
             Err(std::sync::Arc::try_unwrap(error.0).unwrap())
         }
@@ -414,9 +416,12 @@ fn cache_rereads_only_changed_files() {
     assert_eq!(ours(&cache), "seven");
     assert_eq!(cache.reads(), baseline + 2);
 
-    // A broken file is an error; fixing it recovers.
+    // A broken file is an error of that file, which keeps its last good read; fixing it
+    // recovers.
     write(&file, r#"{"mcpServers": {"a": {"command": }}}"#);
-    assert!(cache.resolve(&req).is_err());
+    let cfg = cache.resolve(&req).unwrap();
+    assert!(matches!(*cfg.file_errors[0].0, ConfigError::Syntax { .. }), "{cfg:?}");
+    assert_eq!(command_of(cfg.get("a").unwrap()), "seven");
     write(&file, r#"{"mcpServers": {"a": {"command": "fixed"}}}"#);
     assert_eq!(ours(&cache), "fixed");
 

@@ -39,11 +39,13 @@ async fn ls_answers_from_the_schema_cache_and_never_starts_a_server() {
 }
 
 #[tokio::test]
-async fn ls_of_an_unreadable_configuration_is_a_config_error() {
+async fn ls_of_a_configuration_that_does_not_parse_is_one_error_row() {
     let fx = fake();
     std::fs::write(&fx.config, "{ not json").unwrap();
-    let e = ls(&fx.daemon, &fx.request()).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Config, "{e}");
+    let rows = ls(&fx.daemon, &fx.request()).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0].name.as_str(), rows[0].state.as_str()), (fx.config.to_str().unwrap(), "error"));
+    assert!(rows[0].error.as_deref().is_some_and(|e| e.contains(":1:3: ")), "{rows:?}");
 }
 
 #[tokio::test]

@@ -21,7 +21,7 @@ fn fails(w: &World, args: &[&str], code: i32) -> String {
 fn malformed_config_names_file_and_line() {
     let w = World::new(json!({}));
     w.write_config("{\n  \"mcpServers\": {\n    \"a\": { \"command\": \"x\" ]\n  }\n}\n");
-    insta::assert_snapshot!(fails(&w, &["ls"], 2));
+    insta::assert_snapshot!(fails(&w, &["call", "a.echo", "{}"], 2));
 }
 
 #[test]

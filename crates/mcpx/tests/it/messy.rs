@@ -95,3 +95,23 @@ fn an_unset_variable_is_shown_as_error() {
     assert!(row["error"].as_str().unwrap().contains("MCPX_TEST_SURELY_UNSET"), "{row}");
     assert_eq!(w.call("b.echo", r#"{"message":"ok"}"#).ok(), "ok\n");
 }
+
+#[test]
+fn a_file_that_does_not_parse_is_one_error_row_and_keeps_its_last_good_read() {
+    let (w, below) = project(json!({ "command": fake_server() }));
+    assert_eq!(run_in(&w, &below, &["call", "good.echo", r#"{"message":"before"}"#]).ok(), "before\n");
+    let file = w.path(".mcp.json");
+    std::fs::write(&file, "{\n  \"mcpServers\": {\n    \"good\": { \"command\": \"x\" ]\n  }\n}\n").unwrap();
+    let ls = run_in(&w, &below, &["ls", "--json"]);
+    assert_eq!(ls.code, 0, "ls: {ls:?}");
+    let rows = ls.json();
+    let row = rows.as_array().unwrap().iter().find(|r| r["name"] == file.display().to_string());
+    let row = row.unwrap_or_else(|| panic!("no row for the file: {rows}"));
+    assert_eq!((row["state"].as_str(), row["source"].as_str()), (Some("error"), file.to_str()), "{row}");
+    assert!(row["error"].as_str().unwrap().contains(".mcp.json:3:"), "{row}");
+    assert_eq!(run_in(&w, &below, &["call", "good.echo", r#"{"message":"kept"}"#]).ok(), "kept\n");
+    assert_eq!(run_in(&w, &below, &["call", "user.echo", r#"{"message":"up"}"#]).ok(), "up\n");
+    let status = w.status();
+    let errors = status["daemon"]["config_errors"].as_array().unwrap();
+    assert!(errors.iter().any(|e| e["file"] == file.display().to_string() && e["server"].is_null()), "{status}");
+}
