@@ -53,13 +53,16 @@ pub(super) fn to_json(text: &str) -> Result<String, JsoncError> {
     if out.starts_with(b"\xEF\xBB\xBF") {
         out[..3].fill(b' ');
     }
-    strip_trailing_commas(&mut out);
+    strip_trailing_commas(&mut out)?;
     // Only whole comments (every byte of them) and ASCII commas were replaced by ASCII spaces,
     // so the text is still UTF-8.
     String::from_utf8(out).map_err(|e| JsoncError { offset: e.utf8_error().valid_up_to(), message: "invalid UTF-8" })
 }
 
-fn strip_trailing_commas(buf: &mut [u8]) {
+/// Blanks each comma followed, after whitespace, by `}` or `]`. Errors: a comma followed by
+/// another (`,,`), at the second one, which would otherwise be blanked and then reported
+/// as a trailing comma.
+fn strip_trailing_commas(buf: &mut [u8]) -> Result<(), JsoncError> {
     let mut in_string = false;
     let mut escaped = false;
     let mut i = 0;
@@ -76,13 +79,18 @@ fn strip_trailing_commas(buf: &mut [u8]) {
         } else if c == b'"' {
             in_string = true;
         } else if c == b',' {
-            let next = buf[i + 1..].iter().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
-            if matches!(next, Some(b'}') | Some(b']')) {
-                buf[i] = b' ';
+            let next = buf[i + 1..].iter().position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+            match next.map(|n| (i + 1 + n, buf[i + 1 + n])) {
+                Some((_, b'}' | b']')) => buf[i] = b' ',
+                Some((offset, b',')) => {
+                    return Err(JsoncError { offset, message: "two commas with nothing between them; remove one" });
+                }
+                _ => {}
             }
         }
         i += 1;
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -106,8 +114,12 @@ mod tests {
     }
 
     #[test]
-    fn double_comma_is_left_for_the_parser() {
-        let out = to_json("[1,,]").unwrap();
-        assert!(serde_json::from_str::<serde_json::Value>(&out).is_err());
+    fn double_comma_is_reported_at_the_second_comma() {
+        for text in ["[1,,]", "[1, ,2]", "{\"a\": 1,\n,}"] {
+            let err = to_json(text).unwrap_err();
+            assert_eq!(&text[err.offset..=err.offset], ",", "{text}: {err:?}");
+            assert!(err.message.starts_with("two commas"), "{err:?}");
+        }
+        assert!(to_json("[\",,\"]").is_ok(), "commas in a string are text");
     }
 }

@@ -115,3 +115,16 @@ fn a_file_that_does_not_parse_is_one_error_row_and_keeps_its_last_good_read() {
     let errors = status["daemon"]["config_errors"].as_array().unwrap();
     assert!(errors.iter().any(|e| e["file"] == file.display().to_string() && e["server"].is_null()), "{status}");
 }
+
+#[test]
+fn two_commas_in_a_row_are_reported_as_such() {
+    let w = World::new(json!({}));
+    w.write_config(&format!(
+        "{{\n  \"mcpServers\": {{\n    \"a\": {{ \"command\": \"{}\" }},\n    \"b\": {{ \"command\": \"x\" }},,\n  }}\n}}\n",
+        fake_server()
+    ));
+    let row = w.ls_row(&w.config.display().to_string());
+    let error = row["error"].as_str().unwrap();
+    assert!(error.contains("config.json:4:") && error.contains("two commas"), "{row}");
+    assert!(!error.contains(": trailing comma"), "{row}");
+}
