@@ -92,6 +92,10 @@ pub struct ServerRow {
     pub error: Option<String>,
     /// The file that defines it.
     pub source: PathBuf,
+    /// Warnings about its definition, one line each: a name defined twice in one file, or
+    /// defined differently in a farther file that this one hides.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// One hit of `mcpx search --json`, best first.

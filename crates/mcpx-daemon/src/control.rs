@@ -91,6 +91,7 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
             description,
             error: if state == "error" { error } else { None },
             source: entry.source.clone(),
+            warnings: config.warnings.get(&entry.name).cloned().unwrap_or_default(),
         });
     }
     rows.extend(config.errors.iter().map(|(name, error)| config_error_row(name, error)));
@@ -115,6 +116,7 @@ fn config_error_row(name: &str, error: &EntryError) -> ServerRow {
         description: None,
         error: Some(error.0.to_string()),
         source: error.0.file().map(Path::to_path_buf).unwrap_or_default(),
+        warnings: Vec::new(),
     }
 }
 

@@ -103,6 +103,10 @@ pub fn ls(json: bool, rows: &[ServerRow]) {
         .collect();
     table(&["NAME", "TOOLS", "STATE", "LIVE", "POOL", "DESCRIPTION"], &cells);
     println!("\nnext: `mcpx tools <server>` lists a server's tools; `mcpx search <words>` finds one");
+    // The footnote goes to stderr, so the table on stdout stays the same.
+    for warning in rows.iter().flat_map(|r| &r.warnings) {
+        warn(&format!("warning: {warning}"));
+    }
 }
 
 /// `mcpx tools <server> [<tool>]`.

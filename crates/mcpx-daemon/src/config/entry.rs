@@ -202,6 +202,9 @@ pub struct ResolvedConfig {
     /// The files among [`files`](Self::files) that do not parse ([`ConfigError::Syntax`]),
     /// nearest first. Their servers come from the daemon's last good read of each, if any.
     pub file_errors: Vec<EntryError>,
+    /// Warnings about the servers by name, one line each naming the file: a name defined
+    /// twice in one file, or defined differently in a farther file that the nearer hides.
+    pub warnings: BTreeMap<String, Vec<String>>,
 }
 
 /// Why one server entry could not be parsed ([`ConfigError::UnknownKey`],

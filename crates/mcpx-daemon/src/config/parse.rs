@@ -17,9 +17,33 @@ use super::{expand, jsonc};
 #[serde(expecting = "an object with an `mcpServers` (or `servers`) key")]
 struct TopLevel {
     #[serde(rename = "mcpServers", default)]
-    mcp_servers: Option<BTreeMap<String, Map<String, Value>>>,
+    mcp_servers: Option<Entries>,
     #[serde(default)]
-    servers: Option<BTreeMap<String, Map<String, Value>>>,
+    servers: Option<Entries>,
+}
+
+/// The entries of one server key in file order, duplicates kept (a map would silently keep
+/// the last).
+struct Entries(Vec<(String, Map<String, Value>)>);
+
+impl<'de> Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Entries;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of server entries")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Entries, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
 }
 
 /// One parsed file: its good entries and its bad ones, by name (no name is in both).
@@ -29,6 +53,8 @@ pub(super) struct ParsedFile {
     pub(super) servers: BTreeMap<String, ServerEntry>,
     /// The entries that did not, each with its error.
     pub(super) errors: BTreeMap<String, EntryError>,
+    /// Warnings about entries, by name: a name defined twice under one key.
+    pub(super) warnings: BTreeMap<String, Vec<String>>,
 }
 
 /// Parses the text of the config file at `file` into its servers, by name.
@@ -48,9 +74,20 @@ pub(super) fn parse_file(file: &Path, text: &str) -> Result<ParsedFile, ConfigEr
         column: e.column(),
         message: serde_message(&e),
     })?;
-    let mut raw = top.servers.unwrap_or_default();
-    raw.extend(top.mcp_servers.unwrap_or_default());
     let mut parsed = ParsedFile::default();
+    let mut raw = BTreeMap::new();
+    for (key, entries) in [("servers", top.servers), ("mcpServers", top.mcp_servers)] {
+        let mut seen = std::collections::BTreeSet::new();
+        for (name, map) in entries.map(|e| e.0).unwrap_or_default() {
+            if !seen.insert(name.clone()) {
+                parsed.warnings.entry(name.clone()).or_default().push(format!(
+                    "{}: server `{name}` is defined twice under `{key}`; the last definition is used (remove the other)",
+                    file.display()
+                ));
+            }
+            raw.insert(name, map);
+        }
+    }
     for (name, map) in raw {
         match parse_entry(file, &name, &map) {
             Ok(entry) => {

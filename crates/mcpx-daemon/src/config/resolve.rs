@@ -167,8 +167,22 @@ impl ConfigCache {
             };
             let taken = |r: &ResolvedConfig, name: &str| r.servers.contains_key(name) || r.errors.contains_key(name);
             for (name, entry) in &parsed.servers {
-                if !taken(&resolved, name) {
-                    resolved.servers.insert(name.clone(), entry.clone());
+                match resolved.servers.get(name) {
+                    Some(near) if (&near.transport, &near.options) != (&entry.transport, &entry.options) => {
+                        let warning = format!(
+                            "{}: server `{name}` hides a different definition in {} (rename one if both are wanted)",
+                            near.source.display(),
+                            path.display()
+                        );
+                        resolved.warnings.entry(name.clone()).or_default().push(warning);
+                    }
+                    _ if !taken(&resolved, name) => {
+                        resolved.servers.insert(name.clone(), entry.clone());
+                        if let Some(warnings) = parsed.warnings.get(name) {
+                            resolved.warnings.entry(name.clone()).or_default().extend(warnings.iter().cloned());
+                        }
+                    }
+                    _ => {}
                 }
             }
             for (name, error) in &parsed.errors {

@@ -128,3 +128,34 @@ fn two_commas_in_a_row_are_reported_as_such() {
     assert!(error.contains("config.json:4:") && error.contains("two commas"), "{row}");
     assert!(!error.contains(": trailing comma"), "{row}");
 }
+
+#[test]
+fn a_name_defined_twice_in_one_file_is_a_warning() {
+    let w = World::new(json!({}));
+    w.write_config(&format!(
+        "{{\"mcpServers\": {{\"a\": {{\"command\": \"nope\"}}, \"a\": {{\"command\": \"{}\"}}}}}}",
+        fake_server()
+    ));
+    let row = w.ls_row("a");
+    let warnings = row["warnings"].as_array().unwrap_or_else(|| panic!("no warnings: {row}"));
+    assert!(warnings.iter().any(|x| x.as_str().unwrap().contains("`a` is defined twice")), "{row}");
+    let ls = w.run(&["ls"]);
+    assert_eq!(ls.code, 0, "{ls:?}");
+    assert!(ls.stderr.contains("`a` is defined twice"), "the footnote: {ls:?}");
+    assert_eq!(w.call("a.echo", r#"{"message":"last"}"#).ok(), "last\n");
+}
+
+#[test]
+fn a_name_defined_differently_in_two_files_warns_that_the_nearer_wins() {
+    let (w, below) = project(json!({ "command": fake_server() }));
+    let xdg = w.path("xdg/mcpx/config.json");
+    let user = json!({ "mcpServers": { "user": { "command": fake_server() }, "good": { "command": "far" } } });
+    std::fs::write(&xdg, user.to_string()).unwrap();
+    let rows = run_in(&w, &below, &["ls", "--json"]).json();
+    let row = rows.as_array().unwrap().iter().find(|r| r["name"] == "good").unwrap();
+    let warnings = row["warnings"].as_array().unwrap_or_else(|| panic!("no warnings: {row}"));
+    assert!(warnings.iter().any(|x| x.as_str().unwrap().contains("config.json")), "names the farther file: {row}");
+    let same = rows.as_array().unwrap().iter().find(|r| r["name"] == "user").unwrap();
+    assert!(same.get("warnings").is_none(), "{same}");
+    assert_eq!(run_in(&w, &below, &["call", "good.echo", r#"{"message":"near"}"#]).ok(), "near\n");
+}
