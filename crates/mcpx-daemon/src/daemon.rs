@@ -157,13 +157,18 @@ impl Daemon {
     }
 
     /// Every entry of every known configuration file (each file resolved alone), and
-    /// whether every file could be read.
+    /// whether every file could be read and parsed, with no wrong entry.
     pub(crate) fn known_entries(&self) -> (Vec<ServerEntry>, bool) {
         let mut entries = Vec::new();
         let mut complete = true;
         for file in self.config.known_files() {
             match self.config.resolve(&ResolveRequest { cwd: None, explicit: Some(file) }) {
-                Ok(config) => entries.extend(config.servers.into_values()),
+                Ok(config) => {
+                    // A file that does not parse, or a wrong entry, may be mid-edit: what it
+                    // held is not judged removed.
+                    complete &= config.file_errors.is_empty() && config.errors.is_empty();
+                    entries.extend(config.servers.into_values());
+                }
                 Err(_) => complete = false,
             }
         }
