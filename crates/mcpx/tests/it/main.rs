@@ -12,6 +12,7 @@ mod conformance;
 mod errors;
 mod flood;
 mod hostile;
+mod ids;
 mod peer;
 mod policy;
 mod pools;
