@@ -178,6 +178,10 @@ pub struct InstanceStatus {
     /// read too slowly.
     #[serde(default)]
     pub dropped_notifications: u64,
+    /// Responses the server sent with `"id": null` (JSON-RPC allows it only on an error
+    /// about a request whose id the server could not read).
+    #[serde(default)]
+    pub null_id_errors: u64,
     /// The last error.
     pub last_error: Option<String>,
     /// The end of the server's stderr.

@@ -243,6 +243,7 @@ pub fn status(d: &Daemon) -> Status {
                 skipped_lines: i.info.skipped_lines.load(Ordering::Relaxed),
                 buffered_at_attach: i.info.buffered_at_attach.load(Ordering::Relaxed),
                 dropped_notifications: i.dropped_notifications(),
+                null_id_errors: i.null_id_errors(),
                 last_error: match state {
                     State::Exited(e) => Some(format!("server {e}")),
                     State::Lost if i.info.remote.is_some() => Some("the remote server could not be reached".into()),

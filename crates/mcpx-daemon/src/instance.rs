@@ -103,6 +103,8 @@ pub struct Instance {
     last_used: Mutex<Instant>,
     /// Progress and log notifications lost because their caller read too slowly.
     dropped_notifications: AtomicU64,
+    /// Error responses the server sent with `"id": null`.
+    null_id_errors: AtomicU64,
     /// What the server makes the daemon log on its own is rate-limited.
     log_budget: Arc<LogBudget>,
 }
@@ -179,6 +181,7 @@ impl Instance {
             in_flight: AtomicU64::new(0),
             last_used: Mutex::new(Instant::now()),
             dropped_notifications: AtomicU64::new(0),
+            null_id_errors: AtomicU64::new(0),
             log_budget: spec.log_budget,
         });
         tokio::spawn(route(Arc::downgrade(&inst), rx, events));
@@ -399,6 +402,12 @@ impl Instance {
         self.dropped_notifications.load(Ordering::Relaxed)
     }
 
+    /// Error responses the server sent with `"id": null` (JSON-RPC 2.0, section 5:
+    /// it could not read a request's id), since the instance started.
+    pub fn null_id_errors(&self) -> u64 {
+        self.null_id_errors.load(Ordering::Relaxed)
+    }
+
     /// Whether the server may add a line to the log now (its budget is
     /// `budget::LINES_PER_WINDOW` a second); says how many were left out before.
     fn may_log(&self) -> bool {
@@ -509,6 +518,9 @@ impl Instance {
     }
 
     fn complete(&self, response: Message) {
+        if response.id().is_none() {
+            return self.complete_null_id(response);
+        }
         let id = response.id().unwrap_or("null").to_owned();
         match self.calls.take(&id) {
             Some(w) => {
@@ -521,6 +533,25 @@ impl Instance {
                 tracing::warn!(server = %self.identity.server, id, "dropped a late or duplicate response (no request is waiting for this id)")
             }
             None => {}
+        }
+    }
+
+    /// A response with `"id": null` (JSON-RPC 2.0, section 5: the server could not
+    /// read a request's id): counted and logged; when it is an error and exactly one
+    /// request is in flight, that request fails with the server's own error.
+    fn complete_null_id(&self, response: Message) {
+        let total = self.null_id_errors.fetch_add(1, Ordering::Relaxed) + 1;
+        let error = serde_json::from_str::<serde_json::Value>(response.as_str())
+            .ok()
+            .and_then(|v| v.get("error").filter(|e| e.is_object()).map(ToString::to_string));
+        let failed = error.as_deref().is_some_and(|e| self.calls.fail_sole(e));
+        if self.may_log() {
+            let outcome = if failed {
+                "the only request in flight failed with it"
+            } else {
+                "dropped: no single request in flight it can belong to"
+            };
+            tracing::warn!(server = %self.identity.server, total, error = error.as_deref().unwrap_or("none"), "the server answered with a null id (it could not read a request's id); {outcome}");
         }
     }
 
