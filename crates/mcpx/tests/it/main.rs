@@ -20,6 +20,7 @@ mod real_servers;
 mod remote;
 mod security;
 mod serve;
+mod start;
 mod supervisor;
 mod tcp;
 mod terminal;
