@@ -239,6 +239,8 @@ pub fn status(d: &Daemon) -> Status {
                 supervisor_pid: i.info.supervisor.as_ref().map(|s| s.pid),
                 supervisor_protocol: i.info.supervisor.as_ref().map(|s| s.protocol.clone()),
                 url: i.info.remote.clone(),
+                command: i.origin.command.clone(),
+                source: i.origin.source.clone(),
                 dropped_bytes: i.info.dropped(),
                 skipped_lines: i.info.skipped_lines.load(Ordering::Relaxed),
                 buffered_at_attach: i.info.buffered_at_attach.load(Ordering::Relaxed),

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
-use crate::config::{ServerEntry, Sharing};
-use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec, LogBudget};
+use crate::config::{ServerEntry, Sharing, TransportSpec};
+use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec, LogBudget, Origin};
 use crate::schema::SchemaCache;
 use crate::scope::PoolKey;
 use crate::sync::lock;
@@ -390,6 +390,7 @@ impl Pool {
             log_budget: self.log_budget(&identity.cache_key),
             identity,
             max_message_bytes: usize::try_from(options.max_message_bytes).unwrap_or(usize::MAX),
+            origin: origin(&target.entry),
         };
         // A remote session a previous daemon kept is taken up without a new `initialize`.
         let resumed = link.resumed.take().and_then(|json| serde_json::from_str(&json).ok());
@@ -533,6 +534,17 @@ impl Pool {
 
 fn live(slot: &Slot) -> Option<Arc<Instance>> {
     lock(&slot.current).clone().filter(|i| i.is_alive())
+}
+
+/// Where `entry` comes from, as written (its URL is the link's own, also as written).
+fn origin(entry: &ServerEntry) -> Origin {
+    let command = match &entry.transport {
+        TransportSpec::Stdio { command, args, .. } => {
+            Some(std::iter::once(command).chain(args).map(String::as_str).collect::<Vec<_>>().join(" "))
+        }
+        TransportSpec::Remote { .. } => None,
+    };
+    Origin { source: Some(entry.source.clone()), command }
 }
 
 #[cfg(test)]
