@@ -499,7 +499,8 @@ impl Pool {
 
     /// Stops the daemon's own children and, when `all`, every supervised and remote
     /// instance too; the others are only detached (supervisors keep their servers,
-    /// remote sessions stay kept, for the next daemon). Waits for what it stops.
+    /// remote sessions stay kept, for the next daemon, each said in the log with what
+    /// becomes of it). Waits for what it stops.
     pub async fn stop_all(&self, all: bool) {
         let instances: Vec<Arc<Instance>> = {
             let slots = lock(&self.slots);
@@ -509,6 +510,10 @@ impl Pool {
         for inst in instances {
             if all || !inst.outlives_daemon() {
                 tasks.spawn(async move { inst.terminate().await });
+            } else if let (Some(url), Some(handover)) = (&inst.info.remote, *lock(&inst.info.handover)) {
+                // Said here, before the daemon exits or re-executes: the link's own
+                // task may never run again.
+                tracing::info!(server = %inst.identity.server, key = %inst.identity.key, url = %url, "{handover}");
             }
         }
         while tasks.join_next().await.is_some() {}

@@ -47,3 +47,28 @@ fn status_tells_two_definitions_of_one_server_apart() {
     }
     assert!(!table.contains("s3cret-value") && !status.to_string().contains("s3cret-value"), "{table}");
 }
+
+/// An upgrade logs what became of each remote session: an HTTP+SSE session (MCP
+/// 2024-11-05), which no later daemon can take up, ends with a line naming its
+/// server and URL; a streamable HTTP session is kept, also with a line.
+#[test]
+fn an_upgrade_logs_each_remote_session() {
+    let (_sse, sse_port) = crate::remote::everything("sse");
+    let (_http, http_port) = crate::remote::everything("streamableHttp");
+    let sse_url = format!("http://127.0.0.1:{sse_port}/sse");
+    let http_url = format!("http://127.0.0.1:{http_port}/mcp");
+    let w = World::new(json!({
+        "ev_sse": { "url": sse_url, "transport": "sse" },
+        "ev_http": { "url": http_url },
+    }));
+    for server in ["ev_sse", "ev_http"] {
+        assert!(w.call(&format!("{server}.echo"), r#"{"message":"hi"}"#).ok().contains("hi"));
+    }
+    w.run(&["upgrade"]).ok();
+    let log = w.log_once_it_has("HTTP+SSE session ended");
+    let line = log.lines().find(|l| l.contains("HTTP+SSE session ended")).unwrap();
+    assert!(line.contains("ev_sse") && line.contains(&sse_url), "{line}");
+    let log = w.log_once_it_has("MCP session kept for the next daemon");
+    let line = log.lines().find(|l| l.contains("MCP session kept for the next daemon")).unwrap();
+    assert!(line.contains("ev_http") && line.contains(&http_url), "{line}");
+}
