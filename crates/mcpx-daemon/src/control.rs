@@ -289,6 +289,10 @@ pub fn status(d: &Daemon) -> Status {
         });
     }
     instances.sort_by(|a, b| (&a.server, &a.key).cmp(&(&b.server, &b.key)));
+    // `lost` remote instances of one server and URL are one row: they differ only in
+    // pool key, and none can come back.
+    let mut lost = std::collections::HashSet::new();
+    instances.retain(|i| i.state != "lost" || i.url.is_none() || lost.insert((i.server.clone(), i.url.clone())));
     Status {
         daemon: DaemonStatus {
             pid: std::process::id(),

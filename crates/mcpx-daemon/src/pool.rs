@@ -21,11 +21,15 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::config::{ServerEntry, Sharing, TransportSpec};
-use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec, LogBudget, Origin};
+use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec, LogBudget, Origin, State};
 use crate::schema::SchemaCache;
 use crate::scope::PoolKey;
 use crate::sync::lock;
 use crate::transport::{Launch, Launcher, Launchers};
+
+/// How long a `lost` remote instance that no call replaces keeps its `status` row,
+/// as an exited supervisor keeps its record: 10 minutes.
+pub const LOST_ROW_KEEP: Duration = Duration::from_secs(600);
 
 /// Failures within this window count toward `crash-loop`, and this long without one
 /// clears the count.
@@ -72,6 +76,9 @@ struct Slot {
     exclusive: Arc<Semaphore>,
     /// Settings fixed when the slot's instance started.
     settings: Mutex<Settings>,
+    /// Since when (as [`Pool::reap`] first saw it) the slot's instance is a `lost`
+    /// remote one, whose row goes after [`LOST_ROW_KEEP`].
+    lost_since: Mutex<Option<Instant>>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -216,6 +223,7 @@ impl Pool {
                     failures: Mutex::new((0, None)),
                     exclusive: Arc::new(Semaphore::new(1)),
                     settings: Mutex::new(Settings::default()),
+                    lost_since: Mutex::new(None),
                 })
             })
             .clone()
@@ -478,7 +486,9 @@ impl Pool {
     pub async fn reap(&self) -> usize {
         let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
         let mut reaped = 0;
+        let keep = lost_row_keep();
         for slot in slots {
+            forget_lost(&slot, keep);
             let Some(inst) = live(&slot) else { continue };
             let settings = *lock(&slot.settings);
             let busy = inst.in_flight() > 0 || slot.exclusive.available_permits() == 0;
@@ -535,6 +545,33 @@ impl Pool {
             .filter_map(|s| lock(&s.failures).1.clone().map(|e| (s.server.clone(), s.key.clone(), e)))
             .collect()
     }
+}
+
+/// Takes a `lost` remote instance out of its slot once it has been lost for `keep`,
+/// so its `status` row goes (a next call starts a new instance either way).
+fn forget_lost(slot: &Slot, keep: Duration) {
+    let mut current = lock(&slot.current);
+    let mut since = lock(&slot.lost_since);
+    let lost = current.as_ref().is_some_and(|i| i.info.remote.is_some() && i.state() == State::Lost);
+    if !lost {
+        *since = None;
+        return;
+    }
+    if since.get_or_insert_with(Instant::now).elapsed() >= keep {
+        if let Some(inst) = current.take() {
+            tracing::info!(server = %inst.identity.server, key = %inst.identity.key, "removed the row of a lost remote instance after {}s", keep.as_secs());
+        }
+        *since = None;
+    }
+}
+
+/// [`LOST_ROW_KEEP`], or with the `test-hooks` feature `MCPX_TEST_LOST_KEEP_MS`.
+fn lost_row_keep() -> Duration {
+    #[cfg(feature = "test-hooks")]
+    if let Some(ms) = std::env::var("MCPX_TEST_LOST_KEEP_MS").ok().and_then(|v| v.parse().ok()) {
+        return Duration::from_millis(ms);
+    }
+    LOST_ROW_KEEP
 }
 
 fn live(slot: &Slot) -> Option<Arc<Instance>> {

@@ -3,7 +3,9 @@
 
 use serde_json::json;
 
-use crate::harness::{World, fake_server};
+use std::time::Duration;
+
+use crate::harness::{World, fake_http, fake_server, wait_until};
 
 /// One server name defined in two project files, with two commands, called from
 /// each project's directory: two instances, whose rows name their file and their
@@ -71,4 +73,25 @@ fn an_upgrade_logs_each_remote_session() {
     let log = w.log_once_it_has("MCP session kept for the next daemon");
     let line = log.lines().find(|l| l.contains("MCP session kept for the next daemon")).unwrap();
     assert!(line.contains("ev_http") && line.contains(&http_url), "{line}");
+}
+
+/// A remote instance whose server went away is `lost`: one row per server and URL,
+/// kept for a while (10 minutes; the test hook shortens it) and then removed.
+#[test]
+fn a_lost_remote_row_is_removed_after_its_time() {
+    let (server, url) = fake_http("127.0.0.1:0", &[]);
+    let mut w = World::new(json!({ "gone": { "url": url } }));
+    w.env.push(("MCPX_TEST_LOST_KEEP_MS".into(), "1500".into()));
+    assert_eq!(w.call("gone.counter", "{}").ok(), "1\n");
+    drop(server);
+    let run = w.call("gone.counter", "{}");
+    assert_ne!(run.code, 0, "{run:?}");
+    let rows = |w: &World| -> Vec<serde_json::Value> {
+        w.status()["instances"].as_array().unwrap().iter().filter(|i| i["server"] == "gone").cloned().collect()
+    };
+    let lost = rows(&w);
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert_eq!(lost[0]["state"], "lost", "{lost:?}");
+    assert_eq!(lost[0]["url"], url.as_str(), "{lost:?}");
+    wait_until("the lost row is removed", Duration::from_secs(15), || rows(&w).is_empty());
 }
