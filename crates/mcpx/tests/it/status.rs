@@ -95,3 +95,23 @@ fn a_lost_remote_row_is_removed_after_its_time() {
     assert_eq!(lost[0]["url"], url.as_str(), "{lost:?}");
     wait_until("the lost row is removed", Duration::from_secs(15), || rows(&w).is_empty());
 }
+
+/// `lost` remote instances of one server and URL under two pool keys are one row.
+#[test]
+fn lost_remote_instances_of_one_url_are_one_row() {
+    let (server, url) = fake_http("127.0.0.1:0", &[]);
+    let w = World::new(json!({ "per": { "url": url, "mcpx": { "scope": "session" } } }));
+    for session in ["a", "b"] {
+        assert_eq!(w.run(&["call", "--session", session, "per.counter", "{}"]).ok(), "1\n");
+    }
+    drop(server);
+    for session in ["a", "b"] {
+        let run = w.run(&["call", "--session", session, "per.counter", "{}"]);
+        assert_ne!(run.code, 0, "{run:?}");
+    }
+    let status = w.status();
+    let rows: Vec<&serde_json::Value> =
+        status["instances"].as_array().unwrap().iter().filter(|i| i["server"] == "per").collect();
+    assert_eq!(rows.len(), 1, "{status}");
+    assert_eq!(rows[0]["state"], "lost", "{status}");
+}
