@@ -6,7 +6,7 @@
 //! `SO_PEERCRED` or `getpeereid`). Another local user could otherwise pose as the
 //! daemon and receive the caller's arguments.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -24,6 +24,11 @@ use crate::process::{self, Detach, SpawnSpec};
 
 /// How long a CLI waits for a daemon it started to listen.
 pub const START_DEADLINE: Duration = Duration::from_secs(15);
+
+/// The variable naming the descriptor of the start pipe a CLI hands the daemon it
+/// starts: the daemon writes why it failed to start there, or closes it without a
+/// word once it listens (or when another daemon won the start race).
+pub const START_FD: &str = "MCPX_START_FD";
 
 /// A connection target: the daemon's socket, and optionally how to start a daemon
 /// when none is listening.
@@ -286,8 +291,13 @@ impl Client {
 /// Racing callers may each start one; the daemon lock lets exactly one of them run
 /// and the others exit, and every caller ends up talking to the winner.
 ///
+/// A daemon that fails to start says why through the start pipe ([`START_FD`]), and
+/// this returns at once with its words; one that loses the start race says nothing,
+/// and this waits for the winner.
+///
 /// Errors (`daemon`, exit 3): the directories are unusable, the binary cannot be
-/// started, or no daemon answers within [`START_DEADLINE`].
+/// started, the daemon failed to start (its own error, and where its log is), or no
+/// daemon answers within [`START_DEADLINE`].
 pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiError> {
     let client = Client { socket: dirs.socket(), starter: Some((dirs.clone(), exe.to_owned())) };
     if client.is_up().await? {
@@ -303,15 +313,25 @@ pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiErro
             env.insert(var.into(), dir.into());
         }
     }
-    let mut child = process::spawn(&SpawnSpec {
+    let cannot = |e: std::io::Error| {
+        ApiError::new(ErrorKind::Daemon, format!("cannot start the daemon ({}): {e}", exe.display()))
+    };
+    // The start pipe: only the daemon's end survives its exec, and this process's
+    // copy closes right after the spawn, so the reader sees the end of it once the
+    // daemon listens or exits.
+    let (reader, writer) = mcpx_platform::process::inheritable_pipe().map_err(cannot)?;
+    env.insert(START_FD.into(), writer.as_fd().as_raw_fd().to_string().into());
+    let spawned = process::spawn(&SpawnSpec {
         program: exe.to_owned(),
         args: vec!["daemon".into()],
         env,
         cwd: Some(PathBuf::from("/")),
         piped: false,
         detach: Detach::Session,
-    })
-    .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot start the daemon ({}): {e}", exe.display())))?;
+    });
+    drop(writer);
+    let mut child = spawned.map_err(cannot)?;
+    let failure = start_failure(reader);
     let deadline = Instant::now() + START_DEADLINE;
     let mut delay = Duration::from_millis(2);
     loop {
@@ -319,6 +339,14 @@ pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiErro
             // Reap the launcher-side handle in the background; the daemon lives on.
             tokio::spawn(async move { child.wait().await });
             return Ok(client);
+        }
+        if let Ok(reason) = failure.try_recv()
+            && !reason.is_empty()
+        {
+            return Err(ApiError::new(
+                ErrorKind::Daemon,
+                format!("the daemon could not start: {reason} (see {})", dirs.log_file().display()),
+            ));
         }
         if let Ok(Some(status)) = child.try_wait() {
             // It exited: either another daemon won the lock (keep waiting for it) or it failed.
@@ -343,4 +371,18 @@ pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiErro
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_millis(50));
     }
+}
+
+/// Reads the start pipe to its end on a thread of its own (a daemon that keeps it
+/// open must not hold up this process's exit) and sends what the daemon wrote there:
+/// empty when it started, or lost the start race to another daemon.
+fn start_failure(reader: std::os::fd::OwnedFd) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut reader = std::fs::File::from(reader);
+    std::thread::spawn(move || {
+        let mut reason = String::new();
+        let _ = std::io::Read::read_to_string(&mut reader, &mut reason);
+        let _ = tx.send(reason.trim().to_owned());
+    });
+    rx
 }

@@ -111,6 +111,18 @@ pub fn keep_across_exec(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
     fcntl(fd, FcntlArg::F_SETFD(FdFlag::empty())).map(|_| ()).map_err(io::Error::from)
 }
 
+/// A pipe whose write end a process about to be spawned inherits: `(read, write)`,
+/// the read end closed on `exec`, the write end kept across it (for the start pipe
+/// a CLI hands the daemon it starts). The caller closes its write end after the spawn.
+///
+/// Errors: the `io::Error` of `pipe(2)` or `fcntl(2)` (out of descriptors).
+pub fn inheritable_pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    let (read, write) = nix::unistd::pipe().map_err(io::Error::from)?;
+    fcntl(&read, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).map_err(io::Error::from)?;
+    Ok((read, write))
+}
+
 /// Takes ownership of a descriptor inherited across `exec` (named by number in the
 /// environment by the process that exec'd us).
 ///

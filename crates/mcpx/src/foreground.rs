@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
+use mcpx_daemon::client::START_FD;
 use mcpx_daemon::daemon::{Daemon, Exit};
 use mcpx_daemon::log_file::LogFile;
 use mcpx_daemon::mcp::{Endpoint, TcpGuard};
@@ -44,8 +45,33 @@ const UPGRADE_FDS: &str = "MCPX_UPGRADE_FDS";
 /// Runs the daemon until it is told to stop (or re-executes it for an upgrade).
 /// `config` is its own configuration file (`--config`, else `MCPX_CONFIG`), which TCP
 /// clients get.
+///
+/// A daemon started by a CLI reports a failed start to it through the pipe named by
+/// `MCPX_START_FD` ([`mcpx_daemon::client::START_FD`]): the error's one line is
+/// written there, and the pipe closes without a word once the daemon listens, or
+/// when it loses the start race to another daemon (not a failure: the CLI talks to
+/// the winner).
 pub fn run(config: Option<PathBuf>) -> anyhow::Result<()> {
     let mut env: HashMap<String, String> = std::env::vars().collect();
+    // The variable must not reach the servers this daemon starts.
+    let mut report = env.remove(START_FD).and_then(|fd| fd.parse().ok()).and_then(|fd| inherited_fd(fd).ok());
+    let result = start_and_serve(config, env, &mut report);
+    if let (Err(e), Some(pipe)) = (&result, report)
+        && e.downcast_ref::<AlreadyRunning>().is_none()
+    {
+        // The CLI reads this line; if it is gone, stderr and the log still say it.
+        let _ = std::io::Write::write_all(&mut std::fs::File::from(pipe), format!("{e:#}").as_bytes());
+    }
+    result
+}
+
+/// The daemon from its environment to its exit; `report` is the start pipe, closed
+/// (taken) once the daemon listens.
+fn start_and_serve(
+    config: Option<PathBuf>,
+    mut env: HashMap<String, String>,
+    report: &mut Option<OwnedFd>,
+) -> anyhow::Result<()> {
     let inherited = env.remove(UPGRADE_FDS);
     // The variable must not reach the servers this daemon starts.
     let dirs = Dirs::from_env(&env)?.open()?;
@@ -96,8 +122,14 @@ pub fn run(config: Option<PathBuf>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     let config = config.map(|c| std::path::absolute(&c).unwrap_or(c));
     let tcp = token.map(|token| TcpGuard { token, config });
-    let exit = runtime.block_on(serve_until_exit(&dirs, &env, tcp, &listener))?;
+    let exit = runtime.block_on(serve_until_exit(&dirs, &env, tcp, &listener, report));
     drop(runtime);
+    let exit = exit.inspect_err(|_| {
+        // This daemon holds the lock, so the socket and the pid file are its own:
+        // a failed start leaves neither behind.
+        let _ = dirs.runtime.remove(SOCKET);
+        let _ = dirs.runtime.remove(PID_FILE);
+    })?;
     match exit {
         Exit::Stop => {
             let _ = dirs.runtime.remove(SOCKET);
@@ -137,6 +169,7 @@ async fn serve_until_exit(
     env: &HashMap<String, String>,
     tcp: Option<TcpGuard>,
     listener: &OwnedFd,
+    report: &mut Option<OwnedFd>,
 ) -> anyhow::Result<Exit> {
     let std_listener = std::os::unix::net::UnixListener::from(listener.try_clone().context("duplicating the socket")?);
     std_listener.set_nonblocking(true).context("setting up the socket")?;
@@ -156,6 +189,8 @@ async fn serve_until_exit(
     mcpx_daemon::adopt::start_warm(&daemon);
     mcpx_daemon::adopt::take_up_remote_sessions(&daemon);
     tracing::info!(pid = std::process::id(), build = mcpx_platform::build::build_id(), socket = %dirs.paths.socket().display(), "daemon listening");
+    // Closing the start pipe tells the CLI that started this daemon that it started.
+    report.take();
     let signals = async {
         use tokio::signal::unix::{SignalKind, signal};
         let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
@@ -243,6 +278,29 @@ fn refused_file(path: &Path, e: OpenError, fix: &str) -> anyhow::Error {
     }
 }
 
+/// Another daemon holds the lock: for a daemon a CLI started, it lost the start
+/// race, which is not a failed start.
+#[derive(Debug)]
+struct AlreadyRunning {
+    /// The pid file's text (empty when there is none yet).
+    pid: String,
+    /// The lock file.
+    lock: PathBuf,
+}
+
+impl std::fmt::Display for AlreadyRunning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "a daemon is already running (pid {}, lock {}); stop it with `mcpx stop` first",
+            self.pid,
+            self.lock.display()
+        )
+    }
+}
+
+impl std::error::Error for AlreadyRunning {}
+
 /// Takes the daemon lock, or explains which daemon holds it.
 fn take_lock(dirs: &OpenDirs) -> anyhow::Result<OwnedFd> {
     let lock_path = dirs.paths.lock();
@@ -261,11 +319,7 @@ fn take_lock(dirs: &OpenDirs) -> anyhow::Result<OwnedFd> {
         }
         Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
             let pid = dirs.runtime.read(PID_FILE).unwrap_or_default();
-            bail!(
-                "a daemon is already running (pid {}, lock {}); stop it with `mcpx stop` first",
-                String::from_utf8_lossy(&pid).trim(),
-                lock_path.display()
-            );
+            Err(AlreadyRunning { pid: String::from_utf8_lossy(&pid).trim().to_owned(), lock: lock_path }.into())
         }
         Err((_, e)) => bail!("cannot lock {}: {e}", lock_path.display()),
     }

@@ -19,6 +19,7 @@ mod real_servers;
 mod remote;
 mod security;
 mod serve;
+mod start;
 mod status;
 mod supervisor;
 mod tcp;
