@@ -20,6 +20,7 @@ pub use context::{CLIENT_ANSWER_TIMEOUT, CallContext, ClientReplies};
 pub use error::{CallError, ERROR_TAIL_BYTES};
 pub use session::ServerSession;
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -86,6 +87,9 @@ pub struct Instance {
     pub identity: Identity,
     /// Process facts shared with the transport.
     pub info: Arc<LinkInfo>,
+    /// The configuration entry it was started from, as written, so `status` can tell
+    /// two instances of one server apart.
+    pub origin: Origin,
     /// When it started.
     pub started: Instant,
     tx: mpsc::Sender<Outbound>,
@@ -118,6 +122,19 @@ pub struct InstanceSpec {
     pub max_message_bytes: usize,
     /// The server's log budget, shared by all its instances ([`LogBudget`]).
     pub log_budget: Arc<LogBudget>,
+    /// The configuration entry it is started from.
+    pub origin: Origin,
+}
+
+/// Where an instance's configuration came from, as written: before `${VAR}`
+/// expansion, so it holds no secret a variable supplies. Empty for an instance
+/// adopted from a previous daemon, whose supervisor's record does not keep it.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// The configuration file that defines the server.
+    pub source: Option<PathBuf>,
+    /// A local server's `command` and `args`, joined by spaces.
+    pub command: Option<String>,
 }
 
 impl Instance {
@@ -170,6 +187,7 @@ impl Instance {
         let inst = Arc::new(Instance {
             identity: spec.identity,
             info,
+            origin: spec.origin,
             started: Instant::now(),
             tx,
             epoch,

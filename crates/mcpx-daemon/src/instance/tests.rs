@@ -26,7 +26,12 @@ fn harness() -> Harness {
         key: "global".into(),
         sharing: "shared".into(),
     };
-    let spec = InstanceSpec { identity, max_message_bytes: 1 << 20, log_budget: Default::default() };
+    let spec = InstanceSpec {
+        identity,
+        max_message_bytes: 1 << 20,
+        log_budget: Default::default(),
+        origin: Default::default(),
+    };
     let session = ServerSession {
         protocol_version: "2025-11-25".into(),
         capabilities: RawValue::from_string("{}".into()).unwrap(),

@@ -21,6 +21,7 @@ mod remote;
 mod security;
 mod serve;
 mod start;
+mod status;
 mod supervisor;
 mod tcp;
 mod terminal;
