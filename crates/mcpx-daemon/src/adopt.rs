@@ -91,6 +91,7 @@ async fn adopt_one(
         identity: rec.identity.clone(),
         max_message_bytes: max,
         log_budget: d.pool.log_budget(&rec.identity.cache_key),
+        origin: Default::default(),
     };
     let session = link.resumed.take().and_then(|s| serde_json::from_str::<ServerSession>(&s).ok());
     let epoch = link.epoch;

@@ -188,6 +188,14 @@ pub struct InstanceStatus {
     /// A remote server's URL, as written in the configuration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// A local server's `command` and `args` as written (before `${VAR}` expansion),
+    /// joined by spaces; absent for remote servers and adopted instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The configuration file that defines the server; absent for instances adopted
+    /// from a previous daemon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<PathBuf>,
     /// Bytes of the server's output discarded (oversize messages, non-JSON lines).
     pub dropped_bytes: u64,
     /// Non-JSON lines skipped on stdout.
@@ -199,6 +207,10 @@ pub struct InstanceStatus {
     /// read too slowly.
     #[serde(default)]
     pub dropped_notifications: u64,
+    /// Responses the server sent with `"id": null` (JSON-RPC allows it only on an error
+    /// about a request whose id the server could not read).
+    #[serde(default)]
+    pub null_id_errors: u64,
     /// The last error.
     pub last_error: Option<String>,
     /// The end of the server's stderr.

@@ -268,10 +268,13 @@ pub fn status(d: &Daemon) -> Status {
                 supervisor_pid: i.info.supervisor.as_ref().map(|s| s.pid),
                 supervisor_protocol: i.info.supervisor.as_ref().map(|s| s.protocol.clone()),
                 url: i.info.remote.clone(),
+                command: i.origin.command.clone(),
+                source: i.origin.source.clone(),
                 dropped_bytes: i.info.dropped(),
                 skipped_lines: i.info.skipped_lines.load(Ordering::Relaxed),
                 buffered_at_attach: i.info.buffered_at_attach.load(Ordering::Relaxed),
                 dropped_notifications: i.dropped_notifications(),
+                null_id_errors: i.null_id_errors(),
                 last_error: match state {
                     State::Exited(e) => Some(format!("server {e}")),
                     State::Lost if i.info.remote.is_some() => Some("the remote server could not be reached".into()),
@@ -316,6 +319,10 @@ pub fn status(d: &Daemon) -> Status {
         });
     }
     instances.sort_by(|a, b| (&a.server, &a.key).cmp(&(&b.server, &b.key)));
+    // `lost` remote instances of one server and URL are one row: they differ only in
+    // pool key, and none can come back.
+    let mut lost = std::collections::HashSet::new();
+    instances.retain(|i| i.state != "lost" || i.url.is_none() || lost.insert((i.server.clone(), i.url.clone())));
     Status {
         daemon: DaemonStatus {
             pid: std::process::id(),

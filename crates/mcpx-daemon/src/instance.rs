@@ -20,6 +20,7 @@ pub use context::{CLIENT_ANSWER_TIMEOUT, CallContext, ClientReplies};
 pub use error::{CallError, ERROR_TAIL_BYTES};
 pub use session::ServerSession;
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -86,6 +87,9 @@ pub struct Instance {
     pub identity: Identity,
     /// Process facts shared with the transport.
     pub info: Arc<LinkInfo>,
+    /// The configuration entry it was started from, as written, so `status` can tell
+    /// two instances of one server apart.
+    pub origin: Origin,
     /// When it started.
     pub started: Instant,
     tx: mpsc::Sender<Outbound>,
@@ -103,6 +107,8 @@ pub struct Instance {
     last_used: Mutex<Instant>,
     /// Progress and log notifications lost because their caller read too slowly.
     dropped_notifications: AtomicU64,
+    /// Error responses the server sent with `"id": null`.
+    null_id_errors: AtomicU64,
     /// What the server makes the daemon log on its own is rate-limited.
     log_budget: Arc<LogBudget>,
 }
@@ -116,6 +122,19 @@ pub struct InstanceSpec {
     pub max_message_bytes: usize,
     /// The server's log budget, shared by all its instances ([`LogBudget`]).
     pub log_budget: Arc<LogBudget>,
+    /// The configuration entry it is started from.
+    pub origin: Origin,
+}
+
+/// Where an instance's configuration came from, as written: before `${VAR}`
+/// expansion, so it holds no secret a variable supplies. Empty for an instance
+/// adopted from a previous daemon, whose supervisor's record does not keep it.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// The configuration file that defines the server.
+    pub source: Option<PathBuf>,
+    /// A local server's `command` and `args`, joined by spaces.
+    pub command: Option<String>,
 }
 
 impl Instance {
@@ -168,6 +187,7 @@ impl Instance {
         let inst = Arc::new(Instance {
             identity: spec.identity,
             info,
+            origin: spec.origin,
             started: Instant::now(),
             tx,
             epoch,
@@ -179,6 +199,7 @@ impl Instance {
             in_flight: AtomicU64::new(0),
             last_used: Mutex::new(Instant::now()),
             dropped_notifications: AtomicU64::new(0),
+            null_id_errors: AtomicU64::new(0),
             log_budget: spec.log_budget,
         });
         tokio::spawn(route(Arc::downgrade(&inst), rx, events));
@@ -399,6 +420,12 @@ impl Instance {
         self.dropped_notifications.load(Ordering::Relaxed)
     }
 
+    /// Error responses the server sent with `"id": null` (JSON-RPC 2.0, section 5:
+    /// it could not read a request's id), since the instance started.
+    pub fn null_id_errors(&self) -> u64 {
+        self.null_id_errors.load(Ordering::Relaxed)
+    }
+
     /// Whether the server may add a line to the log now (its budget is
     /// `budget::LINES_PER_WINDOW` a second); says how many were left out before.
     fn may_log(&self) -> bool {
@@ -509,6 +536,9 @@ impl Instance {
     }
 
     fn complete(&self, response: Message) {
+        if response.id().is_none() {
+            return self.complete_null_id(response);
+        }
         let id = response.id().unwrap_or("null").to_owned();
         match self.calls.take(&id) {
             Some(w) => {
@@ -521,6 +551,25 @@ impl Instance {
                 tracing::warn!(server = %self.identity.server, id, "dropped a late or duplicate response (no request is waiting for this id)")
             }
             None => {}
+        }
+    }
+
+    /// A response with `"id": null` (JSON-RPC 2.0, section 5: the server could not
+    /// read a request's id): counted and logged; when it is an error and exactly one
+    /// request is in flight, that request fails with the server's own error.
+    fn complete_null_id(&self, response: Message) {
+        let total = self.null_id_errors.fetch_add(1, Ordering::Relaxed) + 1;
+        let error = serde_json::from_str::<serde_json::Value>(response.as_str())
+            .ok()
+            .and_then(|v| v.get("error").filter(|e| e.is_object()).map(ToString::to_string));
+        let failed = error.as_deref().is_some_and(|e| self.calls.fail_sole(e));
+        if self.may_log() {
+            let outcome = if failed {
+                "the only request in flight failed with it"
+            } else {
+                "dropped: no single request in flight it can belong to"
+            };
+            tracing::warn!(server = %self.identity.server, total, error = error.as_deref().unwrap_or("none"), "the server answered with a null id (it could not read a request's id); {outcome}");
         }
     }
 

@@ -20,12 +20,16 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
-use crate::config::{ServerEntry, Sharing};
-use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec, LogBudget};
+use crate::config::{ServerEntry, Sharing, TransportSpec};
+use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec, LogBudget, Origin, State};
 use crate::schema::SchemaCache;
 use crate::scope::PoolKey;
 use crate::sync::lock;
 use crate::transport::{Launch, Launcher, Launchers};
+
+/// How long a `lost` remote instance that no call replaces keeps its `status` row,
+/// as an exited supervisor keeps its record: 10 minutes.
+pub const LOST_ROW_KEEP: Duration = Duration::from_secs(600);
 
 /// Failures within this window count toward `crash-loop`, and this long without one
 /// clears the count.
@@ -72,6 +76,9 @@ struct Slot {
     exclusive: Arc<Semaphore>,
     /// Settings fixed when the slot's instance started.
     settings: Mutex<Settings>,
+    /// Since when (as [`Pool::reap`] first saw it) the slot's instance is a `lost`
+    /// remote one, whose row goes after [`LOST_ROW_KEEP`].
+    lost_since: Mutex<Option<Instant>>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -216,6 +223,7 @@ impl Pool {
                     failures: Mutex::new((0, None)),
                     exclusive: Arc::new(Semaphore::new(1)),
                     settings: Mutex::new(Settings::default()),
+                    lost_since: Mutex::new(None),
                 })
             })
             .clone()
@@ -390,6 +398,7 @@ impl Pool {
             log_budget: self.log_budget(&identity.cache_key),
             identity,
             max_message_bytes: usize::try_from(options.max_message_bytes).unwrap_or(usize::MAX),
+            origin: origin(&target.entry),
         };
         // A remote session a previous daemon kept is taken up without a new `initialize`.
         let resumed = link.resumed.take().and_then(|json| serde_json::from_str(&json).ok());
@@ -477,7 +486,9 @@ impl Pool {
     pub async fn reap(&self) -> usize {
         let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
         let mut reaped = 0;
+        let keep = lost_row_keep();
         for slot in slots {
+            forget_lost(&slot, keep);
             let Some(inst) = live(&slot) else { continue };
             let settings = *lock(&slot.settings);
             let busy = inst.in_flight() > 0 || slot.exclusive.available_permits() == 0;
@@ -498,7 +509,8 @@ impl Pool {
 
     /// Stops the daemon's own children and, when `all`, every supervised and remote
     /// instance too; the others are only detached (supervisors keep their servers,
-    /// remote sessions stay kept, for the next daemon). Waits for what it stops.
+    /// remote sessions stay kept, for the next daemon, each said in the log with what
+    /// becomes of it). Waits for what it stops.
     pub async fn stop_all(&self, all: bool) {
         let instances: Vec<Arc<Instance>> = {
             let slots = lock(&self.slots);
@@ -508,6 +520,10 @@ impl Pool {
         for inst in instances {
             if all || !inst.outlives_daemon() {
                 tasks.spawn(async move { inst.terminate().await });
+            } else if let (Some(url), Some(handover)) = (&inst.info.remote, *lock(&inst.info.handover)) {
+                // Said here, before the daemon exits or re-executes: the link's own
+                // task may never run again.
+                tracing::info!(server = %inst.identity.server, key = %inst.identity.key, url = %url, "{handover}");
             }
         }
         while tasks.join_next().await.is_some() {}
@@ -531,8 +547,46 @@ impl Pool {
     }
 }
 
+/// Takes a `lost` remote instance out of its slot once it has been lost for `keep`,
+/// so its `status` row goes (a next call starts a new instance either way).
+fn forget_lost(slot: &Slot, keep: Duration) {
+    let mut current = lock(&slot.current);
+    let mut since = lock(&slot.lost_since);
+    let lost = current.as_ref().is_some_and(|i| i.info.remote.is_some() && i.state() == State::Lost);
+    if !lost {
+        *since = None;
+        return;
+    }
+    if since.get_or_insert_with(Instant::now).elapsed() >= keep {
+        if let Some(inst) = current.take() {
+            tracing::info!(server = %inst.identity.server, key = %inst.identity.key, "removed the row of a lost remote instance after {}s", keep.as_secs());
+        }
+        *since = None;
+    }
+}
+
+/// [`LOST_ROW_KEEP`], or with the `test-hooks` feature `MCPX_TEST_LOST_KEEP_MS`.
+fn lost_row_keep() -> Duration {
+    #[cfg(feature = "test-hooks")]
+    if let Some(ms) = std::env::var("MCPX_TEST_LOST_KEEP_MS").ok().and_then(|v| v.parse().ok()) {
+        return Duration::from_millis(ms);
+    }
+    LOST_ROW_KEEP
+}
+
 fn live(slot: &Slot) -> Option<Arc<Instance>> {
     lock(&slot.current).clone().filter(|i| i.is_alive())
+}
+
+/// Where `entry` comes from, as written (its URL is the link's own, also as written).
+fn origin(entry: &ServerEntry) -> Origin {
+    let command = match &entry.transport {
+        TransportSpec::Stdio { command, args, .. } => {
+            Some(std::iter::once(command).chain(args).map(String::as_str).collect::<Vec<_>>().join(" "))
+        }
+        TransportSpec::Remote { .. } => None,
+    };
+    Origin { source: Some(entry.source.clone()), command }
 }
 
 #[cfg(test)]

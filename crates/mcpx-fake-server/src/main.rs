@@ -93,7 +93,7 @@
 //! | `split {message, pieces=5, delay_ms=5}` | echo, with the response line written in `pieces` flushed writes `delay_ms` apart |
 //! | `big {line_bytes}` | response line of exactly `line_bytes` bytes (plus `\n`), text padded with `x`; `isError` if too small |
 //! | `junk {message}` | prints `Processing request 1…`, `{` and `not json at all` on stdout, then echoes |
-//! | `bad_reply {kind}` | `utf8`: a response line whose text holds an invalid UTF-8 byte; `control`: a raw ESC there; `bom`: `bom ok` on a line starting with a UTF-8 byte-order mark (written across two writes) and ending in CRLF |
+//! | `bad_reply {kind}` | `utf8`: a response line whose text holds an invalid UTF-8 byte; `control`: a raw ESC there; `bom`: `bom ok` on a line starting with a UTF-8 byte-order mark (written across two writes) and ending in CRLF; `bom_all`: first a log notification and a `ping` request to the client marked the same way, then `bom all ok` once the ping is answered |
 //! | `stderr {bytes}` | writes `bytes` bytes to stderr (64 KiB chunks of `e`, each ending in `\n`), then `wrote <n> bytes to stderr` |
 //! | `exit {code}` | prints `exiting with <code>` to stderr and exits with `code`, no reply |
 //! | `progress {count=3, interval_ms=150}` | with `_meta.progressToken`: `count` `notifications/progress` (first at once), then `progress done <count>`; with `flood_ms`, ~1 KiB progress notifications back to back for that long, then `progress flood <n>` |

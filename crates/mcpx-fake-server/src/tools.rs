@@ -72,8 +72,8 @@ fn builtin_specs() -> Vec<(&'static str, &'static str, Value, &'static [&'static
         ("junk", "Prints three non-JSON lines on stdout, then echoes `message`.", message.clone(), &["message"]),
         (
             "bad_reply",
-            "Answers with a line a client cannot decode: `utf8` (an invalid UTF-8 byte in the text) or `control` (a raw ESC in it); `bom` answers correctly, the line starting with a byte-order mark split across two writes and ending in CRLF.",
-            json!({ "kind": { "type": "string", "enum": ["utf8", "control", "bom"] } }),
+            "Answers with a line a client cannot decode: `utf8` (an invalid UTF-8 byte in the text) or `control` (a raw ESC in it); `bom` answers correctly, the line starting with a byte-order mark split across two writes and ending in CRLF; `bom_all` first sends a log notification and a `ping` request marked the same way and answers once the ping is answered.",
+            json!({ "kind": { "type": "string", "enum": ["utf8", "control", "bom", "bom_all"] } }),
             &["kind"],
         ),
         (
@@ -220,7 +220,7 @@ pub fn call(server: &Server, id: &Value, params: &Value) -> Reply {
         "split" => split(&args),
         "big" => big(id, &args),
         "junk" => junk(server, &args),
-        "bad_reply" => bad_reply(id, &args),
+        "bad_reply" => bad_reply(server, id, &args),
         "stderr" => stderr(&args),
         "exit" => exit(server, &args),
         "progress" => progress(server, params, &args),
@@ -379,8 +379,9 @@ fn junk(server: &Server, args: &Args<'_>) -> ToolResult {
 /// `bad_reply`: the response to `id` as raw bytes. Its text is `a?b`, where `?` is
 /// an invalid UTF-8 byte (`utf8`) or a raw ESC (`control`), or it is `bom ok` on a
 /// line that starts with a UTF-8 byte-order mark (split across two writes) and ends
-/// in CRLF (`bom`).
-fn bad_reply(id: &Value, args: &Args<'_>) -> ToolResult {
+/// in CRLF (`bom`). `bom_all` marks a `notifications/message` and a `ping` request
+/// to the client the same way first, and answers `bom all ok` once the ping is answered.
+fn bad_reply(server: &Server, id: &Value, args: &Args<'_>) -> ToolResult {
     const MARK: &str = "@@BAD@@";
     let kind = args.str("kind")?;
     let line = |text: &str| protocol::to_line(&protocol::response(id, text_result(text))).into_bytes();
@@ -389,11 +390,25 @@ fn bad_reply(id: &Value, args: &Args<'_>) -> ToolResult {
         let (before, after) = line.split_once(MARK).unwrap_or((&line, ""));
         [before.as_bytes(), b"a", middle, b"b", after.as_bytes(), b"\n"].concat()
     };
+    let marked = |line: &[u8]| vec![b"\xEF".to_vec(), [&b"\xBB\xBF"[..], line, b"\r\n"].concat()];
     let pieces = match kind {
         "utf8" => vec![splice(&[0xff])],
         "control" => vec![splice(&[0x1b])],
-        "bom" => vec![b"\xEF".to_vec(), [&b"\xBB\xBF"[..], &line("bom ok"), b"\r\n"].concat()],
-        other => return Err(format!("unknown kind {other:?}: utf8, control or bom")),
+        "bom" => marked(&line("bom ok")),
+        "bom_all" => {
+            let log = protocol::notification("notifications/message", json!({ "level": "info", "data": "marked" }));
+            server.out.write_raw(&marked(protocol::to_line(&log).as_bytes()));
+            let (ask, answer) = server.pending.register();
+            server
+                .out
+                .write_raw(&marked(protocol::to_line(&protocol::request(&json!(ask), "ping", json!({}))).as_bytes()));
+            if answer.recv_timeout(CLIENT_REPLY_TIMEOUT).is_err() {
+                server.pending.cancel(&ask);
+                return Err("the client did not answer a ping whose line starts with a byte-order mark".into());
+            }
+            marked(&line("bom all ok"))
+        }
+        other => return Err(format!("unknown kind {other:?}: utf8, control, bom or bom_all")),
     };
     Ok(Reply::RawBytes(pieces))
 }

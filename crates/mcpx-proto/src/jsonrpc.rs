@@ -35,6 +35,10 @@ pub enum ParseError {
     /// The JSON value is not a JSON-RPC message object.
     #[error("not a JSON-RPC message: {0}")]
     NotMessage(&'static str),
+    /// A request whose `id` is neither a string nor an integer (JSON-RPC 2.0,
+    /// section 4; MCP 2025-11-25, Basic, "Requests": not null); the raw id is kept.
+    #[error("invalid request id `{0}`: a request's id must be a string or an integer; send one")]
+    InvalidId(String),
 }
 
 /// One JSON-RPC message: its exact JSON text and where its interesting parts are.
@@ -57,7 +61,9 @@ impl std::fmt::Debug for Message {
 
 #[derive(Deserialize)]
 struct Peek<'a> {
-    #[serde(borrow, default)]
+    /// Present (`null` included) or absent: a request's `"id": null` must not read
+    /// as a notification.
+    #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     method: Option<Cow<'a, str>>,
@@ -67,6 +73,19 @@ struct Peek<'a> {
     result: Option<&'a RawValue>,
     #[serde(borrow, default)]
     error: Option<&'a RawValue>,
+}
+
+/// A member that is present, whatever its value (`null` too).
+fn present<'de: 'a, 'a, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'a RawValue>, D::Error> {
+    <&'a RawValue>::deserialize(d).map(Some)
+}
+
+/// Whether `raw` (a JSON value's text) is a string or an integer, the ids MCP allows.
+fn valid_request_id(raw: &str) -> bool {
+    raw.starts_with('"')
+        || (!raw.is_empty()
+            && raw.bytes().enumerate().all(|(i, b)| b.is_ascii_digit() || (i == 0 && b == b'-'))
+            && raw != "-")
 }
 
 /// `params` is peeked only for `_meta.progressToken` (MCP 2025-11-25, Utilities,
@@ -116,7 +135,10 @@ impl Message {
     /// split with [`Message::parse_line`].
     ///
     /// Errors: [`ParseError::NotJson`] when the text is not JSON,
-    /// [`ParseError::NotMessage`] when it is JSON but not a message object.
+    /// [`ParseError::NotMessage`] when it is JSON but not a message object,
+    /// [`ParseError::InvalidId`] for a request whose id is not a string or an integer.
+    /// A response's `"id": null` (an error about a request whose id the server could
+    /// not read) is kept, with [`Message::id`] `None`.
     pub fn parse(text: impl Into<String>) -> Result<Message, ParseError> {
         let text: String = text.into();
         let trimmed = text.trim();
@@ -128,12 +150,15 @@ impl Message {
         let text = if trimmed.len() == text.len() { text } else { trimmed.to_owned() };
         let peek: Peek<'_> = serde_json::from_str(&text).map_err(|e| ParseError::NotJson(e.to_string()))?;
         let kind = match (&peek.method, &peek.id) {
+            (Some(_), Some(id)) if !valid_request_id(id.get()) => {
+                return Err(ParseError::InvalidId(id.get().to_owned()));
+            }
             (Some(_), Some(_)) => MessageKind::Request,
             (Some(_), None) => MessageKind::Notification,
             (None, _) if peek.result.is_some() || peek.error.is_some() => MessageKind::Response,
             (None, _) => return Err(ParseError::NotMessage("no method, result or error")),
         };
-        let id = peek.id.map(|r| span(&text, r.get()));
+        let id = peek.id.filter(|r| r.get() != "null").map(|r| span(&text, r.get()));
         let (progress_token, notified_token) = match peek.params {
             Some(p) => (p.progress_token.map(|r| span(&text, r.get())), p.notified_token.map(|r| span(&text, r.get()))),
             None => (None, None),
@@ -368,6 +393,29 @@ pub fn response_result(response: &Message) -> Result<Box<RawValue>, RpcError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn request_ids_must_be_strings_or_integers() {
+        for id in ["null", "true", "1.5", "{}", "[]", "1e3"] {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+            assert_eq!(Message::parse(text), Err(ParseError::InvalidId(id.to_owned())), "id {id}");
+        }
+        for id in ["0", "-7", "4294967297", r#""a""#] {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+            assert_eq!(Message::parse(text).map(|m| m.kind()), Ok(MessageKind::Request), "id {id}");
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_may_start_any_message() {
+        for line in [
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"roots/list"}"#,
+        ] {
+            let with_mark = [&b"\xEF\xBB\xBF"[..], line.as_bytes(), b"\r\n"].concat();
+            assert_eq!(Message::parse_line(&with_mark).unwrap()[0].as_str(), line);
+        }
+    }
 
     #[test]
     fn kinds_and_fields() {

@@ -4,7 +4,7 @@
 //! Everything goes out through [`say`], [`warn`] and [`say_json`], which escape
 //! control characters (`sanitize`): most of what is printed comes from servers.
 
-use mcpx_daemon::api::{ApiError, ErrorBody, ErrorKind, SearchHit, ServerRow, Status};
+use mcpx_daemon::api::{ApiError, ErrorBody, ErrorKind, InstanceStatus, SearchHit, ServerRow, Status};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -237,11 +237,12 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
         return;
     }
     println!();
+    let told_apart = told_apart(&status.instances);
     let cells: Vec<Vec<String>> = status
         .instances
         .iter()
         .map(|i| {
-            vec![
+            let mut row = vec![
                 i.server.clone(),
                 i.key.clone(),
                 i.pid.map_or("-".into(), |p| p.to_string()),
@@ -250,15 +251,41 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
                 i.idle_s.map_or("-".into(), |s| format!("{s}s")),
                 i.dropped_bytes.to_string(),
                 one_line(i.last_error.as_deref(), 80),
-            ]
+            ];
+            if told_apart {
+                row.insert(2, origin(i));
+            }
+            row
         })
         .collect();
-    table(&["SERVER", "KEY", "PID", "STATE", "CALLS", "IDLE", "DROPPED", "LAST ERROR"], &cells);
+    let mut header = vec!["SERVER", "KEY", "PID", "STATE", "CALLS", "IDLE", "DROPPED", "LAST ERROR"];
+    if told_apart {
+        header.insert(2, "FROM");
+    }
+    table(&header, &cells);
     for i in status.instances.iter().filter(|i| !i.stderr_tail.trim().is_empty() && i.state != "running") {
         say(&format!("\n{} stderr (tail):", i.server));
         for line in i.stderr_tail.trim_end().lines().rev().take(10).collect::<Vec<_>>().into_iter().rev() {
             say(&format!("  {line}"));
         }
+    }
+}
+
+/// Whether two rows of one server differ in where they come from (config file, URL
+/// or command), so the table needs a `FROM` column to tell them apart.
+fn told_apart(instances: &[InstanceStatus]) -> bool {
+    instances
+        .iter()
+        .enumerate()
+        .any(|(n, a)| instances[n + 1..].iter().any(|b| a.server == b.server && origin(a) != origin(b)))
+}
+
+/// An instance's config file and URL or command, as written: `FILE: COMMAND`.
+fn origin(i: &InstanceStatus) -> String {
+    let what = i.url.as_deref().or(i.command.as_deref()).unwrap_or("-");
+    match &i.source {
+        Some(source) => format!("{}: {what}", source.display()),
+        None => what.to_owned(),
     }
 }
 

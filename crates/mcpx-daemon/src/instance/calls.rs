@@ -57,6 +57,23 @@ impl Calls {
         self.ours(id).and_then(|seq| self.remove(seq))
     }
 
+    /// Answers the only request in flight with `error`, the text of a JSON-RPC error
+    /// object, under its upstream id; `false` with none or several in flight.
+    pub(super) fn fail_sole(&self, error: &str) -> bool {
+        let mut map = lock(&self.map);
+        let seq = match map.keys().collect::<Vec<_>>().as_slice() {
+            [seq] => **seq,
+            _ => return false,
+        };
+        let Some(pending) = map.remove(&seq) else { return false };
+        let upstream = UpstreamId { epoch: self.epoch, seq }.to_json();
+        let answer = Message::parse(format!(r#"{{"jsonrpc":"2.0","id":{upstream},"error":{error}}}"#)).map_err(|e| {
+            CallError::Protocol(format!("the server's error could not be relayed ({e}); report it to its maintainers"))
+        });
+        let _ = pending.reply.send(answer);
+        true
+    }
+
     /// Removes every request, to fail them all.
     pub(super) fn drain(&self) -> Vec<Pending> {
         lock(&self.map).drain().map(|(_, p)| p).collect()

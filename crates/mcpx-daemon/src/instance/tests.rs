@@ -26,7 +26,12 @@ fn harness() -> Harness {
         key: "global".into(),
         sharing: "shared".into(),
     };
-    let spec = InstanceSpec { identity, max_message_bytes: 1 << 20, log_budget: Default::default() };
+    let spec = InstanceSpec {
+        identity,
+        max_message_bytes: 1 << 20,
+        log_budget: Default::default(),
+        origin: Default::default(),
+    };
     let session = ServerSession {
         protocol_version: "2025-11-25".into(),
         capabilities: RawValue::from_string("{}".into()).unwrap(),
@@ -316,4 +321,45 @@ async fn an_unrequested_exit_fails_every_call_and_counts_as_a_crash() {
     }
     let after = h.inst.request(Message::request("2", "ping", None), None).await;
     assert!(matches!(after, Err(CallError::Exited { .. })), "{after:?}");
+}
+
+/// A server's error response with `"id": null` (it could not read a request's id):
+/// with exactly one request in flight, that request fails with the server's own error
+/// under the caller's id; with two, neither is touched. Each such error is counted.
+#[tokio::test]
+async fn an_error_with_a_null_id_fails_the_only_request_in_flight() {
+    let (inst, mut out, inbound) = instance();
+    let null_error = || {
+        Message::parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad id from the server"}}"#)
+            .unwrap()
+    };
+    let only = {
+        let inst = inst.clone();
+        tokio::spawn(async move {
+            inst.forward(Message::request("\"c1\"", "tools/call", Some("{}")), None, Arc::default()).await
+        })
+    };
+    let _ = next_request(&mut out).await;
+    inbound.send(Inbound::Message(null_error())).await.unwrap();
+    let failed = tokio::time::timeout(Duration::from_secs(10), only).await.expect("the request still waits").unwrap();
+    let failed = failed.unwrap();
+    let v: serde_json::Value = serde_json::from_str(failed.as_str()).unwrap();
+    assert_eq!((v["id"].as_str(), v["error"]["message"].as_str()), (Some("c1"), Some("bad id from the server")));
+    assert_eq!(inst.null_id_errors(), 1);
+    // Two in flight: the error cannot be placed, both still get their own answers.
+    let two: Vec<_> = (0..2)
+        .map(|n| {
+            let inst = inst.clone();
+            tokio::spawn(async move { inst.request(Message::request(&n.to_string(), "ping", None), None).await })
+        })
+        .collect();
+    let ups = [next_request(&mut out).await, next_request(&mut out).await];
+    inbound.send(Inbound::Message(null_error())).await.unwrap();
+    for up in &ups {
+        inbound.send(Inbound::Message(Message::response(up.id().unwrap(), "{}"))).await.unwrap();
+    }
+    for t in two {
+        assert!(t.await.unwrap().unwrap().as_str().contains("\"result\""));
+    }
+    assert_eq!(inst.null_id_errors(), 2);
 }

@@ -206,7 +206,18 @@ pub struct LinkInfo {
     pub buffered_at_attach: AtomicU64,
     /// For a remote server: its URL as written.
     pub remote: Option<String>,
+    /// For a remote server: what becomes of its MCP session when this daemon exits
+    /// without stopping it, one phrase for the log (kept for the next daemon, or an
+    /// HTTP+SSE session ended); `None` while it has no session. The transport sets it as
+    /// the session changes; the pool logs it as the daemon leaves the instance.
+    pub handover: Mutex<Option<&'static str>>,
 }
+
+/// [`LinkInfo::handover`] of a remote session that a later daemon takes up.
+pub const HANDOVER_KEPT: &str = "MCP session kept for the next daemon";
+
+/// [`LinkInfo::handover`] of a remote session that ends with this daemon (HTTP+SSE).
+pub const HANDOVER_ENDED: &str = "HTTP+SSE session ended: the MCP 2024-11-05 transport cannot be handed to another daemon; the next call opens a new one";
 
 impl LinkInfo {
     /// Info for a process with this pid.
@@ -219,6 +230,7 @@ impl LinkInfo {
             dropped_bytes: AtomicU64::new(0),
             buffered_at_attach: AtomicU64::new(0),
             remote: None,
+            handover: Mutex::new(None),
         }
     }
 

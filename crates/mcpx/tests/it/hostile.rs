@@ -63,13 +63,18 @@ fn an_undecodable_reply_fails_its_call_at_once() {
     }
 }
 
-/// C18: a reply line that starts with a UTF-8 byte-order mark, split across two
-/// writes and ending in CRLF, is a reply like any other.
+/// C18: a line that starts with a UTF-8 byte-order mark, split across two writes and
+/// ending in CRLF, is a message like any other: a reply, a notification, and a
+/// request to the client (a `ping` the server waits for before it replies).
 #[test]
 fn c18_a_byte_order_mark_starts_a_reply() {
     let w = World::new(json!({ "bom": { "command": fake_server(), "mcpx": { "callTimeout": "60s" } } }));
     let started = Instant::now();
     let out = w.call("bom.bad_reply", r#"{"kind":"bom"}"#).ok();
     assert!(out.contains("bom ok"), "{out}");
-    assert!(started.elapsed() < Duration::from_secs(20), "the call waited {:?}", started.elapsed());
+    let out = w.call("bom.bad_reply", r#"{"kind":"bom_all"}"#).ok();
+    assert!(out.contains("bom all ok"), "{out}");
+    assert!(started.elapsed() < Duration::from_secs(20), "the calls waited {:?}", started.elapsed());
+    let instance = w.instance("bom").unwrap();
+    assert_eq!(instance["skipped_lines"], 0, "a marked line was skipped: {instance}");
 }

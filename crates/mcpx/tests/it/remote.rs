@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::harness::{Serve, Spawned, World, e2e_dir, fake_http, free_port, wait_for_port, wait_until};
 
 /// server-everything in `mode` (`streamableHttp` or `sse`) on a free port.
-fn everything(mode: &str) -> (Spawned, u16) {
+pub(crate) fn everything(mode: &str) -> (Spawned, u16) {
     let port = free_port();
     (everything_on(mode, port), port)
 }

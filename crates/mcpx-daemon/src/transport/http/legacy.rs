@@ -10,7 +10,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 
 use super::session::{Remote, Sink};
 use crate::sync::lock;
-use crate::transport::link::{Inbound, TransportError};
+use crate::transport::link::{HANDOVER_ENDED, Inbound, TransportError};
 
 impl Remote {
     /// Opens the HTTP+SSE stream (MCP 2024-11-05) and waits for its `endpoint` event;
@@ -48,6 +48,7 @@ impl Remote {
             ))
         })?;
         lock(&self.state).legacy = Some(endpoint);
+        *lock(&self.info.handover) = Some(HANDOVER_ENDED);
         let this = self.clone();
         let handle = tokio::spawn(async move {
             let _ = this.pump(&mut response, &mut decoder, None, Sink::Forward).await;

@@ -31,6 +31,10 @@
 //!   0600), so a later daemon re-uses it without a new `initialize`. Stopping the
 //!   instance (`Outbound::Terminate`) sends `DELETE` and forgets the file; dropping the
 //!   link (the daemon exits) does neither.
+//! - Every session's fate is logged: kept ([`LinkInfo::handover`], said by the pool as
+//!   the daemon leaves it), re-used by the next daemon, initialized again when the server
+//!   forgot it, or ended (`DELETE`; an HTTP+SSE session, which no later daemon can take
+//!   up, ends with its daemon).
 
 mod legacy;
 mod session;
@@ -51,7 +55,7 @@ use self::store::SessionFile;
 use crate::config::RemoteKind;
 use crate::sync::lock;
 use crate::transport::launch::{BoxFuture, Launch, Launcher, RemoteEndpoint};
-use crate::transport::link::{ExitInfo, Inbound, Link, LinkInfo, Outbound, TransportError};
+use crate::transport::link::{ExitInfo, HANDOVER_KEPT, Inbound, Link, LinkInfo, Outbound, TransportError};
 
 /// The most redirects one request follows (all within its origin), as reqwest's
 /// default policy allows.
@@ -107,6 +111,7 @@ impl RemoteLauncher {
         let info = Arc::new(LinkInfo::remote(spec.written_url.clone()));
         let resumed = stored.as_ref().map(|s| s.session.clone());
         if stored.is_some() {
+            *lock(&info.handover) = Some(HANDOVER_KEPT);
             tracing::info!(server = %spec.identity.server, url = %spec.written_url, "re-using the MCP session a previous daemon kept");
         }
         let remote = Arc::new(Remote {

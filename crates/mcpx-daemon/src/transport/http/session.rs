@@ -19,7 +19,7 @@ use super::store::SessionFile;
 use super::wording;
 use crate::config::RemoteKind;
 use crate::sync::lock;
-use crate::transport::link::{Inbound, LinkInfo, TransportError};
+use crate::transport::link::{HANDOVER_KEPT, Inbound, LinkInfo, TransportError};
 
 /// The session header (MCP 2025-11-25, Transports, "Session Management").
 pub(super) const SESSION_ID: &str = "mcp-session-id";
@@ -382,11 +382,13 @@ impl Remote {
         if let Some((dir, name)) = &self.store {
             let _ = dir.remove(name);
         }
-        let sid = lock(&self.state).id.take();
-        let Some(sid) = sid else { return };
-        if lock(&self.state).legacy.is_some() {
+        *lock(&self.info.handover) = None;
+        if lock(&self.state).legacy.take().is_some() {
+            tracing::info!(server = %self.identity.server, url = %self.written_url, "ended the HTTP+SSE session");
             return;
         }
+        let sid = lock(&self.state).id.take();
+        let Some(sid) = sid else { return };
         let request = self
             .http
             .delete(self.url.clone())
@@ -422,8 +424,11 @@ impl Remote {
                 _ => return,
             }
         };
-        if let Err(e) = stored.save(dir, name) {
-            tracing::warn!(server = %self.identity.server, path = %dir.join(name).display(), error = %e, "cannot keep the MCP session for the next daemon");
+        match stored.save(dir, name) {
+            Ok(()) => *lock(&self.info.handover) = Some(HANDOVER_KEPT),
+            Err(e) => {
+                tracing::warn!(server = %self.identity.server, path = %dir.join(name).display(), error = %e, "cannot keep the MCP session for the next daemon")
+            }
         }
     }
 
