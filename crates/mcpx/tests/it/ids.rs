@@ -3,13 +3,13 @@
 //! through `mcpx serve`, never with silence (JSON-RPC 2.0, section 4; MCP requires a
 //! string or an integer).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::harness::{World, fake_server};
-use crate::serve::{http, initialize};
+use crate::serve::{http, initialize, spawn_serve};
 
 /// The ids no request may carry, as JSON texts.
 const BAD_IDS: [&str; 4] = ["null", "true", "1.5", "{}"];
@@ -40,20 +40,7 @@ fn c19_bad_request_ids_are_refused_at_mcp() {
 #[test]
 fn c19_bad_request_ids_are_refused_by_serve() {
     let w = World::new(json!({ "fake": { "command": fake_server() } }));
-    let mut serve = w.command();
-    serve.arg("serve").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
-    let mut child = serve.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<Value>();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            if let Ok(v) = serde_json::from_str(&line) {
-                let _ = tx.send(v);
-            }
-        }
-    });
+    let (mut child, mut stdin, rx) = spawn_serve(&w);
     let recv = |what: &str| {
         rx.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("serve answered nothing to {what}"))
     };

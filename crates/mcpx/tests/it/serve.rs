@@ -152,15 +152,15 @@ fn aggregate_names_resources_and_progress() {
     assert_eq!(events[3]["id"], "p");
 }
 
-/// `mcpx serve` over stdio: lists and calls; after `kill -9` of the daemon it
-/// reconnects by itself and the next call reaches the same server process.
-#[test]
-fn serve_survives_a_daemon_kill() {
-    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+/// Runs `mcpx serve` in `w` with piped stdio: the child, its stdin, and each JSON line
+/// it writes on stdout, as they come (lines that are not JSON are skipped).
+pub(crate) fn spawn_serve(
+    w: &World,
+) -> (std::process::Child, std::process::ChildStdin, std::sync::mpsc::Receiver<Value>) {
     let mut serve = w.command();
     serve.arg("serve").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
     let mut child = serve.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let stdin = child.stdin.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel::<Value>();
     let stdout = child.stdout.take().unwrap();
     std::thread::spawn(move || {
@@ -171,6 +171,15 @@ fn serve_survives_a_daemon_kill() {
             }
         }
     });
+    (child, stdin, rx)
+}
+
+/// `mcpx serve` over stdio: lists and calls; after `kill -9` of the daemon it
+/// reconnects by itself and the next call reaches the same server process.
+#[test]
+fn serve_survives_a_daemon_kill() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let (mut child, mut stdin, rx) = spawn_serve(&w);
     let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
     let recv =
         |rx: &std::sync::mpsc::Receiver<Value>| rx.recv_timeout(Duration::from_secs(30)).expect("no answer from serve");
