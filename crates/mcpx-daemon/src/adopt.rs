@@ -71,7 +71,9 @@ async fn adopt_one(
     deadline: Duration,
 ) {
     let server = rec.identity.server.clone();
-    let max = usize::try_from(64u64 << 20).unwrap_or(usize::MAX);
+    let options = known.get(&rec.identity.fingerprint);
+    let max_bytes = options.map_or_else(|| ServerOptions::default().max_message_bytes, |o| o.max_message_bytes);
+    let max = usize::try_from(max_bytes).unwrap_or(usize::MAX);
     let key = PoolKey::parse(&rec.identity.key);
     let mut link = match transport::adopt(sup, &rec, boot_id, max, deadline).await {
         Adoption::Running(link) => link,
@@ -95,6 +97,12 @@ async fn adopt_one(
     };
     let session = link.resumed.take().and_then(|s| serde_json::from_str::<ServerSession>(&s).ok());
     let epoch = link.epoch;
+    let Some(options) = options else {
+        // Stopped as it is: a server no configuration defines is not restarted first.
+        tracing::info!(server, "no known configuration defines this server any more: stopping it");
+        Instance::resume(spec, link, session.unwrap_or_else(dead_session), d.pool.events()).terminate().await;
+        return;
+    };
     let inst = match session {
         Some(session) => Instance::resume(spec, link, session, d.pool.events()),
         None => {
@@ -107,11 +115,6 @@ async fn adopt_one(
             }
             inst
         }
-    };
-    let Some(options) = known.get(&rec.identity.fingerprint) else {
-        tracing::info!(server, "no known configuration defines this server any more: stopping it");
-        inst.terminate().await;
-        return;
     };
     tracing::info!(server, pid = inst.info.pid(), epoch, "adopted a running server");
     d.pool.adopt(inst, &key, options);

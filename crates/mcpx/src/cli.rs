@@ -413,9 +413,11 @@ async fn stop(opened: &OpenDirs, all: bool, json: bool) -> Result<i32, ApiError>
     let mut client = Client::new(dirs.socket());
     if !client.is_up().await? {
         // Supervisors outlive a dead daemon: with --all, a daemon adopts them to stop them.
-        let supervised = opened.sup(false).ok().and_then(|sup| sup.names().ok()).is_some_and(|names| {
-            names.iter().any(|n| n.to_string_lossy().ends_with(".json") && !n.to_string_lossy().starts_with('.'))
-        });
+        let supervised = opened
+            .sup(false)
+            .ok()
+            .and_then(|sup| sup.names().ok())
+            .is_some_and(|names| names.iter().any(|n| n.to_string_lossy().ends_with(".json")));
         if !(all && supervised) {
             output::done(json, br#"{"stopped":false,"reason":"no daemon is running"}"#, "no daemon is running");
             return Ok(0);

@@ -96,7 +96,7 @@ pub(crate) async fn listed(d: &Daemon, session: &ClientSession, entry: &ServerEn
 pub(crate) fn left_out_owner(d: &Daemon, session: &ClientSession, exposed: &str) -> Option<(String, String)> {
     servers(d, session).ok()?.into_iter().find_map(|entry| {
         let error = d.schema.get(&entry.cache_key())?.error?;
-        exposed.starts_with(&format!("{}__", entry.name)).then_some((entry.name, error))
+        exposed.starts_with(&format!("{}{SEPARATOR}", entry.name)).then_some((entry.name, error))
     })
 }
 

@@ -32,10 +32,7 @@ fn c01_long_lines_pass_and_only_the_oversize_one_fails() {
     let inst = w.instance("fake").unwrap();
     assert_eq!(inst["pid"], pid, "the instance was respawned");
     assert!(inst["dropped_bytes"].as_u64().unwrap() > 2 * MIB as u64);
-    assert!(
-        w.log_once_it_has("discarded a message over maxMessageBytes")
-            .contains("discarded a message over maxMessageBytes")
-    );
+    w.assert_log_has("discarded a message over maxMessageBytes");
 }
 
 /// C02: plain log lines and a line holding only `{` on stdout are skipped and
@@ -50,8 +47,7 @@ fn c02_non_json_lines_on_stdout_are_skipped_and_logged() {
     let inst = w.instance("fake").unwrap();
     assert_eq!(inst["skipped_lines"], 9, "{inst}");
     for needle in ["skipped a stdout line that is not a JSON-RPC message", "line={", "Processing request"] {
-        let log = w.log_once_it_has(needle);
-        assert!(log.contains(needle), "{log}");
+        w.assert_log_has(needle);
     }
 }
 

@@ -52,8 +52,7 @@ fn a_progress_flood_to_a_reader_that_stopped_stays_bounded() {
     assert!(dropped > 0, "no drop counted in status: {}", status["daemon"]);
     let instance = w.instance("fake").unwrap();
     assert!(instance["dropped_notifications"].as_u64().unwrap_or(0) > 0, "{instance}");
-    let log = w.log_once_it_has("dropping progress and log notifications");
-    assert!(log.contains("dropping progress and log notifications"), "{log}");
+    w.assert_log_has("dropping progress and log notifications");
 
     // The caller goes: its call leaves the instance at once.
     call.0.kill().unwrap();

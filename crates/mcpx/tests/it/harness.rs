@@ -259,6 +259,15 @@ impl World {
         std::fs::read_to_string(self.path("state/daemon.log")).unwrap_or_default()
     }
 
+    /// Asserts that the daemon's log comes to hold `needle` (waiting, as
+    /// [`World::log_once_it_has`] does, for the background log writer), and returns it.
+    #[track_caller]
+    pub fn assert_log_has(&self, needle: &str) -> String {
+        let log = self.log_once_it_has(needle);
+        assert!(log.contains(needle), "the daemon's log lacks {needle:?}:\n{log}");
+        log
+    }
+
     /// The daemon's log once it holds `needle`: the daemon writes its log from a
     /// background thread, so a line may land a moment after the answer that caused it.
     /// Gives up after 10 s and returns the log as it is, for the caller's assertion.

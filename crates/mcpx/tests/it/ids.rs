@@ -57,5 +57,5 @@ fn c19_bad_request_ids_are_refused_by_serve() {
     writeln!(stdin, "{}", request_with_id("2")).unwrap();
     assert_eq!(recv("id 2")["id"], 2);
     drop(stdin); // EOF: serve ends its session and exits.
-    let _ = child.wait();
+    let _ = child.0.wait();
 }

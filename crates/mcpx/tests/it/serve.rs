@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::harness::{World, fake_server, wait_until};
+use crate::harness::{Spawned, World, fake_server, wait_until};
 
 /// One HTTP exchange with the daemon's socket: (status, headers, body).
 pub(crate) fn http(w: &World, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
@@ -152,11 +152,10 @@ fn aggregate_names_resources_and_progress() {
     assert_eq!(events[3]["id"], "p");
 }
 
-/// Runs `mcpx serve` in `w` with piped stdio: the child, its stdin, and each JSON line
-/// it writes on stdout, as they come (lines that are not JSON are skipped).
-pub(crate) fn spawn_serve(
-    w: &World,
-) -> (std::process::Child, std::process::ChildStdin, std::sync::mpsc::Receiver<Value>) {
+/// Runs `mcpx serve` in `w` with piped stdio: the child (killed on drop, so a failed
+/// assertion leaves nothing running), its stdin, and each JSON line it writes on
+/// stdout, as they come (lines that are not JSON are skipped).
+pub(crate) fn spawn_serve(w: &World) -> (Spawned, std::process::ChildStdin, std::sync::mpsc::Receiver<Value>) {
     let mut serve = w.command();
     serve.arg("serve").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
     let mut child = serve.spawn().unwrap();
@@ -171,7 +170,7 @@ pub(crate) fn spawn_serve(
             }
         }
     });
-    (child, stdin, rx)
+    (Spawned(child), stdin, rx)
 }
 
 /// `mcpx serve` over stdio: lists and calls; after `kill -9` of the daemon it
@@ -202,7 +201,7 @@ fn serve_survives_a_daemon_kill() {
     wait_until("the new daemon runs", Duration::from_secs(10), || w.daemon_pid().is_some());
     assert_eq!(w.instance("fake").unwrap()["pid"], pid);
     drop(stdin); // EOF: serve ends its session and exits.
-    let _ = child.wait();
+    let _ = child.0.wait();
 }
 
 /// C10: a second GET stream on a live session is refused with an HTTP error and the

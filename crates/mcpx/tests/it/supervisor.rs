@@ -41,7 +41,7 @@ fn daemon_kill_9_mid_call_then_the_next_daemon_adopts_the_server() {
     assert_eq!(w.call("fake.counter", "{}").ok(), "2\n", "the server's memory survived");
     assert_eq!(pid_of(&w, "fake"), pid);
     assert_eq!(start_time(pid), born);
-    assert!(w.log_once_it_has("adopted a running server").contains("adopted a running server"));
+    w.assert_log_has("adopted a running server");
     // The slow call's late reply belonged to the dead daemon's epoch: dropped, not delivered.
     assert_eq!(w.call("fake.echo", r#"{"message":"after"}"#).ok(), "after\n");
 }
@@ -421,12 +421,7 @@ fn a_server_whose_session_was_never_stored_is_restarted() {
     w.kill_daemon();
     assert_eq!(first.wait().unwrap().code(), Some(3));
     assert_eq!(w.call("fake.echo", r#"{"message":"restarted"}"#).ok(), "restarted\n");
-    assert!(
-        w.log_once_it_has("stored no session: restarting the server")
-            .contains("stored no session: restarting the server"),
-        "{}",
-        w.log()
-    );
+    w.assert_log_has("stored no session: restarting the server");
     assert_eq!(w.sup_files(), files, "the same supervisor");
     let initializes = std::fs::read_to_string(&record).unwrap().matches("\"initialize\"").count();
     assert_eq!(initializes, 2, "the restarted process was initialized once more");

@@ -22,9 +22,12 @@ const FAKE_SERVER: &str = "mcpx-fake-server";
 /// How many elementary cycles are printed per circle.
 const CYCLES_SHOWN: usize = 12;
 
-fn workspace() -> Workspace {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
-    Workspace::load(&root)
+fn workspace() -> &'static Workspace {
+    static WS: std::sync::OnceLock<Workspace> = std::sync::OnceLock::new();
+    WS.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+        Workspace::load(&root)
+    })
 }
 
 /// Fails with every violation of one invariant, and what to do about it.
@@ -50,10 +53,10 @@ fn no_import_circles_between_modules() {
     let ws = workspace();
     let mut violations = Vec::new();
     for tree in ws.crates.iter().filter(|t| t.name != FAKE_SERVER) {
-        let edges = tree.edges(&ws);
+        let edges = tree.edges(ws);
         let pairs: BTreeSet<_> = edges.keys().cloned().collect();
         for (members, cycles) in circles(&pairs, CYCLES_SHOWN) {
-            let name = |m: &graph::ModPath| tree.short(&ws, m);
+            let name = |m: &graph::ModPath| tree.short(ws, m);
             let listed: Vec<String> = members.iter().map(name).collect();
             violations.push(format!("{}: a circle among {}", tree.src, listed.join(", ")));
             for cycle in &cycles {
@@ -134,7 +137,7 @@ fn nothing_above_transport_names_a_transports_own_type() {
     // (file, line, what): a path naming a transport module, or a transport's own name
     // that no such path on the same line already shows.
     let mut found: Vec<(String, usize, String)> = Vec::new();
-    for f in product(&ws).filter(|f| above(&f.rel)) {
+    for f in product(ws).filter(|f| above(&f.rel)) {
         let line = |at: usize| source::line_of(&f.text, at);
         for r in f.facts.uses.iter().chain(&f.facts.paths) {
             if r.segs.windows(2).any(|w| w[0] == "transport" && transports.contains(w[1].as_str())) {
@@ -211,7 +214,7 @@ const WRITE_ATOMIC: &str = "crates/mcpx-platform/src/fs.rs";
 fn persisted_files_are_written_only_through_write_atomic() {
     let ws = workspace();
     let mut violations = Vec::new();
-    for f in product(&ws).filter(|f| f.rel != WRITE_ATOMIC) {
+    for f in product(ws).filter(|f| f.rel != WRITE_ATOMIC) {
         let tokens = &f.facts.tokens;
         for k in 0..tokens.len() {
             let what = match path3(tokens, k) {
@@ -279,7 +282,7 @@ const SPAWN: &str = "crates/mcpx-platform/src/process.rs";
 #[test]
 fn every_process_is_built_by_the_one_spawn_function() {
     let ws = workspace();
-    let violations: Vec<String> = product(&ws)
+    let violations: Vec<String> = product(ws)
         .filter(|f| f.rel != SPAWN)
         .flat_map(|f| {
             let tokens = &f.facts.tokens;
@@ -345,7 +348,7 @@ const POLICY_OPTIONS: [&str; 4] = ["disabled", "include_tools", "exclude_tools",
 #[test]
 fn only_the_policy_point_reads_disabled_and_the_tool_filters() {
     let ws = workspace();
-    let violations: Vec<String> = product(&ws)
+    let violations: Vec<String> = product(ws)
         .filter(|f| !POLICY_READERS.iter().any(|r| f.rel.starts_with(r)))
         .flat_map(|f| {
             let tokens = &f.facts.tokens;
