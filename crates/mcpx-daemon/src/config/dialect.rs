@@ -18,8 +18,8 @@
 //! Variables: VS Code's predefined `${workspaceFolder}`, `${workspaceFolderBasename}`,
 //! `${userHome}`, `${pathSeparator}` and `${/}` work in every file (the first two only in a
 //! project file, whose folder they name). Gemini CLI's `$VAR` and `${VAR}` mean `${VAR:-}`
-//! (an unset variable is empty there). Codex expands nothing, so a `${` in its values is
-//! literal.
+//! (an unset variable is empty there). Codex and Claude Desktop expand nothing, so a `${`
+//! in their values is literal.
 
 use serde_json::{Map, Value};
 
@@ -27,6 +27,10 @@ use super::clients::{Client, FileKind};
 
 /// Rewrites one server entry of a file of `kind` into mcpx's shape (see the module docs).
 pub(super) fn normalize(kind: &FileKind, mut entry: Map<String, Value>) -> Map<String, Value> {
+    let literal = matches!(kind.client, Some(Client::Codex | Client::ClaudeDesktop));
+    if literal {
+        for_each_template(&mut entry, |s| *s = s.replace("${", "$${"));
+    }
     let mut options = Map::new();
     match kind.client {
         Some(Client::Gemini) => {
@@ -62,7 +66,9 @@ pub(super) fn normalize(kind: &FileKind, mut entry: Map<String, Value>) -> Map<S
             options.entry("disabled").or_insert_with(|| v.clone());
         }
     }
-    for_each_template(&mut entry, |s| rewrite(kind, s));
+    if !literal {
+        for_each_template(&mut entry, |s| rewrite(kind, s));
+    }
     if !options.is_empty() {
         match entry.get_mut("mcpx") {
             Some(Value::Object(block)) => {
@@ -80,10 +86,10 @@ pub(super) fn normalize(kind: &FileKind, mut entry: Map<String, Value>) -> Map<S
     entry
 }
 
-/// Codex's keys (its `config.toml`, `[mcp_servers.NAME]`). Its values are literal, so `${`
-/// is escaped before the header variables are added as `${VAR}`.
+/// Codex's keys (its `config.toml`, `[mcp_servers.NAME]`). Its values are literal (escaped
+/// by the caller), so the `http_headers`' `${` is escaped before the header variables are
+/// added as `${VAR}`.
 fn codex(entry: &mut Map<String, Value>, options: &mut Map<String, Value>) {
-    for_each_template(entry, |s| *s = s.replace("${", "$${"));
     let mut headers = match entry.remove("http_headers") {
         Some(Value::Object(h)) => h,
         _ => Map::new(),
@@ -263,6 +269,9 @@ mod tests {
         // In a user-level file `${workspaceFolder}` stays, for the template check to reject.
         let user = kind(Some(Client::Vscode), None);
         assert_eq!(norm(&user, json!({"cwd": "${workspaceFolder}"})), json!({"cwd": "${workspaceFolder}"}));
+        // Claude Desktop expands nothing.
+        let desktop = kind(Some(Client::ClaudeDesktop), None);
+        assert_eq!(norm(&desktop, json!({"args": ["${HOME}"]})), json!({"args": ["$${HOME}"]}));
         // mcpx's own files do not read `disabled` at the top of an entry.
         assert_eq!(norm(&kind(None, None), json!({"disabled": true})), json!({"disabled": true}));
     }
