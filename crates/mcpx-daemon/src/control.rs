@@ -15,7 +15,7 @@ use crate::adopt::replace_incompatible;
 use crate::api::{
     ApiError, Caller, DaemonStatus, ErrorKind, InstanceStatus, Request, SearchHit, ServerRow, Source, Status,
 };
-use crate::config::{EntryError, ResolvedConfig, ServerEntry};
+use crate::config::{Client, ConfigEnv, EntryError, ResolvedConfig, ServerEntry};
 use crate::daemon::{Daemon, Exit, unknown_server};
 use crate::instance::{CallContext, CallError, ERROR_TAIL_BYTES, State};
 use crate::notices::NoticeSender;
@@ -96,16 +96,17 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
             warnings: config.warnings.get(&entry.name).cloned().unwrap_or_default(),
         });
     }
-    rows.extend(config.errors.iter().map(|(name, error)| config_error_row(name, error)));
+    let env = d.config.env();
+    rows.extend(config.errors.iter().map(|(name, error)| config_error_row(name, error, env)));
     rows.extend(config.file_errors.iter().filter_map(|error| {
         let file = error.0.file()?.display().to_string();
-        Some(config_error_row(&file, error))
+        Some(config_error_row(&file, error, env))
     }));
     rows.extend(config.file_warnings.iter().map(|w| ServerRow {
         state: "warning".to_owned(),
         error: None,
         warnings: vec![w.message.clone()],
-        ..file_row(&w.file.display().to_string(), &w.file)
+        ..file_row(&w.file.display().to_string(), &w.file, env)
     }));
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(rows)
@@ -113,12 +114,13 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
 
 /// The `ls` row of an entry (named `name`) or a file (named by its path) that does not
 /// parse: state `error`, its message, and `-` for the sharing and scope it could not be given.
-fn config_error_row(name: &str, error: &EntryError) -> ServerRow {
-    ServerRow { error: Some(error.0.to_string()), ..file_row(name, error.0.file().unwrap_or(Path::new(""))) }
+fn config_error_row(name: &str, error: &EntryError, env: &ConfigEnv) -> ServerRow {
+    ServerRow { error: Some(error.0.to_string()), ..file_row(name, error.0.file().unwrap_or(Path::new("")), env) }
 }
 
-/// A row that is not a server: named `name`, from `file`, state `error`, no message yet.
-fn file_row(name: &str, file: &Path) -> ServerRow {
+/// A row that is not a server: named `name`, from `file` (its `client` told by its path,
+/// as for its servers), state `error`, no message yet.
+fn file_row(name: &str, file: &Path, env: &ConfigEnv) -> ServerRow {
     ServerRow {
         name: name.to_owned(),
         tools: None,
@@ -128,7 +130,7 @@ fn file_row(name: &str, file: &Path) -> ServerRow {
         state: "error".to_owned(),
         description: None,
         error: None,
-        source: Source { file: file.to_owned(), client: None },
+        source: Source { file: file.to_owned(), client: Client::of_file(file, env).map(|c| c.name().to_owned()) },
         warnings: Vec::new(),
     }
 }

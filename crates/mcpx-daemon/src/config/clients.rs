@@ -176,6 +176,15 @@ impl std::str::FromStr for Client {
     }
 }
 
+impl Client {
+    /// The client whose format the file at `path` is in, decided from its path alone as
+    /// for parsing: `None` for mcpx's own files. For the `source` of a row that has no
+    /// parsed entry (an entry or a file that does not parse, a file warning).
+    pub fn of_file(path: &Path, env: &ConfigEnv) -> Option<Client> {
+        FileKind::of(path, env).client
+    }
+}
+
 /// What a config file is, decided from its path alone (so a cached parse never depends on
 /// how a request reached the file).
 #[derive(Clone, Debug, PartialEq, Eq)]
