@@ -8,6 +8,7 @@ mod harness;
 
 mod cases;
 mod cli;
+mod clients;
 mod conformance;
 mod errors;
 mod flood;
