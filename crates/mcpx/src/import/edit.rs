@@ -60,7 +60,8 @@ pub(crate) fn add_imports(text: Option<&str>, clients: &[&str]) -> Result<Edited
     let paste_with = |existing: &[String]| {
         let mut all: Vec<String> = existing.to_vec();
         all.extend(clients.iter().map(|c| (*c).to_owned()).filter(|c| !existing.contains(c)));
-        format!("\"imports\": {}", serde_json::to_string(&all).unwrap_or_default())
+        let quoted: Vec<String> = all.iter().map(|c| Value::String(c.clone()).to_string()).collect();
+        format!("\"imports\": [{}]", quoted.join(", "))
     };
     let doc = Document::parse(text).map_err(|reason| EditError::Refused { reason, paste: paste_with(&[]) })?;
     let existing: Vec<String> = match doc.before.get("imports") {
