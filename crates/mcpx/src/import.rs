@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use self::core_shim::{Client, read_client_file};
-use self::edit::{EditError, Edited};
+use self::edit::{CopyError, Edited, Refused};
 use crate::output;
 
 /// What `mcpx import` is asked to do.
@@ -221,7 +221,8 @@ impl Place {
     /// The error for an edit that cannot be made safely: with `--json`, the lines to paste
     /// are in its message; else they are printed on stdout first, and the message points at
     /// them.
-    fn refused(&self, reason: &str, paste: &str, json: bool) -> ApiError {
+    fn refused(&self, refused: &Refused, json: bool) -> ApiError {
+        let Refused { reason, paste } = refused;
         let what = format!("cannot edit {} safely: {reason}; it is unchanged", self.show());
         if json {
             let compact: String = paste.lines().map(str::trim).collect::<Vec<_>>().join(" ");
@@ -282,8 +283,7 @@ fn add(place: &Place, clients: &[Client], json: bool) -> Result<i32, ApiError> {
     let names: Vec<&str> = clients.iter().map(|c| c.name()).collect();
     let edited = match edit::add_imports(text.as_deref(), &names) {
         Ok(edited) => edited,
-        Err(EditError::Refused { reason, paste }) => return Err(place.refused(&reason, &paste, json)),
-        Err(EditError::Clash(_)) => unreachable!("imports never clash"),
+        Err(refused) => return Err(place.refused(&refused, json)),
     };
     if let Some(text) = &edited.text {
         place.write(text)?;
@@ -346,8 +346,8 @@ fn copy(place: &Place, clients: &[Client], force: bool, json: bool) -> Result<i3
     } else {
         match edit::add_servers(text.as_deref(), &entries, force) {
             Ok(edited) => edited,
-            Err(EditError::Refused { reason, paste }) => return Err(place.refused(&reason, &paste, json)),
-            Err(EditError::Clash(names)) => {
+            Err(CopyError::Refused(refused)) => return Err(place.refused(&refused, json)),
+            Err(CopyError::Clash(names)) => {
                 let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
                 return Err(ApiError::new(
                     ErrorKind::Config,

@@ -23,20 +23,30 @@ pub(crate) struct Edited {
     pub present: Vec<String>,
 }
 
-/// Why an edit is not made; the text is then left as it was.
+/// Why the text cannot be edited safely (it does not parse, a key holds the wrong kind of
+/// value, or the edited text would not read back as intended); it is left as it was.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum EditError {
-    /// The text cannot be edited safely (it does not parse, a key holds the wrong kind of
-    /// value, or the edited text would not read back as intended).
-    Refused {
-        /// What is wrong, lowercase, no trailing period.
-        reason: String,
-        /// The lines to paste into the file by hand, JSON.
-        paste: String,
-    },
+pub(crate) struct Refused {
+    /// What is wrong, lowercase, no trailing period.
+    pub reason: String,
+    /// The lines to paste into the file's top-level object by hand, JSON.
+    pub paste: String,
+}
+
+/// Why copied entries are not added; the text is then left as it was.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum CopyError {
+    /// See [`Refused`].
+    Refused(Refused),
     /// Server names the file already defines (under `mcpServers` or `servers`), which
     /// copying would replace; the caller decides whether to force it.
     Clash(Vec<String>),
+}
+
+impl From<Refused> for CopyError {
+    fn from(refused: Refused) -> Self {
+        CopyError::Refused(refused)
+    }
 }
 
 /// The client names in the top-level `imports` of `text` (`None`: no file, no names).
@@ -53,22 +63,22 @@ pub(crate) fn imports_of(text: Option<&str>) -> Result<Vec<String>, String> {
 /// `text` (`None`: no file yet), creating the array, or the whole file, when missing. Names
 /// already there are not added again.
 ///
-/// Errors: [`EditError::Refused`] when the text does not parse as JSONC (comments and
+/// Errors: [`Refused`] when the text does not parse as JSONC (comments and
 /// trailing commas allowed, nothing else beyond JSON), its top level is not an object,
 /// `imports` is not an array, or the edit would not read back as intended.
-pub(crate) fn add_imports(text: Option<&str>, clients: &[&str]) -> Result<Edited, EditError> {
+pub(crate) fn add_imports(text: Option<&str>, clients: &[&str]) -> Result<Edited, Refused> {
     let paste_with = |existing: &[String]| {
         let mut all: Vec<String> = existing.to_vec();
         all.extend(clients.iter().map(|c| (*c).to_owned()).filter(|c| !existing.contains(c)));
         let quoted: Vec<String> = all.iter().map(|c| Value::String(c.clone()).to_string()).collect();
         format!("\"imports\": [{}]", quoted.join(", "))
     };
-    let doc = Document::parse(text).map_err(|reason| EditError::Refused { reason, paste: paste_with(&[]) })?;
+    let doc = Document::parse(text).map_err(|reason| Refused { reason, paste: paste_with(&[]) })?;
     let existing: Vec<String> = match doc.before.get("imports") {
         None => Vec::new(),
         Some(Value::Array(items)) => items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
         Some(_) => {
-            return Err(EditError::Refused {
+            return Err(Refused {
                 reason: "its `imports` is not an array of client names".into(),
                 paste: paste_with(&[]),
             });
@@ -78,7 +88,7 @@ pub(crate) fn add_imports(text: Option<&str>, clients: &[&str]) -> Result<Edited
     if added.is_empty() {
         return Ok(Edited { text: None, added, present });
     }
-    let refuse = |reason: String| EditError::Refused { reason, paste: paste_with(&existing) };
+    let refuse = |reason: String| Refused { reason, paste: paste_with(&existing) };
     let array =
         doc.object.array_value_or_create("imports").ok_or_else(|| refuse("its `imports` is not an array".into()))?;
     for name in &added {
@@ -99,20 +109,21 @@ pub(crate) fn add_imports(text: Option<&str>, clients: &[&str]) -> Result<Edited
 /// object of `text` (`None`: no file yet), creating it, or the whole file, when missing.
 ///
 /// A name the file already defines, under `mcpServers` or VS Code's `servers`, is a clash:
-/// [`EditError::Clash`] lists every such name, unless `force`, which replaces the entry
+/// [`CopyError::Clash`] lists every such name, unless `force`, which replaces the entry
 /// under `mcpServers` (where one there wins over `servers`). Other errors:
-/// [`EditError::Refused`] as for [`add_imports`], or when `mcpServers` is not an object.
+/// [`CopyError::Refused`] as for [`add_imports`], or when `mcpServers` or `servers` is not
+/// an object.
 pub(crate) fn add_servers(
     text: Option<&str>,
     entries: &[(String, Map<String, Value>)],
     force: bool,
-) -> Result<Edited, EditError> {
+) -> Result<Edited, CopyError> {
     let paste = {
         let all: Map<String, Value> = entries.iter().map(|(n, e)| (n.clone(), Value::Object(e.clone()))).collect();
         let pretty = serde_json::to_string_pretty(&all).unwrap_or_default();
         format!("\"mcpServers\": {pretty}")
     };
-    let refuse = |reason: String| EditError::Refused { reason, paste: paste.clone() };
+    let refuse = |reason: String| CopyError::Refused(Refused { reason, paste: paste.clone() });
     let doc = Document::parse(text).map_err(refuse)?;
     let defined = |key: &str| match doc.before.get(key) {
         None => Ok(Map::new()),
@@ -123,7 +134,7 @@ pub(crate) fn add_servers(
     let clashes: Vec<String> =
         entries.iter().map(|(n, _)| n.clone()).filter(|n| own.contains_key(n) || vscode.contains_key(n)).collect();
     if !clashes.is_empty() && !force {
-        return Err(EditError::Clash(clashes));
+        return Err(CopyError::Clash(clashes));
     }
     let servers = doc
         .object

@@ -19,9 +19,9 @@ fn entry(value: Value) -> Map<String, Value> {
     value.as_object().unwrap().clone()
 }
 
-fn refused(result: Result<Edited, EditError>) -> (String, String) {
-    match result {
-        Err(EditError::Refused { reason, paste }) => (reason, paste),
+fn refused(result: Result<Edited, impl Into<CopyError> + std::fmt::Debug>) -> (String, String) {
+    match result.map_err(Into::into) {
+        Err(CopyError::Refused(Refused { reason, paste })) => (reason, paste),
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
@@ -114,7 +114,7 @@ fn servers_are_copied_keeping_comments_and_clashes_need_force() {
     assert_eq!(value["mcpServers"]["memory"]["command"], "npx");
 
     let clash = [("memory".to_owned(), entry(json!({ "command": "other" })))];
-    assert_eq!(add_servers(Some(&text), &clash, false), Err(EditError::Clash(vec!["memory".into()])));
+    assert_eq!(add_servers(Some(&text), &clash, false), Err(CopyError::Clash(vec!["memory".into()])));
     let forced = add_servers(Some(&text), &clash, true).unwrap();
     assert_eq!(forced.present, ["memory"]);
     let value = CstRootNode::parse(forced.text.as_ref().unwrap(), &options()).unwrap().to_serde_value().unwrap();
@@ -122,7 +122,7 @@ fn servers_are_copied_keeping_comments_and_clashes_need_force() {
 
     // A name under VS Code's `servers` clashes too.
     let vscode = r#"{ "servers": { "memory": { "command": "x" } } }"#;
-    assert_eq!(add_servers(Some(vscode), &clash, false), Err(EditError::Clash(vec!["memory".into()])));
+    assert_eq!(add_servers(Some(vscode), &clash, false), Err(CopyError::Clash(vec!["memory".into()])));
 }
 
 #[test]
