@@ -35,7 +35,9 @@
 //! the daemon's captured environment by [`ServerEntry::expand`]; `${VAR:-default}` and VS Code's
 //! `${env:VAR}` work too, and `$${` is a literal `${` (so `$${VAR}` stays `${VAR}`).
 
+mod clients;
 mod command;
+mod dialect;
 mod entry;
 mod error;
 mod expand;
@@ -46,11 +48,15 @@ mod spec;
 pub mod units;
 
 #[cfg(test)]
+mod import_tests;
+#[cfg(test)]
 mod tests;
 
+pub use clients::{Client, ConfigEnv};
 pub use command::{CommandNotFound, DEFAULT_PATH, ExeIdentity, SearchedIn, exe_identity, resolve_command};
-pub use entry::{EntryError, ResolvedConfig, ServerEntry, ServerOptions};
+pub use entry::{EntryError, FileWarning, ResolvedConfig, ServerEntry, ServerOptions};
 pub use error::ConfigError;
 pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport};
-pub use resolve::{ConfigCache, ConfigEnv, MCPX_PROJECT_FILE, PROJECT_FILE, ResolveRequest};
+pub use parse::{NamedEntry, read_client_file};
+pub use resolve::{ConfigCache, FileContents, MCPX_PROJECT_FILE, PROJECT_FILE, PROJECT_FILES, ResolveRequest, Role};
 pub use spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};
