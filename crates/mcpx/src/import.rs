@@ -6,18 +6,16 @@
 //! Everything here runs in the CLI, from its own environment and working directory; the
 //! daemon is not involved (it reads the edited file when it next resolves a request).
 
-mod core_shim;
 mod edit;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use mcpx_daemon::api::{ApiError, ErrorKind};
-use mcpx_daemon::config::ConfigEnv;
+use mcpx_daemon::config::{Client, ConfigEnv, read_client_file};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use self::core_shim::{Client, read_client_file};
 use self::edit::{CopyError, Edited, Refused};
 use crate::output;
 
@@ -71,7 +69,7 @@ pub fn ls_hint(config: Option<PathBuf>, cwd: Option<PathBuf>) -> Option<String> 
         .map(|(i, f)| {
             let n = f.servers.unwrap_or_default();
             let what = if i == 0 { format!("{n} server{}", plural(n)) } else { n.to_string() };
-            format!("{what} in {}'s {}", display_name(f.client), place.tilde(f.file.as_deref()))
+            format!("{what} in {}'s {}", f.label, place.tilde(f.file.as_deref()))
         })
         .collect();
     let names: Vec<&str> = found.iter().map(|f| f.client).collect();
@@ -88,6 +86,9 @@ pub fn ls_hint(config: Option<PathBuf>, cwd: Option<PathBuf>) -> Option<String> 
 struct Found {
     /// The client, as `imports` and `mcpx import NAME` name it.
     client: &'static str,
+    /// The product's name, for messages.
+    #[serde(skip)]
+    label: &'static str,
     /// Its user-level file on this system; null when HOME is not set.
     file: Option<PathBuf>,
     /// Whether that file exists.
@@ -149,7 +150,7 @@ impl Place {
                     }
                 }
                 let imported = imported.iter().any(|n| n == client.name());
-                Found { client: client.name(), file, exists, servers, names, error, imported }
+                Found { client: client.name(), label: client.label(), file, exists, servers, names, error, imported }
             })
             .collect()
     }
@@ -179,14 +180,7 @@ impl Place {
 
     /// `path` with HOME written `~`; `-` for none.
     fn tilde(&self, path: Option<&Path>) -> String {
-        match (path, &self.env.home) {
-            (None, _) => "-".into(),
-            (Some(path), Some(home)) => match path.strip_prefix(home) {
-                Ok(rest) if home != Path::new("/") => format!("~/{}", rest.display()),
-                _ => path.display().to_string(),
-            },
-            (Some(path), None) => path.display().to_string(),
-        }
+        path.map_or_else(|| "-".to_owned(), |p| output::tilde(p, self.env.home.as_deref()))
     }
 
     /// Writes the edited text of the config file. A symbolic link at its path (a dotfiles
@@ -393,20 +387,6 @@ fn copy(place: &Place, clients: &[Client], force: bool, json: bool) -> Result<i3
         output::say(&format!("\n{} holds the copies; `mcpx ls` lists them", place.show()));
     }
     Ok(0)
-}
-
-/// How people call a client.
-fn display_name(client: &str) -> &str {
-    match client {
-        "claude-desktop" => "Claude Desktop",
-        "claude-code" => "Claude Code",
-        "cursor" => "Cursor",
-        "vscode" => "VS Code",
-        "codex" => "Codex",
-        "gemini" => "Gemini CLI",
-        "windsurf" => "Windsurf",
-        other => other,
-    }
 }
 
 fn plural(n: usize) -> &'static str {

@@ -4,7 +4,10 @@
 //! Everything goes out through [`say`], [`warn`] and [`say_json`], which escape
 //! control characters (`sanitize`): most of what is printed comes from servers.
 
-use mcpx_daemon::api::{ApiError, ErrorBody, ErrorKind, InstanceStatus, SearchHit, ServerRow, Status};
+use std::path::Path;
+
+use mcpx_daemon::api::{ApiError, ErrorBody, ErrorKind, InstanceStatus, SearchHit, ServerRow, Source, Status};
+use mcpx_daemon::config::{Client, ConfigEnv};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -90,7 +93,7 @@ pub fn ls(json: bool, rows: &[ServerRow], long: bool, hint: Option<&str>) {
              or bring in another client's with `mcpx import`",
         ));
     } else {
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let env = ConfigEnv::from_vars(&std::env::vars().collect());
         let cells: Vec<Vec<String>> = servers
             .iter()
             .map(|r| {
@@ -107,7 +110,7 @@ pub fn ls(json: bool, rows: &[ServerRow], long: bool, hint: Option<&str>) {
                     about,
                 ];
                 if long {
-                    row.insert(5, source(r, home.as_deref()));
+                    row.insert(5, source(r, &env));
                 }
                 row
             })
@@ -130,13 +133,22 @@ pub fn is_file_warning(row: &ServerRow) -> bool {
     row.state == "warning"
 }
 
-/// Where a server comes from, for `ls --long`: the client whose file was imported, else
-/// the file, with `~` for `home`.
-fn source(row: &ServerRow, home: Option<&std::path::Path>) -> String {
-    let file = &row.source;
-    match home.and_then(|h| file.strip_prefix(h).ok().filter(|_| h != std::path::Path::new("/"))) {
+/// Where a server comes from, for `ls --long`: the client, for a server of a client's
+/// user-level file (an import); else the file, with `~` for HOME.
+fn source(row: &ServerRow, env: &ConfigEnv) -> String {
+    let Source { file, client } = &row.source;
+    let client = client.as_deref().and_then(|c| c.parse::<Client>().ok());
+    match client {
+        Some(client) if client.user_file(env).as_deref() == Some(file.as_path()) => client.name().to_owned(),
+        _ => tilde(file, env.home.as_deref()),
+    }
+}
+
+/// `path` with `home` written `~`.
+pub fn tilde(path: &Path, home: Option<&Path>) -> String {
+    match home.filter(|h| *h != Path::new("/")).and_then(|h| path.strip_prefix(h).ok()) {
         Some(rest) => format!("~/{}", rest.display()),
-        None => file.display().to_string(),
+        None => path.display().to_string(),
     }
 }
 

@@ -13,6 +13,7 @@ mod errors;
 mod flood;
 mod hostile;
 mod ids;
+mod import;
 mod messy;
 mod peer;
 mod policy;
