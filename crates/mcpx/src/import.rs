@@ -324,7 +324,8 @@ fn copy(place: &Place, clients: &[Client], force: bool, json: bool) -> Result<i3
         let read = read_client_file(client, &file, place.cwd.as_deref())
             .map_err(|e| ApiError::new(ErrorKind::Config, format!("{e}; nothing was copied")))?;
         let mut names = Vec::new();
-        for (name, entry) in read {
+        for (name, mut entry) in read {
+            anchor_cwd(&mut entry, file.parent());
             if entries.iter().any(|(n, _)| *n == name) {
                 skipped.push(format!("{name} ({})", client.name()));
             } else {
@@ -387,6 +388,16 @@ fn copy(place: &Place, clients: &[Client], force: bool, json: bool) -> Result<i3
         output::say(&format!("\n{} holds the copies; `mcpx ls` lists them", place.show()));
     }
     Ok(0)
+}
+
+/// Makes a relative `cwd` of an entry copied out of a file in `dir` absolute: it was relative
+/// to that file, and the copy lives in another. One with a `${...}` is left as written.
+fn anchor_cwd(entry: &mut Map<String, Value>, dir: Option<&Path>) {
+    let (Some(Value::String(cwd)), Some(dir)) = (entry.get_mut("cwd"), dir) else { return };
+    if Path::new(cwd.as_str()).is_relative() && !cwd.contains("${") {
+        // Through `components`, which leaves out `.` (so `"."` is the directory itself).
+        *cwd = dir.join(cwd.as_str()).components().collect::<PathBuf>().display().to_string();
+    }
 }
 
 fn plural(n: usize) -> &'static str {

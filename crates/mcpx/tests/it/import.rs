@@ -125,12 +125,18 @@ fn import_copy_writes_entries_that_work_and_refuses_a_name_clash_unless_forced()
     assert!(clash.stderr.contains("`mine`") && clash.stderr.contains("--force"), "{}", clash.stderr);
     let before = std::fs::read_to_string(&w.config).unwrap();
 
-    put(&home, CURSOR, &servers_file("mcpServers", &["cur"]));
+    // A relative cwd meant the client's file's directory, and still does in the copy.
+    put(&home, CURSOR, &json!({ "mcpServers": { "cur": { "command": fake_server(), "cwd": "." } } }).to_string());
     let copied = w.run(&["import", "--copy", "cursor"]);
     assert_eq!(copied.code, 0, "{copied:?}");
     assert!(copied.stdout.contains("copied from cursor: cur"), "{}", copied.stdout);
     let after: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&w.config).unwrap()).unwrap();
-    assert_eq!(after["mcpServers"]["cur"], json!({ "command": fake_server() }), "{after}\nbefore: {before}");
+    let cwd = home.join(".cursor").display().to_string();
+    assert_eq!(
+        after["mcpServers"]["cur"],
+        json!({ "command": fake_server(), "cwd": cwd }),
+        "{after}\nbefore: {before}"
+    );
     assert!(after.get("imports").is_none(), "a copy is not an import: {after}");
 
     // The copy stands on its own: the client's file can go.
