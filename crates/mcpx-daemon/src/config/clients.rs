@@ -15,14 +15,25 @@ pub struct ConfigEnv {
     pub xdg_config_home: Option<PathBuf>,
     /// `$CODEX_HOME`, where Codex keeps `config.toml`; ignored unless absolute.
     pub codex_home: Option<PathBuf>,
+    /// `$CLAUDE_CONFIG_DIR`, where Claude Code keeps `.claude.json`; ignored unless absolute.
+    pub claude_config_dir: Option<PathBuf>,
+    /// `$GEMINI_CLI_HOME`, which Gemini CLI uses in place of the home directory; ignored
+    /// unless absolute.
+    pub gemini_cli_home: Option<PathBuf>,
 }
 
 impl ConfigEnv {
-    /// Reads `HOME`, `XDG_CONFIG_HOME` and `CODEX_HOME` from a captured environment; empty
-    /// values count as unset.
+    /// Reads `HOME`, `XDG_CONFIG_HOME`, `CODEX_HOME`, `CLAUDE_CONFIG_DIR` and
+    /// `GEMINI_CLI_HOME` from a captured environment; empty values count as unset.
     pub fn from_vars(vars: &HashMap<String, String>) -> Self {
         let get = |name: &str| vars.get(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        Self { home: get("HOME"), xdg_config_home: get("XDG_CONFIG_HOME"), codex_home: get("CODEX_HOME") }
+        Self {
+            home: get("HOME"),
+            xdg_config_home: get("XDG_CONFIG_HOME"),
+            codex_home: get("CODEX_HOME"),
+            claude_config_dir: get("CLAUDE_CONFIG_DIR"),
+            gemini_cli_home: get("GEMINI_CLI_HOME"),
+        }
     }
 
     /// Whether `path` is a user-level file: the mcpx user config or a client's
@@ -109,28 +120,33 @@ impl Client {
     /// - Claude Desktop: `~/Library/Application Support/Claude/claude_desktop_config.json` on
     ///   macOS; elsewhere `$XDG_CONFIG_HOME/Claude/claude_desktop_config.json`, else
     ///   `~/.config/Claude/...` (where the Linux builds keep it).
-    /// - Claude Code: `~/.claude.json`.
+    /// - Claude Code: `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`.
     /// - Cursor: `~/.cursor/mcp.json`.
     /// - VS Code: `~/Library/Application Support/Code/User/mcp.json` on macOS, else
     ///   `$XDG_CONFIG_HOME/Code/User/mcp.json`, else `~/.config/Code/User/mcp.json`.
     /// - Codex: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`.
-    /// - Gemini CLI: `~/.gemini/settings.json`.
+    /// - Gemini CLI: `$GEMINI_CLI_HOME/.gemini/settings.json`, else `~/.gemini/settings.json`.
     /// - Windsurf: `~/.codeium/windsurf/mcp_config.json`.
     pub fn user_file(self, env: &ConfigEnv) -> Option<PathBuf> {
         let home = env.home.as_deref()?;
         Some(match self {
             Client::ClaudeDesktop => app_config_dir(env, home)?.join("Claude").join("claude_desktop_config.json"),
-            Client::ClaudeCode => home.join(".claude.json"),
+            Client::ClaudeCode => absolute(&env.claude_config_dir).unwrap_or(home).join(".claude.json"),
             Client::Cursor => home.join(".cursor").join("mcp.json"),
             Client::Vscode => app_config_dir(env, home)?.join("Code").join("User").join("mcp.json"),
-            Client::Codex => match &env.codex_home {
-                Some(dir) if dir.is_absolute() => dir.join("config.toml"),
-                _ => home.join(".codex").join("config.toml"),
+            Client::Codex => match absolute(&env.codex_home) {
+                Some(dir) => dir.join("config.toml"),
+                None => home.join(".codex").join("config.toml"),
             },
-            Client::Gemini => home.join(".gemini").join("settings.json"),
+            Client::Gemini => absolute(&env.gemini_cli_home).unwrap_or(home).join(".gemini").join("settings.json"),
             Client::Windsurf => home.join(".codeium").join("windsurf").join("mcp_config.json"),
         })
     }
+}
+
+/// The directory a variable names, when it is absolute (a relative one is ignored).
+fn absolute(dir: &Option<PathBuf>) -> Option<&Path> {
+    dir.as_deref().filter(|d| d.is_absolute())
 }
 
 /// Where desktop applications keep their settings: `~/Library/Application Support` on
@@ -139,10 +155,7 @@ fn app_config_dir(env: &ConfigEnv, home: &Path) -> Option<PathBuf> {
     if cfg!(target_os = "macos") {
         return Some(home.join("Library").join("Application Support"));
     }
-    Some(match &env.xdg_config_home {
-        Some(xdg) if xdg.is_absolute() => xdg.clone(),
-        _ => home.join(".config"),
-    })
+    Some(absolute(&env.xdg_config_home).unwrap_or(&home.join(".config")).to_path_buf())
 }
 
 impl std::fmt::Display for Client {

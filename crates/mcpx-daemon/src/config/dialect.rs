@@ -6,7 +6,7 @@
 //!
 //! | client | its keys | mcpx's |
 //! |---|---|---|
-//! | Gemini CLI | `httpUrl` / `url` | `url` with `transport` `http` / `sse` |
+//! | Gemini CLI | `httpUrl` | `url` with `transport` `http` |
 //! | Gemini CLI | `timeout` (ms), `includeTools`, `excludeTools` | `mcpx.callTimeout`, `mcpx.includeTools`, `mcpx.excludeTools` |
 //! | Windsurf | `serverUrl`, `disabledTools` | `url`, `mcpx.excludeTools` |
 //! | Codex | `http_headers`, `env_http_headers`, `bearer_token_env_var` | `headers` (`${VAR}` for the variables) |
@@ -17,8 +17,9 @@
 //!
 //! Variables: VS Code's predefined `${workspaceFolder}`, `${workspaceFolderBasename}`,
 //! `${userHome}`, `${pathSeparator}` and `${/}` work in every file (the first two only in a
-//! project file, whose folder they name). Gemini CLI's `$VAR` means `${VAR}`. Codex expands
-//! nothing, so a `${` in its values is literal.
+//! project file, whose folder they name). Gemini CLI's `$VAR` and `${VAR}` mean `${VAR:-}`
+//! (an unset variable is empty there). Codex and Claude Desktop expand nothing, so a `${`
+//! in their values is literal.
 
 use serde_json::{Map, Value};
 
@@ -26,14 +27,19 @@ use super::clients::{Client, FileKind};
 
 /// Rewrites one server entry of a file of `kind` into mcpx's shape (see the module docs).
 pub(super) fn normalize(kind: &FileKind, mut entry: Map<String, Value>) -> Map<String, Value> {
+    let literal = matches!(kind.client, Some(Client::Codex | Client::ClaudeDesktop));
+    if literal {
+        for_each_template(&mut entry, |s| *s = s.replace("${", "$${"));
+    }
     let mut options = Map::new();
     match kind.client {
         Some(Client::Gemini) => {
+            // `url` alone is streamable HTTP falling back to SSE, as Gemini CLI does it (its
+            // docs call it the SSE endpoint); with `type` that type, as `gemini mcp add`
+            // writes it.
             if let Some(url) = entry.remove("httpUrl") {
                 entry.insert("url".into(), url);
                 entry.entry("transport").or_insert_with(|| "http".into());
-            } else if entry.contains_key("url") && !entry.contains_key("type") {
-                entry.entry("transport").or_insert_with(|| "sse".into());
             }
             if let Some(ms) = entry.get("timeout").and_then(millis) {
                 options.insert("callTimeout".into(), ms);
@@ -60,7 +66,9 @@ pub(super) fn normalize(kind: &FileKind, mut entry: Map<String, Value>) -> Map<S
             options.entry("disabled").or_insert_with(|| v.clone());
         }
     }
-    for_each_template(&mut entry, |s| rewrite(kind, s));
+    if !literal {
+        for_each_template(&mut entry, |s| rewrite(kind, s));
+    }
     if !options.is_empty() {
         match entry.get_mut("mcpx") {
             Some(Value::Object(block)) => {
@@ -78,10 +86,10 @@ pub(super) fn normalize(kind: &FileKind, mut entry: Map<String, Value>) -> Map<S
     entry
 }
 
-/// Codex's keys (its `config.toml`, `[mcp_servers.NAME]`). Its values are literal, so `${`
-/// is escaped before the header variables are added as `${VAR}`.
+/// Codex's keys (its `config.toml`, `[mcp_servers.NAME]`). Its values are literal (escaped
+/// by the caller), so the `http_headers`' `${` is escaped before the header variables are
+/// added as `${VAR}`.
 fn codex(entry: &mut Map<String, Value>, options: &mut Map<String, Value>) {
-    for_each_template(entry, |s| *s = s.replace("${", "$${"));
     let mut headers = match entry.remove("http_headers") {
         Some(Value::Object(h)) => h,
         _ => Map::new(),
@@ -96,7 +104,8 @@ fn codex(entry: &mut Map<String, Value>, options: &mut Map<String, Value>) {
     if let Some(Value::Object(vars)) = entry.remove("env_http_headers") {
         for (name, var) in vars {
             if let Value::String(var) = var {
-                headers.insert(name, format!("${{{var}}}").into());
+                // Codex leaves the header out when the variable is unset; here it is empty.
+                headers.insert(name, format!("${{{var}:-}}").into());
             }
         }
     }
@@ -166,20 +175,25 @@ fn rewrite(kind: &FileKind, s: &mut String) {
     *s = out;
 }
 
-/// Gemini CLI's `$NAME` as `${NAME}`; `${...}` and a `$` not followed by a name stay.
+/// Gemini CLI's `$NAME` and `${NAME}` as `${NAME:-}` (unset is empty there); `${NAME:-x}`
+/// and a `$` not followed by a name stay.
 fn bare_vars(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     let mut rest = s;
     while let Some(pos) = rest.find('$') {
         out.push_str(&rest[..pos]);
         let after = &rest[pos + 1..];
-        let len = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
-        let name = &after[..len];
-        if name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') {
+        let braced = after.strip_prefix('{');
+        let body = braced.unwrap_or(after);
+        let len = body.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(body.len());
+        let name = &body[..len];
+        let is_name = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        let closed = braced.is_none() || body[len..].starts_with('}');
+        if is_name && closed {
             out.push_str("${");
             out.push_str(name);
-            out.push('}');
-            rest = &after[len..];
+            out.push_str(":-}");
+            rest = &body[len + usize::from(braced.is_some())..];
         } else {
             out.push('$');
             rest = after;
@@ -204,16 +218,16 @@ mod tests {
     }
 
     #[test]
-    fn gemini_http_url_sse_url_timeout_and_bare_variables() {
+    fn gemini_http_url_timeout_and_variables() {
         let g = kind(Some(Client::Gemini), None);
         let out = norm(&g, json!({"httpUrl": "https://h/mcp", "headers": {"A": "$TOKEN x"}, "timeout": 30000}));
         assert_eq!(
             out,
-            json!({"url": "https://h/mcp", "transport": "http", "headers": {"A": "${TOKEN} x"}, "timeout": 30000,
+            json!({"url": "https://h/mcp", "transport": "http", "headers": {"A": "${TOKEN:-} x"}, "timeout": 30000,
                    "mcpx": {"callTimeout": "30000ms"}})
         );
-        let out = norm(&g, json!({"url": "https://h/sse", "env": {"P": "${A}-$B-$1-$"}}));
-        assert_eq!(out, json!({"url": "https://h/sse", "transport": "sse", "env": {"P": "${A}-${B}-$1-$"}}));
+        let out = norm(&g, json!({"url": "https://h/sse", "env": {"P": "${A}-$B-$1-$-${C:-d}-${D"}}));
+        assert_eq!(out, json!({"url": "https://h/sse", "env": {"P": "${A:-}-${B:-}-$1-$-${C:-d}-${D"}}));
     }
 
     #[test]
@@ -227,7 +241,7 @@ mod tests {
         );
         assert_eq!(
             out,
-            json!({"url": "https://h/mcp", "headers": {"X": "$${lit}", "Y": "${YV}", "Authorization": "Bearer ${TOK}"},
+            json!({"url": "https://h/mcp", "headers": {"X": "$${lit}", "Y": "${YV:-}", "Authorization": "Bearer ${TOK}"},
                    "enabled": false, "tool_timeout_sec": 1.5, "enabled_tools": ["a"],
                    "mcpx": {"disabled": true, "callTimeout": "9s", "includeTools": ["a"]}})
         );
@@ -255,6 +269,9 @@ mod tests {
         // In a user-level file `${workspaceFolder}` stays, for the template check to reject.
         let user = kind(Some(Client::Vscode), None);
         assert_eq!(norm(&user, json!({"cwd": "${workspaceFolder}"})), json!({"cwd": "${workspaceFolder}"}));
+        // Claude Desktop expands nothing.
+        let desktop = kind(Some(Client::ClaudeDesktop), None);
+        assert_eq!(norm(&desktop, json!({"args": ["${HOME}"]})), json!({"args": ["$${HOME}"]}));
         // mcpx's own files do not read `disabled` at the top of an entry.
         assert_eq!(norm(&kind(None, None), json!({"disabled": true})), json!({"disabled": true}));
     }

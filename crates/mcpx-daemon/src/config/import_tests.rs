@@ -12,7 +12,7 @@ fn write(path: &Path, text: &str) {
 }
 
 fn env_for(dir: &Path) -> ConfigEnv {
-    ConfigEnv { home: Some(dir.join("home")), xdg_config_home: None, codex_home: None }
+    ConfigEnv { home: Some(dir.join("home")), ..ConfigEnv::default() }
 }
 
 fn stdio(command: &str) -> String {
@@ -274,13 +274,13 @@ fn gemini_and_windsurf_remote_keys() {
         summary(&cfg),
         vec![
             ("g-http".into(), "https://example.invalid/mcp (http)".into(), Some("gemini")),
-            ("g-sse".into(), "https://example.invalid/sse (sse)".into(), Some("gemini")),
+            ("g-sse".into(), "https://example.invalid/sse (http)".into(), Some("gemini")),
             ("w".into(), "https://example.invalid/w (http)".into(), Some("windsurf")),
         ]
     );
     assert_eq!(cfg.get("g-http").unwrap().options.call_timeout, Some(std::time::Duration::from_secs(5)));
     match &cfg.get("g-http").unwrap().transport {
-        TransportSpec::Remote { headers, .. } => assert_eq!(headers["Authorization"], "Bearer ${GEMINI_TOKEN}"),
+        TransportSpec::Remote { headers, .. } => assert_eq!(headers["Authorization"], "Bearer ${GEMINI_TOKEN:-}"),
         other => panic!("{other:?}"),
     }
 }

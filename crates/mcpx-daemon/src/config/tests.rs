@@ -11,7 +11,7 @@ fn write(path: &Path, text: &str) {
 }
 
 fn env_for(dir: &Path) -> ConfigEnv {
-    ConfigEnv { home: Some(dir.join("home")), xdg_config_home: Some(dir.join("xdg")), codex_home: None }
+    ConfigEnv { home: Some(dir.join("home")), xdg_config_home: Some(dir.join("xdg")), ..ConfigEnv::default() }
 }
 
 fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
