@@ -15,7 +15,7 @@ fn world(servers: serde_json::Value) -> (World, PathBuf) {
     let home = w.path("home");
     std::fs::create_dir_all(&home).unwrap();
     w.env.push(("HOME".into(), home.display().to_string()));
-    w.unset.extend(["XDG_CONFIG_HOME", "CODEX_HOME"].map(String::from));
+    w.unset.extend(["XDG_CONFIG_HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME"].map(String::from));
     (w, home)
 }
 
