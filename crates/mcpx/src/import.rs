@@ -45,11 +45,13 @@ pub fn run(import: Import, json: bool) -> Result<i32, ApiError> {
         show(&place, &found, json);
         return Ok(0);
     }
-    let clients = import
-        .names
-        .iter()
-        .map(|n| n.parse::<Client>().map_err(|e| ApiError::new(ErrorKind::Usage, e.to_string())))
-        .collect::<Result<Vec<Client>, ApiError>>()?;
+    let mut clients: Vec<Client> = Vec::new();
+    for name in &import.names {
+        let client = name.parse::<Client>().map_err(|e| ApiError::new(ErrorKind::Usage, e))?;
+        if !clients.contains(&client) {
+            clients.push(client);
+        }
+    }
     if import.copy { copy(&place, &clients, import.force, json) } else { add(&place, &clients, json) }
 }
 
@@ -96,7 +98,7 @@ struct Found {
     /// How many servers it gives a caller in this directory; null when the file does not
     /// exist or cannot be read.
     servers: Option<usize>,
-    /// Their names, in the file's order.
+    /// Their names, sorted.
     names: Vec<String>,
     /// Why the file cannot be read (naming file, line and column).
     #[serde(skip_serializing_if = "Option::is_none")]
