@@ -187,3 +187,23 @@ fn ls_with_nothing_configured_names_what_import_would_find() {
     // JSON stays an empty list.
     assert_eq!(w.run(&["ls", "--json"]).json(), json!([]));
 }
+
+#[test]
+fn a_config_behind_a_symbolic_link_is_edited_where_the_link_points_and_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let (w, home) = world(json!({}));
+    put(&home, CURSOR, &servers_file("mcpServers", &["cur"]));
+    // A dotfiles manager's layout: the config is a link into a repository.
+    let real = w.path("dotfiles/mcpx.json");
+    std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+    std::fs::write(&real, "{ /* mine */ }\n").unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::fs::remove_file(&w.config).unwrap();
+    std::os::unix::fs::symlink(&real, &w.config).unwrap();
+
+    w.run(&["import", "cursor"]).ok();
+    assert!(std::fs::symlink_metadata(&w.config).unwrap().file_type().is_symlink(), "the link must stay");
+    let text = std::fs::read_to_string(&real).unwrap();
+    assert!(text.contains("/* mine */") && text.contains(r#""imports": ["cursor"]"#), "{text}");
+    assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o640);
+}
