@@ -511,3 +511,67 @@ fn imports_in_a_project_file_are_ignored_with_a_warning() {
     assert!(table.stderr.contains(message), "no footnote: {table:?}");
     assert!(!table.stdout.contains("desktop"), "{table:?}");
 }
+
+/// `mcpx import` finds every fixture and counts the servers each gives a caller in the
+/// project; `--copy` writes their entries, rewritten into mcpx's shape, into the user
+/// config, where they work with the clients' files gone.
+#[test]
+fn mcpx_import_counts_each_fixture_and_its_copies_work_alone() {
+    let c = Clients::new().with_http().with_sse();
+    let clients = ["claude-desktop", "claude-code", "cursor", "vscode", "codex", "gemini", "windsurf"];
+    let files: Vec<PathBuf> = clients.iter().map(|client| c.place_user_file(client)).collect();
+    c.user_config(&[], json!({}));
+    let project = c.work.join("proj");
+
+    let listed = c.run_in(&project, &["import", "--json"]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    let listed = listed.json();
+    let counts: Vec<(String, Value)> = listed["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["client"].as_str().unwrap().to_owned(), e["servers"].clone()))
+        .collect();
+    let expected = [1, 4, 2, 2, 3, 3, 3].map(|n| json!(n));
+    let expected: Vec<(String, Value)> = clients.iter().map(|c| (*c).to_owned()).zip(expected).collect();
+    assert_eq!(counts, expected, "{listed}");
+
+    let mut args = vec!["import", "--copy"];
+    args.extend(clients);
+    c.run_in(&project, &args).ok();
+    for file in &files {
+        std::fs::remove_file(file).unwrap();
+    }
+    let user = c.home.join(".config/mcpx/config.json");
+    let servers = [
+        "desktop",
+        "cc-user",
+        "cc-local",
+        "cc-sse",
+        "cc-shared",
+        "cursor-global",
+        "cursor-remote",
+        "vscode-user",
+        "vscode-http",
+        "codex",
+        "codex-http",
+        "gemini",
+        "gemini-http",
+        "gemini-sse",
+        "windsurf",
+        "windsurf-remote",
+    ];
+    for server in servers {
+        let row = c.row(&c.work, server);
+        assert_source(&row, &user, None);
+        let out = c.call(&c.work, &format!("{server}.echo"), json!({ "message": format!("copied {server}") }));
+        assert!(out.contains(&format!("copied {server}")), "{server}: {out}");
+    }
+    assert_eq!(c.env_of(&c.work, "cc-shared", "GREETING"), "local scope");
+    assert_eq!(c.env_of(&c.work, "gemini", "TOKEN"), TOKEN);
+    assert_eq!(c.env_of(&c.work, "vscode-user", "HOME_DIR"), c.home.display().to_string());
+    assert_eq!(c.row(&c.work, "gemini")["tools"], 2);
+    for off in ["codex-off", "windsurf-off"] {
+        assert_eq!(c.row(&c.work, off)["state"], "disabled", "{off}");
+    }
+}
