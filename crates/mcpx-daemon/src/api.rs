@@ -83,19 +83,32 @@ pub struct ServerRow {
     pub scope: String,
     /// Live instances.
     pub live: usize,
-    /// `unread`, `ready`, `running`, `error`, `crash-loop` or `disabled`.
+    /// `unread`, `ready`, `running`, `error`, `crash-loop` or `disabled`; `warning` for a
+    /// row named by a file's path whose `warnings` say what is wrong with that file.
     pub state: String,
     /// The `mcpx.description`, else the server's instructions' first line.
     pub description: Option<String>,
     /// Why the state is `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The file that defines it.
-    pub source: PathBuf,
+    /// Where it is defined.
+    pub source: Source,
     /// Warnings about its definition, one line each: a name defined twice in one file, or
-    /// defined differently in a farther file that this one hides.
+    /// defined differently in a farther file that this one hides (for a `warning` row, what
+    /// is wrong with the file).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+/// Where a server of `mcpx ls --json` is defined: `{"file": "/abs/path", "client": "cursor"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    /// The file.
+    pub file: PathBuf,
+    /// For another client's file (an import, or `.cursor/mcp.json` / `.vscode/mcp.json`),
+    /// that client's name as `"imports"` spells it (`claude-code`, `cursor`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 /// One hit of `mcpx search --json`, best first.

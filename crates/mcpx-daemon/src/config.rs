@@ -5,7 +5,8 @@
 //! Config files use the `mcpServers` JSON shape of Claude Desktop, Cursor and Claude Code (VS
 //! Code's `servers` key is accepted too; when both are present they are merged, `mcpServers`
 //! winning). Comments (`//`, `/* */`) and trailing commas are allowed. Every other key is
-//! ignored, since other programs share these files:
+//! ignored, since other programs share these files. Other clients' files (Codex's TOML
+//! among them) are read in their own shape, rewritten into this one (see `dialect.rs`):
 //!
 //! ```jsonc
 //! {
@@ -22,12 +23,14 @@
 //!
 //! # Resolution
 //!
-//! An explicit file (`--config` / `MCPX_CONFIG`) is the only file. Otherwise every `.mcpx.json`
-//! and `.mcp.json` from the caller's working directory up to `/` is read, then the user file
-//! (`$XDG_CONFIG_HOME/mcpx/config.json`, else `~/.config/mcpx/config.json`); servers are merged
-//! by name, the nearest file winning and `.mcpx.json` beating `.mcp.json` in one directory. A
-//! nearer entry replaces a farther one entirely (also when it is `disabled`, which is how a
-//! project turns off a user-level server). See [`ConfigCache`].
+//! An explicit file (`--config` / `MCPX_CONFIG`) is the first file. Otherwise, from the
+//! caller's working directory up to `/`, each directory's [`PROJECT_FILES`] (`.mcpx.json`,
+//! `.mcp.json`, `.cursor/mcp.json`, `.vscode/mcp.json`) are read, then the user file
+//! (`$XDG_CONFIG_HOME/mcpx/config.json`, else `~/.config/mcpx/config.json`). The clients
+//! that file (or the explicit one) names in `"imports"` come last, in the order listed; see
+//! [`Client`]. Servers are merged by name, the first file read winning. A nearer entry
+//! replaces a farther one entirely (also when it is `disabled`, which is how a project turns
+//! off a user-level server). See [`ConfigCache`].
 //!
 //! # Variables
 //!
@@ -35,7 +38,9 @@
 //! the daemon's captured environment by [`ServerEntry::expand`]; `${VAR:-default}` and VS Code's
 //! `${env:VAR}` work too, and `$${` is a literal `${` (so `$${VAR}` stays `${VAR}`).
 
+mod clients;
 mod command;
+mod dialect;
 mod entry;
 mod error;
 mod expand;
@@ -46,11 +51,15 @@ mod spec;
 pub mod units;
 
 #[cfg(test)]
+mod import_tests;
+#[cfg(test)]
 mod tests;
 
+pub use clients::{Client, ConfigEnv};
 pub use command::{CommandNotFound, DEFAULT_PATH, ExeIdentity, SearchedIn, exe_identity, resolve_command};
-pub use entry::{EntryError, ResolvedConfig, ServerEntry, ServerOptions};
+pub use entry::{EntryError, FileWarning, ResolvedConfig, ServerEntry, ServerOptions};
 pub use error::ConfigError;
 pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport};
-pub use resolve::{ConfigCache, ConfigEnv, MCPX_PROJECT_FILE, PROJECT_FILE, ResolveRequest};
+pub use parse::{NamedEntry, read_client_file};
+pub use resolve::{ConfigCache, FileContents, MCPX_PROJECT_FILE, PROJECT_FILE, PROJECT_FILES, ResolveRequest, Role};
 pub use spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};

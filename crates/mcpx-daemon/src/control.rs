@@ -12,7 +12,9 @@ use mcpx_proto::{Message, response_result};
 use serde_json::value::RawValue;
 
 use crate::adopt::replace_incompatible;
-use crate::api::{ApiError, Caller, DaemonStatus, ErrorKind, InstanceStatus, Request, SearchHit, ServerRow, Status};
+use crate::api::{
+    ApiError, Caller, DaemonStatus, ErrorKind, InstanceStatus, Request, SearchHit, ServerRow, Source, Status,
+};
 use crate::config::{EntryError, ResolvedConfig, ServerEntry};
 use crate::daemon::{Daemon, Exit, unknown_server};
 use crate::instance::{CallContext, CallError, ERROR_TAIL_BYTES, State};
@@ -90,7 +92,7 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
             state: state.to_owned(),
             description,
             error: if state == "error" { error } else { None },
-            source: entry.source.clone(),
+            source: Source { file: entry.source.clone(), client: entry.client.map(|c| c.name().to_owned()) },
             warnings: config.warnings.get(&entry.name).cloned().unwrap_or_default(),
         });
     }
@@ -99,6 +101,12 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
         let file = error.0.file()?.display().to_string();
         Some(config_error_row(&file, error))
     }));
+    rows.extend(config.file_warnings.iter().map(|w| ServerRow {
+        state: "warning".to_owned(),
+        error: None,
+        warnings: vec![w.message.clone()],
+        ..file_row(&w.file.display().to_string(), &w.file)
+    }));
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(rows)
 }
@@ -106,6 +114,11 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
 /// The `ls` row of an entry (named `name`) or a file (named by its path) that does not
 /// parse: state `error`, its message, and `-` for the sharing and scope it could not be given.
 fn config_error_row(name: &str, error: &EntryError) -> ServerRow {
+    ServerRow { error: Some(error.0.to_string()), ..file_row(name, error.0.file().unwrap_or(Path::new(""))) }
+}
+
+/// A row that is not a server: named `name`, from `file`, state `error`, no message yet.
+fn file_row(name: &str, file: &Path) -> ServerRow {
     ServerRow {
         name: name.to_owned(),
         tools: None,
@@ -114,8 +127,8 @@ fn config_error_row(name: &str, error: &EntryError) -> ServerRow {
         live: 0,
         state: "error".to_owned(),
         description: None,
-        error: Some(error.0.to_string()),
-        source: error.0.file().map(Path::to_path_buf).unwrap_or_default(),
+        error: None,
+        source: Source { file: file.to_owned(), client: None },
         warnings: Vec::new(),
     }
 }

@@ -156,43 +156,45 @@ impl Daemon {
         config.get(name).ok_or_else(|| unknown_server(config, name))
     }
 
-    /// Every entry of every known configuration file (each file resolved alone), and
+    /// Every entry of every known configuration file (each file read alone), and
     /// whether every file could be read and parsed, with no wrong entry.
     pub(crate) fn known_entries(&self) -> (Vec<ServerEntry>, bool) {
         let mut entries = Vec::new();
         let mut complete = true;
         for file in self.config.known_files() {
-            match self.config.resolve(&ResolveRequest { cwd: None, explicit: Some(file) }) {
-                Ok(config) => {
+            match self.config.file_contents(&file) {
+                Ok(Some(contents)) => {
                     // A file that does not parse, or a wrong entry, may be mid-edit: what it
                     // held is not judged removed.
-                    complete &= config.file_errors.is_empty() && config.errors.is_empty();
-                    entries.extend(config.servers.into_values());
+                    complete &= contents.syntax.is_none() && contents.errors.is_empty();
+                    entries.extend(contents.servers);
                 }
+                Ok(None) => {}
                 Err(_) => complete = false,
             }
         }
         (entries, complete)
     }
 
-    /// The config errors of every known configuration file, each file resolved alone: its
+    /// The config errors of every known configuration file, each file read alone: its
     /// entries that do not parse, or the file itself when it cannot be read or parsed.
     pub(crate) fn config_errors(&self) -> Vec<ConfigErrorStatus> {
         let mut errors = Vec::new();
         for file in self.config.known_files() {
-            match self.config.resolve(&ResolveRequest { cwd: None, explicit: Some(file.clone()) }) {
-                Ok(config) => {
-                    errors.extend(config.file_errors.iter().map(|e| ConfigErrorStatus {
+            match self.config.file_contents(&file) {
+                Ok(Some(contents)) => {
+                    errors.extend(contents.syntax.iter().map(|e| ConfigErrorStatus {
                         file: file.clone(),
                         server: None,
                         message: e.0.to_string(),
                     }));
-                    errors.extend(config.errors.into_iter().map(|(server, e)| ConfigErrorStatus {
+                    errors.extend(contents.errors.into_iter().map(|(server, e)| ConfigErrorStatus {
                         file: file.clone(),
                         server: Some(server),
                         message: e.0.to_string(),
                     }));
                 }
+                Ok(None) => {}
                 Err(e) => errors.push(ConfigErrorStatus { file, server: None, message: e.to_string() }),
             }
         }

@@ -103,7 +103,7 @@ mod tests {
     fn entry(options: ServerOptions) -> ServerEntry {
         let transport =
             TransportSpec::Stdio { command: "fake".into(), args: Vec::new(), env: Default::default(), cwd: None };
-        ServerEntry { name: "fake".into(), source: "/c.json".into(), transport, options }
+        ServerEntry { name: "fake".into(), source: "/c.json".into(), client: None, transport, options }
     }
 
     const LISTING: &str =

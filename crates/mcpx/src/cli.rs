@@ -35,7 +35,11 @@ struct Global {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// List configured servers, from the schema cache (starts nothing).
-    Ls,
+    Ls {
+        /// Add a SOURCE column: the client of an imported file, else the file that defines the server.
+        #[arg(short, long)]
+        long: bool,
+    },
     /// Show a server's tools, or one tool's full schema.
     Tools {
         /// The server.
@@ -100,6 +104,23 @@ enum Command {
         /// The new mcpx binary (default: the one the daemon runs).
         #[arg(long, value_name = "PATH")]
         binary: Option<PathBuf>,
+    },
+    /// Show the other MCP clients' config files and their servers, or add them to the mcpx user config.
+    ///
+    /// With no NAME: which of Claude Desktop's, Claude Code's, Cursor's, VS Code's, Codex's,
+    /// Gemini CLI's and Windsurf's user-level files exist, how many servers each holds, and
+    /// which are imported. With names: adds them to `imports` in the user config (or the
+    /// --config file), whose comments and formatting are kept; the daemon then reads those
+    /// files live.
+    Import {
+        /// Clients to import: claude-desktop, claude-code, cursor, vscode, codex, gemini, windsurf.
+        names: Vec<String>,
+        /// Copy their entries into "mcpServers" instead (a name already defined there is refused).
+        #[arg(long, requires = "names")]
+        copy: bool,
+        /// With --copy: replace entries of the same name.
+        #[arg(long, requires = "copy")]
+        force: bool,
     },
     /// Install the daemon as a user service (systemd user unit or launchd agent) that keeps supervisors alive.
     Service {
@@ -195,6 +216,12 @@ pub fn main() -> i32 {
 }
 
 async fn run(cli: Cli) -> Result<i32, ApiError> {
+    if let Command::Import { names, copy, force } = cli.command {
+        // Local files only: no daemon, and no mcpx directories, are needed.
+        let cwd = std::env::current_dir().ok();
+        let config = absolute(cli.global.config, cwd.as_deref());
+        return crate::import::run(crate::import::Import { names, copy, force, config, cwd }, cli.global.json);
+    }
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
     let dirs = Dirs::from_env(&env).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
     // Opened and checked before anything connects: a runtime directory another user
@@ -202,10 +229,7 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
     let opened = dirs.open().map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
     let json = cli.global.json;
     let cwd = std::env::current_dir().ok();
-    let config = cli.global.config.as_ref().map(|c| match &cwd {
-        Some(cwd) if c.is_relative() => cwd.join(c),
-        _ => c.clone(),
-    });
+    let config = absolute(cli.global.config.clone(), cwd.as_deref());
     let caller = Caller {
         cwd,
         config,
@@ -258,10 +282,14 @@ async fn dispatch(
     json: bool,
 ) -> Result<i32, ApiError> {
     match command {
-        Command::Ls => {
-            let body = client.call(Method::POST, "/v1/ls", Some(&request(Request::default()))).await?;
+        Command::Ls { long } => {
+            let req = request(Request::default());
+            let body = client.call(Method::POST, "/v1/ls", Some(&req)).await?;
             let rows: Vec<ServerRow> = parse(&body)?;
-            output::ls(json, &rows);
+            let nothing = rows.iter().all(output::is_file_warning);
+            // Only for a person, and only when there is nothing: it reads every client's file.
+            let hint = if nothing && !json { crate::import::ls_hint(req.caller.config, req.caller.cwd) } else { None };
+            output::ls(json, &rows, long, hint.as_deref());
             Ok(0)
         }
         Command::Tools { server, tool } => {
@@ -303,7 +331,8 @@ async fn dispatch(
         | Command::Logs { .. }
         | Command::Daemon
         | Command::Supervise
-        | Command::Service { .. } => {
+        | Command::Service { .. }
+        | Command::Import { .. } => {
             unreachable!("handled before connecting")
         }
     }
@@ -499,6 +528,14 @@ async fn daemons_dirs(dirs: &Dirs, env: &std::collections::HashMap<String, Strin
         },
         _ => dirs.clone(),
     }
+}
+
+/// `--config`'s file, relative to the working directory when it is relative.
+fn absolute(config: Option<PathBuf>, cwd: Option<&std::path::Path>) -> Option<PathBuf> {
+    config.map(|c| match cwd {
+        Some(cwd) if c.is_relative() => cwd.join(c),
+        _ => c,
+    })
 }
 
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {

@@ -4,6 +4,7 @@
 
 mod cli;
 mod foreground;
+mod import;
 mod logs;
 mod output;
 mod sanitize;

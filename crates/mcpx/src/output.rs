@@ -4,7 +4,10 @@
 //! Everything goes out through [`say`], [`warn`] and [`say_json`], which escape
 //! control characters (`sanitize`): most of what is printed comes from servers.
 
-use mcpx_daemon::api::{ApiError, ErrorBody, ErrorKind, InstanceStatus, SearchHit, ServerRow, Status};
+use std::path::Path;
+
+use mcpx_daemon::api::{ApiError, ErrorBody, ErrorKind, InstanceStatus, SearchHit, ServerRow, Source, Status};
+use mcpx_daemon::config::{Client, ConfigEnv};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -39,7 +42,7 @@ pub fn say_json(text: &str) {
 
 /// Prints rows as aligned columns, each cell escaped first so that the columns
 /// align on what the terminal shows.
-fn table(header: &[&str], rows: &[Vec<String>]) {
+pub fn table(header: &[&str], rows: &[Vec<String>]) {
     let rows: Vec<Vec<String>> =
         rows.iter().map(|row| row.iter().map(|cell| sanitize::text(cell).into_owned()).collect()).collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
@@ -74,38 +77,78 @@ fn one_line(text: Option<&str>, max: usize) -> String {
     }
 }
 
-/// `mcpx ls`.
-pub fn ls(json: bool, rows: &[ServerRow]) {
+/// `mcpx ls`: a row per server; with `long`, a SOURCE column (the client of an imported
+/// file, else the file, `~` for HOME). `hint` replaces the usual advice when no server is
+/// configured (what `mcpx import` would find). File-level warnings (rows of state
+/// `warning`) and each server's warnings go to stderr, so the table on stdout stays the same.
+pub fn ls(json: bool, rows: &[ServerRow], long: bool, hint: Option<&str>) {
     if json {
         say_json(&serde_json::to_string_pretty(rows).unwrap_or_default());
         return;
     }
-    if rows.is_empty() {
-        println!("no servers configured; add them under \"mcpServers\" in .mcp.json or ~/.config/mcpx/config.json");
-        return;
+    let (notes, servers): (Vec<&ServerRow>, Vec<&ServerRow>) = rows.iter().partition(|r| is_file_warning(r));
+    if servers.is_empty() {
+        say(hint.unwrap_or(
+            "no servers configured; add them under \"mcpServers\" in .mcp.json or ~/.config/mcpx/config.json, \
+             or bring in another client's with `mcpx import`",
+        ));
+    } else {
+        let env = ConfigEnv::from_vars(&std::env::vars().collect());
+        let cells: Vec<Vec<String>> = servers
+            .iter()
+            .map(|r| {
+                let about = match &r.error {
+                    Some(e) => one_line(Some(e), 100),
+                    None => one_line(r.description.as_deref(), 60),
+                };
+                let mut row = vec![
+                    r.name.clone(),
+                    r.tools.map_or("-".into(), |n| n.to_string()),
+                    r.state.clone(),
+                    r.live.to_string(),
+                    format!("{}/{}", r.sharing, r.scope),
+                    about,
+                ];
+                if long {
+                    row.insert(5, source(r, &env));
+                }
+                row
+            })
+            .collect();
+        let mut header = vec!["NAME", "TOOLS", "STATE", "LIVE", "POOL", "DESCRIPTION"];
+        if long {
+            header.insert(5, "SOURCE");
+        }
+        table(&header, &cells);
+        println!("\nnext: `mcpx tools <server>` lists a server's tools; `mcpx search <words>` finds one");
     }
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            let about = match &r.error {
-                Some(e) => one_line(Some(e), 100),
-                None => one_line(r.description.as_deref(), 60),
-            };
-            vec![
-                r.name.clone(),
-                r.tools.map_or("-".into(), |n| n.to_string()),
-                r.state.clone(),
-                r.live.to_string(),
-                format!("{}/{}", r.sharing, r.scope),
-                about,
-            ]
-        })
-        .collect();
-    table(&["NAME", "TOOLS", "STATE", "LIVE", "POOL", "DESCRIPTION"], &cells);
-    println!("\nnext: `mcpx tools <server>` lists a server's tools; `mcpx search <words>` finds one");
-    // The footnote goes to stderr, so the table on stdout stays the same.
-    for warning in rows.iter().flat_map(|r| &r.warnings) {
+    for warning in notes.iter().chain(&servers).flat_map(|r| &r.warnings) {
         warn(&format!("warning: {warning}"));
+    }
+}
+
+/// Whether an `ls` row is a file-level warning (a file's path as `name`, state
+/// `warning`), not a server.
+pub fn is_file_warning(row: &ServerRow) -> bool {
+    row.state == "warning"
+}
+
+/// Where a server comes from, for `ls --long`: the client, for a server of a client's
+/// user-level file (an import); else the file, with `~` for HOME.
+fn source(row: &ServerRow, env: &ConfigEnv) -> String {
+    let Source { file, client } = &row.source;
+    let client = client.as_deref().and_then(|c| c.parse::<Client>().ok());
+    match client {
+        Some(client) if client.user_file(env).as_deref() == Some(file.as_path()) => client.name().to_owned(),
+        _ => tilde(file, env.home.as_deref()),
+    }
+}
+
+/// `path` with `home` written `~`.
+pub fn tilde(path: &Path, home: Option<&Path>) -> String {
+    match home.filter(|h| *h != Path::new("/")).and_then(|h| path.strip_prefix(h).ok()) {
+        Some(rest) => format!("~/{}", rest.display()),
+        None => path.display().to_string(),
     }
 }
 

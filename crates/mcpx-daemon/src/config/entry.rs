@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use super::clients::Client;
 use super::command::ExeIdentity;
 use super::error::ConfigError;
 use super::expand::{self, ExpandedTransport};
@@ -87,6 +88,9 @@ pub struct ServerEntry {
     pub name: String,
     /// The file the entry came from.
     pub source: PathBuf,
+    /// Whose format that file is in, for another client's file (an import, or a
+    /// `.cursor/mcp.json` / `.vscode/mcp.json` project file); `None` for mcpx's own files.
+    pub client: Option<Client>,
     /// How to reach it, as written (unexpanded).
     pub transport: TransportSpec,
     /// The `mcpx` block with defaults.
@@ -205,6 +209,18 @@ pub struct ResolvedConfig {
     /// Warnings about the servers by name, one line each naming the file: a name defined
     /// twice in one file, or defined differently in a farther file that the nearer hides.
     pub warnings: BTreeMap<String, Vec<String>>,
+    /// Warnings about whole files whose servers still work: `imports` in a project file
+    /// (ignored), or an `imports` naming no known client.
+    pub file_warnings: Vec<FileWarning>,
+}
+
+/// A problem with a file that leaves its servers working.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileWarning {
+    /// The file.
+    pub file: PathBuf,
+    /// What is wrong and what to do, one line starting with the file.
+    pub message: String,
 }
 
 /// Why one server entry could not be parsed ([`ConfigError::UnknownKey`],

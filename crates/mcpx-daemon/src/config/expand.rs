@@ -62,12 +62,17 @@ fn parse_reference(body: &str) -> Result<Segment<'_>, String> {
         Some(("env", var)) => var,
         Some(("input", _)) => {
             return Err(format!(
-                "`${{{body}}}` is a VS Code input variable, which mcpx does not support (use `${{VAR}}` with a variable from the daemon's environment)"
+                "`${{{body}}}` is a VS Code input variable, which mcpx cannot read yet (it comes with mcpx's secret store): put the value in the daemon's environment and write `${{env:NAME}}`"
             ));
         }
         Some(_) => {
             return Err(format!(
                 "`${{{body}}}` is not a supported variable reference (use `${{VAR}}` or `${{VAR:-default}}`, or write `$${{` for a literal `${{`)"
+            ));
+        }
+        None if name == "workspaceFolder" || name == "workspaceFolderBasename" => {
+            return Err(format!(
+                "`${{{body}}}` names a project's folder, and this file belongs to no project (write the path instead, or move the entry into the project's own file)"
             ));
         }
         None => name,
@@ -272,7 +277,7 @@ mod tests {
         assert!(check("${}").unwrap_err().contains("not a valid variable reference"));
         assert!(check("${1A}").is_err());
         assert!(check("${input:key}").unwrap_err().contains("VS Code input variable"));
-        assert!(check("${workspaceFolder}").is_ok());
+        assert!(check("${workspaceFolder}").unwrap_err().contains("belongs to no project"));
         assert!(check("$${not closed").is_ok());
     }
 }

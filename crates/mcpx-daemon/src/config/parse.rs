@@ -1,18 +1,21 @@
 //! Parsing one config file into server entries.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::clients::{Client, FileKind};
 use super::entry::{EntryError, ServerEntry, ServerOptions};
 use super::error::ConfigError;
 use super::spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};
 use super::units::{duration_from_json, json_kind, size_from_json};
-use super::{expand, jsonc};
+use super::{dialect, expand, jsonc};
 
-/// The parts of a file we read; every other top-level key is ignored.
+/// The parts of a JSON(C) file we read; every other top-level key is ignored. `imports` and
+/// `projects` are read as plain values, since in files of other programs they may mean
+/// something else.
 #[derive(Deserialize)]
 #[serde(expecting = "an object with an `mcpServers` (or `servers`) key")]
 struct TopLevel {
@@ -20,6 +23,17 @@ struct TopLevel {
     mcp_servers: Option<Entries>,
     #[serde(default)]
     servers: Option<Entries>,
+    #[serde(default)]
+    imports: Option<Value>,
+    #[serde(default)]
+    projects: Option<Value>,
+}
+
+/// The part of Codex's `config.toml` we read: `[mcp_servers.NAME]` tables.
+#[derive(Deserialize)]
+struct CodexTop {
+    #[serde(default)]
+    mcp_servers: Option<BTreeMap<String, toml::Table>>,
 }
 
 /// The entries of one server key in file order, duplicates kept (a map would silently keep
@@ -46,9 +60,10 @@ impl<'de> Deserialize<'de> for Entries {
     }
 }
 
-/// One parsed file: its good entries and its bad ones, by name (no name is in both).
+/// The servers of one file, or of one part of it: good entries and bad ones, by name (no
+/// name is in both).
 #[derive(Debug, Default)]
-pub(super) struct ParsedFile {
+pub(super) struct Layer {
     /// The entries that parsed.
     pub(super) servers: BTreeMap<String, ServerEntry>,
     /// The entries that did not, each with its error.
@@ -57,30 +72,185 @@ pub(super) struct ParsedFile {
     pub(super) warnings: BTreeMap<String, Vec<String>>,
 }
 
-/// Parses the text of the config file at `file` into its servers, by name.
-///
-/// `servers` (VS Code) and `mcpServers` are merged, `mcpServers` winning on a name clash. A
-/// file with neither key has no servers. Errors: [`ConfigError::Syntax`] when the file is not
-/// JSON(C) of the right shape; a bad entry is not an error of the file but lands in
-/// [`ParsedFile::errors`].
-pub(super) fn parse_file(file: &Path, text: &str) -> Result<ParsedFile, ConfigError> {
-    let json = jsonc::to_json(text).map_err(|e| {
-        let (line, column) = line_column(text, e.offset);
-        ConfigError::Syntax { file: file.to_owned(), line, column, message: e.message.to_owned() }
-    })?;
+/// One parsed file.
+#[derive(Debug, Default)]
+pub(super) struct ParsedFile {
+    /// Its servers (for Claude Code's `~/.claude.json`, the top-level ones).
+    pub(super) main: Layer,
+    /// Claude Code's per-project ("local") servers: `projects.<dir>.mcpServers`, by directory.
+    pub(super) projects: Vec<(PathBuf, Layer)>,
+    /// The clients named in a top-level `imports` key; `Some` whenever the key is present.
+    pub(super) imports: Option<Vec<Client>>,
+    /// Problems with the file's other keys, one line each naming the file (a bad `imports`).
+    pub(super) notes: Vec<String>,
+}
+
+impl ParsedFile {
+    /// Every layer: the main one, then each project's.
+    pub(super) fn layers(&self) -> impl Iterator<Item = &Layer> {
+        std::iter::once(&self.main).chain(self.projects.iter().map(|(_, l)| l))
+    }
+}
+
+/// A server's name and its entry as a JSON object.
+pub type NamedEntry = (String, Map<String, Value>);
+
+/// The raw entries of one key, in file order.
+type RawEntries = Vec<NamedEntry>;
+
+/// A file's server entries as written, before they are rewritten and parsed.
+struct RawFile {
+    /// The server keys of the file and their entries, lowest precedence first.
+    main: Vec<(&'static str, RawEntries)>,
+    /// Claude Code's `projects.<dir>.mcpServers`, by directory.
+    projects: Vec<(PathBuf, RawEntries)>,
+    /// The top-level `imports` value, if any.
+    imports: Option<Value>,
+}
+
+/// Reads the server entries of a file of `kind` as written. JSON(C): `servers` (VS Code) and
+/// `mcpServers`, and for Claude Code `projects.<dir>.mcpServers`. Codex: TOML,
+/// `[mcp_servers.NAME]`. A file with none of these keys has no servers. Errors:
+/// [`ConfigError::Syntax`] when the file is not JSON(C) (TOML for Codex) of the right shape.
+fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigError> {
+    let syntax = |offset: usize, message: String| {
+        let (line, column) = line_column(text, offset);
+        ConfigError::Syntax { file: file.to_owned(), line, column, message }
+    };
+    if kind.client == Some(Client::Codex) {
+        let top: CodexTop =
+            toml::from_str(text).map_err(|e| syntax(e.span().map_or(0, |s| s.start), e.message().to_owned()))?;
+        let entries = top.mcp_servers.unwrap_or_default().into_iter().map(|(name, table)| {
+            let map = match serde_json::to_value(table) {
+                Ok(Value::Object(map)) => map,
+                _ => Map::new(),
+            };
+            (name, map)
+        });
+        return Ok(RawFile { main: vec![("mcp_servers", entries.collect())], projects: Vec::new(), imports: None });
+    }
+    let json = jsonc::to_json(text).map_err(|e| syntax(e.offset, e.message.to_owned()))?;
     let top: TopLevel = serde_json::from_str(&json).map_err(|e| ConfigError::Syntax {
         file: file.to_owned(),
         line: e.line(),
         column: e.column(),
         message: serde_message(&e),
     })?;
-    let mut parsed = ParsedFile::default();
+    let entries = |e: Option<Entries>| e.map(|e| e.0).unwrap_or_default();
+    let projects = match kind.client {
+        Some(Client::ClaudeCode) => claude_code_projects(top.projects),
+        _ => Vec::new(),
+    };
+    Ok(RawFile {
+        main: vec![("servers", entries(top.servers)), ("mcpServers", entries(top.mcp_servers))],
+        projects,
+        imports: top.imports,
+    })
+}
+
+/// Parses the text of the config file at `file`, a file of `kind`, into its servers.
+///
+/// `servers` (VS Code) and `mcpServers` are merged, `mcpServers` winning on a name clash.
+/// Each entry is rewritten into mcpx's shape by [`dialect::normalize`]. Errors:
+/// [`ConfigError::Syntax`] as for [`read_raw`]; a bad entry is not an error of the file but
+/// lands in [`Layer::errors`].
+pub(super) fn parse_file(file: &Path, kind: &FileKind, text: &str) -> Result<ParsedFile, ConfigError> {
+    let raw = read_raw(file, kind, text)?;
+    let mut parsed = ParsedFile { main: layer(file, kind, raw.main), ..ParsedFile::default() };
+    parsed.projects =
+        raw.projects.into_iter().map(|(dir, e)| (dir, layer(file, kind, vec![("mcpServers", e)]))).collect();
+    if let Some(imports) = raw.imports {
+        let (clients, notes) = parse_imports(file, &imports);
+        parsed.imports = Some(clients);
+        parsed.notes = notes;
+    }
+    Ok(parsed)
+}
+
+/// The servers `client`'s file at `path` gives a caller in `cwd`, each rewritten into
+/// mcpx's own entry shape (`command`/`args`/`env`/`cwd` or `url`/`headers`/`transport`, and
+/// an `mcpx` block for the client's options such as `disabled`), in name order: what
+/// `mcpx import` counts and `mcpx import --copy` writes. For Claude Code, the servers of the
+/// project that is the nearest ancestor of `cwd` beat the top-level ones.
+///
+/// Errors: [`ConfigError::Io`] when the file cannot be read, [`ConfigError::Syntax`] when it
+/// does not parse. Entries are not checked: a wrong one is returned as written.
+pub fn read_client_file(client: Client, path: &Path, cwd: Option<&Path>) -> Result<Vec<NamedEntry>, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io { file: path.to_owned(), error })?;
+    let kind = FileKind { client: Some(client), workspace: None };
+    let raw = read_raw(path, &kind, &text)?;
+    let mut servers = BTreeMap::new();
+    for (_, entries) in raw.main {
+        servers.extend(entries);
+    }
+    let nearest = cwd.and_then(|cwd| {
+        raw.projects.into_iter().filter(|(dir, _)| cwd.starts_with(dir)).max_by_key(|(d, _)| d.as_os_str().len())
+    });
+    servers.extend(nearest.into_iter().flat_map(|(_, entries)| entries));
+    Ok(servers.into_iter().map(|(name, map)| (name, dialect::normalize(&kind, map))).collect())
+}
+
+/// Claude Code's `projects.<dir>.mcpServers` ("local" scope servers), for each directory that
+/// has some; other project keys are Claude Code's own and ignored.
+fn claude_code_projects(projects: Option<Value>) -> Vec<(PathBuf, RawEntries)> {
+    let Some(Value::Object(projects)) = projects else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for (dir, project) in projects {
+        let Some(servers) = project.get("mcpServers").filter(|s| s.is_object()) else {
+            continue;
+        };
+        if let Ok(Entries(entries)) = Entries::deserialize(servers) {
+            if !entries.is_empty() {
+                found.push((PathBuf::from(dir), entries));
+            }
+        }
+    }
+    found
+}
+
+/// A top-level `imports` value: the clients it names, and a note for each thing wrong.
+fn parse_imports(file: &Path, value: &Value) -> (Vec<Client>, Vec<String>) {
+    let list = match value {
+        Value::Array(items) => items,
+        Value::Null => return (Vec::new(), Vec::new()),
+        other => {
+            let note = format!(
+                "{}: `imports` must be an array of client names like [\"cursor\"], found {}; it is ignored",
+                file.display(),
+                json_kind(other)
+            );
+            return (Vec::new(), vec![note]);
+        }
+    };
+    let mut clients = Vec::new();
+    let mut notes = Vec::new();
+    for (i, item) in list.iter().enumerate() {
+        match item.as_str().map(str::parse::<Client>) {
+            Some(Ok(client)) if !clients.contains(&client) => clients.push(client),
+            Some(Ok(_)) => {}
+            Some(Err(message)) => notes.push(format!("{}: `imports[{i}]`: {message}; it is ignored", file.display())),
+            None => notes.push(format!(
+                "{}: `imports[{i}]`: expected a client name like \"cursor\", found {}; it is ignored",
+                file.display(),
+                json_kind(item)
+            )),
+        }
+    }
+    (clients, notes)
+}
+
+/// Parses the raw entries of one layer, read from `sources` (each a key and its entries, in
+/// order of precedence, lowest first).
+fn layer(file: &Path, kind: &FileKind, sources: Vec<(&str, RawEntries)>) -> Layer {
+    let mut layer = Layer::default();
     let mut raw = BTreeMap::new();
-    for (key, entries) in [("servers", top.servers), ("mcpServers", top.mcp_servers)] {
+    for (key, entries) in sources {
         let mut seen = std::collections::BTreeSet::new();
-        for (name, map) in entries.map(|e| e.0).unwrap_or_default() {
+        for (name, map) in entries {
             if !seen.insert(name.clone()) {
-                parsed.warnings.entry(name.clone()).or_default().push(format!(
+                layer.warnings.entry(name.clone()).or_default().push(format!(
                     "{}: server `{name}` is defined twice under `{key}`; the last definition is used (remove the other)",
                     file.display()
                 ));
@@ -89,16 +259,16 @@ pub(super) fn parse_file(file: &Path, text: &str) -> Result<ParsedFile, ConfigEr
         }
     }
     for (name, map) in raw {
-        match parse_entry(file, &name, &map) {
+        match parse_entry(file, kind.client, &name, &dialect::normalize(kind, map)) {
             Ok(entry) => {
-                parsed.servers.insert(name, entry);
+                layer.servers.insert(name, entry);
             }
             Err(e) => {
-                parsed.errors.insert(name, EntryError(std::sync::Arc::new(e)));
+                layer.errors.insert(name, EntryError(std::sync::Arc::new(e)));
             }
         }
     }
-    Ok(parsed)
+    layer
 }
 
 /// 1-based line and column (in bytes, like serde_json) of a byte offset.
@@ -185,7 +355,12 @@ impl Ctx<'_> {
     }
 }
 
-fn parse_entry(file: &Path, server: &str, map: &Map<String, Value>) -> Result<ServerEntry, ConfigError> {
+fn parse_entry(
+    file: &Path,
+    client: Option<Client>,
+    server: &str,
+    map: &Map<String, Value>,
+) -> Result<ServerEntry, ConfigError> {
     let ctx = Ctx { file, server };
     let command = ctx.string("command", map.get("command"))?;
     let url = ctx.string("url", map.get("url"))?;
@@ -226,7 +401,7 @@ fn parse_entry(file: &Path, server: &str, map: &Map<String, Value>) -> Result<Se
         }
     };
     let options = parse_options(&ctx, map.get("mcpx"))?;
-    Ok(ServerEntry { name: server.to_owned(), source: file.to_owned(), transport, options })
+    Ok(ServerEntry { name: server.to_owned(), source: file.to_owned(), client, transport, options })
 }
 
 /// `transport` ("http" | "sse") decides; else VS Code's / Claude Code's `type` when it names a

@@ -7,42 +7,18 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::entry::{EntryError, ResolvedConfig};
+use super::clients::{Client, ConfigEnv, FileKind};
+use super::entry::{EntryError, FileWarning, ResolvedConfig, ServerEntry};
 use super::error::ConfigError;
-use super::parse::{self, ParsedFile};
+use super::parse::{self, Layer, ParsedFile};
 
 /// Name of the project config file shared with Claude Code, Cursor and others.
 pub const PROJECT_FILE: &str = ".mcp.json";
 /// Name of the mcpx-only project config file; beats [`PROJECT_FILE`] in the same directory.
 pub const MCPX_PROJECT_FILE: &str = ".mcpx.json";
-
-/// The parts of the daemon's captured environment that locate the user config file.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ConfigEnv {
-    /// `$HOME`.
-    pub home: Option<PathBuf>,
-    /// `$XDG_CONFIG_HOME`; ignored unless absolute (as the XDG spec says).
-    pub xdg_config_home: Option<PathBuf>,
-}
-
-impl ConfigEnv {
-    /// Reads `HOME` and `XDG_CONFIG_HOME` from a captured environment; empty values count as
-    /// unset.
-    pub fn from_vars(vars: &HashMap<String, String>) -> Self {
-        let get = |name: &str| vars.get(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        Self { home: get("HOME"), xdg_config_home: get("XDG_CONFIG_HOME") }
-    }
-
-    /// The user config file: `$XDG_CONFIG_HOME/mcpx/config.json`, else
-    /// `$HOME/.config/mcpx/config.json`; `None` when neither variable is usable.
-    pub fn user_file(&self) -> Option<PathBuf> {
-        let base = match &self.xdg_config_home {
-            Some(xdg) if xdg.is_absolute() => xdg.clone(),
-            _ => self.home.as_ref()?.join(".config"),
-        };
-        Some(base.join("mcpx").join("config.json"))
-    }
-}
+/// The project files looked for in each directory, in order of precedence: mcpx's own, the
+/// shared `.mcp.json`, then Cursor's and VS Code's.
+pub const PROJECT_FILES: [&str; 4] = [MCPX_PROJECT_FILE, PROJECT_FILE, ".cursor/mcp.json", ".vscode/mcp.json"];
 
 /// What one request resolves against.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -55,32 +31,54 @@ pub struct ResolveRequest {
 }
 
 impl ResolveRequest {
-    /// The files this request reads, nearest (highest precedence) first, and whether a missing
-    /// file is an error (only for the explicit file).
+    /// The files this request reads before any import, nearest (highest precedence) first.
     ///
-    /// Explicit: just that file. Else, for `cwd` and each ancestor up to `/`: `.mcpx.json` then
-    /// `.mcp.json`; then [`ConfigEnv::user_file`].
-    pub fn search_paths(&self, env: &ConfigEnv) -> Vec<(PathBuf, bool)> {
+    /// Explicit: just that file. Else, for `cwd` and each ancestor up to `/`, its
+    /// [`PROJECT_FILES`] (skipping user-level files, such as `~/.cursor/mcp.json` seen from
+    /// the home directory); then [`ConfigEnv::user_file`]. The files the user file (or the
+    /// explicit one) names in `imports` come after these, in [`ConfigCache::resolve`].
+    pub fn search_paths(&self, env: &ConfigEnv) -> Vec<(PathBuf, Role)> {
         if let Some(explicit) = &self.explicit {
             let path = match &self.cwd {
                 Some(cwd) if explicit.is_relative() => cwd.join(explicit),
                 _ => explicit.clone(),
             };
-            return vec![(path, true)];
+            return vec![(path, Role::Explicit)];
         }
         let mut paths = Vec::new();
         if let Some(cwd) = &self.cwd {
             for dir in cwd.ancestors() {
-                paths.push((dir.join(MCPX_PROJECT_FILE), false));
-                paths.push((dir.join(PROJECT_FILE), false));
+                for name in PROJECT_FILES {
+                    let path = dir.join(name);
+                    if !env.is_user_level(&path) {
+                        paths.push((path, Role::Project));
+                    }
+                }
             }
         }
         if let Some(user) = env.user_file() {
-            if !paths.iter().any(|(p, _)| *p == user) {
-                paths.push((user, false));
-            }
+            paths.push((user, Role::User));
         }
         paths
+    }
+}
+
+/// How a request reached a file, which decides what of it counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Named with `--config` / `MCPX_CONFIG`: must exist; its `imports` are honoured.
+    Explicit,
+    /// Found upward from the caller's directory: its `imports` are ignored, with a warning.
+    Project,
+    /// The mcpx user config: its `imports` are honoured.
+    User,
+    /// A client's user-level file, named in `imports`.
+    Import(Client),
+}
+
+impl Role {
+    fn honours_imports(self) -> bool {
+        matches!(self, Role::Explicit | Role::User)
     }
 }
 
@@ -147,47 +145,62 @@ impl ConfigCache {
     }
 
     /// Resolves `req`: reads (or reuses) every existing file from
-    /// [`ResolveRequest::search_paths`] and merges their servers by name, nearer files winning.
+    /// [`ResolveRequest::search_paths`], then the clients' files the user config (or the
+    /// explicit file) names in `imports`, in that order, and merges their servers by name,
+    /// earlier files winning. In Claude Code's `~/.claude.json`, the servers of the project
+    /// that is the nearest ancestor of the caller's directory beat its top-level ones.
     ///
     /// Missing files are skipped, except an explicit one. An entry that does not parse fails
     /// alone: it lands in [`ResolvedConfig::errors`], hiding farther entries of its name like a
     /// good one. A file that does not parse lands in [`ResolvedConfig::file_errors`] and
-    /// contributes its last good read, if any. Errors: [`ConfigError::Io`] for a file that
+    /// contributes its last good read, if any. `imports` in a project file, or a bad one,
+    /// lands in [`ResolvedConfig::file_warnings`]. Errors: [`ConfigError::Io`] for a file that
     /// exists but cannot be read (or a missing explicit file).
     pub fn resolve(&self, req: &ResolveRequest) -> Result<ResolvedConfig, ConfigError> {
         let mut resolved = ResolvedConfig::default();
-        for (path, required) in req.search_paths(&self.env) {
-            let Some(loaded) = self.load(&path, required)? else {
+        let mut queue = req.search_paths(&self.env);
+        let mut i = 0;
+        while let Some((path, role)) = queue.get(i).cloned() {
+            i += 1;
+            let Some(loaded) = self.load(&path, role == Role::Explicit)? else {
                 continue;
             };
             resolved.file_errors.extend(loaded.syntax);
-            let Some(parsed) = loaded.parsed else {
-                resolved.files.push(path);
-                continue;
-            };
-            let taken = |r: &ResolvedConfig, name: &str| r.servers.contains_key(name) || r.errors.contains_key(name);
-            for (name, entry) in &parsed.servers {
-                match resolved.servers.get(name) {
-                    Some(near) if (&near.transport, &near.options) != (&entry.transport, &entry.options) => {
-                        let warning = format!(
-                            "{}: server `{name}` hides a different definition in {} (rename one if both are wanted)",
-                            near.source.display(),
-                            path.display()
-                        );
-                        resolved.warnings.entry(name.clone()).or_default().push(warning);
+            if let Some(parsed) = loaded.parsed {
+                if let Some(cwd) = &req.cwd {
+                    let nearest = parsed
+                        .projects
+                        .iter()
+                        .filter(|(dir, _)| cwd.starts_with(dir))
+                        .max_by_key(|(d, _)| d.as_os_str().len());
+                    if let Some((_, project)) = nearest {
+                        merge(&mut resolved, &path, project);
                     }
-                    _ if !taken(&resolved, name) => {
-                        resolved.servers.insert(name.clone(), entry.clone());
-                        if let Some(warnings) = parsed.warnings.get(name) {
-                            resolved.warnings.entry(name.clone()).or_default().extend(warnings.iter().cloned());
+                }
+                merge(&mut resolved, &path, &parsed.main);
+                match &parsed.imports {
+                    Some(imports) if role.honours_imports() => {
+                        let warn = |message: &String| FileWarning { file: path.clone(), message: message.clone() };
+                        resolved.file_warnings.extend(parsed.notes.iter().map(warn));
+                        for client in imports {
+                            let Some(file) = client.user_file(&self.env) else { continue };
+                            if !queue.iter().any(|(p, _)| *p == file) {
+                                queue.push((file, Role::Import(*client)));
+                            }
                         }
                     }
+                    Some(_) if role == Role::Project => {
+                        let user =
+                            self.env.user_file().map_or("the mcpx user config".to_owned(), |u| u.display().to_string());
+                        resolved.file_warnings.push(FileWarning {
+                            file: path.clone(),
+                            message: format!(
+                                "{}: `imports` is read only in the mcpx user config, and is ignored in a project file (move it to {user})",
+                                path.display()
+                            ),
+                        });
+                    }
                     _ => {}
-                }
-            }
-            for (name, error) in &parsed.errors {
-                if !taken(&resolved, name) {
-                    resolved.errors.insert(name.clone(), error.clone());
                 }
             }
             resolved.files.push(path);
@@ -208,6 +221,21 @@ impl ConfigCache {
         self.lock().known.extend(files);
     }
 
+    /// Everything one file holds, read alone (no imports, every Claude Code project's
+    /// servers included): for what some configuration still holds, and `status`. `Ok(None)`
+    /// when it does not exist. Errors: [`ConfigError::Io`] when it cannot be read.
+    pub fn file_contents(&self, path: &Path) -> Result<Option<FileContents>, ConfigError> {
+        let Some(loaded) = self.load(path, false)? else {
+            return Ok(None);
+        };
+        let mut contents = FileContents { syntax: loaded.syntax, ..FileContents::default() };
+        for layer in loaded.parsed.iter().flat_map(|p| p.layers()) {
+            contents.servers.extend(layer.servers.values().cloned());
+            contents.errors.extend(layer.errors.iter().map(|(n, e)| (n.clone(), e.clone())));
+        }
+        Ok(Some(contents))
+    }
+
     /// The schema cache keys ([`ServerEntry::fingerprint`](super::ServerEntry::fingerprint) as written) of every server in
     /// every known file: what some configuration still holds. `None` while a known file
     /// cannot be read or parsed (it may be mid-edit), or none is known yet, so nothing is
@@ -219,9 +247,9 @@ impl ConfigCache {
         }
         let mut keys = std::collections::HashSet::new();
         for path in known {
-            match self.load(&path, false) {
-                Ok(Some(Loaded { parsed: Some(parsed), syntax: None })) => {
-                    keys.extend(parsed.servers.values().map(|e| e.cache_key()))
+            match self.file_contents(&path) {
+                Ok(Some(FileContents { servers, syntax: None, .. })) => {
+                    keys.extend(servers.iter().map(|e| e.cache_key()))
                 }
                 Ok(None) => {}
                 Ok(Some(_)) | Err(_) => return None,
@@ -264,7 +292,7 @@ impl ConfigCache {
         let text = std::fs::read_to_string(path).map_err(io_err)?;
         self.reads.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(file = %path.display(), "reading mcpx config file");
-        let parsed = match parse::parse_file(path, &text) {
+        let parsed = match parse::parse_file(path, &FileKind::of(path, &self.env), &text) {
             Ok(parsed) => Arc::new(parsed),
             Err(error) => {
                 // The cached read (of an older stamp) stays, so the next good read replaces it.
@@ -274,6 +302,48 @@ impl ConfigCache {
         };
         self.lock().files.insert(path.to_owned(), CachedFile { stamp, parsed: Arc::clone(&parsed) });
         Ok(Some(Loaded { parsed: Some(parsed), syntax: None }))
+    }
+}
+
+/// Everything one file holds, read alone ([`ConfigCache::file_contents`]).
+#[derive(Clone, Debug, Default)]
+pub struct FileContents {
+    /// Its entries that parse (for Claude Code's file, of every project too; a name may
+    /// repeat).
+    pub servers: Vec<ServerEntry>,
+    /// Its entries that do not, by name.
+    pub errors: Vec<(String, EntryError)>,
+    /// Why the file does not parse now; its entries are then those of the last good read.
+    pub syntax: Option<EntryError>,
+}
+
+/// Merges one layer of the file at `path` below what `resolved` holds: a name already
+/// taken keeps its entry, with a warning when the farther one differs.
+fn merge(resolved: &mut ResolvedConfig, path: &Path, layer: &Layer) {
+    let taken = |r: &ResolvedConfig, name: &str| r.servers.contains_key(name) || r.errors.contains_key(name);
+    for (name, entry) in &layer.servers {
+        match resolved.servers.get(name) {
+            Some(near) if (&near.transport, &near.options) != (&entry.transport, &entry.options) => {
+                let warning = format!(
+                    "{}: server `{name}` hides a different definition in {} (rename one if both are wanted)",
+                    near.source.display(),
+                    path.display()
+                );
+                resolved.warnings.entry(name.clone()).or_default().push(warning);
+            }
+            _ if !taken(resolved, name) => {
+                resolved.servers.insert(name.clone(), entry.clone());
+                if let Some(warnings) = layer.warnings.get(name) {
+                    resolved.warnings.entry(name.clone()).or_default().extend(warnings.iter().cloned());
+                }
+            }
+            _ => {}
+        }
+    }
+    for (name, error) in &layer.errors {
+        if !taken(resolved, name) {
+            resolved.errors.insert(name.clone(), error.clone());
+        }
     }
 }
 

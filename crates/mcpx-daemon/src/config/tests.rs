@@ -11,7 +11,7 @@ fn write(path: &Path, text: &str) {
 }
 
 fn env_for(dir: &Path) -> ConfigEnv {
-    ConfigEnv { home: Some(dir.join("home")), xdg_config_home: Some(dir.join("xdg")) }
+    ConfigEnv { home: Some(dir.join("home")), xdg_config_home: Some(dir.join("xdg")), ..ConfigEnv::default() }
 }
 
 fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
@@ -138,7 +138,7 @@ fn merge_nearest_wins() {
     assert_eq!(command_of(cfg.get("a").unwrap()), "user-a");
 
     // HOME fallback when XDG_CONFIG_HOME is unset.
-    let env = ConfigEnv { home: Some(tmp.path().join("home")), xdg_config_home: None };
+    let env = ConfigEnv { home: Some(tmp.path().join("home")), ..ConfigEnv::default() };
     assert_eq!(env.user_file().unwrap(), tmp.path().join("home/.config/mcpx/config.json"));
     assert_eq!(ConfigEnv::default().user_file(), None);
 }

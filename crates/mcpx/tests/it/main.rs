@@ -14,6 +14,7 @@ mod errors;
 mod flood;
 mod hostile;
 mod ids;
+mod import;
 mod messy;
 mod peer;
 mod policy;

@@ -107,7 +107,7 @@ fn a_file_that_does_not_parse_is_one_error_row_and_keeps_its_last_good_read() {
     let rows = ls.json();
     let row = rows.as_array().unwrap().iter().find(|r| r["name"] == file.display().to_string());
     let row = row.unwrap_or_else(|| panic!("no row for the file: {rows}"));
-    assert_eq!((row["state"].as_str(), row["source"].as_str()), (Some("error"), file.to_str()), "{row}");
+    assert_eq!((row["state"].as_str(), row["source"]["file"].as_str()), (Some("error"), file.to_str()), "{row}");
     assert!(row["error"].as_str().unwrap().contains(".mcp.json:3:"), "{row}");
     assert_eq!(run_in(&w, &below, &["call", "good.echo", r#"{"message":"kept"}"#]).ok(), "kept\n");
     assert_eq!(run_in(&w, &below, &["call", "user.echo", r#"{"message":"up"}"#]).ok(), "up\n");

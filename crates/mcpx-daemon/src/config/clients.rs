@@ -1,0 +1,218 @@
+//! Where config files live: the mcpx user config ([`ConfigEnv`]), the other MCP clients
+//! whose files mcpx reads and where each keeps its user-level file ([`Client`]), and what
+//! kind of file a path is ([`FileKind`]).
+
+use std::path::{Path, PathBuf};
+
+use std::collections::HashMap;
+
+/// The parts of the daemon's captured environment that locate the user config file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConfigEnv {
+    /// `$HOME`.
+    pub home: Option<PathBuf>,
+    /// `$XDG_CONFIG_HOME`; ignored unless absolute (as the XDG spec says).
+    pub xdg_config_home: Option<PathBuf>,
+    /// `$CODEX_HOME`, where Codex keeps `config.toml`; ignored unless absolute.
+    pub codex_home: Option<PathBuf>,
+    /// `$CLAUDE_CONFIG_DIR`, where Claude Code keeps `.claude.json`; ignored unless absolute.
+    pub claude_config_dir: Option<PathBuf>,
+    /// `$GEMINI_CLI_HOME`, which Gemini CLI uses in place of the home directory; ignored
+    /// unless absolute.
+    pub gemini_cli_home: Option<PathBuf>,
+}
+
+impl ConfigEnv {
+    /// Reads `HOME`, `XDG_CONFIG_HOME`, `CODEX_HOME`, `CLAUDE_CONFIG_DIR` and
+    /// `GEMINI_CLI_HOME` from a captured environment; empty values count as unset.
+    pub fn from_vars(vars: &HashMap<String, String>) -> Self {
+        let get = |name: &str| vars.get(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        Self {
+            home: get("HOME"),
+            xdg_config_home: get("XDG_CONFIG_HOME"),
+            codex_home: get("CODEX_HOME"),
+            claude_config_dir: get("CLAUDE_CONFIG_DIR"),
+            gemini_cli_home: get("GEMINI_CLI_HOME"),
+        }
+    }
+
+    /// Whether `path` is a user-level file: the mcpx user config or a client's
+    /// [`Client::user_file`]. Such a file is never read as a project file.
+    pub fn is_user_level(&self, path: &Path) -> bool {
+        self.user_file().as_deref() == Some(path)
+            || Client::ALL.iter().any(|c| c.user_file(self).as_deref() == Some(path))
+    }
+
+    /// The user config file: `$XDG_CONFIG_HOME/mcpx/config.json`, else
+    /// `$HOME/.config/mcpx/config.json`; `None` when neither variable is usable.
+    pub fn user_file(&self) -> Option<PathBuf> {
+        let base = match &self.xdg_config_home {
+            Some(xdg) if xdg.is_absolute() => xdg.clone(),
+            _ => self.home.as_ref()?.join(".config"),
+        };
+        Some(base.join("mcpx").join("config.json"))
+    }
+}
+
+/// An MCP client whose config files mcpx can read. Its user-level file comes in through
+/// `"imports"` in the mcpx user config; `.cursor/mcp.json` and `.vscode/mcp.json` are also
+/// found upward as project files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Client {
+    /// Claude Desktop: `claude_desktop_config.json`.
+    ClaudeDesktop,
+    /// Claude Code: `~/.claude.json` (user and per-project "local" servers).
+    ClaudeCode,
+    /// Cursor: `~/.cursor/mcp.json`.
+    Cursor,
+    /// VS Code: the user profile's `mcp.json`.
+    Vscode,
+    /// OpenAI Codex CLI: `~/.codex/config.toml` (TOML).
+    Codex,
+    /// Gemini CLI: `~/.gemini/settings.json`.
+    Gemini,
+    /// Windsurf: `~/.codeium/windsurf/mcp_config.json`.
+    Windsurf,
+}
+
+impl Client {
+    /// Every client, in the order `mcpx import` lists them.
+    pub const ALL: [Client; 7] = [
+        Client::ClaudeDesktop,
+        Client::ClaudeCode,
+        Client::Cursor,
+        Client::Vscode,
+        Client::Codex,
+        Client::Gemini,
+        Client::Windsurf,
+    ];
+
+    /// The name used in `"imports"` and by `mcpx import`: `claude-desktop`, `claude-code`,
+    /// `cursor`, `vscode`, `codex`, `gemini` or `windsurf`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Client::ClaudeDesktop => "claude-desktop",
+            Client::ClaudeCode => "claude-code",
+            Client::Cursor => "cursor",
+            Client::Vscode => "vscode",
+            Client::Codex => "codex",
+            Client::Gemini => "gemini",
+            Client::Windsurf => "windsurf",
+        }
+    }
+
+    /// The product's own name, for messages: "Claude Desktop", "VS Code", ...
+    pub fn label(self) -> &'static str {
+        match self {
+            Client::ClaudeDesktop => "Claude Desktop",
+            Client::ClaudeCode => "Claude Code",
+            Client::Cursor => "Cursor",
+            Client::Vscode => "VS Code",
+            Client::Codex => "Codex",
+            Client::Gemini => "Gemini CLI",
+            Client::Windsurf => "Windsurf",
+        }
+    }
+
+    /// This client's user-level config file on this OS, from the daemon's environment;
+    /// `None` when `HOME` is unknown. The file need not exist.
+    ///
+    /// - Claude Desktop: `~/Library/Application Support/Claude/claude_desktop_config.json` on
+    ///   macOS; elsewhere `$XDG_CONFIG_HOME/Claude/claude_desktop_config.json`, else
+    ///   `~/.config/Claude/...` (where the Linux builds keep it).
+    /// - Claude Code: `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`.
+    /// - Cursor: `~/.cursor/mcp.json`.
+    /// - VS Code: `~/Library/Application Support/Code/User/mcp.json` on macOS, else
+    ///   `$XDG_CONFIG_HOME/Code/User/mcp.json`, else `~/.config/Code/User/mcp.json`.
+    /// - Codex: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`.
+    /// - Gemini CLI: `$GEMINI_CLI_HOME/.gemini/settings.json`, else `~/.gemini/settings.json`.
+    /// - Windsurf: `~/.codeium/windsurf/mcp_config.json`.
+    pub fn user_file(self, env: &ConfigEnv) -> Option<PathBuf> {
+        let home = env.home.as_deref()?;
+        Some(match self {
+            Client::ClaudeDesktop => app_config_dir(env, home)?.join("Claude").join("claude_desktop_config.json"),
+            Client::ClaudeCode => absolute(&env.claude_config_dir).unwrap_or(home).join(".claude.json"),
+            Client::Cursor => home.join(".cursor").join("mcp.json"),
+            Client::Vscode => app_config_dir(env, home)?.join("Code").join("User").join("mcp.json"),
+            Client::Codex => match absolute(&env.codex_home) {
+                Some(dir) => dir.join("config.toml"),
+                None => home.join(".codex").join("config.toml"),
+            },
+            Client::Gemini => absolute(&env.gemini_cli_home).unwrap_or(home).join(".gemini").join("settings.json"),
+            Client::Windsurf => home.join(".codeium").join("windsurf").join("mcp_config.json"),
+        })
+    }
+}
+
+/// The directory a variable names, when it is absolute (a relative one is ignored).
+fn absolute(dir: &Option<PathBuf>) -> Option<&Path> {
+    dir.as_deref().filter(|d| d.is_absolute())
+}
+
+/// Where desktop applications keep their settings: `~/Library/Application Support` on
+/// macOS, else `$XDG_CONFIG_HOME` (when absolute) or `~/.config`.
+fn app_config_dir(env: &ConfigEnv, home: &Path) -> Option<PathBuf> {
+    if cfg!(target_os = "macos") {
+        return Some(home.join("Library").join("Application Support"));
+    }
+    Some(absolute(&env.xdg_config_home).unwrap_or(&home.join(".config")).to_path_buf())
+}
+
+impl std::fmt::Display for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Client {
+    type Err = String;
+
+    /// Parses a name from `"imports"`; the error lists the names that exist.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Client::ALL.into_iter().find(|c| c.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Client::ALL.iter().map(|c| c.name()).collect();
+            format!("unknown client `{s}` (use one of: {})", names.join(", "))
+        })
+    }
+}
+
+/// What a config file is, decided from its path alone (so a cached parse never depends on
+/// how a request reached the file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct FileKind {
+    /// Whose format the file is in; `None` for mcpx's own (`.mcpx.json`, `.mcp.json`, the
+    /// user config, any other file).
+    pub(super) client: Option<Client>,
+    /// The folder `${workspaceFolder}` stands for: the project directory of a project file
+    /// (the parent of `.vscode`/`.cursor`, else the file's directory); `None` in a
+    /// user-level file, where it has no meaning.
+    pub(super) workspace: Option<PathBuf>,
+}
+
+impl FileKind {
+    /// Classifies `path`: a client's user-level file (by [`Client::user_file`]) is in that
+    /// client's format; `.vscode/mcp.json` and `.cursor/mcp.json` are VS Code's and
+    /// Cursor's project files; a `.toml` file is Codex's; anything else is mcpx's own. The
+    /// mcpx user config and clients' user-level files have no workspace.
+    pub(super) fn of(path: &Path, env: &ConfigEnv) -> FileKind {
+        if let Some(client) = Client::ALL.into_iter().find(|c| c.user_file(env).as_deref() == Some(path)) {
+            return FileKind { client: Some(client), workspace: None };
+        }
+        if env.user_file().as_deref() == Some(path) {
+            return FileKind { client: None, workspace: None };
+        }
+        let dir = path.parent();
+        let dir_name = dir.and_then(Path::file_name).and_then(|n| n.to_str());
+        let client = match (dir_name, path.file_name().and_then(|n| n.to_str())) {
+            (Some(".vscode"), Some("mcp.json")) => Some(Client::Vscode),
+            (Some(".cursor"), Some("mcp.json")) => Some(Client::Cursor),
+            _ if path.extension().is_some_and(|e| e == "toml") => Some(Client::Codex),
+            _ => None,
+        };
+        let workspace = match client {
+            Some(Client::Vscode | Client::Cursor) => dir.and_then(Path::parent),
+            _ => dir,
+        };
+        FileKind { client, workspace: workspace.map(Path::to_path_buf) }
+    }
+}

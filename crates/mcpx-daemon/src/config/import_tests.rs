@@ -1,0 +1,286 @@
+//! Tests of other clients' files: project files found upward, `imports`, Claude Code's
+//! projects, Codex's TOML.
+
+use std::fs;
+use std::path::Path;
+
+use super::*;
+
+fn write(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn env_for(dir: &Path) -> ConfigEnv {
+    ConfigEnv { home: Some(dir.join("home")), ..ConfigEnv::default() }
+}
+
+fn stdio(command: &str) -> String {
+    format!(r#"{{ "command": "{command}" }}"#)
+}
+
+/// `(name, command or url, client)` of every resolved server, in name order.
+fn summary(cfg: &ResolvedConfig) -> Vec<(String, String, Option<&'static str>)> {
+    cfg.servers
+        .values()
+        .map(|e| {
+            let what = match &e.transport {
+                TransportSpec::Stdio { command, .. } => command.clone(),
+                TransportSpec::Remote { url, kind, .. } => format!("{url} ({})", kind.as_str()),
+            };
+            (e.name.clone(), what, e.client.map(Client::name))
+        })
+        .collect()
+}
+
+fn resolve_in(env: &ConfigEnv, cwd: &Path) -> ResolvedConfig {
+    ConfigCache::new(env.clone()).resolve(&ResolveRequest { cwd: Some(cwd.to_owned()), explicit: None }).unwrap()
+}
+
+#[test]
+fn project_files_in_one_directory_rank_mcpx_then_mcp_then_cursor_then_vscode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("p");
+    let sub = p.join("sub");
+    write(&p.join(".mcpx.json"), &format!(r#"{{"mcpServers": {{"a": {}}}}}"#, stdio("mcpx")));
+    write(&p.join(".mcp.json"), &format!(r#"{{"mcpServers": {{"a": {}, "b": {}}}}}"#, stdio("mcp"), stdio("mcp")));
+    write(
+        &p.join(".cursor/mcp.json"),
+        &format!(r#"{{"mcpServers": {{"b": {}, "c": {}}}}}"#, stdio("cursor"), stdio("${workspaceFolder}/run")),
+    );
+    write(
+        &p.join(".vscode/mcp.json"),
+        r#"{
+          // VS Code's own shape: `servers`, `inputs`, `type`.
+          "inputs": [{ "type": "promptString", "id": "key", "description": "API key", "password": true }],
+          "servers": {
+            "c": { "type": "stdio", "command": "vscode" },
+            "d": { "type": "http", "url": "https://example.invalid/mcp" },
+            "e": { "type": "sse", "url": "https://example.invalid/sse", "headers": { "K": "${input:key}" } }
+          }
+        }"#,
+    );
+    // A nearer directory wins over a farther `.mcpx.json`.
+    write(&sub.join(".vscode/mcp.json"), r#"{"servers": {"a": {"command": "${workspaceFolderBasename}"}}}"#);
+    let env = env_for(tmp.path());
+    let cfg = resolve_in(&env, &sub);
+    assert_eq!(
+        summary(&cfg),
+        vec![
+            ("a".into(), "sub".into(), Some("vscode")),
+            ("b".into(), "mcp".into(), None),
+            ("c".into(), format!("{}/run", p.display()), Some("cursor")),
+            ("d".into(), "https://example.invalid/mcp (http)".into(), Some("vscode")),
+        ]
+    );
+    // `${input:...}` fails only its server, saying what to do.
+    let e = cfg.errors.get("e").expect("e fails alone").0.to_string();
+    assert!(e.contains("${input:key}") && e.contains("${env:NAME}"), "{e}");
+    let files: Vec<_> = cfg.files.iter().map(|f| f.strip_prefix(tmp.path()).unwrap().to_owned()).collect();
+    let want: Vec<std::path::PathBuf> =
+        ["p/sub/.vscode/mcp.json", "p/.mcpx.json", "p/.mcp.json", "p/.cursor/mcp.json", "p/.vscode/mcp.json"]
+            .iter()
+            .map(Into::into)
+            .collect();
+    assert_eq!(files, want);
+}
+
+#[test]
+fn imports_rank_below_the_user_config_in_the_order_listed_and_project_files_beat_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env_for(tmp.path());
+    let home = tmp.path().join("home");
+    write(
+        &env.user_file().unwrap(),
+        &format!(
+            r#"{{
+              // Comments are fine here.
+              "imports": ["cursor", "claude-desktop", "windsurf"],
+              "mcpServers": {{ "u": {} }}
+            }}"#,
+            stdio("user")
+        ),
+    );
+    write(
+        &home.join(".cursor/mcp.json"),
+        &format!(r#"{{"mcpServers": {{"u": {}, "dup": {}, "a": {}}}}}"#, stdio("x"), stdio("cursor"), stdio("cursor")),
+    );
+    write(
+        &Client::ClaudeDesktop.user_file(&env).unwrap(),
+        &format!(
+            r#"{{"mcpServers": {{"dup": {}, "b": {}, "p": {}}}}}"#,
+            stdio("desktop"),
+            stdio("desktop"),
+            stdio("far")
+        ),
+    );
+    // Not there: skipped.
+    let project = tmp.path().join("proj");
+    write(&project.join(".mcp.json"), &format!(r#"{{"mcpServers": {{"p": {}}}}}"#, stdio("project")));
+    let cfg = resolve_in(&env, &project);
+    assert_eq!(
+        summary(&cfg),
+        vec![
+            ("a".into(), "cursor".into(), Some("cursor")),
+            ("b".into(), "desktop".into(), Some("claude-desktop")),
+            ("dup".into(), "cursor".into(), Some("cursor")),
+            ("p".into(), "project".into(), None),
+            ("u".into(), "user".into(), None),
+        ]
+    );
+    assert!(cfg.file_warnings.is_empty(), "{:?}", cfg.file_warnings);
+    assert_eq!(cfg.files.len(), 4, "{:?}", cfg.files);
+}
+
+#[test]
+fn imports_in_a_project_file_are_ignored_with_a_warning_and_bad_names_are_warned_about() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env_for(tmp.path());
+    let home = tmp.path().join("home");
+    write(&home.join(".cursor/mcp.json"), &format!(r#"{{"mcpServers": {{"c": {}}}}}"#, stdio("cursor")));
+    let project = tmp.path().join("proj");
+    write(&project.join(".mcpx.json"), &format!(r#"{{"imports": ["cursor"], "mcpServers": {{"p": {}}}}}"#, stdio("p")));
+    let cfg = resolve_in(&env, &project);
+    assert_eq!(summary(&cfg), vec![("p".into(), "p".into(), None)]);
+    assert_eq!(cfg.file_warnings.len(), 1);
+    assert_eq!(cfg.file_warnings[0].file, project.join(".mcpx.json"));
+    assert!(cfg.file_warnings[0].message.contains("ignored in a project file"), "{:?}", cfg.file_warnings);
+
+    write(&env.user_file().unwrap(), r#"{"imports": ["cursr", 7, "cursor"]}"#);
+    let cfg = resolve_in(&env, &project);
+    assert_eq!(summary(&cfg).len(), 2, "the good import still counts");
+    let messages: Vec<&str> = cfg.file_warnings.iter().map(|w| w.message.as_str()).collect();
+    assert!(messages.iter().any(|m| m.contains("`imports[0]`: unknown client `cursr` (use one of: claude-desktop")));
+    assert!(messages.iter().any(|m| m.contains("`imports[1]`: expected a client name")));
+}
+
+#[test]
+fn a_clients_user_file_is_never_a_project_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env_for(tmp.path());
+    let home = tmp.path().join("home");
+    write(&home.join(".cursor/mcp.json"), &format!(r#"{{"mcpServers": {{"c": {}}}}}"#, stdio("cursor")));
+    assert!(resolve_in(&env, &home.join("work")).servers.is_empty());
+}
+
+#[test]
+fn claude_code_projects_apply_to_callers_at_or_below_their_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env_for(tmp.path());
+    let p = tmp.path().join("p");
+    let text = format!(
+        r#"{{
+          "numStartups": 3,
+          "mcpServers": {{ "top": {top}, "x": {top} }},
+          "projects": {{
+            "{p}": {{ "allowedTools": [], "mcpServers": {{ "x": {local}, "y": {local} }} }},
+            "{p}/sub": {{ "mcpServers": {{ "x": {sub} }} }},
+            "{p}/empty": {{ "allowedTools": [] }}
+          }}
+        }}"#,
+        top = r#"{"type": "stdio", "command": "top", "args": [], "env": {}}"#,
+        local = stdio("local"),
+        sub = stdio("sub"),
+        p = p.display()
+    );
+    write(&Client::ClaudeCode.user_file(&env).unwrap(), &text);
+    write(&env.user_file().unwrap(), r#"{"imports": ["claude-code"]}"#);
+    let at = |dir: &Path| summary(&resolve_in(&env, dir)).into_iter().map(|(n, c, _)| (n, c)).collect::<Vec<_>>();
+    let s = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    assert_eq!(at(&p.join("sub/deeper")), vec![s("top", "top"), s("x", "sub")]);
+    assert_eq!(at(&p), vec![s("top", "top"), s("x", "local"), s("y", "local")]);
+    assert_eq!(at(&p.join("empty")), vec![s("top", "top"), s("x", "local"), s("y", "local")]);
+    assert_eq!(at(&tmp.path().join("q")), vec![s("top", "top"), s("x", "top")]);
+    let file = Client::ClaudeCode.user_file(&env).unwrap();
+    let listed = read_client_file(Client::ClaudeCode, &file, Some(&p.join("sub"))).unwrap();
+    let names: Vec<(&str, &str)> = listed.iter().map(|(n, m)| (n.as_str(), m["command"].as_str().unwrap())).collect();
+    assert_eq!(names, vec![("top", "top"), ("x", "sub")]);
+    // Every project's servers count as configured.
+    let contents = ConfigCache::new(env.clone()).file_contents(&file).unwrap().unwrap();
+    assert_eq!(contents.servers.len(), 5);
+}
+
+#[test]
+fn codex_toml_servers_with_headers_and_options() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut env = env_for(tmp.path());
+    env.codex_home = Some(tmp.path().join("codex"));
+    write(
+        &tmp.path().join("codex/config.toml"),
+        r#"model = "o3"
+
+[mcp_servers.docs]
+command = "npx"
+args = ["-y", "docs-mcp"]
+env = { "API_KEY" = "literal ${not a var}" }
+startup_timeout_sec = 20
+tool_timeout_sec = 45.5
+
+[mcp_servers.remote]
+url = "https://example.invalid/mcp"
+bearer_token_env_var = "REMOTE_TOKEN"
+http_headers = { "X-Team" = "core" }
+enabled = false
+"#,
+    );
+    write(&env.user_file().unwrap(), r#"{"imports": ["codex"]}"#);
+    let cfg = resolve_in(&env, tmp.path());
+    let docs = cfg.get("docs").unwrap();
+    assert_eq!(docs.client, Some(Client::Codex));
+    assert_eq!(docs.options.start_timeout, Some(std::time::Duration::from_secs(20)));
+    assert_eq!(docs.options.call_timeout, Some(std::time::Duration::from_millis(45_500)));
+    let vars: std::collections::HashMap<String, String> =
+        [("REMOTE_TOKEN", "t0k")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    match docs.expand(&vars).unwrap() {
+        ExpandedTransport::Stdio(s) => {
+            assert_eq!(s.env.get("API_KEY").map(String::as_str), Some("literal ${not a var}"))
+        }
+        other => panic!("{other:?}"),
+    }
+    let remote = cfg.get("remote").unwrap();
+    assert!(remote.options.disabled);
+    match remote.expand(&vars).unwrap() {
+        ExpandedTransport::Remote(r) => {
+            assert_eq!(r.headers.get("Authorization").map(String::as_str), Some("Bearer t0k"));
+            assert_eq!(r.headers.get("X-Team").map(String::as_str), Some("core"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // A TOML mistake names the file, line and column.
+    write(&tmp.path().join("codex/config.toml"), "[mcp_servers.docs]\ncommand = \n");
+    let cfg = resolve_in(&env, tmp.path());
+    let e = cfg.file_errors[0].0.to_string();
+    assert!(e.contains("config.toml:2:"), "{e}");
+}
+
+#[test]
+fn gemini_and_windsurf_remote_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env_for(tmp.path());
+    let home = tmp.path().join("home");
+    write(
+        &home.join(".gemini/settings.json"),
+        r#"{ "theme": "Default", "mcpServers": {
+              "g-http": { "httpUrl": "https://example.invalid/mcp", "headers": { "Authorization": "Bearer $GEMINI_TOKEN" }, "timeout": 5000 },
+              "g-sse": { "url": "https://example.invalid/sse" } } }"#,
+    );
+    write(
+        &home.join(".codeium/windsurf/mcp_config.json"),
+        r#"{ "mcpServers": { "w": { "serverUrl": "https://example.invalid/w", "headers": { "K": "${env:W}" } } } }"#,
+    );
+    write(&env.user_file().unwrap(), r#"{"imports": ["gemini", "windsurf"]}"#);
+    let cfg = resolve_in(&env, tmp.path());
+    assert_eq!(
+        summary(&cfg),
+        vec![
+            ("g-http".into(), "https://example.invalid/mcp (http)".into(), Some("gemini")),
+            ("g-sse".into(), "https://example.invalid/sse (http)".into(), Some("gemini")),
+            ("w".into(), "https://example.invalid/w (http)".into(), Some("windsurf")),
+        ]
+    );
+    assert_eq!(cfg.get("g-http").unwrap().options.call_timeout, Some(std::time::Duration::from_secs(5)));
+    match &cfg.get("g-http").unwrap().transport {
+        TransportSpec::Remote { headers, .. } => assert_eq!(headers["Authorization"], "Bearer ${GEMINI_TOKEN:-}"),
+        other => panic!("{other:?}"),
+    }
+}

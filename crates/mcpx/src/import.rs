@@ -1,0 +1,416 @@
+//! `mcpx import`: the other MCP clients' user-level config files, what they hold, and
+//! adding them to the mcpx user config, as `imports` (read live by the daemon) or as a copy
+//! of their entries under `mcpServers`. Also what `mcpx ls` suggests when nothing is
+//! configured.
+//!
+//! Everything here runs in the CLI, from its own environment and working directory; the
+//! daemon is not involved (it reads the edited file when it next resolves a request).
+
+mod edit;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use mcpx_daemon::api::{ApiError, ErrorKind};
+use mcpx_daemon::config::{Client, ConfigEnv, read_client_file};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use self::edit::{CopyError, Edited, Refused};
+use crate::output;
+
+/// What `mcpx import` is asked to do.
+#[derive(Debug)]
+pub struct Import {
+    /// The clients to add (`mcpx import NAME...`); empty: show what there is.
+    pub names: Vec<String>,
+    /// Copy the clients' entries into `mcpServers` instead of adding them to `imports`.
+    pub copy: bool,
+    /// With `copy`: replace entries of the same name instead of refusing.
+    pub force: bool,
+    /// The file to edit (`--config` / `MCPX_CONFIG`, made absolute); else the user config.
+    pub config: Option<PathBuf>,
+    /// The CLI's working directory (for Claude Code's per-project servers).
+    pub cwd: Option<PathBuf>,
+}
+
+/// Runs `mcpx import` and returns its exit status: 0, or an error of kind `usage` (an
+/// unknown client name, exit 2) or `config` (a file that cannot be read, edited or
+/// written; a name clash under `--copy`; exit 2).
+pub fn run(import: Import, json: bool) -> Result<i32, ApiError> {
+    let vars: HashMap<String, String> = std::env::vars().collect();
+    let place = Place::new(&vars, import.config.clone(), import.cwd.clone())?;
+    if import.names.is_empty() {
+        let found = place.survey();
+        show(&place, &found, json);
+        return Ok(0);
+    }
+    let mut clients: Vec<Client> = Vec::new();
+    for name in &import.names {
+        let client = name.parse::<Client>().map_err(|e| ApiError::new(ErrorKind::Usage, e))?;
+        if !clients.contains(&client) {
+            clients.push(client);
+        }
+    }
+    if import.copy { copy(&place, &clients, import.force, json) } else { add(&place, &clients, json) }
+}
+
+/// What `mcpx ls` says when no server is configured: the servers `mcpx import` would find
+/// (in the files of clients not yet imported), and the command that brings them in; `None`
+/// when there are none.
+pub fn ls_hint(config: Option<PathBuf>, cwd: Option<PathBuf>) -> Option<String> {
+    let vars: HashMap<String, String> = std::env::vars().collect();
+    let place = Place::new(&vars, config, cwd).ok()?;
+    let found: Vec<Found> = place.survey().into_iter().filter(Found::to_import).collect();
+    if found.is_empty() {
+        return None;
+    }
+    let places: Vec<String> = found
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let n = f.servers.unwrap_or_default();
+            let what = if i == 0 { format!("{n} server{}", plural(n)) } else { n.to_string() };
+            format!("{what} in {}'s {}", f.label, place.tilde(f.file.as_deref()))
+        })
+        .collect();
+    let names: Vec<&str> = found.iter().map(|f| f.client).collect();
+    Some(format!(
+        "no servers configured; found {}: run `mcpx import {}` to use them",
+        join_and(&places),
+        names.join(" ")
+    ))
+}
+
+/// One client's user-level file, as `mcpx import` shows it: with `--json`, one element of
+/// `clients`.
+#[derive(Debug, Serialize)]
+struct Found {
+    /// The client, as `imports` and `mcpx import NAME` name it.
+    client: &'static str,
+    /// The product's name, for messages.
+    #[serde(skip)]
+    label: &'static str,
+    /// Its user-level file on this system; null when HOME is not set.
+    file: Option<PathBuf>,
+    /// Whether that file exists.
+    exists: bool,
+    /// How many servers it gives a caller in this directory; null when the file does not
+    /// exist or cannot be read.
+    servers: Option<usize>,
+    /// Their names, sorted.
+    names: Vec<String>,
+    /// Why the file cannot be read (naming file, line and column).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// Whether the mcpx config already has it in `imports`.
+    imported: bool,
+}
+
+impl Found {
+    /// Whether it holds servers and is not imported yet: what `mcpx import` suggests.
+    fn to_import(&self) -> bool {
+        self.servers.is_some_and(|n| n > 0) && !self.imported
+    }
+}
+
+/// Where `mcpx import` looks and what it edits.
+struct Place {
+    env: ConfigEnv,
+    /// The mcpx config file that `imports` lives in, and that is edited.
+    config: PathBuf,
+    /// The CLI's working directory.
+    cwd: Option<PathBuf>,
+}
+
+impl Place {
+    /// Errors: no `--config` and no HOME (nor `XDG_CONFIG_HOME`) to find the user config.
+    fn new(vars: &HashMap<String, String>, config: Option<PathBuf>, cwd: Option<PathBuf>) -> Result<Place, ApiError> {
+        let env = ConfigEnv::from_vars(vars);
+        let config = config.or_else(|| env.user_file()).ok_or_else(|| {
+            ApiError::new(ErrorKind::Usage, "HOME is not set, so there is no user config: name one with --config FILE")
+        })?;
+        Ok(Place { env, config, cwd })
+    }
+
+    /// Every client's user-level file, in `Client::ALL`'s order.
+    fn survey(&self) -> Vec<Found> {
+        let imported = self.imports().unwrap_or_default();
+        Client::ALL
+            .iter()
+            .map(|&client| {
+                let file = client.user_file(&self.env);
+                let exists = file.as_deref().is_some_and(Path::is_file);
+                let (mut servers, mut names, mut error) = (None, Vec::new(), None);
+                if let (true, Some(path)) = (exists, &file) {
+                    match read_client_file(client, path, self.cwd.as_deref()) {
+                        Ok(entries) => {
+                            servers = Some(entries.len());
+                            names = entries.into_iter().map(|(name, _)| name).collect();
+                        }
+                        Err(e) => error = Some(e.to_string()),
+                    }
+                }
+                let imported = imported.iter().any(|n| n == client.name());
+                Found { client: client.name(), label: client.label(), file, exists, servers, names, error, imported }
+            })
+            .collect()
+    }
+
+    /// The mcpx config's text; `None` when it does not exist. Errors: it cannot be read.
+    fn read_config(&self) -> Result<Option<String>, ApiError> {
+        match std::fs::read_to_string(&self.config) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(ApiError::new(
+                ErrorKind::Config,
+                format!("cannot read {}: {e}; fix its permissions, or name another file with --config", self.show()),
+            )),
+        }
+    }
+
+    /// The clients in the mcpx config's `imports`. Errors: it cannot be read or parsed.
+    fn imports(&self) -> Result<Vec<String>, String> {
+        let text = self.read_config().map_err(|e| e.message)?;
+        edit::imports_of(text.as_deref()).map_err(|reason| format!("{}: {reason}", self.show()))
+    }
+
+    /// The config file's path, `~` for HOME.
+    fn show(&self) -> String {
+        self.tilde(Some(&self.config))
+    }
+
+    /// `path` with HOME written `~`; `-` for none.
+    fn tilde(&self, path: Option<&Path>) -> String {
+        path.map_or_else(|| "-".to_owned(), |p| output::tilde(p, self.env.home.as_deref()))
+    }
+
+    /// Writes the edited text of the config file. A symbolic link at its path (a dotfiles
+    /// manager's, say) stays, and the file it points to is written; an existing file keeps
+    /// its mode, a new one is private (0600: entries may hold tokens), and missing parent
+    /// directories are made.
+    fn write(&self, text: &str) -> Result<(), ApiError> {
+        let fail = |what: &str, e: std::io::Error| {
+            ApiError::new(
+                ErrorKind::Config,
+                format!("cannot {what} {}: {e}; it is unchanged (fix its directory, or use --config)", self.show()),
+            )
+        };
+        let target = match std::fs::symlink_metadata(&self.config) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                std::fs::canonicalize(&self.config).map_err(|e| fail("follow the link", e))?
+            }
+            _ => self.config.clone(),
+        };
+        let mode = match std::fs::metadata(&target) {
+            Ok(meta) => std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777,
+            Err(_) => 0o600,
+        };
+        let (Some(dir), Some(name)) = (target.parent(), target.file_name().and_then(|n| n.to_str())) else {
+            return Err(fail("write", std::io::Error::other("the path names no file")));
+        };
+        std::fs::create_dir_all(dir).map_err(|e| fail("create the directory of", e))?;
+        let dir = mcpx_platform::fs::Dir::open_unchecked(dir).map_err(|e| fail("open the directory of", e))?;
+        mcpx_platform::fs::write_atomic(&dir, name, text.as_bytes(), mode).map_err(|e| fail("write", e))
+    }
+
+    /// The error for an edit that cannot be made safely: with `--json`, the lines to paste
+    /// are in its message; else they are printed on stdout first, and the message points at
+    /// them.
+    fn refused(&self, refused: &Refused, json: bool) -> ApiError {
+        let Refused { reason, paste } = refused;
+        let what = format!("cannot edit {} safely: {reason}; it is unchanged", self.show());
+        if json {
+            let compact: String = paste.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+            return ApiError::new(ErrorKind::Config, format!("{what}: add {compact} to its top-level object yourself"));
+        }
+        output::say(&format!("Add these lines to the top-level object of {}:\n\n{paste}\n", self.show()));
+        ApiError::new(ErrorKind::Config, format!("{what}: add the lines above to it yourself"))
+    }
+}
+
+/// `mcpx import` with no names: the table (or `--json`) and what to run next.
+fn show(place: &Place, found: &[Found], json: bool) {
+    let imports = place.imports();
+    if json {
+        let body = serde_json::json!({ "config": place.config, "clients": found });
+        output::say_json(&serde_json::to_string_pretty(&body).unwrap_or_default());
+        return;
+    }
+    let rows: Vec<Vec<String>> = found
+        .iter()
+        .map(|f| {
+            let servers = match (f.exists, f.servers) {
+                (false, _) => "no file".to_owned(),
+                (true, Some(n)) => n.to_string(),
+                (true, None) => "error".to_owned(),
+            };
+            let imported = if f.imported { "yes" } else { "no" };
+            vec![f.client.to_owned(), servers, imported.to_owned(), place.tilde(f.file.as_deref())]
+        })
+        .collect();
+    output::table(&["CLIENT", "SERVERS", "IMPORTED", "FILE"], &rows);
+    for f in found {
+        if let Some(error) = &f.error {
+            output::warn(&format!("{}: {error}", f.client));
+        }
+    }
+    if let Err(e) = imports {
+        output::warn(&format!("warning: cannot read `imports`: {e}"));
+    }
+    let to_import: Vec<&str> = found.iter().filter(|f| f.to_import()).map(|f| f.client).collect();
+    let next = if !to_import.is_empty() {
+        format!(
+            "next: `mcpx import {}` has the daemon read those files live (--copy copies their entries into {} instead)",
+            to_import.join(" "),
+            place.show()
+        )
+    } else if found.iter().any(|f| f.imported) {
+        "next: `mcpx ls` lists the servers of every imported file".to_owned()
+    } else {
+        format!("no client's file holds a server; add servers under \"mcpServers\" in {}", place.show())
+    };
+    output::say(&format!("\n{next}"));
+}
+
+/// `mcpx import NAME...`: adds them to `imports`.
+fn add(place: &Place, clients: &[Client], json: bool) -> Result<i32, ApiError> {
+    let text = place.read_config()?;
+    let names: Vec<&str> = clients.iter().map(|c| c.name()).collect();
+    let edited = match edit::add_imports(text.as_deref(), &names) {
+        Ok(edited) => edited,
+        Err(refused) => return Err(place.refused(&refused, json)),
+    };
+    if let Some(text) = &edited.text {
+        place.write(text)?;
+    }
+    let found = place.survey();
+    if json {
+        let body = serde_json::json!({
+            "config": place.config, "added": edited.added, "present": edited.present,
+            "clients": found.iter().filter(|f| names.contains(&f.client)).collect::<Vec<_>>(),
+        });
+        output::say_json(&serde_json::to_string_pretty(&body).unwrap_or_default());
+        return Ok(0);
+    }
+    for f in found.iter().filter(|f| names.contains(&f.client)) {
+        let state = if edited.added.iter().any(|n| n == f.client) { "imported" } else { "already imported" };
+        let file = place.tilde(f.file.as_deref());
+        let what = match (&f.servers, &f.error) {
+            (Some(n), _) => format!("{n} server{} from {file}", plural(*n)),
+            (None, Some(e)) => format!("its file does not load now: {e}"),
+            (None, None) => format!("no file at {file} yet; its servers appear once it exists"),
+        };
+        output::say(&format!("{state} {}: {what}", f.client));
+    }
+    if edited.text.is_some() {
+        output::say(&format!("\n{} now imports them; `mcpx ls` lists their servers", place.show()));
+    }
+    Ok(0)
+}
+
+/// `mcpx import --copy NAME...`: copies their entries into `mcpServers`; between the named
+/// clients, the first named wins a server name.
+fn copy(place: &Place, clients: &[Client], force: bool, json: bool) -> Result<i32, ApiError> {
+    let mut entries: Vec<(String, Map<String, Value>)> = Vec::new();
+    let mut from: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
+    for &client in clients {
+        let file = client.user_file(&place.env).filter(|f| f.is_file()).ok_or_else(|| {
+            let file = place.tilde(client.user_file(&place.env).as_deref());
+            ApiError::new(
+                ErrorKind::Config,
+                format!("{} has no config file at {file}, so there is nothing to copy; leave it out", client.name()),
+            )
+        })?;
+        let read = read_client_file(client, &file, place.cwd.as_deref())
+            .map_err(|e| ApiError::new(ErrorKind::Config, format!("{e}; nothing was copied")))?;
+        let mut names = Vec::new();
+        for (name, mut entry) in read {
+            anchor_cwd(&mut entry, file.parent());
+            if entries.iter().any(|(n, _)| *n == name) {
+                skipped.push(format!("{name} ({})", client.name()));
+            } else {
+                names.push(name.clone());
+                entries.push((name, entry));
+            }
+        }
+        from.push((client.name(), names));
+    }
+    let text = place.read_config()?;
+    let edited = if entries.is_empty() {
+        Edited { text: None, added: Vec::new(), present: Vec::new() }
+    } else {
+        match edit::add_servers(text.as_deref(), &entries, force) {
+            Ok(edited) => edited,
+            Err(CopyError::Refused(refused)) => return Err(place.refused(&refused, json)),
+            Err(CopyError::Clash(names)) => {
+                let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+                return Err(ApiError::new(
+                    ErrorKind::Config,
+                    format!(
+                        "{} already defines {}; nothing was copied: rename them there, or pass --force to replace them",
+                        place.show(),
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
+    };
+    if let Some(text) = &edited.text {
+        place.write(text)?;
+    }
+    if json {
+        let body = serde_json::json!({
+            "config": place.config, "added": edited.added, "replaced": edited.present, "skipped": skipped,
+        });
+        output::say_json(&serde_json::to_string_pretty(&body).unwrap_or_default());
+        return Ok(0);
+    }
+    for (client, names) in &from {
+        let list = if names.is_empty() { "no server".to_owned() } else { names.join(", ") };
+        output::say(&format!("copied from {client}: {list}"));
+    }
+    if !edited.present.is_empty() {
+        output::say(&format!("replaced (--force): {}", edited.present.join(", ")));
+    }
+    if !skipped.is_empty() {
+        output::say(&format!("skipped, a client named earlier has the name: {}", skipped.join(", ")));
+    }
+    if let Ok(imports) = place.imports() {
+        let both: Vec<&str> = from.iter().map(|(c, _)| *c).filter(|c| imports.iter().any(|i| i == c)).collect();
+        if !both.is_empty() {
+            output::say(&format!(
+                "note: `imports` also names {}; the copies win over those files (remove them from `imports` to use only the copies)",
+                both.join(", ")
+            ));
+        }
+    }
+    if edited.text.is_some() {
+        output::say(&format!("\n{} holds the copies; `mcpx ls` lists them", place.show()));
+    }
+    Ok(0)
+}
+
+/// Makes a relative `cwd` of an entry copied out of a file in `dir` absolute: it was relative
+/// to that file, and the copy lives in another. One with a `${...}` is left as written.
+fn anchor_cwd(entry: &mut Map<String, Value>, dir: Option<&Path>) {
+    let (Some(Value::String(cwd)), Some(dir)) = (entry.get_mut("cwd"), dir) else { return };
+    if Path::new(cwd.as_str()).is_relative() && !cwd.contains("${") {
+        // Through `components`, which leaves out `.` (so `"."` is the directory itself).
+        *cwd = dir.join(cwd.as_str()).components().collect::<PathBuf>().display().to_string();
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn join_and(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
