@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the real MCP servers used by the end-to-end tests and the quickstart, inside e2e/:
 #   - e2e/node_modules: server-everything, server-memory, the conformance suite, the Inspector,
-#     the TypeScript SDK (for e2e/sdk_client.mjs), supergateway (for scripts/bench.sh) and
-#     Node 22 (npm install from e2e/package-lock.json; needs Node >= 20 and npm);
+#     the TypeScript SDK (for e2e/sdk_client.mjs), supergateway (for scripts/bench.sh), Claude
+#     Code's CLI (`claude`, a native binary its postinstall copies from a per-platform package)
+#     and Node 22 (npm install from e2e/package-lock.json; needs Node >= 20 and npm);
 #   - e2e/.venv: mcp-server-time (pip install -r e2e/requirements.txt; needs Python >= 3.10 with
 #     the venv module);
 #   - e2e/mcp-proxy/.venv: the Python mcp-proxy, for scripts/bench.sh (pip install -r
@@ -42,6 +43,20 @@ fingerprint() {
     { printf '%s\n' "$extra"; cat "$@"; } | cksum
 }
 
+# Checks that Claude Code's CLI runs: `claude --version`, offline, in a throwaway HOME (it keeps
+# its state there), with its nonessential traffic (update checks, telemetry) off.
+check_claude() {
+    local home
+    home="$(mktemp -d "${TMPDIR:-/tmp}/mcpx-setup-e2e-home.XXXXXX")"
+    if ! HOME="$home" CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 "$e2e/node_modules/.bin/claude" --version \
+        >"$home/out" 2>&1; then
+        cat "$home/out" >&2
+        rm -rf "$home"
+        die "e2e/node_modules/.bin/claude --version failed (output above): remove e2e/node_modules and run this script again"
+    fi
+    rm -rf "$home"
+}
+
 need() {
     command -v "$1" >/dev/null 2>&1 || die "$1 not found on PATH: $2"
 }
@@ -57,8 +72,10 @@ node_stamp="$e2e/node_modules/.mcpx-setup-stamp"
 node_want="$(fingerprint "node$node_major" "$e2e/package.json" "$e2e/package-lock.json")"
 if [[ -f "$node_stamp" && "$(cat "$node_stamp")" == "$node_want" \
     && -x "$e2e/node_modules/.bin/mcp-server-everything" && -x "$e2e/node_modules/.bin/mcp-server-memory" \
+    && -x "$e2e/node_modules/.bin/claude" \
     && -f "$e2e/node_modules/supergateway/dist/index.js" \
     && -f "$e2e/node_modules/@modelcontextprotocol/sdk/package.json" ]]; then
+    check_claude
     say "node servers up to date (e2e/node_modules)"
 else
     say "installing node servers and clients into e2e/node_modules (npm install from the lock)..."
@@ -66,13 +83,14 @@ else
     # dependency the registry does not have (404), which `npm ci` refuses. `npm install`
     # follows the lock for everything else; --no-save keeps the lock as committed.
     quietly "npm install in e2e/" npm install --prefix "$e2e" --no-audit --no-fund --no-save --loglevel=error
-    for bin in mcp-server-everything mcp-server-memory; do
+    for bin in mcp-server-everything mcp-server-memory claude; do
         [[ -x "$e2e/node_modules/.bin/$bin" ]] || die "npm install finished but e2e/node_modules/.bin/$bin is missing"
     done
     [[ -f "$e2e/node_modules/supergateway/dist/index.js" ]] \
         || die "npm install finished but e2e/node_modules/supergateway/dist/index.js is missing"
     [[ -f "$e2e/node_modules/@modelcontextprotocol/sdk/package.json" ]] \
         || die "npm install finished but e2e/node_modules/@modelcontextprotocol/sdk is missing"
+    check_claude
     printf '%s\n' "$node_want" >"$node_stamp"
 fi
 
@@ -105,5 +123,5 @@ venv_install .venv requirements.txt mcp-server-time
 # mcp-proxy needs mcp < 2 (e2e/.venv has mcp 2), so it gets a venv of its own.
 venv_install mcp-proxy/.venv requirements-mcp-proxy.txt mcp-proxy
 
-say "ready: e2e/node_modules/.bin/{mcp-server-everything,mcp-server-memory}, e2e/node_modules/supergateway," \
+say "ready: e2e/node_modules/.bin/{mcp-server-everything,mcp-server-memory,claude}, e2e/node_modules/supergateway," \
     "e2e/.venv/bin/mcp-server-time, e2e/mcp-proxy/.venv/bin/mcp-proxy"

@@ -86,6 +86,18 @@ pub(super) fn normalize(kind: &FileKind, mut entry: Map<String, Value>) -> Map<S
     entry
 }
 
+/// Whether an entry runs `mcpx serve` itself: how a client is connected to mcpx, so its
+/// file (imported, or a shared `.mcp.json`) holds one. mcpx leaves such an entry out rather
+/// than hold itself, which would start a `serve` per listing, each listing again.
+pub(super) fn runs_mcpx_serve(entry: &Map<String, Value>) -> bool {
+    let Some(Value::String(command)) = entry.get("command") else {
+        return false;
+    };
+    let program = command.rsplit('/').next().unwrap_or(command);
+    let serve = |args: &Vec<Value>| args.iter().any(|a| a.as_str() == Some("serve"));
+    program == "mcpx" && matches!(entry.get("args"), Some(Value::Array(args)) if serve(args))
+}
+
 /// Codex's keys (its `config.toml`, `[mcp_servers.NAME]`). Its values are literal (escaped
 /// by the caller), so the `http_headers`' `${` is escaped before the header variables are
 /// added as `${VAR}`.
@@ -245,6 +257,18 @@ mod tests {
                    "enabled": false, "tool_timeout_sec": 1.5, "enabled_tools": ["a"],
                    "mcpx": {"disabled": true, "callTimeout": "9s", "includeTools": ["a"]}})
         );
+    }
+
+    #[test]
+    fn an_entry_that_runs_mcpx_serve_is_recognised() {
+        let runs = |v: Value| runs_mcpx_serve(v.as_object().unwrap());
+        assert!(runs(json!({"command": "mcpx", "args": ["serve"]})));
+        assert!(runs(
+            json!({"type": "stdio", "command": "/home/me/.cargo/bin/mcpx", "args": ["--config", "c", "serve"]})
+        ));
+        assert!(!runs(json!({"command": "mcpx", "args": ["call", "x.y"]})));
+        assert!(!runs(json!({"command": "mcpx-other", "args": ["serve"]})));
+        assert!(!runs(json!({"url": "https://mcpx/serve"})));
     }
 
     #[test]

@@ -171,7 +171,7 @@ fn claude_code_projects_apply_to_callers_at_or_below_their_directory() {
     let text = format!(
         r#"{{
           "numStartups": 3,
-          "mcpServers": {{ "top": {top}, "x": {top} }},
+          "mcpServers": {{ "top": {top}, "x": {top}, "mcpx": {{ "type": "stdio", "command": "mcpx", "args": ["serve"] }} }},
           "projects": {{
             "{p}": {{ "allowedTools": [], "mcpServers": {{ "x": {local}, "y": {local} }} }},
             "{p}/sub": {{ "mcpServers": {{ "x": {sub} }} }},
@@ -195,7 +195,8 @@ fn claude_code_projects_apply_to_callers_at_or_below_their_directory() {
     let listed = read_client_file(Client::ClaudeCode, &file, Some(&p.join("sub"))).unwrap();
     let names: Vec<(&str, &str)> = listed.iter().map(|(n, m)| (n.as_str(), m["command"].as_str().unwrap())).collect();
     assert_eq!(names, vec![("top", "top"), ("x", "sub")]);
-    // Every project's servers count as configured.
+    // `mcpx` (how Claude Code reaches mcpx) is left out everywhere; every project's
+    // servers count as configured.
     let contents = ConfigCache::new(env.clone()).file_contents(&file).unwrap().unwrap();
     assert_eq!(contents.servers.len(), 5);
 }

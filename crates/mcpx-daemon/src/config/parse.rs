@@ -173,8 +173,10 @@ pub(super) fn parse_file(file: &Path, kind: &FileKind, text: &str) -> Result<Par
 /// `mcpx import` counts and `mcpx import --copy` writes. For Claude Code, the servers of the
 /// project that is the nearest ancestor of `cwd` beat the top-level ones.
 ///
-/// Errors: [`ConfigError::Io`] when the file cannot be read, [`ConfigError::Syntax`] when it
-/// does not parse. Entries are not checked: a wrong one is returned as written.
+/// An entry that runs `mcpx serve` (how that client reaches mcpx) is left out, as in every
+/// file mcpx reads. Errors: [`ConfigError::Io`] when the file cannot be read,
+/// [`ConfigError::Syntax`] when it does not parse. Entries are not checked: a wrong one is
+/// returned as written.
 pub fn read_client_file(client: Client, path: &Path, cwd: Option<&Path>) -> Result<Vec<NamedEntry>, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io { file: path.to_owned(), error })?;
     let kind = FileKind { client: Some(client), workspace: None };
@@ -187,7 +189,8 @@ pub fn read_client_file(client: Client, path: &Path, cwd: Option<&Path>) -> Resu
         raw.projects.into_iter().filter(|(dir, _)| cwd.starts_with(dir)).max_by_key(|(d, _)| d.as_os_str().len())
     });
     servers.extend(nearest.into_iter().flat_map(|(_, entries)| entries));
-    Ok(servers.into_iter().map(|(name, map)| (name, dialect::normalize(&kind, map))).collect())
+    let kept = servers.into_iter().filter(|(_, map)| !dialect::runs_mcpx_serve(map));
+    Ok(kept.map(|(name, map)| (name, dialect::normalize(&kind, map))).collect())
 }
 
 /// Claude Code's `projects.<dir>.mcpServers` ("local" scope servers), for each directory that
@@ -259,6 +262,10 @@ fn layer(file: &Path, kind: &FileKind, sources: Vec<(&str, RawEntries)>) -> Laye
         }
     }
     for (name, map) in raw {
+        if dialect::runs_mcpx_serve(&map) {
+            tracing::debug!(file = %file.display(), server = %name, "left out: the entry runs `mcpx serve` itself");
+            continue;
+        }
         match parse_entry(file, kind.client, &name, &dialect::normalize(kind, map)) {
             Ok(entry) => {
                 layer.servers.insert(name, entry);

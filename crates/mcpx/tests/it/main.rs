@@ -7,6 +7,7 @@
 mod harness;
 
 mod cases;
+mod claude_code;
 mod cli;
 mod clients;
 mod conformance;
