@@ -217,7 +217,8 @@ pub fn main() -> i32 {
 
 async fn run(cli: Cli) -> Result<i32, ApiError> {
     if let Command::Import { names, copy, force } = cli.command {
-        // Local files only: no daemon, and no mcpx directories, are needed.
+        // Local files only: no daemon is needed (the runtime directory holds the lock that
+        // makes concurrent imports take turns).
         let cwd = std::env::current_dir().ok();
         let config = absolute(cli.global.config, cwd.as_deref());
         return crate::import::run(crate::import::Import { names, copy, force, config, cwd }, cli.global.json);

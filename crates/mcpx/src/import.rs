@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 
 use mcpx_daemon::api::{ApiError, ErrorKind};
 use mcpx_daemon::config::{Client, ConfigEnv, read_client_file};
+use mcpx_daemon::paths::Dirs;
+use mcpx_platform::fs::FileUse;
+use nix::fcntl::{Flock, FlockArg};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -52,8 +55,21 @@ pub fn run(import: Import, json: bool) -> Result<i32, ApiError> {
             clients.push(client);
         }
     }
+    // Two imports at once would each read the file before the other wrote it, and one's
+    // change would be lost: they take turns, holding a lock in mcpx's runtime directory.
+    let dirs =
+        Dirs::from_env(&vars).and_then(|d| d.open()).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
+    let lock_file = dirs
+        .runtime
+        .open_file(IMPORT_LOCK, FileUse::Lock)
+        .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot open the import lock: {e}")))?;
+    let _turn = Flock::lock(lock_file, FlockArg::LockExclusive)
+        .map_err(|(_, e)| ApiError::new(ErrorKind::Daemon, format!("cannot take the import lock: {e}")))?;
     if import.copy { copy(&place, &clients, import.force, json) } else { add(&place, &clients, json) }
 }
+
+/// The lock file in the runtime directory that makes concurrent `mcpx import` runs take turns.
+const IMPORT_LOCK: &str = "import.lock";
 
 /// What `mcpx ls` says when no server is configured: the servers `mcpx import` would find
 /// (in the files of clients not yet imported), and the command that brings them in; `None`

@@ -20,6 +20,9 @@ pub struct ConfigEnv {
     /// `$GEMINI_CLI_HOME`, which Gemini CLI uses in place of the home directory; ignored
     /// unless absolute.
     pub gemini_cli_home: Option<PathBuf>,
+    /// `$HOME` with symbolic links resolved, when that differs from `home`: the walk up
+    /// from a caller's real directory meets this one.
+    pub home_real: Option<PathBuf>,
 }
 
 impl ConfigEnv {
@@ -33,14 +36,19 @@ impl ConfigEnv {
             codex_home: get("CODEX_HOME"),
             claude_config_dir: get("CLAUDE_CONFIG_DIR"),
             gemini_cli_home: get("GEMINI_CLI_HOME"),
+            home_real: get("HOME").and_then(|h| std::fs::canonicalize(&h).ok().filter(|r| *r != h)),
         }
     }
 
     /// Whether `path` is a user-level file: the mcpx user config or a client's
     /// [`Client::user_file`]. Such a file is never read as a project file.
     pub fn is_user_level(&self, path: &Path) -> bool {
-        self.user_file().as_deref() == Some(path)
-            || Client::ALL.iter().any(|c| c.user_file(self).as_deref() == Some(path))
+        let of = |env: &ConfigEnv| {
+            env.user_file().as_deref() == Some(path)
+                || Client::ALL.iter().any(|c| c.user_file(env).as_deref() == Some(path))
+        };
+        of(self)
+            || self.home_real.as_ref().is_some_and(|real| of(&ConfigEnv { home: Some(real.clone()), ..self.clone() }))
     }
 
     /// The user config file: `$XDG_CONFIG_HOME/mcpx/config.json`, else

@@ -19,7 +19,7 @@ pub enum ConfigError {
         error: io::Error,
     },
     /// A file is not valid JSON(C), or its top level has the wrong shape.
-    #[error("{}:{line}:{column}: {message} (fix the JSON; comments and trailing commas are allowed)", file.display())]
+    #[error("{}:{line}:{column}: {message} ({})", file.display(), syntax_hint(file))]
     Syntax {
         /// The file.
         file: PathBuf,
@@ -117,12 +117,22 @@ impl ConfigError {
     }
 }
 
+/// What to do about a syntax error, for the file's language.
+fn syntax_hint(file: &Path) -> &'static str {
+    if file.extension().is_some_and(|e| e == "toml") {
+        "fix the TOML"
+    } else {
+        "fix the JSON; comments and trailing commas are allowed"
+    }
+}
+
 fn io_hint(error: &io::Error) -> &'static str {
     match error.kind() {
         io::ErrorKind::NotFound => " (check the path given with --config or MCPX_CONFIG)",
         io::ErrorKind::PermissionDenied => " (fix the file's permissions or remove it)",
         io::ErrorKind::InvalidData => " (save the file as UTF-8)",
         io::ErrorKind::IsADirectory => " (remove or rename the directory)",
+        io::ErrorKind::InvalidInput => " (put a config file there, or remove what is there)",
         _ => " (fix or remove the file)",
     }
 }

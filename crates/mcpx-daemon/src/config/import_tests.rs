@@ -161,6 +161,13 @@ fn a_clients_user_file_is_never_a_project_file() {
     let home = tmp.path().join("home");
     write(&home.join(".cursor/mcp.json"), &format!(r#"{{"mcpServers": {{"c": {}}}}}"#, stdio("cursor")));
     assert!(resolve_in(&env, &home.join("work")).servers.is_empty());
+    // Also when HOME is a symbolic link and the caller's directory is the real one.
+    let link = tmp.path().join("home-link");
+    std::os::unix::fs::symlink(&home, &link).unwrap();
+    let vars = [("HOME".to_owned(), link.display().to_string())].into_iter().collect();
+    let linked = ConfigEnv::from_vars(&vars);
+    assert_eq!(linked.home_real.as_deref(), Some(home.canonicalize().unwrap().as_path()));
+    assert!(resolve_in(&linked, &home.canonicalize().unwrap().join("work")).servers.is_empty());
 }
 
 #[test]
@@ -189,7 +196,8 @@ fn claude_code_projects_apply_to_callers_at_or_below_their_directory() {
     let s = |a: &str, b: &str| (a.to_owned(), b.to_owned());
     assert_eq!(at(&p.join("sub/deeper")), vec![s("top", "top"), s("x", "sub")]);
     assert_eq!(at(&p), vec![s("top", "top"), s("x", "local"), s("y", "local")]);
-    assert_eq!(at(&p.join("empty")), vec![s("top", "top"), s("x", "local"), s("y", "local")]);
+    // A project without servers is still the caller's project: its parent's do not apply.
+    assert_eq!(at(&p.join("empty")), vec![s("top", "top"), s("x", "top")]);
     assert_eq!(at(&tmp.path().join("q")), vec![s("top", "top"), s("x", "top")]);
     let file = Client::ClaudeCode.user_file(&env).unwrap();
     let listed = read_client_file(Client::ClaudeCode, &file, Some(&p.join("sub"))).unwrap();
@@ -199,6 +207,51 @@ fn claude_code_projects_apply_to_callers_at_or_below_their_directory() {
     // servers count as configured.
     let contents = ConfigCache::new(env.clone()).file_contents(&file).unwrap().unwrap();
     assert_eq!(contents.servers.len(), 5);
+}
+
+#[test]
+fn a_file_that_cannot_be_read_or_is_not_a_regular_file_fails_only_itself() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env_for(tmp.path());
+    let home = tmp.path().join("home");
+    write(
+        &env.user_file().unwrap(),
+        &format!(r#"{{"imports": ["cursor", "windsurf"], "mcpServers": {{"u": {}}}}}"#, stdio("u")),
+    );
+    // A FIFO would block a reader until a writer came; a directory cannot be read.
+    let fifo = home.join(".codeium/windsurf/mcp_config.json");
+    fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    fs::create_dir_all(home.join(".cursor/mcp.json")).unwrap();
+    let cfg = resolve_in(&env, tmp.path());
+    assert_eq!(summary(&cfg), vec![("u".into(), "u".into(), None)]);
+    let errors: Vec<String> = cfg.file_errors.iter().map(|e| e.0.to_string()).collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].contains(".cursor/mcp.json: cannot read config file: it is a directory"), "{errors:?}");
+    assert!(errors[1].contains("mcp_config.json: cannot read config file: it is not a regular file"), "{errors:?}");
+}
+
+#[test]
+fn an_entry_that_is_not_an_object_fails_alone_and_null_is_absent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env_for(tmp.path());
+    let p = tmp.path().join("p");
+    write(&p.join(".mcp.json"), &format!(r#"{{"mcpServers": {{"s": "npx foo", "n": null, "ok": {}}}}}"#, stdio("ok")));
+    write(
+        &tmp.path().join("codex/config.toml"),
+        "[mcp_servers]
+a = \"string\"\n[mcp_servers.b]\ncommand = \"b\"\n",
+    );
+    let cfg = resolve_in(&env, &p);
+    assert_eq!(summary(&cfg), vec![("ok".into(), "ok".into(), None)]);
+    let e = cfg.errors.get("s").unwrap().0.to_string();
+    assert!(e.contains("expected an object with `command` or `url`, found a string"), "{e}");
+    assert!(!cfg.errors.contains_key("n"));
+    let mut env = env;
+    env.codex_home = Some(tmp.path().join("codex"));
+    write(&env.user_file().unwrap(), r#"{"imports": ["codex"]}"#);
+    let cfg = resolve_in(&env, tmp.path());
+    assert!(cfg.get("b").is_some() && cfg.errors.contains_key("a"), "{cfg:?}");
 }
 
 #[test]

@@ -33,12 +33,12 @@ struct TopLevel {
 #[derive(Deserialize)]
 struct CodexTop {
     #[serde(default)]
-    mcp_servers: Option<BTreeMap<String, toml::Table>>,
+    mcp_servers: Option<BTreeMap<String, toml::Value>>,
 }
 
 /// The entries of one server key in file order, duplicates kept (a map would silently keep
 /// the last).
-struct Entries(Vec<(String, Map<String, Value>)>);
+struct Entries(Vec<(String, Value)>);
 
 impl<'de> Deserialize<'de> for Entries {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -95,8 +95,8 @@ impl ParsedFile {
 /// A server's name and its entry as a JSON object.
 pub type NamedEntry = (String, Map<String, Value>);
 
-/// The raw entries of one key, in file order.
-type RawEntries = Vec<NamedEntry>;
+/// The raw entries of one key, in file order (an entry that is not an object fails alone).
+type RawEntries = Vec<(String, Value)>;
 
 /// A file's server entries as written, before they are rewritten and parsed.
 struct RawFile {
@@ -120,13 +120,11 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
     if kind.client == Some(Client::Codex) {
         let top: CodexTop =
             toml::from_str(text).map_err(|e| syntax(e.span().map_or(0, |s| s.start), e.message().to_owned()))?;
-        let entries = top.mcp_servers.unwrap_or_default().into_iter().map(|(name, table)| {
-            let map = match serde_json::to_value(table) {
-                Ok(Value::Object(map)) => map,
-                _ => Map::new(),
-            };
-            (name, map)
-        });
+        let entries = top
+            .mcp_servers
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, value)| (name, serde_json::to_value(value).unwrap_or(Value::Null)));
         return Ok(RawFile { main: vec![("mcp_servers", entries.collect())], projects: Vec::new(), imports: None });
     }
     let json = jsonc::to_json(text).map_err(|e| syntax(e.offset, e.message.to_owned()))?;
@@ -185,12 +183,19 @@ pub fn read_client_file(client: Client, path: &Path, cwd: Option<&Path>) -> Resu
     for (_, entries) in raw.main {
         servers.extend(entries);
     }
-    let nearest = cwd.and_then(|cwd| {
-        raw.projects.into_iter().filter(|(dir, _)| cwd.starts_with(dir)).max_by_key(|(d, _)| d.as_os_str().len())
-    });
+    let nearest = cwd.and_then(|cwd| nearest_project(cwd, raw.projects));
     servers.extend(nearest.into_iter().flat_map(|(_, entries)| entries));
-    let kept = servers.into_iter().filter(|(_, map)| !dialect::runs_mcpx_serve(map));
-    Ok(kept.map(|(name, map)| (name, dialect::normalize(&kind, map))).collect())
+    let objects = servers.into_iter().filter_map(|(name, v)| match v {
+        Value::Object(map) if !dialect::runs_mcpx_serve(&map) => Some((name, map)),
+        _ => None,
+    });
+    Ok(objects.map(|(name, map)| (name, dialect::normalize(&kind, map))).collect())
+}
+
+/// Of Claude Code's projects, the one whose directory is the nearest ancestor of `cwd` (or
+/// `cwd` itself), with servers or not, as Claude Code picks its project's entry.
+pub(super) fn nearest_project<T>(cwd: &Path, projects: impl IntoIterator<Item = (PathBuf, T)>) -> Option<(PathBuf, T)> {
+    projects.into_iter().filter(|(dir, _)| cwd.starts_with(dir)).max_by_key(|(dir, _)| dir.as_os_str().len())
 }
 
 /// Claude Code's `projects.<dir>.mcpServers` ("local" scope servers), for each directory that
@@ -201,14 +206,10 @@ fn claude_code_projects(projects: Option<Value>) -> Vec<(PathBuf, RawEntries)> {
     };
     let mut found = Vec::new();
     for (dir, project) in projects {
-        let Some(servers) = project.get("mcpServers").filter(|s| s.is_object()) else {
-            continue;
-        };
-        if let Ok(Entries(entries)) = Entries::deserialize(servers) {
-            if !entries.is_empty() {
-                found.push((PathBuf::from(dir), entries));
-            }
-        }
+        // A project without servers still counts: it is the caller's project, and hides the
+        // servers of the projects above it.
+        let entries = project.get("mcpServers").and_then(|s| Entries::deserialize(s).ok());
+        found.push((PathBuf::from(dir), entries.map(|e| e.0).unwrap_or_default()));
     }
     found
 }
@@ -261,7 +262,23 @@ fn layer(file: &Path, kind: &FileKind, sources: Vec<(&str, RawEntries)>) -> Laye
             raw.insert(name, map);
         }
     }
-    for (name, map) in raw {
+    for (name, value) in raw {
+        let map = match value {
+            Value::Object(map) => map,
+            // `null` means absent, as for every value.
+            Value::Null => continue,
+            other => {
+                let message = format!("expected an object with `command` or `url`, found {}", json_kind(&other));
+                let error = ConfigError::InvalidValue {
+                    file: file.to_owned(),
+                    server: name.clone(),
+                    key: name.clone(),
+                    message,
+                };
+                layer.errors.insert(name, EntryError(std::sync::Arc::new(error)));
+                continue;
+            }
+        };
         if dialect::runs_mcpx_serve(&map) {
             tracing::debug!(file = %file.display(), server = %name, "left out: the entry runs `mcpx serve` itself");
             continue;

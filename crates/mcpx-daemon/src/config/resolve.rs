@@ -153,27 +153,33 @@ impl ConfigCache {
     /// Missing files are skipped, except an explicit one. An entry that does not parse fails
     /// alone: it lands in [`ResolvedConfig::errors`], hiding farther entries of its name like a
     /// good one. A file that does not parse lands in [`ResolvedConfig::file_errors`] and
-    /// contributes its last good read, if any. `imports` in a project file, or a bad one,
-    /// lands in [`ResolvedConfig::file_warnings`]. Errors: [`ConfigError::Io`] for a file that
-    /// exists but cannot be read (or a missing explicit file).
+    /// contributes its last good read, if any; so does one that cannot be read (no last read
+    /// then), or that is not a regular file. `imports` in a project file, or a bad one, lands
+    /// in [`ResolvedConfig::file_warnings`]. Errors: [`ConfigError::Io`] for an explicit file
+    /// that is missing or cannot be read.
     pub fn resolve(&self, req: &ResolveRequest) -> Result<ResolvedConfig, ConfigError> {
         let mut resolved = ResolvedConfig::default();
         let mut queue = req.search_paths(&self.env);
         let mut i = 0;
         while let Some((path, role)) = queue.get(i).cloned() {
             i += 1;
-            let Some(loaded) = self.load(&path, role == Role::Explicit)? else {
-                continue;
+            let loaded = match self.load(&path, role == Role::Explicit) {
+                Ok(Some(loaded)) => loaded,
+                Ok(None) => continue,
+                // A file found on the way (a project file above, an import) that cannot be
+                // read fails only itself, like one that does not parse: it may not be the
+                // caller's to fix.
+                Err(error) if role != Role::Explicit => {
+                    resolved.file_errors.push(EntryError(Arc::new(error)));
+                    continue;
+                }
+                Err(error) => return Err(error),
             };
             resolved.file_errors.extend(loaded.syntax);
             if let Some(parsed) = loaded.parsed {
                 if let Some(cwd) = &req.cwd {
-                    let nearest = parsed
-                        .projects
-                        .iter()
-                        .filter(|(dir, _)| cwd.starts_with(dir))
-                        .max_by_key(|(d, _)| d.as_os_str().len());
-                    if let Some((_, project)) = nearest {
+                    let projects = parsed.projects.iter().map(|(dir, layer)| (dir.clone(), layer));
+                    if let Some((_, project)) = parse::nearest_project(cwd, projects) {
                         merge(&mut resolved, &path, project);
                     }
                 }
@@ -281,6 +287,13 @@ impl ConfigCache {
             }
             Err(e) => return Err(io_err(e)),
         };
+        if !meta.is_file() {
+            // A directory, a FIFO or a device: opening a FIFO would block the daemon until
+            // a writer came.
+            let what = if meta.is_dir() { "a directory" } else { "not a regular file" };
+            let error = io::Error::new(io::ErrorKind::InvalidInput, format!("it is {what}"));
+            return Err(io_err(error));
+        }
         let stamp = FileStamp::of(&meta);
         if let Some(cached) = self.lock().files.get(path) {
             if cached.stamp == stamp {
@@ -323,7 +336,11 @@ fn merge(resolved: &mut ResolvedConfig, path: &Path, layer: &Layer) {
     let taken = |r: &ResolvedConfig, name: &str| r.servers.contains_key(name) || r.errors.contains_key(name);
     for (name, entry) in &layer.servers {
         match resolved.servers.get(name) {
-            Some(near) if (&near.transport, &near.options) != (&entry.transport, &entry.options) => {
+            // Within one file (Claude Code's local servers over its user ones) hiding is
+            // that client's own rule, not a mistake.
+            Some(near)
+                if near.source != path && (&near.transport, &near.options) != (&entry.transport, &entry.options) =>
+            {
                 let warning = format!(
                     "{}: server `{name}` hides a different definition in {} (rename one if both are wanted)",
                     near.source.display(),

@@ -254,8 +254,9 @@ fn syntax_error_reports_file_and_line() {
     // Wrong shapes are reported with positions too.
     let err = parse_text("[1, 2]").unwrap_err();
     assert!(matches!(err, ConfigError::Syntax { line: 1, .. }), "{err:?}");
+    // An entry of the wrong shape fails alone.
     let err = parse_text(r#"{"mcpServers": {"a": "npx"}}"#).unwrap_err();
-    assert!(matches!(err, ConfigError::Syntax { .. }), "{err:?}");
+    assert!(matches!(err, ConfigError::InvalidValue { .. }), "{err:?}");
 
     // A file without any server key is simply empty.
     assert!(parse_text(r#"{"editor.fontSize": 12}"#).unwrap().servers.is_empty());
