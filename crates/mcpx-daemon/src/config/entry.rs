@@ -95,6 +95,9 @@ pub struct ServerEntry {
     pub transport: TransportSpec,
     /// The `mcpx` block with defaults.
     pub options: ServerOptions,
+    /// VS Code's `inputs` of the file, id → description (empty for other files): told
+    /// with an unset `${input:ID}`, so the user knows what to set.
+    pub inputs: BTreeMap<String, String>,
 }
 
 impl ServerEntry {
@@ -111,7 +114,13 @@ impl ServerEntry {
         env: &HashMap<String, String>,
         secrets: &dyn Secrets,
     ) -> Result<ExpandedTransport, ConfigError> {
-        expand::expand_transport(&self.transport, env, secrets, &self.name, self.source.parent())
+        expand::expand_transport(&self.transport, env, secrets, &self.name, self.source.parent()).map_err(|e| match e {
+            ConfigError::UnsetSecret { name, server, input: true, description: None } => {
+                let description = self.inputs.get(&name).cloned();
+                ConfigError::UnsetSecret { name, server, input: true, description }
+            }
+            e => e,
+        })
     }
 
     /// The key of this entry's schema cache file, its crash count and its `status`

@@ -90,8 +90,9 @@ pub enum ConfigError {
     },
     /// A `${secret:NAME}` or VS Code `${input:ID}` that the secret store does not hold.
     #[error(
-        "server `{server}`: {} `{name}` is not set: run `mcpx secret set {name}`",
-        if *input { "VS Code input" } else { "secret" }
+        "server `{server}`: {} `{name}`{} is not set: run `mcpx secret set {name}`",
+        if *input { "VS Code input" } else { "secret" },
+        description.as_ref().map(|d| format!(" ({d})")).unwrap_or_default()
     )]
     UnsetSecret {
         /// The secret's name (the input's id).
@@ -100,6 +101,8 @@ pub enum ConfigError {
         server: String,
         /// Written as `${input:ID}`.
         input: bool,
+        /// The input's `description` in VS Code's `inputs`, when the file has one.
+        description: Option<String>,
     },
     /// The secret store could not be read while expanding a server's secrets.
     #[error("server `{server}`: {message}")]

@@ -172,7 +172,8 @@ pub(super) fn expand(
             Segment::Secret { name, input } => match secrets.secret(name) {
                 Ok(Some(value)) => out.push_str(value.expose()),
                 Ok(None) => {
-                    return Err(ConfigError::UnsetSecret { name: name.to_owned(), server: server.to_owned(), input });
+                    let (name, server) = (name.to_owned(), server.to_owned());
+                    return Err(ConfigError::UnsetSecret { name, server, input, description: None });
                 }
                 Err(message) => return Err(ConfigError::SecretStore { server: server.to_owned(), message }),
             },

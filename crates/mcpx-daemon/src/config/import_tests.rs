@@ -80,7 +80,7 @@ fn project_files_in_one_directory_rank_mcpx_then_mcp_then_cursor_then_vscode() {
         .unwrap()
         .expand(&std::collections::HashMap::new(), &std::collections::BTreeMap::new())
         .unwrap_err();
-    assert!(e.to_string().contains("run `mcpx secret set key`"), "{e}");
+    assert!(e.to_string().contains("VS Code input `key` (API key) is not set: run `mcpx secret set key`"), "{e}");
     let files: Vec<_> = cfg.files.iter().map(|f| f.strip_prefix(tmp.path()).unwrap().to_owned()).collect();
     let want: Vec<std::path::PathBuf> =
         ["p/sub/.vscode/mcp.json", "p/.mcpx.json", "p/.mcp.json", "p/.cursor/mcp.json", "p/.vscode/mcp.json"]

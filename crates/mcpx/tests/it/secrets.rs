@@ -98,7 +98,8 @@ fn secret_set_from_stdin_reaches_the_server_and_shows_nowhere() {
 }
 
 /// VS Code's `${input:ID}` in a project's `.vscode/mcp.json` reads the same store
-/// under `ID`: unset, the call fails with exit 2 saying to run `mcpx secret set ID`;
+/// under `ID`: unset, the call fails with exit 2 saying to run `mcpx secret set ID`
+/// and giving the input's description;
 /// once set, the server sees the value.
 #[test]
 fn a_vscode_input_reads_the_secret_store() {
@@ -118,7 +119,7 @@ fn a_vscode_input_reads_the_secret_store() {
 
     let unset = env_of(&w, &project, "v", "API_KEY");
     assert_eq!(unset.code, 2, "{unset:?}");
-    assert!(unset.stderr.contains("input `api-key` is not set: run `mcpx secret set api-key`"), "{unset:?}");
+    assert!(unset.stderr.contains("input `api-key` (API key) is not set: run `mcpx secret set api-key`"), "{unset:?}");
     set(&w, &project, "api-key", VALUE).ok();
     assert_eq!(env_of(&w, &project, "v", "API_KEY").ok(), format!("{VALUE}\n"));
 }
