@@ -87,13 +87,17 @@ pub fn run(state: &Path, action: Action, json: bool) -> Result<i32, ApiError> {
 }
 
 /// The value: typed hidden on a terminal, else the first line of stdin, its line end
-/// stripped.
+/// stripped. On a terminal it is read from stdin's own terminal (`/dev/stdin`, not
+/// the controlling terminal `rpassword` defaults to: the one found to be a terminal
+/// is the one read), with echo off while it is typed; the prompt goes to stderr.
 ///
 /// Errors: reading failed, or the value is empty (`usage`).
 fn read_value(name: &str) -> Result<SecretValue, ApiError> {
     let read_error = |e: std::io::Error| ApiError::new(ErrorKind::Usage, format!("cannot read the value: {e}"));
     let mut line = if std::io::stdin().is_terminal() {
-        rpassword::prompt_password(format!("value of {name}: ")).map_err(read_error)?
+        let config =
+            rpassword::ConfigBuilder::new().input_file_path("/dev/stdin").output_writer(std::io::stderr()).build();
+        rpassword::prompt_password_with_config(format!("value of {name}: "), config).map_err(read_error)?
     } else {
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line).map_err(read_error)?;

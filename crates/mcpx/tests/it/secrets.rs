@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::harness::{Run, World, fake_server};
+use crate::harness::{Run, World, fake_server, wait_until};
 
 /// A value no test output would hold by chance.
 const VALUE: &str = "s3cr3t-7f1c9e";
@@ -122,6 +122,40 @@ fn a_vscode_input_reads_the_secret_store() {
     assert!(unset.stderr.contains("input `api-key` (API key) is not set: run `mcpx secret set api-key`"), "{unset:?}");
     set(&w, &project, "api-key", VALUE).ok();
     assert_eq!(env_of(&w, &project, "v", "API_KEY").ok(), format!("{VALUE}\n"));
+}
+
+/// On a terminal, `secret set` turns echo off before the value is typed, so the value
+/// never reaches the screen, and keeps what was typed.
+#[test]
+fn secret_set_on_a_terminal_reads_the_value_with_echo_off() {
+    use nix::sys::termios::{LocalFlags, tcgetattr};
+    use std::io::Read;
+    let w = World::new(json!({ "s": { "command": fake_server(), "env": { "K": "${secret:TYPED}" } } }));
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let mut cmd = w.command();
+    cmd.args(["secret", "set", "TYPED"])
+        .stdin(std::process::Stdio::from(pty.slave.try_clone().unwrap()))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    drop(cmd);
+    let echo_off = || !tcgetattr(&pty.slave).unwrap().local_flags.contains(LocalFlags::ECHO);
+    wait_until("secret set turns the terminal's echo off", std::time::Duration::from_secs(30), echo_off);
+    let mut master = std::fs::File::from(pty.master);
+    master.write_all(format!("{VALUE}\n").as_bytes()).unwrap();
+    let run = Run::wait(child, "mcpx secret set on a terminal");
+    assert!(run.stderr.contains("value of TYPED: "), "{run:?}");
+    assert_hidden("secret set's output", &format!("{run:?}"));
+    run.ok();
+    // Only the test holds the terminal now: what reached the screen can be read to its end.
+    drop(pty.slave);
+    let mut screen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n @ 1..) = master.read(&mut buf) {
+        screen.extend_from_slice(&buf[..n]);
+    }
+    assert_hidden("the terminal", &String::from_utf8_lossy(&screen));
+    assert_eq!(env_of(&w, w.dir.path(), "s", "K").ok(), format!("{VALUE}\n"));
 }
 
 /// A bad name and an empty value are refused with exit 2, saying what is allowed.
