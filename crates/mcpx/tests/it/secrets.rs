@@ -22,7 +22,8 @@ fn set(w: &World, dir: &Path, name: &str, value: &str) -> Run {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let mut child = cmd.spawn().unwrap();
-    child.stdin.take().unwrap().write_all(format!("{value}\n").as_bytes()).unwrap();
+    // A refused name exits before reading: the pipe may be closed by then.
+    let _ = child.stdin.take().unwrap().write_all(format!("{value}\n").as_bytes());
     Run::wait(child, "mcpx secret set")
 }
 
@@ -44,7 +45,8 @@ fn assert_hidden(what: &str, text: &str) {
 /// to run `mcpx secret set`; set from stdin, the server sees the value; `secret ls`
 /// names it and where it is kept; `rm` makes the next call fail again. The secrets
 /// file is 0600, and the value is in no output, no error, no `status --json`, no
-/// `ls --json` and no file of the state directory but the secrets file.
+/// `ls --json`, no file of the state directory but the secrets file, and not on the
+/// daemon's or the supervisor's command line.
 #[test]
 fn secret_set_from_stdin_reaches_the_server_and_shows_nowhere() {
     let w = World::new(json!({ "s": { "command": fake_server(), "env": { "K": "${secret:API_TOKEN}" } } }));
@@ -61,6 +63,14 @@ fn secret_set_from_stdin_reaches_the_server_and_shows_nowhere() {
     assert_eq!(env_of(&w, dir, "s", "K").ok(), format!("{VALUE}\n"));
     let file = w.path("state/secrets.json");
     assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o600);
+    // No mcpx process has it on its command line: the daemon, and the server's supervisor.
+    let instance = w.instance("s").expect("s runs");
+    let supervisor = instance["supervisor_pid"].as_i64().expect("s is supervised");
+    for pid in [i64::from(w.daemon_pid().unwrap()), supervisor] {
+        if let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+            assert_hidden(&format!("/proc/{pid}/cmdline"), &String::from_utf8_lossy(&cmdline));
+        }
+    }
 
     let ls = w.run(&["secret", "ls", "--json"]);
     outputs.push(format!("{ls:?}"));
