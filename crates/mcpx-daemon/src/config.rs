@@ -59,7 +59,7 @@ pub use clients::{Client, ConfigEnv};
 pub use command::{CommandNotFound, DEFAULT_PATH, ExeIdentity, SearchedIn, exe_identity, resolve_command};
 pub use entry::{EntryError, FileWarning, ResolvedConfig, ServerEntry, ServerOptions};
 pub use error::ConfigError;
-pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport};
+pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport, Secrets, StoreIn};
 pub use parse::{NamedEntry, read_client_file};
 pub use resolve::{ConfigCache, FileContents, MCPX_PROJECT_FILE, PROJECT_FILE, PROJECT_FILES, ResolveRequest, Role};
 pub use spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};

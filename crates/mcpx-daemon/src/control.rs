@@ -52,12 +52,12 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
         let key = entry.cache_key();
         let cached = d.schema.get(&key);
         let n_live = live.iter().filter(|i| i.identity.cache_key == key).count();
-        let unexpandable = entry.expand(d.env()).err().map(|e| e.to_string());
+        let unexpandable = entry.expand(d.env(), &d.targets.secrets()).err().map(|e| e.to_string());
         let error = unexpandable.clone().or_else(|| cached.as_ref().and_then(|c| c.error.clone()));
         let state = if !policy::server_offered(entry) {
             "disabled"
         } else if unexpandable.is_some() {
-            // An unset `${VAR}`: no start can succeed until the daemon's environment has it.
+            // An unset `${VAR}` or secret: no start can succeed until it is set.
             "error"
         } else if d.pool.in_crash_loop(&key) {
             "crash-loop"

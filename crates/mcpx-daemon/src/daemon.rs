@@ -96,7 +96,7 @@ impl Daemon {
             pool: Pool::new(launchers, schema.clone(), events_tx),
             schema,
             config,
-            targets: Targets::new(env),
+            targets: Targets::new(env, dirs.state.clone()),
             dirs,
             started: Instant::now(),
             started_at: std::time::SystemTime::now()

@@ -103,7 +103,14 @@ mod tests {
     fn entry(options: ServerOptions) -> ServerEntry {
         let transport =
             TransportSpec::Stdio { command: "fake".into(), args: Vec::new(), env: Default::default(), cwd: None };
-        ServerEntry { name: "fake".into(), source: "/c.json".into(), client: None, transport, options }
+        ServerEntry {
+            name: "fake".into(),
+            source: "/c.json".into(),
+            client: None,
+            transport,
+            options,
+            inputs: Default::default(),
+        }
     }
 
     const LISTING: &str =

@@ -1,5 +1,5 @@
 //! From a configured server to what the pool needs to serve one caller, in one pass:
-//! the entry's `${VAR}`s expanded, its command found on the child's `PATH`, its
+//! the entry's `${VAR}`s and `${secret:NAME}`s expanded, its command found on the child's `PATH`, its
 //! fingerprint computed and its launch description built (a [`Target`]), and the
 //! caller's pool key from the server's `scope` ([`crate::scope`]).
 //!
@@ -13,12 +13,13 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::api::{ApiError, Caller, ErrorKind};
-use crate::config::{CommandNotFound, ExeIdentity, ExpandedTransport, ServerEntry, TransportSpec};
+use crate::config::{CommandNotFound, ExeIdentity, ExpandedTransport, ServerEntry, StoreIn, TransportSpec};
 use crate::config::{exe_identity, resolve_command};
 use crate::pool::Target;
 use crate::scope::{self, PoolKey};
 use crate::sync::lock;
 use crate::transport::{Launch, RemoteEndpoint, StdioSpec};
+use mcpx_platform::fs::Dir;
 use mcpx_proto::attach::Identity;
 
 /// How long a command lookup is reused: a program installed or replaced on `PATH` is
@@ -32,6 +33,9 @@ pub struct Targets {
     /// The environment captured at start: the only source of `${VAR}` values, and the
     /// base of every child's environment.
     env: HashMap<String, String>,
+    /// The state directory, where the secret store is read afresh at each expansion
+    /// (the CLI writes it while the daemon runs).
+    state: Dir,
     /// What is remembered between requests. One lock, held only for a lookup or an
     /// insert, never across an await.
     memo: Mutex<Memo>,
@@ -50,9 +54,15 @@ struct Memo {
 }
 
 impl Targets {
-    /// Targets resolved against the daemon's captured environment `env`.
-    pub fn new(env: HashMap<String, String>) -> Targets {
-        Targets { env, memo: Mutex::new(Memo::default()) }
+    /// Targets resolved against the daemon's captured environment `env` and the
+    /// secret store recorded in the state directory `state`.
+    pub fn new(env: HashMap<String, String>, state: Dir) -> Targets {
+        Targets { env, state, memo: Mutex::new(Memo::default()) }
+    }
+
+    /// The secret store `${secret:NAME}` and `${input:ID}` read from.
+    pub fn secrets(&self) -> StoreIn<'_> {
+        StoreIn(&self.state)
     }
 
     /// The daemon's captured environment.
@@ -70,18 +80,19 @@ impl Targets {
         Ok((target, self.pool_key(entry, caller)))
     }
 
-    /// Resolves how to start `entry`: `${VAR}`s expanded, the command found on the
+    /// Resolves how to start `entry`: `${VAR}`s and secrets expanded, the command found on the
     /// child's `PATH` (the daemon's, unless the entry's `env` sets one), the
     /// environment assembled, and the fingerprint computed (with the executable's
     /// identity; a remote server's is its cache key).
     ///
-    /// Errors: an unset variable, or a remote server's malformed URL or header, is a
+    /// Errors: an unset variable or secret, an unreadable secret store, or a remote server's malformed URL or header, is a
     /// configuration error (`config`, exit 2); a command that is not found is kept in
     /// the target, so the start fails as a server error (exit 4) and the server shows
     /// `error`.
     pub fn target(&self, entry: &ServerEntry) -> Result<Target, ApiError> {
         let cache_key = entry.cache_key();
-        let expanded = entry.expand(&self.env).map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
+        let expanded =
+            entry.expand(&self.env, &self.secrets()).map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
         let options = &entry.options;
         let identity = |fingerprint: String| Identity {
             server: entry.name.clone(),

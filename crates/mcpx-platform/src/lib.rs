@@ -35,6 +35,7 @@ pub mod fs;
 pub mod limits;
 mod pid;
 pub mod process;
+pub mod secrets;
 #[allow(unsafe_code)]
 mod signal;
 pub mod systemd;

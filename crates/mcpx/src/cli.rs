@@ -127,9 +127,30 @@ enum Command {
         #[command(subcommand)]
         action: ServiceAction,
     },
+    /// Keep secrets for `${secret:NAME}` (and VS Code's `${input:ID}`) in config files.
+    Secret {
+        #[command(subcommand)]
+        action: SecretAction,
+    },
     /// Supervise one server instance (started by the daemon; reads its launch request on stdin).
     #[command(hide = true)]
     Supervise,
+}
+
+#[derive(Debug, Subcommand)]
+enum SecretAction {
+    /// Set a secret: typed hidden on a terminal, else the first line of stdin.
+    Set {
+        /// The name: letters, digits, `_`, `-` and `.`.
+        name: String,
+    },
+    /// List the secrets' names (never their values) and where they are kept.
+    Ls,
+    /// Remove a secret.
+    Rm {
+        /// The name.
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -261,6 +282,16 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             Ok(0)
         }
         Command::Stop { all } => stop(&opened, all, json).await,
+        Command::Secret { action } => {
+            // The running daemon's state directory, where it reads the store.
+            let state = daemons_dirs(&dirs, &env).await.state;
+            let action = match action {
+                SecretAction::Set { name } => crate::secret::Action::Set(name),
+                SecretAction::Ls => crate::secret::Action::Ls,
+                SecretAction::Rm { name } => crate::secret::Action::Rm(name),
+            };
+            crate::secret::run(&state, action, json)
+        }
         Command::Serve { server, discover } => {
             let exe = std::env::current_exe()
                 .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
@@ -333,6 +364,7 @@ async fn dispatch(
         | Command::Daemon
         | Command::Supervise
         | Command::Service { .. }
+        | Command::Secret { .. }
         | Command::Import { .. } => {
             unreachable!("handled before connecting")
         }

@@ -8,6 +8,7 @@ mod import;
 mod logs;
 mod output;
 mod sanitize;
+mod secret;
 mod serve;
 mod service;
 

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use super::clients::Client;
 use super::command::ExeIdentity;
 use super::error::ConfigError;
-use super::expand::{self, ExpandedTransport};
+use super::expand::{self, ExpandedTransport, Secrets};
 use super::spec::{Scope, Sharing, TransportSpec};
 
 /// The `mcpx` block of a server entry, defaults filled in. Timeouts are `None` when written as
@@ -95,17 +95,32 @@ pub struct ServerEntry {
     pub transport: TransportSpec,
     /// The `mcpx` block with defaults.
     pub options: ServerOptions,
+    /// VS Code's `inputs` of the file, id → description (empty for other files): told
+    /// with an unset `${input:ID}`, so the user knows what to set.
+    pub inputs: BTreeMap<String, String>,
 }
 
 impl ServerEntry {
-    /// Expands `${VAR}` references from `env` (the daemon's captured environment) in the
-    /// command, args, env values, cwd, url and header values. A relative `cwd` is resolved
-    /// against the directory of [`source`](Self::source).
+    /// Expands `${VAR}` references from `env` (the daemon's captured environment), and
+    /// `${secret:NAME}` / `${input:ID}` from `secrets` (the secret store), in the
+    /// command, args, env values, cwd, url and header values. A relative `cwd` is
+    /// resolved against the directory of [`source`](Self::source).
     ///
-    /// Errors: [`ConfigError::UnsetVariable`] naming the first unset variable and this server.
-    /// The result holds secrets; its `Debug` output shows templates only.
-    pub fn expand(&self, env: &HashMap<String, String>) -> Result<ExpandedTransport, ConfigError> {
-        expand::expand_transport(&self.transport, env, &self.name, self.source.parent())
+    /// Errors: [`ConfigError::UnsetVariable`] or [`ConfigError::UnsetSecret`] naming the
+    /// first unset one and this server; [`ConfigError::SecretStore`] when the store
+    /// cannot be read. The result holds secrets; its `Debug` output shows templates only.
+    pub fn expand(
+        &self,
+        env: &HashMap<String, String>,
+        secrets: &dyn Secrets,
+    ) -> Result<ExpandedTransport, ConfigError> {
+        expand::expand_transport(&self.transport, env, secrets, &self.name, self.source.parent()).map_err(|e| match e {
+            ConfigError::UnsetSecret { name, server, input: true, description: None } => {
+                let description = self.inputs.get(&name).cloned();
+                ConfigError::UnsetSecret { name, server, input: true, description }
+            }
+            e => e,
+        })
     }
 
     /// The key of this entry's schema cache file, its crash count and its `status`

@@ -88,10 +88,36 @@ pub enum ConfigError {
         /// The server name.
         server: String,
     },
+    /// A `${secret:NAME}` or VS Code `${input:ID}` that the secret store does not hold.
+    #[error(
+        "server `{server}`: {} `{name}`{} is not set: run `mcpx secret set {name}`",
+        if *input { "VS Code input" } else { "secret" },
+        description.as_ref().map(|d| format!(" ({d})")).unwrap_or_default()
+    )]
+    UnsetSecret {
+        /// The secret's name (the input's id).
+        name: String,
+        /// The server name.
+        server: String,
+        /// Written as `${input:ID}`.
+        input: bool,
+        /// The input's `description` in VS Code's `inputs`, when the file has one.
+        description: Option<String>,
+    },
+    /// The secret store could not be read while expanding a server's secrets.
+    #[error("server `{server}`: {message}")]
+    SecretStore {
+        /// The server name.
+        server: String,
+        /// The store's error: its file and what to do, never a value.
+        message: String,
+    },
 }
 
 impl ConfigError {
-    /// The config file the error is about; `None` for [`ConfigError::UnsetVariable`].
+    /// The config file the error is about; `None` for the errors of expansion
+    /// ([`ConfigError::UnsetVariable`], [`ConfigError::UnsetSecret`],
+    /// [`ConfigError::SecretStore`]).
     pub fn file(&self) -> Option<&Path> {
         match self {
             ConfigError::Io { file, .. }
@@ -100,7 +126,9 @@ impl ConfigError {
             | ConfigError::InvalidValue { file, .. }
             | ConfigError::MissingCommandOrUrl { file, .. }
             | ConfigError::BothCommandAndUrl { file, .. } => Some(file),
-            ConfigError::UnsetVariable { .. } => None,
+            ConfigError::UnsetVariable { .. } | ConfigError::UnsetSecret { .. } | ConfigError::SecretStore { .. } => {
+                None
+            }
         }
     }
 
@@ -111,7 +139,9 @@ impl ConfigError {
             | ConfigError::InvalidValue { server, .. }
             | ConfigError::MissingCommandOrUrl { server, .. }
             | ConfigError::BothCommandAndUrl { server, .. }
-            | ConfigError::UnsetVariable { server, .. } => Some(server),
+            | ConfigError::UnsetVariable { server, .. }
+            | ConfigError::UnsetSecret { server, .. }
+            | ConfigError::SecretStore { server, .. } => Some(server),
             ConfigError::Io { .. } | ConfigError::Syntax { .. } => None,
         }
     }

@@ -6,6 +6,11 @@
 //! - `${NAME:-default}` is replaced by `NAME` if it is set (even if empty), else by the literal
 //!   `default` (which cannot contain `}`), as in Claude Code.
 //! - `${env:NAME}` (VS Code spelling) is the same as `${NAME}`.
+//! - `${secret:NAME}` is replaced by the secret `NAME` of mcpx's secret store
+//!   (`mcpx secret set NAME`), read at expansion, so a secret set while the daemon
+//!   runs is seen at the next start; unset is an error. VS Code's `${input:ID}` reads
+//!   the same store under `ID`. Names are letters, digits, `_`, `-` and `.`; a
+//!   secret has no default.
 //! - `$${` is a literal `${`, so `$${VAR}` stays `${VAR}`. Any other `$` is literal (`$HOME`
 //!   without braces is not expanded).
 
@@ -13,14 +18,54 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::PathBuf;
 
+use mcpx_platform::fs::Dir;
+use mcpx_platform::secrets::{SecretStore, SecretValue};
+
 use super::error::ConfigError;
 use super::spec::{RemoteKind, TransportSpec};
+
+/// Where `${secret:NAME}` and `${input:ID}` values come from when an entry is
+/// expanded.
+pub trait Secrets {
+    /// The value of secret `name`, `None` when it is not set.
+    ///
+    /// Errors: the store cannot be read; the message names its file and what to do,
+    /// never a value.
+    fn secret(&self, name: &str) -> Result<Option<SecretValue>, String>;
+}
+
+/// The secret store recorded in a state directory, opened afresh at each lookup (one
+/// or two small file reads), so a secret `mcpx secret set` writes while the daemon
+/// runs is seen at the next start, and an entry without secrets reads nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreIn<'a>(pub &'a Dir);
+
+impl Secrets for StoreIn<'_> {
+    fn secret(&self, name: &str) -> Result<Option<SecretValue>, String> {
+        SecretStore::open(self.0).and_then(|store| store.get(name)).map_err(|e| e.to_string())
+    }
+}
+
+/// A fixed set of secrets (name → value), for tests and programmatic callers.
+impl Secrets for BTreeMap<String, String> {
+    fn secret(&self, name: &str) -> Result<Option<SecretValue>, String> {
+        Ok(self.get(name).cloned().map(SecretValue::new))
+    }
+}
 
 /// One piece of a parsed template.
 #[derive(Debug, PartialEq, Eq)]
 enum Segment<'a> {
     Literal(&'a str),
-    Var { name: &'a str, default: Option<&'a str> },
+    Var {
+        name: &'a str,
+        default: Option<&'a str>,
+    },
+    /// `${secret:NAME}`, or VS Code's `${input:ID}` (`input`).
+    Secret {
+        name: &'a str,
+        input: bool,
+    },
 }
 
 /// Parses a template; the error is a message for [`ConfigError::InvalidValue`] that quotes only
@@ -60,10 +105,14 @@ fn parse_reference(body: &str) -> Result<Segment<'_>, String> {
     };
     let name = match name.split_once(':') {
         Some(("env", var)) => var,
-        Some(("input", _)) => {
-            return Err(format!(
-                "`${{{body}}}` is a VS Code input variable, which mcpx cannot read yet (it comes with mcpx's secret store): put the value in the daemon's environment and write `${{env:NAME}}`"
-            ));
+        Some((kind @ ("secret" | "input"), secret)) => {
+            if default.is_some() {
+                return Err(format!(
+                    "`${{{body}}}`: a secret has no default (write `${{{kind}:{secret}}}` and set it with `mcpx secret set {secret}`)"
+                ));
+            }
+            mcpx_platform::secrets::check_name(secret).map_err(|e| format!("`${{{body}}}`: {e}"))?;
+            return Ok(Segment::Secret { name: secret, input: kind == "input" });
         }
         Some(_) => {
             return Err(format!(
@@ -96,8 +145,14 @@ pub(super) fn check(template: &str) -> Result<(), String> {
     parse(template).map(|_| ())
 }
 
-/// Expands a template checked by [`check`]. Errors name only the variable and the server.
-pub(super) fn expand(template: &str, env: &HashMap<String, String>, server: &str) -> Result<String, ConfigError> {
+/// Expands a template checked by [`check`]. Errors name only the variable (or secret)
+/// and the server, never a value.
+pub(super) fn expand(
+    template: &str,
+    env: &HashMap<String, String>,
+    secrets: &dyn Secrets,
+    server: &str,
+) -> Result<String, ConfigError> {
     let segments = parse(template).map_err(|_| ConfigError::UnsetVariable {
         // Unreachable for entries built by the parser, which checks every template.
         variable: template.to_owned(),
@@ -113,6 +168,14 @@ pub(super) fn expand(template: &str, env: &HashMap<String, String>, server: &str
                 (None, None) => {
                     return Err(ConfigError::UnsetVariable { variable: name.to_owned(), server: server.to_owned() });
                 }
+            },
+            Segment::Secret { name, input } => match secrets.secret(name) {
+                Ok(Some(value)) => out.push_str(value.expose()),
+                Ok(None) => {
+                    let (name, server) = (name.to_owned(), server.to_owned());
+                    return Err(ConfigError::UnsetSecret { name, server, input, description: None });
+                }
+                Err(message) => return Err(ConfigError::SecretStore { server: server.to_owned(), message }),
             },
         }
     }
@@ -215,20 +278,21 @@ impl fmt::Debug for ExpandedRemote {
 pub(super) fn expand_transport(
     spec: &TransportSpec,
     env: &HashMap<String, String>,
+    secrets: &dyn Secrets,
     server: &str,
     base_dir: Option<&std::path::Path>,
 ) -> Result<ExpandedTransport, ConfigError> {
     match spec {
         TransportSpec::Stdio { command, args, env: vars, cwd } => {
-            let command = expand(command, env, server)?;
-            let args = args.iter().map(|a| expand(a, env, server)).collect::<Result<Vec<_>, _>>()?;
+            let command = expand(command, env, secrets, server)?;
+            let args = args.iter().map(|a| expand(a, env, secrets, server)).collect::<Result<Vec<_>, _>>()?;
             let vars = vars
                 .iter()
-                .map(|(k, v)| Ok((k.clone(), expand(v, env, server)?)))
+                .map(|(k, v)| Ok((k.clone(), expand(v, env, secrets, server)?)))
                 .collect::<Result<BTreeMap<_, _>, ConfigError>>()?;
             let cwd = match cwd {
                 Some(c) => {
-                    let path = PathBuf::from(expand(c, env, server)?);
+                    let path = PathBuf::from(expand(c, env, secrets, server)?);
                     Some(match base_dir {
                         Some(base) if path.is_relative() => base.join(path),
                         _ => path,
@@ -239,10 +303,10 @@ pub(super) fn expand_transport(
             Ok(ExpandedTransport::Stdio(ExpandedStdio { command, args, env: vars, cwd, template: spec.clone() }))
         }
         TransportSpec::Remote { url, headers, kind } => {
-            let url = expand(url, env, server)?;
+            let url = expand(url, env, secrets, server)?;
             let headers = headers
                 .iter()
-                .map(|(k, v)| Ok((k.clone(), expand(v, env, server)?)))
+                .map(|(k, v)| Ok((k.clone(), expand(v, env, secrets, server)?)))
                 .collect::<Result<BTreeMap<_, _>, ConfigError>>()?;
             Ok(ExpandedTransport::Remote(ExpandedRemote { url, headers, kind: *kind, template: spec.clone() }))
         }
@@ -260,15 +324,30 @@ mod tests {
     #[test]
     fn expansion_rules() {
         let e = env();
-        assert_eq!(expand("x${A}y", &e, "s").unwrap(), "x1y");
-        assert_eq!(expand("${env:A}", &e, "s").unwrap(), "1");
-        assert_eq!(expand("${B:-dflt}", &e, "s").unwrap(), "dflt");
-        assert_eq!(expand("${EMPTY:-dflt}", &e, "s").unwrap(), "");
-        assert_eq!(expand("$${A}", &e, "s").unwrap(), "${A}");
+        assert_eq!(expand("x${A}y", &e, &BTreeMap::new(), "s").unwrap(), "x1y");
+        assert_eq!(expand("${env:A}", &e, &BTreeMap::new(), "s").unwrap(), "1");
+        assert_eq!(expand("${B:-dflt}", &e, &BTreeMap::new(), "s").unwrap(), "dflt");
+        assert_eq!(expand("${EMPTY:-dflt}", &e, &BTreeMap::new(), "s").unwrap(), "");
+        assert_eq!(expand("$${A}", &e, &BTreeMap::new(), "s").unwrap(), "${A}");
         // Leftmost match: `$` then `$${` → `$${A}`.
-        assert_eq!(expand("$$${A}", &e, "s").unwrap(), "$${A}");
-        assert_eq!(expand("$HOME $ $1 $", &e, "s").unwrap(), "$HOME $ $1 $");
-        assert_eq!(expand("", &e, "s").unwrap(), "");
+        assert_eq!(expand("$$${A}", &e, &BTreeMap::new(), "s").unwrap(), "$${A}");
+        assert_eq!(expand("$HOME $ $1 $", &e, &BTreeMap::new(), "s").unwrap(), "$HOME $ $1 $");
+        assert_eq!(expand("", &e, &BTreeMap::new(), "s").unwrap(), "");
+    }
+
+    #[test]
+    fn secrets_and_inputs_read_the_store() {
+        let store: BTreeMap<String, String> = [("K".to_owned(), "v".to_owned())].into_iter().collect();
+        assert_eq!(expand("a${secret:K}b${input:K}", &env(), &store, "s").unwrap(), "avbv");
+        let unset = expand("${secret:NOPE}", &env(), &store, "srv").unwrap_err().to_string();
+        assert_eq!(unset, "server `srv`: secret `NOPE` is not set: run `mcpx secret set NOPE`");
+        let input = expand("${input:api-key}", &env(), &store, "srv").unwrap_err().to_string();
+        assert!(
+            input.contains("VS Code input `api-key`") && input.contains("run `mcpx secret set api-key`"),
+            "{input}"
+        );
+        // An environment variable of the same name is not a secret.
+        assert!(expand("${secret:A}", &env(), &store, "s").is_err());
     }
 
     #[test]
@@ -276,7 +355,10 @@ mod tests {
         assert!(check("${A").unwrap_err().contains("unterminated"));
         assert!(check("${}").unwrap_err().contains("not a valid variable reference"));
         assert!(check("${1A}").is_err());
-        assert!(check("${input:key}").unwrap_err().contains("VS Code input variable"));
+        assert!(check("${input:api-key}").is_ok() && check("${secret:A.b_c-1}").is_ok());
+        assert!(check("${secret:a b}").unwrap_err().contains("not a valid secret name"));
+        assert!(check("${secret:}").unwrap_err().contains("not a valid secret name"));
+        assert!(check("${secret:K:-x}").unwrap_err().contains("a secret has no default"));
         assert!(check("${workspaceFolder}").unwrap_err().contains("belongs to no project"));
         assert!(check("$${not closed").is_ok());
     }

@@ -71,11 +71,16 @@ fn project_files_in_one_directory_rank_mcpx_then_mcp_then_cursor_then_vscode() {
             ("b".into(), "mcp".into(), None),
             ("c".into(), format!("{}/run", p.display()), Some("cursor")),
             ("d".into(), "https://example.invalid/mcp (http)".into(), Some("vscode")),
+            ("e".into(), "https://example.invalid/sse (sse)".into(), Some("vscode")),
         ]
     );
-    // `${input:...}` fails only its server, saying what to do.
-    let e = cfg.errors.get("e").expect("e fails alone").0.to_string();
-    assert!(e.contains("${input:key}") && e.contains("${env:NAME}"), "{e}");
+    // `${input:...}` reads the secret store at expansion: unset, it fails only its server.
+    let e = cfg
+        .get("e")
+        .unwrap()
+        .expand(&std::collections::HashMap::new(), &std::collections::BTreeMap::new())
+        .unwrap_err();
+    assert!(e.to_string().contains("VS Code input `key` (API key) is not set: run `mcpx secret set key`"), "{e}");
     let files: Vec<_> = cfg.files.iter().map(|f| f.strip_prefix(tmp.path()).unwrap().to_owned()).collect();
     let want: Vec<std::path::PathBuf> =
         ["p/sub/.vscode/mcp.json", "p/.mcpx.json", "p/.mcp.json", "p/.cursor/mcp.json", "p/.vscode/mcp.json"]
@@ -285,7 +290,7 @@ enabled = false
     assert_eq!(docs.options.call_timeout, Some(std::time::Duration::from_millis(45_500)));
     let vars: std::collections::HashMap<String, String> =
         [("REMOTE_TOKEN", "t0k")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    match docs.expand(&vars).unwrap() {
+    match docs.expand(&vars, &std::collections::BTreeMap::new()).unwrap() {
         ExpandedTransport::Stdio(s) => {
             assert_eq!(s.env.get("API_KEY").map(String::as_str), Some("literal ${not a var}"))
         }
@@ -293,7 +298,7 @@ enabled = false
     }
     let remote = cfg.get("remote").unwrap();
     assert!(remote.options.disabled);
-    match remote.expand(&vars).unwrap() {
+    match remote.expand(&vars, &std::collections::BTreeMap::new()).unwrap() {
         ExpandedTransport::Remote(r) => {
             assert_eq!(r.headers.get("Authorization").map(String::as_str), Some("Bearer t0k"));
             assert_eq!(r.headers.get("X-Team").map(String::as_str), Some("core"));

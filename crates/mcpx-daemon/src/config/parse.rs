@@ -27,6 +27,8 @@ struct TopLevel {
     imports: Option<Value>,
     #[serde(default)]
     projects: Option<Value>,
+    #[serde(default)]
+    inputs: Option<Value>,
 }
 
 /// The part of Codex's `config.toml` we read: `[mcp_servers.NAME]` tables.
@@ -106,6 +108,8 @@ struct RawFile {
     projects: Vec<(PathBuf, RawEntries)>,
     /// The top-level `imports` value, if any.
     imports: Option<Value>,
+    /// VS Code's `inputs`: each input's id and description.
+    inputs: BTreeMap<String, String>,
 }
 
 /// Reads the server entries of a file of `kind` as written. JSON(C): `servers` (VS Code) and
@@ -125,7 +129,8 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
             .unwrap_or_default()
             .into_iter()
             .map(|(name, value)| (name, serde_json::to_value(value).unwrap_or(Value::Null)));
-        return Ok(RawFile { main: vec![("mcp_servers", entries.collect())], projects: Vec::new(), imports: None });
+        let main = vec![("mcp_servers", entries.collect())];
+        return Ok(RawFile { main, projects: Vec::new(), imports: None, inputs: BTreeMap::new() });
     }
     let json = jsonc::to_json(text).map_err(|e| syntax(e.offset, e.message.to_owned()))?;
     let top: TopLevel = serde_json::from_str(&json).map_err(|e| ConfigError::Syntax {
@@ -139,11 +144,31 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
         Some(Client::ClaudeCode) => claude_code_projects(top.projects),
         _ => Vec::new(),
     };
+    let inputs = match kind.client {
+        Some(Client::Vscode) => input_descriptions(top.inputs.as_ref()),
+        _ => BTreeMap::new(),
+    };
     Ok(RawFile {
         main: vec![("servers", entries(top.servers)), ("mcpServers", entries(top.mcp_servers))],
         projects,
         imports: top.imports,
+        inputs,
     })
+}
+
+/// VS Code's `inputs` (`[{"id", "description", ...}]`): id → description, at most 200
+/// characters of each, for the message of an unset `${input:ID}`. Anything else there
+/// is ignored: VS Code's prompts are not mcpx's to show.
+fn input_descriptions(inputs: Option<&Value>) -> BTreeMap<String, String> {
+    let items = inputs.and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    items
+        .iter()
+        .filter_map(|input| {
+            let id = input.get("id")?.as_str()?;
+            let description = input.get("description")?.as_str()?;
+            Some((id.to_owned(), description.chars().take(200).collect()))
+        })
+        .collect()
 }
 
 /// Parses the text of the config file at `file`, a file of `kind`, into its servers.
@@ -155,6 +180,11 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
 pub(super) fn parse_file(file: &Path, kind: &FileKind, text: &str) -> Result<ParsedFile, ConfigError> {
     let raw = read_raw(file, kind, text)?;
     let mut parsed = ParsedFile { main: layer(file, kind, raw.main), ..ParsedFile::default() };
+    if !raw.inputs.is_empty() {
+        for entry in parsed.main.servers.values_mut() {
+            entry.inputs = raw.inputs.clone();
+        }
+    }
     parsed.projects =
         raw.projects.into_iter().map(|(dir, e)| (dir, layer(file, kind, vec![("mcpServers", e)]))).collect();
     if let Some(imports) = raw.imports {
@@ -425,7 +455,14 @@ fn parse_entry(
         }
     };
     let options = parse_options(&ctx, map.get("mcpx"))?;
-    Ok(ServerEntry { name: server.to_owned(), source: file.to_owned(), client, transport, options })
+    Ok(ServerEntry {
+        name: server.to_owned(),
+        source: file.to_owned(),
+        client,
+        transport,
+        options,
+        inputs: BTreeMap::new(),
+    })
 }
 
 /// `transport` ("http" | "sse") decides; else VS Code's / Claude Code's `type` when it names a

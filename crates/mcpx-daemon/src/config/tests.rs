@@ -5,6 +5,9 @@ use std::time::{Duration, SystemTime};
 
 use super::*;
 
+/// No secrets: these entries use none.
+const NO_SECRETS: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+
 fn write(path: &Path, text: &str) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::write(path, text).unwrap();
@@ -278,7 +281,7 @@ fn expansion_and_unset_variables() {
     .unwrap();
     let docs = cfg.get("docs").unwrap();
     let env = vars(&[("TOOLS", "/opt"), ("DOCS_TOKEN", "s3cret")]);
-    let ExpandedTransport::Stdio(stdio) = docs.expand(&env).unwrap() else { panic!() };
+    let ExpandedTransport::Stdio(stdio) = docs.expand(&env, &NO_SECRETS).unwrap() else { panic!() };
     assert_eq!(stdio.command, "/opt/docs");
     assert_eq!(stdio.args, ["--token=s3cret", "${LITERAL}"]);
     assert_eq!(stdio.env["T"], "s3cret");
@@ -288,12 +291,12 @@ fn expansion_and_unset_variables() {
     assert!(!debug.contains("s3cret"), "{debug}");
     assert!(debug.contains("${DOCS_TOKEN}"), "{debug}");
 
-    let remote = cfg.get("remote").unwrap().expand(&env).unwrap();
+    let remote = cfg.get("remote").unwrap().expand(&env, &NO_SECRETS).unwrap();
     let ExpandedTransport::Remote(r) = &remote else { panic!() };
     assert_eq!(r.headers["Authorization"], "Bearer s3cret");
     assert!(!format!("{remote:?}").contains("s3cret"));
 
-    let err = docs.expand(&vars(&[("TOOLS", "/opt")])).unwrap_err();
+    let err = docs.expand(&vars(&[("TOOLS", "/opt")]), &NO_SECRETS).unwrap_err();
     assert_eq!(
         err.to_string(),
         "server `docs`: environment variable `DOCS_TOKEN` is not set in the daemon's environment (set it and restart the daemon with `mcpx stop`)"
@@ -361,8 +364,8 @@ fn fingerprint_uses_templates() {
     assert!(fp.chars().all(|c| c.is_ascii_hexdigit()));
     // Stable across calls, and independent of the variable's value.
     assert_eq!(one.fingerprint(None), fp);
-    let _ = one.expand(&vars(&[("TOKEN", "a")])).unwrap();
-    let _ = one.expand(&vars(&[("TOKEN", "b")])).unwrap();
+    let _ = one.expand(&vars(&[("TOKEN", "a")]), &NO_SECRETS).unwrap();
+    let _ = one.expand(&vars(&[("TOKEN", "b")]), &NO_SECRETS).unwrap();
     assert_eq!(one.fingerprint(None), fp);
     // Same entry elsewhere, under another name, or with other non-process options: same.
     let mut moved = one.clone();

@@ -301,8 +301,8 @@ fn vscode_user_file_through_imports() {
 
 /// A project's `.vscode/mcp.json` (comments, `inputs`, `servers`) is found upward:
 /// `${workspaceFolder}`, `${userHome}` and `${env:NAME}` expand, `type: sse` is
-/// reached over SSE, and the server that uses `${input:ID}` alone fails, saying what
-/// to do.
+/// reached over SSE, and the server that uses `${input:ID}` alone fails while the
+/// secret store lacks `ID`, saying what to do.
 #[test]
 fn vscode_project_file_found_upward_and_an_input_variable_fails_only_its_server() {
     let c = Clients::new().with_sse();
@@ -321,12 +321,12 @@ fn vscode_project_file_found_upward_and_an_input_variable_fails_only_its_server(
     assert_eq!(row["state"], "error", "{row}");
     assert_source(&row, &file, Some("vscode"));
     let error = row["error"].as_str().unwrap_or_else(|| panic!("{row}"));
-    for part in ["vscode-input", "input:api-key", "${env:"] {
+    for part in ["vscode-input", "api-key", "run `mcpx secret set api-key`"] {
         assert!(error.contains(part), "`{part}` not in {error}");
     }
     let call = c.run_in(&below, &["call", "vscode-input.echo", r#"{"message":"no"}"#]);
     assert_eq!(call.code, 2, "{call:?}");
-    assert!(call.stderr.contains("input:api-key"), "{call:?}");
+    assert!(call.stderr.contains("mcpx secret set api-key"), "{call:?}");
 }
 
 /// Codex's `config.toml` (`[mcp_servers.NAME]`), imported: stdio with `env` and

@@ -22,6 +22,7 @@ mod policy;
 mod pools;
 mod real_servers;
 mod remote;
+mod secrets;
 mod security;
 mod serve;
 mod start;

@@ -76,12 +76,21 @@ fn a_command_that_is_a_number_fails_only_its_entry() {
     only_the_bad_entry_fails(json!({ "command": 42 }), "invalid `command`");
 }
 
+/// A VS Code input reads the secret store: unset, only its server shows `error`,
+/// saying what to run, and fails its calls with exit 2.
 #[test]
-fn a_vs_code_input_variable_fails_only_its_entry() {
-    only_the_bad_entry_fails(
-        json!({ "command": fake_server(), "env": { "KEY": "${input:api-key}" } }),
-        "VS Code input variable",
-    );
+fn an_unset_vs_code_input_fails_only_its_entry() {
+    let w = World::new(json!({
+        "a": { "command": fake_server(), "env": { "KEY": "${input:api-key}" } },
+        "b": { "command": fake_server() },
+    }));
+    let row = w.ls_row("a");
+    assert_eq!(row["state"], "error", "{row}");
+    assert!(row["error"].as_str().unwrap().contains("run `mcpx secret set api-key`"), "{row}");
+    let call = w.call("a.echo", "{}");
+    assert_eq!(call.code, 2, "{call:?}");
+    assert!(call.stderr.contains("run `mcpx secret set api-key`"), "{call:?}");
+    assert_eq!(w.call("b.echo", r#"{"message":"ok"}"#).ok(), "ok\n");
 }
 
 #[test]
