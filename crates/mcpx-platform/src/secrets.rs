@@ -3,8 +3,8 @@
 //! environment.
 //!
 //! Three backends, one per variant of [`SecretStore`]: the OS keychain where one
-//! answers (the macOS Keychain, [`KeychainStore`]; the Secret Service of a Linux
-//! desktop, [`SecretServiceStore`]), else a 0600 file in the state directory
+//! answers (the macOS Keychain, `KeychainStore`; the Secret Service of a Linux
+//! desktop, `SecretServiceStore`), else a 0600 file in the state directory
 //! ([`FileStore`]).
 //!
 //! The store in use is recorded once in the state directory (file [`STORE_RECORD`],
