@@ -17,7 +17,7 @@ use mcpx_proto::attach::{Record, Version};
 use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::api::{ApiError, ConfigErrorStatus, ErrorKind, Request};
-use crate::config::{ConfigCache, ConfigEnv, ResolveRequest, ResolvedConfig, ServerEntry};
+use crate::config::{ConfigCache, ConfigEnv, ResolveRequest, ResolvedConfig, ServerEntry, TransportSpec};
 use crate::instance::InstanceEvent;
 use crate::paths::{KNOWN_CONFIGS, OpenDirs};
 use crate::pool::{Pool, Target};
@@ -130,15 +130,27 @@ impl Daemon {
         self.targets.env()
     }
 
-    /// The configuration the caller sees; records newly seen files in the state directory.
+    /// The configuration the caller sees, without an entry for this daemon's own `/mcp`;
+    /// records newly seen files in the state directory.
     ///
     /// Errors: a configuration file cannot be read or is malformed (`config`).
     pub fn resolve(&self, req: &Request) -> Result<ResolvedConfig, ApiError> {
         let before = self.config.known_files().len();
-        let resolved = self
+        let mut resolved = self
             .config
             .resolve(&ResolveRequest { cwd: req.caller.cwd.clone(), explicit: req.caller.config.clone() })
             .map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
+        if let Some(own) = self.http_url() {
+            // An entry for this daemon's own `/mcp` (how a client reaches mcpx over HTTP)
+            // would have mcpx call itself for every listing, each listing again.
+            resolved.servers.retain(|name, entry| {
+                let ours = points_at(entry, own);
+                if ours {
+                    tracing::debug!(server = %name, file = %entry.source.display(), "left out: the entry is this daemon's own /mcp");
+                }
+                !ours
+            });
+        }
         let known = self.config.known_files();
         if known.len() != before {
             if let Ok(bytes) = serde_json::to_vec_pretty(&known) {
@@ -350,5 +362,63 @@ async fn reap_idle(daemon: Weak<Daemon>) {
         let Some(daemon) = daemon.upgrade() else { return };
         daemon.pool.reap().await;
         daemon.retire_unconfigured().await;
+    }
+}
+
+/// Whether `entry` is a remote server at `own` (`http://<address>/mcp`), this daemon's
+/// endpoint: the same port, a loopback host or the same one, and a path of `/mcp` or
+/// below it. An entry whose URL has a `${...}` is not judged.
+fn points_at(entry: &ServerEntry, own: &str) -> bool {
+    let TransportSpec::Remote { url, .. } = &entry.transport else {
+        return false;
+    };
+    let (Ok(theirs), Ok(own)) = (reqwest::Url::parse(url), reqwest::Url::parse(own)) else {
+        return false;
+    };
+    let loopback = |u: &reqwest::Url| {
+        let host = u.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
+        host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
+    };
+    let same_host = theirs.host_str() == own.host_str() || (loopback(&theirs) && loopback(&own));
+    let path = theirs.path().trim_end_matches('/');
+    !url.contains("${")
+        && theirs.scheme() == "http"
+        && theirs.port_or_known_default() == own.port_or_known_default()
+        && same_host
+        && (path == "/mcp" || path.starts_with("/mcp/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{RemoteKind, ServerOptions};
+
+    fn remote(url: &str) -> ServerEntry {
+        let transport = TransportSpec::Remote { url: url.into(), headers: Default::default(), kind: RemoteKind::Http };
+        ServerEntry {
+            name: "self".into(),
+            source: "/c.json".into(),
+            client: None,
+            transport,
+            options: ServerOptions::default(),
+            inputs: Default::default(),
+        }
+    }
+
+    #[test]
+    fn an_entry_for_this_daemons_own_mcp_endpoint_is_recognised() {
+        let own = "http://127.0.0.1:18765/mcp";
+        for url in ["http://127.0.0.1:18765/mcp", "http://localhost:18765/mcp/", "http://[::1]:18765/mcp/fake"] {
+            assert!(points_at(&remote(url), own), "{url}");
+        }
+        for url in [
+            "http://127.0.0.1:18766/mcp",
+            "https://127.0.0.1:18765/mcp",
+            "http://example.com:18765/mcp",
+            "http://127.0.0.1:18765/other",
+            "http://127.0.0.1:${PORT}/mcp",
+        ] {
+            assert!(!points_at(&remote(url), own), "{url}");
+        }
     }
 }
