@@ -47,7 +47,9 @@ mod expand;
 mod jsonc;
 mod parse;
 mod resolve;
+mod review;
 mod spec;
+mod trust;
 pub mod units;
 
 #[cfg(test)]
@@ -62,4 +64,6 @@ pub use error::ConfigError;
 pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport, Secrets, StoreIn};
 pub use parse::{NamedEntry, read_client_file};
 pub use resolve::{ConfigCache, FileContents, MCPX_PROJECT_FILE, PROJECT_FILE, PROJECT_FILES, ResolveRequest, Role};
+pub use review::{ProjectEntry, project_entries, project_files};
 pub use spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};
+pub use trust::{TRUST_ALL_KEY, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, entry_hash, project_dir};

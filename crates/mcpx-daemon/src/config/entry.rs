@@ -98,6 +98,13 @@ pub struct ServerEntry {
     /// VS Code's `inputs` of the file, id → description (empty for other files): told
     /// with an unset `${input:ID}`, so the user knows what to set.
     pub inputs: BTreeMap<String, String>,
+    /// The SHA-256 of the entry as written ([`super::trust::entry_hash`]): what a trust
+    /// record of a project file's entry holds, so a changed entry needs trust again.
+    pub trust_hash: String,
+    /// Whether the entry may run: false for an entry of a project file the user has not
+    /// trusted as written (`mcpx trust`). Only [`crate::policy`] reads it; a file read
+    /// without its role is marked by the resolver that knows it.
+    pub trusted: bool,
 }
 
 impl ServerEntry {
