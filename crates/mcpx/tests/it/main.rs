@@ -31,3 +31,4 @@ mod supervisor;
 mod tcp;
 mod terminal;
 mod tidy;
+mod trust;
