@@ -32,6 +32,12 @@
 //! replaces a farther one entirely (also when it is `disabled`, which is how a project turns
 //! off a user-level server). See [`ConfigCache`].
 //!
+//! # Trust
+//!
+//! The entries of project files (found upward, [`Role::Project`]) run only once the user
+//! has trusted each as written (`mcpx trust`, [`TrustStore`]); the resolver marks them
+//! ([`ServerEntry::trusted`]) and `crate::policy` refuses the others.
+//!
 //! # Variables
 //!
 //! `${VAR}` in `command`, `args`, `env` values, `cwd`, `url` and header values is expanded from
