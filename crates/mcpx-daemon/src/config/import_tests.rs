@@ -208,6 +208,22 @@ fn claude_code_projects_apply_to_callers_at_or_below_their_directory() {
     let listed = read_client_file(Client::ClaudeCode, &file, Some(&p.join("sub"))).unwrap();
     let names: Vec<(&str, &str)> = listed.iter().map(|(n, m)| (n.as_str(), m["command"].as_str().unwrap())).collect();
     assert_eq!(names, vec![("top", "top"), ("x", "sub")]);
+    // Projects of other shapes are no projects; a mistake in one is the file's, with its line.
+    let odd_dir = tmp.path().join("odd");
+    let odd = r#"{"mcpServers": {"top": {"command": "top"}},
+                  "projects": {"/a": 7, "/b": [1, {"x": 2}], "/c": {"mcpServers": "no", "history": [{}]}}}"#;
+    write(&odd_dir.join(".claude.json"), odd);
+    let odd_env = ConfigEnv { claude_config_dir: Some(odd_dir), ..env.clone() };
+    for dir in ["/a", "/b/x", "/c"] {
+        assert_eq!(summary(&resolve_in(&odd_env, Path::new(dir))).len(), 1, "{dir}");
+    }
+    let bad = text.replacen(r#""allowedTools": [],"#, r#""allowedTools": [,"#, 1);
+    write(&tmp.path().join("bad/.claude.json"), &bad);
+    let bad_env = ConfigEnv { claude_config_dir: Some(tmp.path().join("bad")), ..env.clone() };
+    write(&bad_env.user_file().unwrap(), r#"{"imports": ["claude-code"]}"#);
+    let cfg = resolve_in(&bad_env, &p);
+    let e = cfg.file_errors[0].0.to_string();
+    assert!(e.contains(".claude.json:5:") && !e.contains("at line"), "{e}");
     // `mcpx` (how Claude Code reaches mcpx) is left out everywhere; every project's
     // servers count as configured.
     let contents = ConfigCache::new(env.clone()).file_contents(&file).unwrap().unwrap();

@@ -13,9 +13,9 @@ use super::spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};
 use super::units::{duration_from_json, json_kind, size_from_json};
 use super::{dialect, expand, jsonc};
 
-/// The parts of a JSON(C) file we read; every other top-level key is ignored. `imports` and
-/// `projects` are read as plain values, since in files of other programs they may mean
-/// something else.
+/// The parts of a JSON(C) file we read; every other top-level key is ignored. `imports` is
+/// read as a plain value and `projects` leniently, since in files of other programs they may
+/// mean something else.
 #[derive(Deserialize)]
 #[serde(expecting = "an object with an `mcpServers` (or `servers`) key")]
 struct TopLevel {
@@ -26,11 +26,117 @@ struct TopLevel {
     #[serde(default)]
     imports: Option<Value>,
     #[serde(default)]
-    projects: Option<Value>,
+    projects: Option<Projects>,
     #[serde(default)]
     inputs: Option<Value>,
     #[serde(rename = "trustProjectFiles", default)]
     trust_project_files: Option<Value>,
+}
+
+/// Claude Code's `projects`: for each directory, the entries of its `mcpServers` (none when
+/// it has none, or they are not an object). Every other key is skipped without being built,
+/// and a value of another shape is no project: `~/.claude.json` keeps each project's history
+/// here, often megabytes of it, and the file is rewritten often.
+#[derive(Default)]
+struct Projects(Vec<(PathBuf, RawEntries)>);
+
+/// One project of [`Projects`]: the entries of its `mcpServers`.
+#[derive(Default)]
+struct Project(RawEntries);
+
+/// Accepts any JSON value; a map goes to `on_map`, anything else gives `T::default()`.
+struct MapOrIgnore<T, F>(F, std::marker::PhantomData<T>);
+
+impl<'de, T: Default, F: FnOnce(&mut dyn ErasedMap<'de>) -> Result<T, String>> serde::de::Visitor<'de>
+    for MapOrIgnore<T, F>
+{
+    type Value = T;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any value")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
+        (self.0)(&mut map).map_err(serde::de::Error::custom)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(T::default())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_unit<E>(self) -> Result<T, E> {
+        Ok(T::default())
+    }
+}
+
+/// The part of `serde::de::MapAccess` the lenient visitors use, as an object-safe trait.
+trait ErasedMap<'de> {
+    /// The next key, or `None` at the end.
+    fn key(&mut self) -> Result<Option<String>, String>;
+    /// The value of the last key, as a project.
+    fn project(&mut self) -> Result<Project, String>;
+    /// The value of the last key, as JSON.
+    fn value(&mut self) -> Result<Value, String>;
+    /// Skips the value of the last key.
+    fn skip(&mut self) -> Result<(), String>;
+}
+
+impl<'de, A: serde::de::MapAccess<'de>> ErasedMap<'de> for A {
+    fn key(&mut self) -> Result<Option<String>, String> {
+        self.next_key().map_err(|e| e.to_string())
+    }
+    fn project(&mut self) -> Result<Project, String> {
+        self.next_value().map_err(|e| e.to_string())
+    }
+    fn value(&mut self) -> Result<Value, String> {
+        self.next_value().map_err(|e| e.to_string())
+    }
+    fn skip(&mut self) -> Result<(), String> {
+        self.next_value::<serde::de::IgnoredAny>().map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Projects {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let read = |map: &mut dyn ErasedMap<'de>| {
+            let mut projects = Vec::new();
+            while let Some(dir) = map.key()? {
+                projects.push((PathBuf::from(dir), map.project()?.0));
+            }
+            Ok(Projects(projects))
+        };
+        deserializer.deserialize_any(MapOrIgnore(read, std::marker::PhantomData))
+    }
+}
+
+impl<'de> Deserialize<'de> for Project {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let read = |map: &mut dyn ErasedMap<'de>| {
+            let mut entries = Vec::new();
+            while let Some(key) = map.key()? {
+                if key == "mcpServers" {
+                    // Small: read whole, then as entries when it is an object of them.
+                    entries = Entries::deserialize(map.value()?).map(|e| e.0).unwrap_or_default();
+                } else {
+                    map.skip()?;
+                }
+            }
+            Ok(Project(entries))
+        };
+        deserializer.deserialize_any(MapOrIgnore(read, std::marker::PhantomData))
+    }
 }
 
 /// The part of Codex's `config.toml` we read: `[mcp_servers.NAME]` tables.
@@ -148,7 +254,9 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
     })?;
     let entries = |e: Option<Entries>| e.map(|e| e.0).unwrap_or_default();
     let projects = match kind.client {
-        Some(Client::ClaudeCode) => claude_code_projects(top.projects),
+        // A project without servers still counts: it is the caller's project, and hides
+        // the servers of the projects above it.
+        Some(Client::ClaudeCode) => top.projects.unwrap_or_default().0,
         _ => Vec::new(),
     };
     let inputs = match kind.client {
@@ -235,22 +343,6 @@ pub fn read_client_file(client: Client, path: &Path, cwd: Option<&Path>) -> Resu
 /// `cwd` itself), with servers or not, as Claude Code picks its project's entry.
 pub(super) fn nearest_project<T>(cwd: &Path, projects: impl IntoIterator<Item = (PathBuf, T)>) -> Option<(PathBuf, T)> {
     projects.into_iter().filter(|(dir, _)| cwd.starts_with(dir)).max_by_key(|(dir, _)| dir.as_os_str().len())
-}
-
-/// Claude Code's `projects.<dir>.mcpServers` ("local" scope servers), for each directory that
-/// has some; other project keys are Claude Code's own and ignored.
-fn claude_code_projects(projects: Option<Value>) -> Vec<(PathBuf, RawEntries)> {
-    let Some(Value::Object(projects)) = projects else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    for (dir, project) in projects {
-        // A project without servers still counts: it is the caller's project, and hides the
-        // servers of the projects above it.
-        let entries = project.get("mcpServers").and_then(|s| Entries::deserialize(s).ok());
-        found.push((PathBuf::from(dir), entries.map(|e| e.0).unwrap_or_default()));
-    }
-    found
 }
 
 /// A top-level `imports` value: the clients it names, and a note for each thing wrong.
