@@ -359,3 +359,37 @@ fn trust_project_files_is_honoured_only_in_the_user_config() {
     assert_eq!(p.run(&["call", "a.echo", r#"{"message":"all"}"#]).ok(), "all\n");
     assert_eq!(p.marks(), ["a"]);
 }
+
+/// On a terminal, `mcpx trust` asks y/N: anything but yes (the default) records
+/// nothing; `y` records what it showed.
+#[test]
+fn on_a_terminal_trust_asks_and_no_is_the_default() {
+    use std::io::Write;
+    let p = Project::new();
+    p.write(".mcp.json", json!({ "mcpServers": { "a": { "command": fake_server() } } }));
+    let answer = |typed: &str| {
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let mut cmd = p.w.command();
+        cmd.arg("trust")
+            .current_dir(&p.proj)
+            .stdin(std::process::Stdio::from(pty.slave.try_clone().unwrap()))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let child = cmd.spawn().unwrap();
+        // The terminal keeps the line until mcpx reads it; the test holds the terminal
+        // open until mcpx has finished.
+        let mut master = std::fs::File::from(pty.master);
+        master.write_all(typed.as_bytes()).unwrap();
+        let run = Run::wait(child, "mcpx trust on a terminal");
+        drop(master);
+        run
+    };
+    let no = answer("\n");
+    assert!(no.stderr.contains("trust 1 entry? [y/N]"), "{no:?}");
+    assert!(no.stdout.contains("nothing trusted"), "{no:?}");
+    assert_eq!(no.code, 0);
+    assert_eq!(p.run(&["trust", "--list", "--json"]).json(), json!([]));
+    let yes = answer("y\n");
+    assert!(yes.stdout.contains("trusted 1 entry"), "{yes:?}");
+    assert_eq!(p.run(&["call", "a.echo", r#"{"message":"yes"}"#]).ok(), "yes\n");
+}
