@@ -89,7 +89,15 @@ pub fn command(spec: &SpawnSpec) -> Command {
 /// Errors: the `io::Error` of `fork`/`exec` (`NotFound` when the program does not
 /// exist, `PermissionDenied` when it is not executable).
 pub fn spawn(spec: &SpawnSpec) -> io::Result<Child> {
-    command(spec).spawn()
+    command(spec).spawn().map_err(|e| match &spec.cwd {
+        // `chdir` fails in the child with the same "not found" as a missing program: say
+        // which one it was.
+        Some(cwd) if e.kind() == io::ErrorKind::NotFound && !cwd.is_dir() => io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("its working directory {} does not exist (fix `cwd` in its entry)", cwd.display()),
+        ),
+        _ => e,
+    })
 }
 
 /// Sends `signal` to every process in group `pgid`. A group that no longer exists

@@ -65,6 +65,16 @@ pub fn run(import: Import, json: bool) -> Result<i32, ApiError> {
         .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot open the import lock: {e}")))?;
     let _turn = Flock::lock(lock_file, FlockArg::LockExclusive)
         .map_err(|(_, e)| ApiError::new(ErrorKind::Daemon, format!("cannot take the import lock: {e}")))?;
+    if let Some(owner) = Client::of_file(&place.config, &place.env) {
+        return Err(ApiError::new(
+            ErrorKind::Usage,
+            format!(
+                "{} is {}'s file, not an mcpx config: `mcpx import` edits mcpx's own config (leave out --config, or name a .json file of mcpx's)",
+                place.show(),
+                owner.label()
+            ),
+        ));
+    }
     if import.copy { copy(&place, &clients, import.force, json) } else { add(&place, &clients, json) }
 }
 

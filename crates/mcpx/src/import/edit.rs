@@ -53,7 +53,7 @@ impl From<Refused> for CopyError {
 /// Errors: the text does not parse, or `imports` is not an array.
 pub(crate) fn imports_of(text: Option<&str>) -> Result<Vec<String>, String> {
     match Document::parse(text)?.before.get("imports") {
-        None => Ok(Vec::new()),
+        None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => Ok(items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()),
         Some(_) => Err("its `imports` is not an array of client names".into()),
     }
@@ -75,7 +75,8 @@ pub(crate) fn add_imports(text: Option<&str>, clients: &[&str]) -> Result<Edited
     };
     let doc = Document::parse(text).map_err(|reason| Refused { reason, paste: paste_with(&[]) })?;
     let existing: Vec<String> = match doc.before.get("imports") {
-        None => Vec::new(),
+        // `null` means absent, as everywhere in the config.
+        None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
         Some(_) => {
             return Err(Refused {
@@ -89,8 +90,12 @@ pub(crate) fn add_imports(text: Option<&str>, clients: &[&str]) -> Result<Edited
         return Ok(Edited { text: None, added, present });
     }
     let refuse = |reason: String| Refused { reason, paste: paste_with(&existing) };
-    let array =
-        doc.object.array_value_or_create("imports").ok_or_else(|| refuse("its `imports` is not an array".into()))?;
+    let array = match doc.before.get("imports") {
+        Some(Value::Null) => doc.object.array_value_or_set("imports"),
+        _ => {
+            doc.object.array_value_or_create("imports").ok_or_else(|| refuse("its `imports` is not an array".into()))?
+        }
+    };
     for name in &added {
         array.append(CstInputValue::String(name.clone()));
     }
@@ -126,7 +131,7 @@ pub(crate) fn add_servers(
     let refuse = |reason: String| CopyError::Refused(Refused { reason, paste: paste.clone() });
     let doc = Document::parse(text).map_err(refuse)?;
     let defined = |key: &str| match doc.before.get(key) {
-        None => Ok(Map::new()),
+        None | Some(Value::Null) => Ok(Map::new()),
         Some(Value::Object(map)) => Ok(map.clone()),
         Some(_) => Err(refuse(format!("its `{key}` is not an object"))),
     };
@@ -136,10 +141,13 @@ pub(crate) fn add_servers(
     if !clashes.is_empty() && !force {
         return Err(CopyError::Clash(clashes));
     }
-    let servers = doc
-        .object
-        .object_value_or_create("mcpServers")
-        .ok_or_else(|| refuse("its `mcpServers` is not an object".into()))?;
+    let servers = match doc.before.get("mcpServers") {
+        Some(Value::Null) => doc.object.object_value_or_set("mcpServers"),
+        _ => doc
+            .object
+            .object_value_or_create("mcpServers")
+            .ok_or_else(|| refuse("its `mcpServers` is not an object".into()))?,
+    };
     let mut expected_servers = own;
     for (name, entry) in entries {
         let value = entry_input(entry);

@@ -133,3 +133,18 @@ fn copying_into_what_is_not_an_object_is_refused_with_the_entries_to_paste() {
     let pasted: Value = serde_json::from_str(&format!("{{{paste}}}")).unwrap();
     assert_eq!(pasted, json!({ "mcpServers": { "git": { "command": "uvx" } } }));
 }
+
+#[test]
+fn null_imports_and_servers_count_as_absent() {
+    let edited = add_imports(Some("{ // mine\n  \"imports\": null\n}\n"), &["cursor"]).unwrap();
+    let text = edited.text.unwrap();
+    assert!(text.contains("// mine") && text.contains(r#""imports": ["cursor"]"#), "{text}");
+    assert_eq!(imports_of(Some("{\"imports\": null}")).unwrap(), Vec::<String>::new());
+    let copied = [("docs".to_owned(), entry(json!({ "command": "docs" })))];
+    let text = match add_servers(Some("{\"mcpServers\": null}"), &copied, false) {
+        Ok(edited) => edited.text.unwrap(),
+        Err(_) => panic!("refused"),
+    };
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(value["mcpServers"]["docs"]["command"], "docs", "{text}");
+}

@@ -207,3 +207,15 @@ fn a_config_behind_a_symbolic_link_is_edited_where_the_link_points_and_keeps_its
     assert!(text.contains("/* mine */") && text.contains(r#""imports": ["cursor"]"#), "{text}");
     assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o640);
 }
+
+#[test]
+fn import_refuses_to_edit_another_clients_file() {
+    let (w, home) = world(json!({}));
+    let text = servers_file("mcpServers", &["cur-a"]);
+    put(&home, CURSOR, &text);
+    let cursor = home.join(CURSOR);
+    let run = w.run(&["--config", cursor.to_str().unwrap(), "import", "gemini"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("is Cursor's file, not an mcpx config"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&cursor).unwrap(), text, "left unchanged");
+}

@@ -169,3 +169,11 @@ fn a_name_defined_differently_in_two_files_warns_that_the_nearer_wins() {
     assert!(same.get("warnings").is_none(), "{same}");
     assert_eq!(run_in(&w, &below, &["call", "good.echo", r#"{"message":"near"}"#]).ok(), "near\n");
 }
+
+#[test]
+fn a_cwd_that_does_not_exist_is_named_as_the_reason_a_server_cannot_start() {
+    let w = World::new(json!({ "nowhere": { "command": fake_server(), "cwd": "/nonexistent/mcpx-test-dir" } }));
+    let call = w.run(&["call", "nowhere.echo", r#"{"message":"x"}"#]);
+    assert_eq!(call.code, 4, "{call:?}");
+    assert!(call.stderr.contains("working directory /nonexistent/mcpx-test-dir does not exist"), "{}", call.stderr);
+}
