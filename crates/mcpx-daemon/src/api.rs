@@ -5,6 +5,7 @@
 //! Both sides ignore unknown fields, so a newer CLI and an older daemon (or the
 //! reverse) keep working for the fields they share.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -148,6 +149,14 @@ pub struct DaemonStatus {
     pub http_url: Option<String>,
     /// Every configuration file the daemon has resolved.
     pub config_files: Vec<PathBuf>,
+    /// The user config as the daemon's environment locates it (`$XDG_CONFIG_HOME` or
+    /// `$HOME`), when it can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_config: Option<PathBuf>,
+    /// Each client's user-level file as the daemon's environment locates it, by the name
+    /// `"imports"` uses: where an import reads.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub client_files: BTreeMap<String, PathBuf>,
     /// The log file.
     pub log_file: PathBuf,
     /// Problems to fix, like a service manager that would kill the supervisors.

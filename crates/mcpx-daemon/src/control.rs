@@ -353,6 +353,11 @@ pub fn status(d: &Daemon) -> Status {
             socket: d.dirs.paths.socket(),
             http_url: d.http_url().map(str::to_owned),
             config_files: d.config.known_files(),
+            user_config: d.config.env().user_file(),
+            client_files: Client::ALL
+                .iter()
+                .filter_map(|c| Some((c.name().to_owned(), c.user_file(d.config.env())?)))
+                .collect(),
             log_file: d.dirs.paths.log_file(),
             warnings: d.warnings.clone(),
             config_errors: d.config_errors(),

@@ -13,6 +13,8 @@
 //!
 //! No function here starts a thread or needs an async runtime: the supervisor calls them
 //! from plain code, some of them (see [`close_inherited_fds`]) before any runtime starts.
+//! The one exception is the Secret Service backend of [`secrets`], whose bus connection
+//! runs a thread while it is open; the supervisor never uses the secret store.
 
 #![deny(unsafe_code)]
 

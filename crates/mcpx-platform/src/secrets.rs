@@ -2,212 +2,209 @@
 //! `${input:ID}`, later OAuth tokens) kept out of config files and out of the daemon's
 //! environment.
 //!
+//! Three backends, one per variant of [`SecretStore`]: the OS keychain where one
+//! answers (the macOS Keychain, `KeychainStore`; the Secret Service of a Linux
+//! desktop, `SecretServiceStore`), else a 0600 file in the state directory
+//! ([`FileStore`]).
+//!
 //! The store in use is recorded once in the state directory (file [`STORE_RECORD`],
 //! one word) and every mcpx process uses that one: a store never changes silently, so
-//! a secret set in one is never looked for in another. Only the file backend exists
-//! today ([`FileStore`]: `<state>/secrets.json`, mode 0600); the OS keychains (the
-//! macOS Keychain, the Secret Service on Linux desktops) are meant to join
-//! [`SecretStore`] as further variants, chosen when nothing is recorded yet.
+//! a secret set in one is never looked for in another, and a recorded keychain that
+//! does not answer is an error, never a fallback to the file. The first writer
+//! chooses ([`SecretStore::choose`]): the keychain when it answers, else the file, or
+//! what `MCPX_SECRET_STORE` asks for ([`Wanted`]).
 //!
-//! Values never appear in an error or in `Debug` output ([`SecretValue`]).
+//! Values never appear in an error or in `Debug` output ([`SecretValue`]). The
+//! keychain backends block on the OS (the Secret Service's client runs a thread of its
+//! own while connected); the supervisor never calls them.
 
-use std::collections::BTreeMap;
-use std::fmt;
-use std::io;
-use std::path::PathBuf;
+mod error;
+mod file;
+#[cfg(target_os = "macos")]
+mod keychain;
+#[cfg(target_os = "linux")]
+mod secret_service;
 
-use serde::{Deserialize, Serialize};
+pub use error::{MAX_NAME, SecretError, SecretValue, check_name};
+pub use file::{FileStore, SECRETS_FILE, SECRETS_LOCK};
+#[cfg(target_os = "macos")]
+pub use keychain::{KeychainStore, NAMES_FILE};
+#[cfg(target_os = "linux")]
+pub use secret_service::SecretServiceStore;
 
-use nix::fcntl::{Flock, FlockArg};
-
-use crate::fs::{Dir, FileUse, OpenError, Refused, write_atomic};
+use crate::fs::{Dir, write_atomic};
 
 /// The file in the state directory that records which store is in use: one word
-/// (`file`) and a newline, mode 0600.
+/// (`file`, `secret-service` or `keychain`) and a newline, mode 0600.
 pub const STORE_RECORD: &str = "secret-store";
 
-/// The file backend's file in the state directory, mode 0600.
-pub const SECRETS_FILE: &str = "secrets.json";
+/// The environment variable that picks the store at the first `mcpx secret set`:
+/// `file` or `keychain`. Read by the CLI; see [`Wanted::parse`].
+pub const STORE_VARIABLE: &str = "MCPX_SECRET_STORE";
 
-/// The lock file in the state directory that a change holds (`flock`) from reading
-/// the secrets to writing them, so two changes at once both land. Never written.
-pub const SECRETS_LOCK: &str = "secrets.lock";
-
-/// The longest secret name accepted, in bytes.
-pub const MAX_NAME: usize = 128;
-
-/// A secret's value. Its `Debug` output is `SecretValue(<redacted>)`, so a value
-/// inside a logged or printed structure stays hidden; read it with
-/// [`SecretValue::expose`].
-#[derive(Clone, PartialEq, Eq)]
-pub struct SecretValue(String);
-
-impl SecretValue {
-    /// Wraps a value.
-    pub fn new(value: String) -> SecretValue {
-        SecretValue(value)
-    }
-
-    /// The value itself, for where it is used (a child's environment, a header).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for SecretValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SecretValue(<redacted>)")
-    }
-}
-
-/// A secret store operation failed. Messages name the secret and the file, never a
-/// value, and say what to do.
-#[derive(Debug)]
-pub enum SecretError {
-    /// The name is not letters, digits, `_`, `-` and `.` (1 to [`MAX_NAME`] bytes).
-    BadName(String),
-    /// [`STORE_RECORD`] names a store this mcpx does not have.
-    UnknownStore {
-        /// The record file.
-        record: PathBuf,
-        /// The word it holds (at most 40 characters of it).
-        store: String,
-    },
-    /// The secrets file is a link, another user's, or open to others.
-    Refused {
-        /// The file.
-        file: PathBuf,
-        /// What is wrong.
-        refused: Refused,
-    },
-    /// The secrets file is not the JSON mcpx writes.
-    Malformed {
-        /// The file.
-        file: PathBuf,
-        /// The parser's message (a position, never the text).
-        detail: String,
-    },
-    /// Reading or writing a file failed.
-    Io {
-        /// The file.
-        file: PathBuf,
-        /// The error.
-        source: io::Error,
-    },
-}
-
-impl fmt::Display for SecretError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SecretError::BadName(name) => write!(
-                f,
-                "`{}` is not a valid secret name: use 1 to {MAX_NAME} letters, digits, `_`, `-` and `.`",
-                name.escape_debug()
-            ),
-            SecretError::UnknownStore { record, store } => write!(
-                f,
-                "{} names the secret store `{}`, which this mcpx does not have: use the mcpx that recorded it, or remove the file to start a new file store",
-                record.display(),
-                store.escape_debug()
-            ),
-            SecretError::Refused { file, refused: refused @ Refused::Open { .. } } => {
-                write!(f, "{} {refused}: fix it with `chmod 600 {}` and try again", file.display(), file.display())
-            }
-            SecretError::Refused { file, refused } => write!(
-                f,
-                "{} {refused}: mcpx keeps secrets only in a regular file of yours; remove it and set the secrets again",
-                file.display()
-            ),
-            SecretError::Malformed { file, detail } => write!(
-                f,
-                "{} is not a secrets file mcpx can read ({detail}): fix it, or remove it and set the secrets again",
-                file.display()
-            ),
-            SecretError::Io { file, source } => write!(f, "{}: {source}", file.display()),
-        }
-    }
-}
-
-impl std::error::Error for SecretError {}
-
-/// Checks a secret name: 1 to [`MAX_NAME`] ASCII letters, digits, `_`, `-` and `.`
-/// (so a VS Code input id such as `api-key` is one).
-///
-/// Errors: [`SecretError::BadName`].
-pub fn check_name(name: &str) -> Result<(), SecretError> {
-    let ok = !name.is_empty()
-        && name.len() <= MAX_NAME
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if ok { Ok(()) } else { Err(SecretError::BadName(name.chars().take(MAX_NAME).collect())) }
-}
-
-/// Where secrets are kept: the store recorded in the state directory. An enum, so a
-/// keychain backend (macOS Keychain, Secret Service) is one more variant.
+/// Where secrets are kept: the store recorded in the state directory.
 #[derive(Debug, Clone)]
 pub enum SecretStore {
     /// The 0600 JSON file in the state directory.
     File(FileStore),
+    /// The Secret Service on the user's session bus (Linux).
+    #[cfg(target_os = "linux")]
+    SecretService(SecretServiceStore),
+    /// The user's default keychain (macOS).
+    #[cfg(target_os = "macos")]
+    Keychain(KeychainStore),
 }
+
+/// The store the first writer asks for, from [`STORE_VARIABLE`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted {
+    /// The keychain when one answers, else the file (the variable is unset or empty).
+    Any,
+    /// The file, even where a keychain answers.
+    File,
+    /// The OS keychain, or an error when none answers.
+    Keychain,
+}
+
+impl Wanted {
+    /// Parses the variable's value: unset or empty is [`Wanted::Any`], `file`,
+    /// `keychain` (or the recorded word of this OS's keychain, `secret-service` on
+    /// Linux).
+    ///
+    /// Errors: [`SecretError::Unavailable`] for any other word.
+    pub fn parse(value: Option<&str>) -> Result<Wanted, SecretError> {
+        match value.unwrap_or("") {
+            "" => Ok(Wanted::Any),
+            "file" => Ok(Wanted::File),
+            word if word == "keychain" || word == KEYCHAIN_KIND => Ok(Wanted::Keychain),
+            other => Err(SecretError::Unavailable {
+                wanted: other.chars().take(40).collect(),
+                why: "not a secret store: use `file` or `keychain`".to_owned(),
+            }),
+        }
+    }
+}
+
+/// The recorded word of this OS's keychain.
+#[cfg(target_os = "linux")]
+const KEYCHAIN_KIND: &str = "secret-service";
+/// The recorded word of this OS's keychain.
+#[cfg(target_os = "macos")]
+const KEYCHAIN_KIND: &str = "keychain";
 
 impl SecretStore {
     /// The store recorded in `state` ([`STORE_RECORD`]), or the file store when none is
-    /// recorded yet (it is recorded at the first [`SecretStore::set`]). Reads one small
-    /// file; writes nothing.
+    /// recorded yet: nothing was set then, so reading it finds nothing. Reads one small
+    /// file; writes nothing and connects to nothing.
     ///
     /// Errors: the record names a store this mcpx does not have, or cannot be read.
     pub fn open(state: &Dir) -> Result<SecretStore, SecretError> {
-        let record = state.join(STORE_RECORD);
-        match state.read_private(STORE_RECORD) {
-            Ok(bytes) => match String::from_utf8_lossy(&bytes).trim() {
-                "file" => Ok(SecretStore::File(FileStore { dir: state.clone() })),
-                other => Err(SecretError::UnknownStore { record, store: other.chars().take(40).collect() }),
-            },
-            Err(OpenError::Io(e)) if e.kind() == io::ErrorKind::NotFound => {
-                Ok(SecretStore::File(FileStore { dir: state.clone() }))
-            }
-            Err(OpenError::Refused(refused)) => Err(SecretError::Refused { file: record, refused }),
-            Err(OpenError::Io(source)) => Err(SecretError::Io { file: record, source }),
-        }
+        Ok(SecretStore::recorded(state)?.unwrap_or_else(|| SecretStore::File(FileStore::new(state))))
     }
 
-    /// The store's kind, as recorded: `file`.
+    /// The store to write to: the recorded one, or, when none is recorded yet, the
+    /// one `wanted` picks, which is then recorded. [`Wanted::Any`] takes the OS
+    /// keychain when it answers (the Secret Service on the session bus; the Keychain
+    /// on macOS), else the file. Holds [`SECRETS_LOCK`] while it chooses, so two
+    /// first writers record one store.
+    ///
+    /// Errors: `wanted` is not [`Wanted::Any`] and differs from the recorded store
+    /// ([`SecretError::Mismatch`]); [`Wanted::Keychain`] where none answers
+    /// ([`SecretError::Unavailable`]); the record cannot be read or written.
+    pub fn choose(state: &Dir, wanted: Wanted) -> Result<SecretStore, SecretError> {
+        let _lock = file::lock(state)?;
+        if let Some(store) = SecretStore::recorded(state)? {
+            let matches = match wanted {
+                Wanted::Any => true,
+                Wanted::File => store.kind() == "file",
+                Wanted::Keychain => store.kind() == KEYCHAIN_KIND,
+            };
+            if !matches {
+                let wanted = if wanted == Wanted::File { "file" } else { "keychain" };
+                return Err(SecretError::Mismatch {
+                    record: state.join(STORE_RECORD),
+                    recorded: store.kind(),
+                    wanted: wanted.to_owned(),
+                });
+            }
+            return Ok(store);
+        }
+        let store = match wanted {
+            Wanted::File => SecretStore::File(FileStore::new(state)),
+            Wanted::Keychain => {
+                let keychain = SecretStore::keychain(state);
+                keychain.probe().map_err(|e| SecretError::Unavailable {
+                    wanted: "keychain".to_owned(),
+                    why: format!("{e}; or unset MCPX_SECRET_STORE to use the file store"),
+                })?;
+                keychain
+            }
+            Wanted::Any => {
+                let keychain = SecretStore::keychain(state);
+                match keychain.probe() {
+                    Ok(()) => keychain,
+                    Err(_) => SecretStore::File(FileStore::new(state)),
+                }
+            }
+        };
+        store.record(state)?;
+        Ok(store)
+    }
+
+    /// The store's kind, as recorded: `file`, `secret-service` or `keychain`.
     pub fn kind(&self) -> &'static str {
         match self {
             SecretStore::File(_) => "file",
+            #[cfg(target_os = "linux")]
+            SecretStore::SecretService(_) => "secret-service",
+            #[cfg(target_os = "macos")]
+            SecretStore::Keychain(_) => "keychain",
         }
     }
 
-    /// Where the secrets are kept, for `mcpx secret ls`: `file <path>`.
+    /// Where the secrets are kept, for `mcpx secret ls`: `file <path>`,
+    /// `secret-service <bus address>` or `keychain <service>`.
     pub fn location(&self) -> String {
         match self {
             SecretStore::File(f) => format!("file {}", f.path().display()),
+            #[cfg(target_os = "linux")]
+            SecretStore::SecretService(s) => format!("secret-service {}", s.address()),
+            #[cfg(target_os = "macos")]
+            SecretStore::Keychain(k) => format!("keychain {}", k.service()),
         }
     }
 
     /// The value of secret `name`, `None` when it is not set.
     ///
-    /// Errors: a bad name, or the store cannot be read.
+    /// Errors: a bad name, or the store cannot be read (a keychain that does not
+    /// answer or is locked).
     pub fn get(&self, name: &str) -> Result<Option<SecretValue>, SecretError> {
         check_name(name)?;
         match self {
-            SecretStore::File(f) => Ok(f.load()?.secrets.remove(name).map(SecretValue)),
+            SecretStore::File(f) => f.get(name),
+            #[cfg(target_os = "linux")]
+            SecretStore::SecretService(s) => s.get(name),
+            #[cfg(target_os = "macos")]
+            SecretStore::Keychain(k) => k.get(name),
         }
     }
 
-    /// Sets secret `name` to `value` (replacing one set before), recording the store in
-    /// use first when nothing is recorded.
+    /// Sets secret `name` to `value` (replacing one set before). The file store
+    /// records itself first when nothing is recorded; a writer that may start a store
+    /// opens it with [`SecretStore::choose`].
     ///
     /// Errors: a bad name, or the store cannot be read or written.
     pub fn set(&self, name: &str, value: &SecretValue) -> Result<(), SecretError> {
         check_name(name)?;
-        self.record()?;
         match self {
             SecretStore::File(f) => {
-                let _lock = f.lock()?;
-                let mut file = f.load()?;
-                file.secrets.insert(name.to_owned(), value.0.clone());
-                f.save(&file)
+                self.record(f.dir())?;
+                f.set(name, value)
             }
+            #[cfg(target_os = "linux")]
+            SecretStore::SecretService(s) => s.set(name, value),
+            #[cfg(target_os = "macos")]
+            SecretStore::Keychain(k) => k.set(name, value),
         }
     }
 
@@ -217,15 +214,11 @@ impl SecretStore {
     pub fn remove(&self, name: &str) -> Result<bool, SecretError> {
         check_name(name)?;
         match self {
-            SecretStore::File(f) => {
-                let _lock = f.lock()?;
-                let mut file = f.load()?;
-                let was = file.secrets.remove(name).is_some();
-                if was {
-                    f.save(&file)?;
-                }
-                Ok(was)
-            }
+            SecretStore::File(f) => f.remove(name),
+            #[cfg(target_os = "linux")]
+            SecretStore::SecretService(s) => s.remove(name),
+            #[cfg(target_os = "macos")]
+            SecretStore::Keychain(k) => k.remove(name),
         }
     }
 
@@ -234,81 +227,54 @@ impl SecretStore {
     /// Errors: the store cannot be read.
     pub fn list(&self) -> Result<Vec<String>, SecretError> {
         match self {
-            SecretStore::File(f) => Ok(f.load()?.secrets.into_keys().collect()),
+            SecretStore::File(f) => f.list(),
+            #[cfg(target_os = "linux")]
+            SecretStore::SecretService(s) => s.list(),
+            #[cfg(target_os = "macos")]
+            SecretStore::Keychain(k) => k.list(),
         }
     }
 
-    /// Writes [`STORE_RECORD`] when it is missing.
-    fn record(&self) -> Result<(), SecretError> {
-        let SecretStore::File(f) = self;
-        if f.dir.contains(STORE_RECORD) {
+    /// The store [`STORE_RECORD`] names, `None` when there is no record.
+    fn recorded(state: &Dir) -> Result<Option<SecretStore>, SecretError> {
+        let Some(bytes) = file::read_private(state, STORE_RECORD)? else { return Ok(None) };
+        match String::from_utf8_lossy(&bytes).trim() {
+            "file" => Ok(Some(SecretStore::File(FileStore::new(state)))),
+            KEYCHAIN_KIND => Ok(Some(SecretStore::keychain(state))),
+            other => Err(SecretError::UnknownStore {
+                record: state.join(STORE_RECORD),
+                store: other.chars().take(40).collect(),
+            }),
+        }
+    }
+
+    /// This OS's keychain store for `state`, not yet probed.
+    fn keychain(state: &Dir) -> SecretStore {
+        #[cfg(target_os = "linux")]
+        return SecretStore::SecretService(SecretServiceStore::new(state.path().to_path_buf()));
+        #[cfg(target_os = "macos")]
+        return SecretStore::Keychain(KeychainStore::new(state));
+    }
+
+    /// Whether the store answers: the file always does.
+    fn probe(&self) -> Result<(), SecretError> {
+        match self {
+            SecretStore::File(_) => Ok(()),
+            #[cfg(target_os = "linux")]
+            SecretStore::SecretService(s) => s.probe(),
+            #[cfg(target_os = "macos")]
+            SecretStore::Keychain(k) => k.probe(),
+        }
+    }
+
+    /// Writes [`STORE_RECORD`] in `state` when it is missing.
+    fn record(&self, state: &Dir) -> Result<(), SecretError> {
+        if state.contains(STORE_RECORD) {
             return Ok(());
         }
         let line = format!("{}\n", self.kind());
-        write_atomic(&f.dir, STORE_RECORD, line.as_bytes(), 0o600)
-            .map_err(|source| SecretError::Io { file: f.dir.join(STORE_RECORD), source })
-    }
-}
-
-/// The file backend: every secret in one JSON file, [`SECRETS_FILE`] in the state
-/// directory, `{"version": 1, "secrets": {"NAME": "value"}}`, mode 0600, written
-/// whole with [`write_atomic`] and read back only when it is a regular file of the
-/// user's that no one else can read.
-#[derive(Debug, Clone)]
-pub struct FileStore {
-    /// The state directory, open and checked.
-    dir: Dir,
-}
-
-/// The file's contents.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct SecretsFile {
-    /// The format's version: 1.
-    version: u32,
-    /// Name → value.
-    secrets: BTreeMap<String, String>,
-}
-
-impl FileStore {
-    /// The file's path.
-    pub fn path(&self) -> PathBuf {
-        self.dir.join(SECRETS_FILE)
-    }
-
-    /// Holds [`SECRETS_LOCK`] until the result is dropped.
-    fn lock(&self) -> Result<Flock<std::fs::File>, SecretError> {
-        let file = self.dir.join(SECRETS_LOCK);
-        let lock = self.dir.open_file(SECRETS_LOCK, FileUse::Lock).map_err(|e| match e {
-            OpenError::Refused(refused) => SecretError::Refused { file: file.clone(), refused },
-            OpenError::Io(source) => SecretError::Io { file: file.clone(), source },
-        })?;
-        Flock::lock(lock, FlockArg::LockExclusive).map_err(|(_, e)| SecretError::Io { file, source: e.into() })
-    }
-
-    /// The file's contents; empty when it does not exist.
-    fn load(&self) -> Result<SecretsFile, SecretError> {
-        let bytes = match self.dir.read_private(SECRETS_FILE) {
-            Ok(bytes) => bytes,
-            Err(OpenError::Io(e)) if e.kind() == io::ErrorKind::NotFound => {
-                return Ok(SecretsFile { version: 1, secrets: BTreeMap::new() });
-            }
-            Err(OpenError::Refused(refused)) => return Err(SecretError::Refused { file: self.path(), refused }),
-            Err(OpenError::Io(source)) => return Err(SecretError::Io { file: self.path(), source }),
-        };
-        // serde_json's messages give a line and column, never the text.
-        serde_json::from_slice(&bytes).map_err(|e| SecretError::Malformed {
-            file: self.path(),
-            detail: format!("{:?} at line {}", e.classify(), e.line()),
-        })
-    }
-
-    /// Replaces the file with `file`.
-    fn save(&self, file: &SecretsFile) -> Result<(), SecretError> {
-        let file = SecretsFile { version: 1, secrets: file.secrets.clone() };
-        let bytes =
-            serde_json::to_vec_pretty(&file).map_err(|e| SecretError::Io { file: self.path(), source: e.into() })?;
-        write_atomic(&self.dir, SECRETS_FILE, &bytes, 0o600)
-            .map_err(|source| SecretError::Io { file: self.path(), source })
+        write_atomic(state, STORE_RECORD, line.as_bytes(), 0o600)
+            .map_err(|source| SecretError::Io { file: state.join(STORE_RECORD), source })
     }
 }
 
@@ -383,9 +349,26 @@ mod tests {
         write_atomic(&dir, SECRETS_FILE, br#"{"version": 1, "secrets": {"K": "hunter2""#, 0o600).unwrap();
         let err = store.list().unwrap_err().to_string();
         assert!(err.contains("not a secrets file") && !err.contains("hunter2"), "{err}");
-        write_atomic(&dir, STORE_RECORD, b"keychain\n", 0o600).unwrap();
+        write_atomic(&dir, STORE_RECORD, b"vault\n", 0o600).unwrap();
         let err = SecretStore::open(&dir).unwrap_err().to_string();
-        assert!(err.contains("`keychain`") && err.contains(STORE_RECORD), "{err}");
+        assert!(err.contains("`vault`") && err.contains(STORE_RECORD), "{err}");
         assert_eq!(format!("{:?}", value("hunter2")), "SecretValue(<redacted>)");
+    }
+
+    #[test]
+    fn the_first_writer_records_the_store_and_a_later_one_asking_for_another_is_refused() {
+        let (_tmp, dir, _) = store();
+        let chosen = SecretStore::choose(&dir, Wanted::File).unwrap();
+        assert_eq!(chosen.kind(), "file");
+        assert_eq!(dir.read(STORE_RECORD).unwrap(), b"file\n");
+        assert_eq!(SecretStore::choose(&dir, Wanted::Any).unwrap().kind(), "file");
+        let err = SecretStore::choose(&dir, Wanted::Keychain).unwrap_err().to_string();
+        assert!(err.contains("MCPX_SECRET_STORE asks for the `keychain`") && err.contains("records `file`"), "{err}");
+        assert_eq!(Wanted::parse(None).unwrap(), Wanted::Any);
+        assert_eq!(Wanted::parse(Some("")).unwrap(), Wanted::Any);
+        assert_eq!(Wanted::parse(Some("keychain")).unwrap(), Wanted::Keychain);
+        assert_eq!(Wanted::parse(Some(KEYCHAIN_KIND)).unwrap(), Wanted::Keychain);
+        let err = Wanted::parse(Some("vault")).unwrap_err().to_string();
+        assert!(err.contains("MCPX_SECRET_STORE=vault") && err.contains("use `file` or `keychain`"), "{err}");
     }
 }

@@ -255,10 +255,10 @@ pub fn main() -> i32 {
 async fn run(cli: Cli) -> Result<i32, ApiError> {
     if let Command::Import { names, copy, force } = cli.command {
         // Local files only: no daemon is needed (the runtime directory holds the lock that
-        // makes concurrent imports take turns).
+        // makes concurrent imports take turns; a running daemon is asked where it reads).
         let cwd = std::env::current_dir().ok();
         let config = absolute(cli.global.config, cwd.as_deref());
-        return crate::import::run(crate::import::Import { names, copy, force, config, cwd }, cli.global.json);
+        return crate::import::run(crate::import::Import { names, copy, force, config, cwd }, cli.global.json).await;
     }
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
     let dirs = Dirs::from_env(&env).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;

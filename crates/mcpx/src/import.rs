@@ -11,7 +11,8 @@ mod edit;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use mcpx_daemon::api::{ApiError, ErrorKind};
+use mcpx_daemon::api::{ApiError, ErrorKind, Status};
+use mcpx_daemon::client::{self, Method};
 use mcpx_daemon::config::{Client, ConfigEnv, read_client_file};
 use mcpx_daemon::paths::Dirs;
 use mcpx_platform::fs::FileUse;
@@ -40,7 +41,7 @@ pub struct Import {
 /// Runs `mcpx import` and returns its exit status: 0, or an error of kind `usage` (an
 /// unknown client name, exit 2) or `config` (a file that cannot be read, edited or
 /// written; a name clash under `--copy`; exit 2).
-pub fn run(import: Import, json: bool) -> Result<i32, ApiError> {
+pub async fn run(import: Import, json: bool) -> Result<i32, ApiError> {
     let vars: HashMap<String, String> = std::env::vars().collect();
     let place = Place::new(&vars, import.config.clone(), import.cwd.clone())?;
     if import.names.is_empty() {
@@ -75,7 +76,51 @@ pub fn run(import: Import, json: bool) -> Result<i32, ApiError> {
             ),
         ));
     }
-    if import.copy { copy(&place, &clients, import.force, json) } else { add(&place, &clients, json) }
+    let explicit = import.config.is_some();
+    let code = if import.copy { copy(&place, &clients, import.force, json)? } else { add(&place, &clients, json)? };
+    drop(_turn);
+    for warning in daemon_reads_elsewhere(&dirs.paths, &place, explicit, &clients).await {
+        output::warn(&format!("warning: {warning}"));
+    }
+    Ok(code)
+}
+
+/// Where a running daemon, whose environment may differ from this shell's, would read
+/// other files than the ones `mcpx import` just used: its user config (unless the caller
+/// names one with `--config`) and the imported clients' files. One line each, saying
+/// what to do; none when no daemon runs or it cannot be asked.
+async fn daemon_reads_elsewhere(dirs: &Dirs, place: &Place, explicit: bool, clients: &[Client]) -> Vec<String> {
+    let status = match client::Client::new(dirs.socket()).send(Method::GET, "/v1/status", None).await {
+        Ok((200, body)) => serde_json::from_slice::<Status>(&body).ok(),
+        _ => None,
+    };
+    let Some(daemon) = status.map(|s| s.daemon) else {
+        return Vec::new();
+    };
+    let restart = "its environment differs from this shell's: `mcpx stop`, and the next mcpx command starts a daemon with this shell's";
+    let mut warnings = Vec::new();
+    if let Some(theirs) = daemon.user_config.filter(|theirs| !explicit && *theirs != place.config) {
+        warnings.push(format!(
+            "the running daemon reads its user config at {}, not {} ({restart})",
+            place.tilde(Some(&theirs)),
+            place.show()
+        ));
+    }
+    for client in clients {
+        let ours = client.user_file(&place.env);
+        let theirs = daemon.client_files.get(client.name());
+        if let (Some(ours), Some(theirs)) = (ours, theirs) {
+            if ours != *theirs {
+                warnings.push(format!(
+                    "the running daemon reads {}'s file at {}, not {} ({restart})",
+                    client.label(),
+                    place.tilde(Some(theirs)),
+                    place.tilde(Some(&ours))
+                ));
+            }
+        }
+    }
+    warnings
 }
 
 /// The lock file in the runtime directory that makes concurrent `mcpx import` runs take turns.

@@ -3,6 +3,10 @@
 //!
 //! A value is read hidden from the terminal, or as one line from stdin, and is never
 //! printed: only names and the store's location are.
+//!
+//! The first `set` chooses the store and records it (`SecretStore::choose`): the OS
+//! keychain when one answers, else the file, or what `MCPX_SECRET_STORE` (`file` or
+//! `keychain`) asks for.
 
 use std::io::{BufRead, IsTerminal};
 use std::path::Path;
@@ -10,7 +14,7 @@ use std::path::Path;
 use mcpx_daemon::api::{ApiError, ErrorKind};
 use mcpx_daemon::paths::DirError;
 use mcpx_platform::fs::Dir;
-use mcpx_platform::secrets::{SecretError, SecretStore, SecretValue, check_name};
+use mcpx_platform::secrets::{STORE_RECORD, STORE_VARIABLE, SecretError, SecretStore, SecretValue, Wanted, check_name};
 use serde::Serialize;
 
 use crate::output;
@@ -29,9 +33,11 @@ pub enum Action {
 /// `mcpx secret ls --json`: the store and the names in it.
 #[derive(Debug, Serialize)]
 struct Listing {
-    /// The store's kind (`file`).
+    /// The store's kind (`file`, `secret-service`, `keychain`), or `none` before the
+    /// first `set` chooses one.
     store: &'static str,
-    /// Where it keeps the secrets: `file <path>`.
+    /// Where it keeps the secrets: `file <path>`, `secret-service <bus address>`,
+    /// `keychain <service>`, or `none` before the first `set`.
     location: String,
     /// The names, sorted.
     names: Vec<String>,
@@ -48,12 +54,25 @@ pub fn run(state: &Path, action: Action, json: bool) -> Result<i32, ApiError> {
     match action {
         Action::Set(name) => {
             check_name(&name).map_err(|e| ApiError::new(ErrorKind::Usage, e.to_string()))?;
+            let wanted = std::env::var(STORE_VARIABLE).ok();
+            let wanted =
+                Wanted::parse(wanted.as_deref()).map_err(|e| ApiError::new(ErrorKind::Usage, e.to_string()))?;
             let value = read_value(&name)?;
+            let store = SecretStore::choose(&dir, wanted).map_err(store_error)?;
             store.set(&name, &value).map_err(store_error)?;
             if json {
                 output::say_json(&serde_json::json!({ "set": name, "location": store.location() }).to_string());
             } else {
                 output::say(&format!("secret `{name}` set ({})", store.location()));
+            }
+        }
+        Action::Ls if !dir.contains(STORE_RECORD) => {
+            // Nothing was ever set: the first `set` chooses the store.
+            if json {
+                let listing = Listing { store: "none", location: "none".to_owned(), names: Vec::new() };
+                output::say_json(&serde_json::to_string(&listing).unwrap_or_default());
+            } else {
+                output::say("no secrets set (the first `mcpx secret set` chooses the store)");
             }
         }
         Action::Ls => {

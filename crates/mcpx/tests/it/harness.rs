@@ -156,7 +156,10 @@ impl World {
             std::fs::DirBuilder::new().mode(0o700).create(dir.path().join(sub)).unwrap();
         }
         let config = dir.path().join("config.json");
-        let world = World { dir, config, env: Vec::new(), unset: Vec::new(), victim: None };
+        // The file secret store, so no test reaches the keyring of the desktop it runs
+        // on; the keyring tests take this out.
+        let env = vec![("MCPX_SECRET_STORE".to_owned(), "file".to_owned())];
+        let world = World { dir, config, env, unset: Vec::new(), victim: None };
         world.write_config(&serde_json::json!({ "mcpServers": servers }).to_string());
         world
     }

@@ -219,3 +219,26 @@ fn import_refuses_to_edit_another_clients_file() {
     assert!(run.stderr.contains("is Cursor's file, not an mcpx config"), "{}", run.stderr);
     assert_eq!(std::fs::read_to_string(&cursor).unwrap(), text, "left unchanged");
 }
+
+#[test]
+fn import_warns_when_the_running_daemon_reads_other_files() {
+    let (mut w, home) = world(json!({}));
+    w.unset.push("MCPX_CONFIG".to_owned());
+    assert_eq!(w.run(&["ls"]).code, 0, "starts the daemon with the world's HOME");
+    let other = w.path("other-home");
+    std::fs::create_dir_all(&other).unwrap();
+    let run = w.run_with(&["import", "cursor"], |cmd| {
+        cmd.env("HOME", &other);
+    });
+    assert_eq!(run.code, 0, "{run:?}");
+    let theirs = home.join(".config/mcpx/config.json");
+    assert!(
+        run.stderr.contains(&format!("the running daemon reads its user config at {}", theirs.display())),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("the running daemon reads Cursor's file at"), "{}", run.stderr);
+    // The same environment as the daemon's: nothing to warn about.
+    let run = w.run(&["import", "cursor"]);
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+}

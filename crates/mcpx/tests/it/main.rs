@@ -16,6 +16,7 @@ mod flood;
 mod hostile;
 mod ids;
 mod import;
+mod keyring;
 mod messy;
 mod peer;
 mod policy;

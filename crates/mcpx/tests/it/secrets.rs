@@ -14,7 +14,7 @@ use crate::harness::{Run, World, fake_server, wait_until};
 const VALUE: &str = "s3cr3t-7f1c9e";
 
 /// `mcpx secret set NAME`, the value piped on stdin (a line, as `echo` writes it), run in `dir`.
-fn set(w: &World, dir: &Path, name: &str, value: &str) -> Run {
+pub(crate) fn set(w: &World, dir: &Path, name: &str, value: &str) -> Run {
     let mut cmd = w.command();
     cmd.args(["secret", "set", name])
         .current_dir(dir)
@@ -28,7 +28,7 @@ fn set(w: &World, dir: &Path, name: &str, value: &str) -> Run {
 }
 
 /// `mcpx call SERVER.env '{"name": VAR}'` in `dir`.
-fn env_of(w: &World, dir: &Path, server: &str, var: &str) -> Run {
+pub(crate) fn env_of(w: &World, dir: &Path, server: &str, var: &str) -> Run {
     let args = json!({ "name": var }).to_string();
     w.run_with(&["call", &format!("{server}.env"), &args], |c| {
         c.current_dir(dir);

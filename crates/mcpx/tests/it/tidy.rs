@@ -196,7 +196,7 @@ const WRITES_ALLOWED: [(&str, &str, &str); 8] = [
         "import.lock is opened (created when missing, O_NOFOLLOW, 0600) only to hold a flock(2) while `mcpx import` edits the config; it is never written",
     ),
     (
-        "crates/mcpx-platform/src/secrets.rs",
+        "crates/mcpx-platform/src/secrets/file.rs",
         "open_file(SECRETS_LOCK, FileUse::Lock)",
         "secrets.lock is opened (created when missing, O_NOFOLLOW, 0600) only to hold a flock(2) on it; it is never written",
     ),
