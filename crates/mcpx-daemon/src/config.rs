@@ -32,6 +32,12 @@
 //! replaces a farther one entirely (also when it is `disabled`, which is how a project turns
 //! off a user-level server). See [`ConfigCache`].
 //!
+//! # Trust
+//!
+//! The entries of project files (found upward, [`Role::Project`]) run only once the user
+//! has trusted each as written (`mcpx trust`, [`TrustStore`]); the resolver marks them
+//! ([`ServerEntry::trusted`]) and `crate::policy` refuses the others.
+//!
 //! # Variables
 //!
 //! `${VAR}` in `command`, `args`, `env` values, `cwd`, `url` and header values is expanded from
@@ -47,7 +53,9 @@ mod expand;
 mod jsonc;
 mod parse;
 mod resolve;
+mod review;
 mod spec;
+mod trust;
 pub mod units;
 
 #[cfg(test)]
@@ -62,4 +70,6 @@ pub use error::ConfigError;
 pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport, Secrets, StoreIn};
 pub use parse::{NamedEntry, read_client_file};
 pub use resolve::{ConfigCache, FileContents, MCPX_PROJECT_FILE, PROJECT_FILE, PROJECT_FILES, ResolveRequest, Role};
+pub use review::{ProjectEntry, project_entries, project_files};
 pub use spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};
+pub use trust::{TRUST_ALL_KEY, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, entry_hash, project_dir};

@@ -52,9 +52,15 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
         let key = entry.cache_key();
         let cached = d.schema.get(&key);
         let n_live = live.iter().filter(|i| i.identity.cache_key == key).count();
-        let unexpandable = entry.expand(d.env(), &d.targets.secrets()).err().map(|e| e.to_string());
+        // An untrusted entry is not expanded: its `${VAR}`s are the file's to show, not ours.
+        let unexpandable = match policy::server_trusted(entry) {
+            true => entry.expand(d.env(), &d.targets.secrets()).err().map(|e| e.to_string()),
+            false => None,
+        };
         let error = unexpandable.clone().or_else(|| cached.as_ref().and_then(|c| c.error.clone()));
-        let state = if !policy::server_offered(entry) {
+        let state = if !policy::server_trusted(entry) {
+            "untrusted"
+        } else if !policy::server_offered(entry) {
             "disabled"
         } else if unexpandable.is_some() {
             // An unset `${VAR}` or secret: no start can succeed until it is set.

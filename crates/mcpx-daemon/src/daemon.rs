@@ -19,7 +19,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use crate::api::{ApiError, ConfigErrorStatus, ErrorKind, Request};
 use crate::config::{ConfigCache, ConfigEnv, ResolveRequest, ResolvedConfig, ServerEntry, TransportSpec};
 use crate::instance::InstanceEvent;
-use crate::paths::{KNOWN_CONFIGS, OpenDirs};
+use crate::paths::{EXPLICIT_CONFIGS, KNOWN_CONFIGS, OpenDirs};
 use crate::pool::{Pool, Target};
 use crate::schema::SchemaCache;
 use crate::scope::PoolKey;
@@ -65,6 +65,9 @@ pub struct Daemon {
     /// Supervisors found at start whose attach protocol this daemon cannot speak:
     /// left running, shown as `incompatible`, replaced on `mcpx restart`.
     pub(crate) incompatible: Mutex<Vec<(Record, Version)>>,
+    /// The project files whose untrusted servers an MCP listing left out, each logged
+    /// once (not once per request).
+    untrusted_logged: Mutex<HashSet<PathBuf>>,
     /// Progress and log notifications lost, over the daemon's life, because their
     /// caller read too slowly; every caller's queue adds to it (`status`).
     dropped_notifications: Arc<AtomicU64>,
@@ -83,10 +86,16 @@ impl Daemon {
     pub fn new(dirs: OpenDirs, env: HashMap<String, String>, launchers: Launchers) -> Arc<Daemon> {
         let schema = Arc::new(SchemaCache::new(dirs.cache.clone()));
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let config = ConfigCache::new(ConfigEnv::from_vars(&env));
+        let config = ConfigCache::new(ConfigEnv::from_vars(&env))
+            .with_trust_file(dirs.paths.state.join(crate::config::TRUST_FILE));
         if let Ok(bytes) = dirs.state.read(KNOWN_CONFIGS) {
             if let Ok(files) = serde_json::from_slice::<Vec<PathBuf>>(&bytes) {
                 config.add_known_files(files);
+            }
+        }
+        if let Ok(bytes) = dirs.state.read(EXPLICIT_CONFIGS) {
+            if let Ok(files) = serde_json::from_slice::<Vec<PathBuf>>(&bytes) {
+                config.add_explicit_files(files);
             }
         }
         let warnings = crate::service_check::supervisor_warnings(&env);
@@ -109,6 +118,7 @@ impl Daemon {
             http_url: OnceLock::new(),
             warnings,
             dropped_notifications: Arc::default(),
+            untrusted_logged: Mutex::new(HashSet::new()),
         });
         for w in &daemon.warnings {
             tracing::warn!("{w}");
@@ -136,6 +146,7 @@ impl Daemon {
     /// Errors: a configuration file cannot be read or is malformed (`config`).
     pub fn resolve(&self, req: &Request) -> Result<ResolvedConfig, ApiError> {
         let before = self.config.known_files().len();
+        let explicit_before = self.config.explicit_files().len();
         let mut resolved = self
             .config
             .resolve(&ResolveRequest { cwd: req.caller.cwd.clone(), explicit: req.caller.config.clone() })
@@ -153,13 +164,37 @@ impl Daemon {
         }
         let known = self.config.known_files();
         if known.len() != before {
-            if let Ok(bytes) = serde_json::to_vec_pretty(&known) {
-                if let Err(e) = mcpx_platform::fs::write_atomic(&self.dirs.state, KNOWN_CONFIGS, &bytes, 0o600) {
-                    tracing::warn!(error = %e, "cannot record the known configuration files");
-                }
-            }
+            self.record_files(KNOWN_CONFIGS, &known);
+        }
+        let explicit = self.config.explicit_files();
+        if explicit.len() != explicit_before {
+            self.record_files(EXPLICIT_CONFIGS, &explicit);
         }
         Ok(resolved)
+    }
+
+    /// Writes the list `files` to `name` in the state directory, for the next daemon.
+    fn record_files(&self, name: &str, files: &[PathBuf]) {
+        if let Ok(bytes) = serde_json::to_vec_pretty(files) {
+            if let Err(e) = mcpx_platform::fs::write_atomic(&self.dirs.state, name, &bytes, 0o600) {
+                tracing::warn!(error = %e, file = name, "cannot record the known configuration files");
+            }
+        }
+    }
+
+    /// Logs, once per file over the daemon's life, that an MCP listing left out the
+    /// servers of `entries` (untrusted project files' entries).
+    pub(crate) fn log_untrusted<'a>(&self, entries: impl Iterator<Item = &'a ServerEntry>) {
+        for entry in entries {
+            if lock(&self.untrusted_logged).insert(entry.source.clone()) {
+                let dir = crate::config::project_dir(&entry.source);
+                tracing::info!(
+                    file = %entry.source.display(),
+                    "MCP listings leave out the servers of this project file until the user trusts them (`mcpx trust` in {})",
+                    dir.display()
+                );
+            }
+        }
     }
 
     /// The entry named `name`, or an `unknown_server` error listing the names that exist
@@ -391,18 +426,11 @@ fn points_at(entry: &ServerEntry, own: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{RemoteKind, ServerOptions};
+    use crate::config::RemoteKind;
 
     fn remote(url: &str) -> ServerEntry {
         let transport = TransportSpec::Remote { url: url.into(), headers: Default::default(), kind: RemoteKind::Http };
-        ServerEntry {
-            name: "self".into(),
-            source: "/c.json".into(),
-            client: None,
-            transport,
-            options: ServerOptions::default(),
-            inputs: Default::default(),
-        }
+        ServerEntry::for_tests("self", transport)
     }
 
     #[test]

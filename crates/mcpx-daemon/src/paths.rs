@@ -33,6 +33,9 @@ pub const LOG: &str = "daemon.log";
 pub const SUPERVISOR_LOG: &str = "supervisors.log";
 /// The list of every configuration file the daemon has resolved, in the state directory.
 pub const KNOWN_CONFIGS: &str = "config-files.json";
+/// The known config files some caller named with `--config` / `MCPX_CONFIG`, in the
+/// state directory: re-read by a later daemon, their entries need no trust.
+pub const EXPLICIT_CONFIGS: &str = "config-explicit.json";
 /// The bearer token of the TCP endpoint, in the state directory.
 pub const TOKEN: &str = "token";
 /// The kept remote sessions, a subdirectory of the state directory.

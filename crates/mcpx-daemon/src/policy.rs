@@ -1,13 +1,15 @@
-//! The one policy point for what a configuration offers: a `disabled` server is not
-//! offered at all, and of the others only the tools that `includeTools`/`excludeTools`
-//! allow (`docs/configuration.md`, "The `mcpx` block").
+//! The one policy point for what a configuration offers: a server of a project file the
+//! user has not trusted (`docs/configuration.md`, "Trust") and a `disabled` server are
+//! not offered at all, and of the others only the tools that
+//! `includeTools`/`excludeTools` allow (`docs/configuration.md`, "The `mcpx` block").
 //!
 //! Every path that lists or reaches a server asks here, never its entry's options:
 //! the control API's handlers (the CLI), and the MCP endpoint's aggregate `/mcp`,
 //! passthrough `/mcp/<server>` (`mcpx serve --server`) and discovery mode
 //! (`mcpx serve --discover`). A new path (code mode, say) must too. Listings keep what
 //! [`offered`] and [`tool_offered`] keep; a call is refused with [`check_tool`]'s
-//! error, kind `config` for a disabled server and `unknown_tool` for a tool left out,
+//! error, kind `config` for an untrusted or disabled server and `unknown_tool` for a
+//! tool left out,
 //! which an MCP client gets as JSON-RPC error -32602 with the same message
 //! ([`rpc_refusal`]).
 
@@ -18,20 +20,59 @@ use serde_json::Value;
 use crate::api::{ApiError, ErrorKind};
 use crate::config::{ResolvedConfig, ServerEntry};
 
-/// The servers of `config` that are offered: every one not `disabled`, in name order.
+/// The servers of `config` that are offered: every one trusted and not `disabled`, in
+/// name order.
 pub fn offered(config: &ResolvedConfig) -> impl Iterator<Item = &ServerEntry> {
     config.servers.values().filter(|e| server_offered(e))
 }
 
-/// Whether `entry` is offered: it is not `disabled`. [`check_server`] says why not.
+/// The servers of `config` left out because their project file's entry is not trusted,
+/// in name order (for the one log line per file of an MCP listing).
+pub fn untrusted(config: &ResolvedConfig) -> impl Iterator<Item = &ServerEntry> {
+    config.servers.values().filter(|e| !server_trusted(e))
+}
+
+/// Whether `entry` is offered: it is trusted and not `disabled`. [`check_server`] says
+/// why not.
 pub fn server_offered(entry: &ServerEntry) -> bool {
-    !entry.options.disabled
+    server_trusted(entry) && !entry.options.disabled
+}
+
+/// Whether `entry` may run: it is not the entry of a project file that the user has not
+/// trusted as written. Nothing of an untrusted entry is expanded or started.
+pub fn server_trusted(entry: &ServerEntry) -> bool {
+    entry.trusted
+}
+
+/// Whether `entry` may run ([`server_trusted`]): what every expansion and start asks
+/// first (`Targets::target`).
+///
+/// Errors: `config`, naming the file and telling an agent to leave the decision to
+/// the user.
+pub fn check_trusted(entry: &ServerEntry) -> Result<(), ApiError> {
+    if server_trusted(entry) {
+        return Ok(());
+    }
+    let dir = crate::config::project_dir(&entry.source);
+    Err(ApiError::new(
+        ErrorKind::Config,
+        format!(
+            "server `{}` is defined in {}, a project file whose entry is not trusted, so it does not run; \
+             ask the user to review the file and run `mcpx trust` in {} (this is for the user to decide: \
+             do not run `mcpx trust` yourself)",
+            entry.name,
+            entry.source.display(),
+            dir.display()
+        ),
+    ))
 }
 
 /// Whether `entry` is offered.
 ///
-/// Errors: `config` when it is `disabled`, naming the file that says so.
+/// Errors: `config` when it is not trusted ([`check_trusted`]), or `disabled`, naming
+/// the file that says so.
 pub fn check_server(entry: &ServerEntry) -> Result<(), ApiError> {
+    check_trusted(entry)?;
     if server_offered(entry) {
         return Ok(());
     }
@@ -103,14 +144,7 @@ mod tests {
     fn entry(options: ServerOptions) -> ServerEntry {
         let transport =
             TransportSpec::Stdio { command: "fake".into(), args: Vec::new(), env: Default::default(), cwd: None };
-        ServerEntry {
-            name: "fake".into(),
-            source: "/c.json".into(),
-            client: None,
-            transport,
-            options,
-            inputs: Default::default(),
-        }
+        ServerEntry { options, ..ServerEntry::for_tests("fake", transport) }
     }
 
     const LISTING: &str =
@@ -132,6 +166,10 @@ mod tests {
     fn refusals_have_the_clis_kinds_and_the_rpc_code() {
         let off = entry(ServerOptions { disabled: true, ..ServerOptions::default() });
         assert_eq!(check_tool(&off, "a").unwrap_err().kind, ErrorKind::Config);
+        let untrusted = ServerEntry { trusted: false, ..entry(ServerOptions::default()) };
+        let refusal = check_tool(&untrusted, "a").unwrap_err();
+        assert_eq!(refusal.kind, ErrorKind::Config);
+        assert!(refusal.message.contains("do not run `mcpx trust` yourself"), "{}", refusal.message);
         let only_a = entry(ServerOptions { include_tools: Some(vec!["a".into()]), ..ServerOptions::default() });
         assert!(check_tool(&only_a, "a").is_ok());
         let refusal = check_tool(&only_a, "b").unwrap_err();

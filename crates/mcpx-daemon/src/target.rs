@@ -85,11 +85,14 @@ impl Targets {
     /// environment assembled, and the fingerprint computed (with the executable's
     /// identity; a remote server's is its cache key).
     ///
-    /// Errors: an unset variable or secret, an unreadable secret store, or a remote server's malformed URL or header, is a
+    /// Errors: an entry of a project file that is not trusted
+    /// ([`crate::policy::check_trusted`]); an unset variable or secret, an unreadable secret store, or a remote server's malformed URL or header, is a
     /// configuration error (`config`, exit 2); a command that is not found is kept in
     /// the target, so the start fails as a server error (exit 4) and the server shows
     /// `error`.
     pub fn target(&self, entry: &ServerEntry) -> Result<Target, ApiError> {
+        // Nothing of an untrusted project file's entry is expanded, whoever asks.
+        crate::policy::check_trusted(entry)?;
         let cache_key = entry.cache_key();
         let expanded =
             entry.expand(&self.env, &self.secrets()).map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;

@@ -132,6 +132,22 @@ enum Command {
         #[command(subcommand)]
         action: SecretAction,
     },
+    /// Review and trust the servers of the project files found upward from DIR (default: here).
+    Trust {
+        /// Where to look upward from; default the working directory.
+        dir: Option<PathBuf>,
+        /// Trust without asking (required when stdin is not a terminal).
+        #[arg(long, short)]
+        yes: bool,
+        /// List what is trusted instead.
+        #[arg(long, conflicts_with_all = ["dir", "yes"])]
+        list: bool,
+    },
+    /// Remove the trust of the project files found upward from DIR (default: here).
+    Untrust {
+        /// Where to look upward from; default the working directory.
+        dir: Option<PathBuf>,
+    },
     /// Supervise one server instance (started by the daemon; reads its launch request on stdin).
     #[command(hide = true)]
     Supervise,
@@ -292,6 +308,20 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             };
             crate::secret::run(&state, action, json)
         }
+        Command::Trust { dir, yes, list } => {
+            // The running daemon's state directory, where it reads the records.
+            let state = daemons_dirs(&dirs, &env).await.state;
+            let here = || caller.cwd.clone().unwrap_or_else(|| PathBuf::from("."));
+            let dir = absolute(dir, caller.cwd.as_deref()).unwrap_or_else(here);
+            let action = if list { crate::trust::Action::List } else { crate::trust::Action::Trust { dir, yes } };
+            crate::trust::run(&state, &env, action, json)
+        }
+        Command::Untrust { dir } => {
+            let state = daemons_dirs(&dirs, &env).await.state;
+            let here = || caller.cwd.clone().unwrap_or_else(|| PathBuf::from("."));
+            let dir = absolute(dir, caller.cwd.as_deref()).unwrap_or_else(here);
+            crate::trust::run(&state, &env, crate::trust::Action::Untrust { dir }, json)
+        }
         Command::Serve { server, discover } => {
             let exe = std::env::current_exe()
                 .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
@@ -365,6 +395,8 @@ async fn dispatch(
         | Command::Supervise
         | Command::Service { .. }
         | Command::Secret { .. }
+        | Command::Trust { .. }
+        | Command::Untrust { .. }
         | Command::Import { .. } => {
             unreachable!("handled before connecting")
         }

@@ -11,6 +11,7 @@ mod sanitize;
 mod secret;
 mod serve;
 mod service;
+mod trust;
 
 fn main() {
     std::process::exit(cli::main());

@@ -121,9 +121,26 @@ pub fn ls(json: bool, rows: &[ServerRow], long: bool, hint: Option<&str>) {
         }
         table(&header, &cells);
         println!("\nnext: `mcpx tools <server>` lists a server's tools; `mcpx search <words>` finds one");
+        untrusted_note(&servers);
     }
     for warning in notes.iter().chain(&servers).flat_map(|r| &r.warnings) {
         warn(&format!("warning: {warning}"));
+    }
+}
+
+/// After the `ls` table: the project files whose servers are `untrusted`, and that the
+/// user (not an agent) reviews them and runs `mcpx trust`.
+fn untrusted_note(rows: &[&ServerRow]) {
+    let mut files: Vec<&Path> =
+        rows.iter().filter(|r| r.state == "untrusted").map(|r| r.source.file.as_path()).collect();
+    files.sort();
+    files.dedup();
+    for file in files {
+        println!(
+            "untrusted: the servers of {} run nothing until the user reviews the file and runs `mcpx trust` in {} (for the user to decide, not an agent)",
+            file.display(),
+            mcpx_daemon::config::project_dir(file).display()
+        );
     }
 }
 

@@ -145,6 +145,22 @@ pub(super) fn check(template: &str) -> Result<(), String> {
     parse(template).map(|_| ())
 }
 
+/// The variables and secrets a template refers to, as `mcpx trust` names them: `NAME`
+/// for `${NAME}`, `${NAME:-default}` and `${env:NAME}`, `secret:NAME` and `input:ID` for
+/// the secret store's. A template that does not parse refers to nothing.
+pub(super) fn references(template: &str) -> Vec<String> {
+    let segments = parse(template).unwrap_or_default();
+    segments
+        .into_iter()
+        .filter_map(|segment| match segment {
+            Segment::Literal(_) => None,
+            Segment::Var { name, .. } => Some(name.to_owned()),
+            Segment::Secret { name, input: false } => Some(format!("secret:{name}")),
+            Segment::Secret { name, input: true } => Some(format!("input:{name}")),
+        })
+        .collect()
+}
+
 /// Expands a template checked by [`check`]. Errors name only the variable (or secret)
 /// and the server, never a value.
 pub(super) fn expand(

@@ -29,6 +29,8 @@ struct TopLevel {
     projects: Option<Projects>,
     #[serde(default)]
     inputs: Option<Value>,
+    #[serde(rename = "trustProjectFiles", default)]
+    trust_project_files: Option<Value>,
 }
 
 /// Claude Code's `projects`: for each directory, the entries of its `mcpServers` (none when
@@ -191,6 +193,9 @@ pub(super) struct ParsedFile {
     pub(super) imports: Option<Vec<Client>>,
     /// Problems with the file's other keys, one line each naming the file (a bad `imports`).
     pub(super) notes: Vec<String>,
+    /// A top-level `"trustProjectFiles": true` (honoured in the user config and an
+    /// explicit file only).
+    pub(super) trust_all: bool,
 }
 
 impl ParsedFile {
@@ -216,6 +221,8 @@ struct RawFile {
     imports: Option<Value>,
     /// VS Code's `inputs`: each input's id and description.
     inputs: BTreeMap<String, String>,
+    /// A top-level `"trustProjectFiles": true`.
+    trust_all: bool,
 }
 
 /// Reads the server entries of a file of `kind` as written. JSON(C): `servers` (VS Code) and
@@ -236,7 +243,7 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
             .into_iter()
             .map(|(name, value)| (name, serde_json::to_value(value).unwrap_or(Value::Null)));
         let main = vec![("mcp_servers", entries.collect())];
-        return Ok(RawFile { main, projects: Vec::new(), imports: None, inputs: BTreeMap::new() });
+        return Ok(RawFile { main, projects: Vec::new(), imports: None, inputs: BTreeMap::new(), trust_all: false });
     }
     let json = jsonc::to_json(text).map_err(|e| syntax(e.offset, e.message.to_owned()))?;
     let top: TopLevel = serde_json::from_str(&json).map_err(|e| ConfigError::Syntax {
@@ -261,6 +268,7 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
         projects,
         imports: top.imports,
         inputs,
+        trust_all: top.trust_project_files.as_ref().and_then(Value::as_bool) == Some(true),
     })
 }
 
@@ -287,7 +295,8 @@ fn input_descriptions(inputs: Option<&Value>) -> BTreeMap<String, String> {
 /// lands in [`Layer::errors`].
 pub(super) fn parse_file(file: &Path, kind: &FileKind, text: &str) -> Result<ParsedFile, ConfigError> {
     let raw = read_raw(file, kind, text)?;
-    let mut parsed = ParsedFile { main: layer(file, kind, raw.main), ..ParsedFile::default() };
+    let mut parsed =
+        ParsedFile { main: layer(file, kind, raw.main), trust_all: raw.trust_all, ..ParsedFile::default() };
     if !raw.inputs.is_empty() {
         for entry in parsed.main.servers.values_mut() {
             entry.inputs = raw.inputs.clone();
@@ -405,9 +414,10 @@ fn layer(file: &Path, kind: &FileKind, sources: Vec<(&str, RawEntries)>) -> Laye
             tracing::debug!(file = %file.display(), server = %name, "left out: the entry runs `mcpx serve` itself");
             continue;
         }
+        let trust_hash = super::trust::entry_hash(&Value::Object(map.clone()));
         match parse_entry(file, kind.client, &name, &dialect::normalize(kind, map)) {
             Ok(entry) => {
-                layer.servers.insert(name, entry);
+                layer.servers.insert(name, ServerEntry { trust_hash, ..entry });
             }
             Err(e) => {
                 layer.errors.insert(name, EntryError(std::sync::Arc::new(e)));
@@ -554,6 +564,10 @@ fn parse_entry(
         transport,
         options,
         inputs: BTreeMap::new(),
+        // Set by `layer`, which has the entry as written.
+        trust_hash: String::new(),
+        // The resolver marks a project file's entries, knowing how it reached the file.
+        trusted: true,
     })
 }
 

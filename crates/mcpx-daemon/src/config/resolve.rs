@@ -11,6 +11,7 @@ use super::clients::{Client, ConfigEnv, FileKind};
 use super::entry::{EntryError, FileWarning, ResolvedConfig, ServerEntry};
 use super::error::ConfigError;
 use super::parse::{self, Layer, ParsedFile};
+use super::trust::{TRUST_ALL_KEY, TrustStore};
 
 /// Name of the project config file shared with Claude Code, Cursor and others.
 pub const PROJECT_FILE: &str = ".mcp.json";
@@ -113,6 +114,12 @@ struct CachedFile {
 struct Inner {
     files: HashMap<PathBuf, CachedFile>,
     known: BTreeSet<PathBuf>,
+    /// The known files some caller named with `--config` / `MCPX_CONFIG`: trusted when
+    /// re-read alone, while the other known files that are not user-level are project
+    /// files.
+    explicit: BTreeSet<PathBuf>,
+    /// The trust records as last read, with the stamp of their file.
+    trust: Option<(FileStamp, Arc<TrustStore>)>,
 }
 
 /// Resolves requests to configurations, re-reading a file only when its
@@ -123,6 +130,9 @@ struct Inner {
 /// and meanwhile offers the servers of its last good read, if any.
 pub struct ConfigCache {
     env: ConfigEnv,
+    /// The trust records' file (`<state>/trust.json`), read again when its stamp
+    /// changes; `None`: no entry of a project file is trusted.
+    trust_file: Option<PathBuf>,
     inner: Mutex<Inner>,
     reads: AtomicU64,
 }
@@ -136,7 +146,14 @@ impl std::fmt::Debug for ConfigCache {
 impl ConfigCache {
     /// An empty cache resolving the user file from `env`.
     pub fn new(env: ConfigEnv) -> Self {
-        Self { env, inner: Mutex::new(Inner::default()), reads: AtomicU64::new(0) }
+        Self { env, trust_file: None, inner: Mutex::new(Inner::default()), reads: AtomicU64::new(0) }
+    }
+
+    /// This cache, reading the trust records of project files' entries from `file`
+    /// (`<state>/trust.json`, see [`TrustStore`]) whenever its stamp changes, so a
+    /// `mcpx trust` applies to the next request.
+    pub fn with_trust_file(self, file: PathBuf) -> Self {
+        Self { trust_file: Some(file), ..self }
     }
 
     /// The environment this cache was created with.
@@ -160,6 +177,8 @@ impl ConfigCache {
     pub fn resolve(&self, req: &ResolveRequest) -> Result<ResolvedConfig, ConfigError> {
         let mut resolved = ResolvedConfig::default();
         let mut queue = req.search_paths(&self.env);
+        let mut roles: HashMap<PathBuf, Role> = HashMap::new();
+        let mut trust_all = false;
         let mut i = 0;
         while let Some((path, role)) = queue.get(i).cloned() {
             i += 1;
@@ -176,7 +195,18 @@ impl ConfigCache {
                 Err(error) => return Err(error),
             };
             resolved.file_errors.extend(loaded.syntax);
+            roles.insert(path.clone(), role);
             if let Some(parsed) = loaded.parsed {
+                if parsed.trust_all && role == Role::Project {
+                    resolved.file_warnings.push(FileWarning {
+                        file: path.clone(),
+                        message: format!(
+                            "{}: `{TRUST_ALL_KEY}` is honoured only in the mcpx user config, and is ignored in a project file",
+                            path.display()
+                        ),
+                    });
+                }
+                trust_all |= parsed.trust_all && matches!(role, Role::User | Role::Explicit);
                 if let Some(cwd) = &req.cwd {
                     let projects = parsed.projects.iter().map(|(dir, layer)| (dir.clone(), layer));
                     if let Some((_, project)) = parse::nearest_project(cwd, projects) {
@@ -211,8 +241,74 @@ impl ConfigCache {
             }
             resolved.files.push(path);
         }
-        self.lock().known.extend(resolved.files.iter().cloned());
+        if roles.values().any(|r| *r == Role::Project) {
+            let store = self.trust_store();
+            for entry in resolved.servers.values_mut() {
+                if roles.get(&entry.source) == Some(&Role::Project) {
+                    entry.trusted = trust_all || trusts(&store, entry);
+                }
+            }
+        }
+        let mut inner = self.lock();
+        inner.known.extend(resolved.files.iter().cloned());
+        if let Some((path, Role::Explicit)) = req.search_paths(&self.env).into_iter().next() {
+            if resolved.files.contains(&path) {
+                inner.explicit.insert(path);
+            }
+        }
         Ok(resolved)
+    }
+
+    /// The known files some caller named explicitly (see
+    /// [`add_explicit_files`](Self::add_explicit_files)), sorted.
+    pub fn explicit_files(&self) -> Vec<PathBuf> {
+        self.lock().explicit.iter().cloned().collect()
+    }
+
+    /// Records files as named explicitly by some caller, e.g. the set persisted by a
+    /// previous daemon: re-read alone ([`file_contents`](Self::file_contents)), their
+    /// entries are trusted. Every other known file that is not user-level
+    /// ([`ConfigEnv::is_user_level`]) is a project file, whose entries need trust.
+    pub fn add_explicit_files(&self, files: impl IntoIterator<Item = PathBuf>) {
+        self.lock().explicit.extend(files);
+    }
+
+    /// The trust records, read again when their file's stamp changed. A file that
+    /// cannot be read or parsed trusts nothing (logged).
+    fn trust_store(&self) -> Arc<TrustStore> {
+        let Some(file) = &self.trust_file else { return Arc::default() };
+        let Ok(meta) = std::fs::metadata(file) else {
+            self.lock().trust = None;
+            return Arc::default();
+        };
+        let stamp = FileStamp::of(&meta);
+        if let Some((cached, store)) = &self.lock().trust {
+            if *cached == stamp {
+                return Arc::clone(store);
+            }
+        }
+        let store = match std::fs::read(file).map_err(|e| e.to_string()).and_then(|b| TrustStore::parse(&b, file)) {
+            Ok(store) => Arc::new(store),
+            Err(e) => {
+                tracing::warn!("trusting no project file: {e}");
+                Arc::default()
+            }
+        };
+        self.lock().trust = Some((stamp, Arc::clone(&store)));
+        store
+    }
+
+    /// Whether a known file read alone is a project file: not user-level, and never
+    /// named explicitly.
+    fn is_project_file(&self, path: &Path) -> bool {
+        !self.env.is_user_level(path) && !self.lock().explicit.contains(path)
+    }
+
+    /// Whether the user config sets `"trustProjectFiles": true`.
+    fn user_trusts_all(&self) -> bool {
+        let user = self.env.user_file();
+        let loaded = user.and_then(|user| self.load(&user, false).ok().flatten());
+        loaded.and_then(|l| l.parsed).is_some_and(|p| p.trust_all)
     }
 
     /// Every file that has contributed to a successful resolution (plus any added with
@@ -228,7 +324,9 @@ impl ConfigCache {
     }
 
     /// Everything one file holds, read alone (no imports, every Claude Code project's
-    /// servers included): for what some configuration still holds, and `status`. `Ok(None)`
+    /// servers included): for what some configuration still holds, and `status`. The
+    /// entries of a project file (see [`add_explicit_files`](Self::add_explicit_files))
+    /// are marked trusted or not, as a request would mark them. `Ok(None)`
     /// when it does not exist. Errors: [`ConfigError::Io`] when it cannot be read.
     pub fn file_contents(&self, path: &Path) -> Result<Option<FileContents>, ConfigError> {
         let Some(loaded) = self.load(path, false)? else {
@@ -239,11 +337,17 @@ impl ConfigCache {
             contents.servers.extend(layer.servers.values().cloned());
             contents.errors.extend(layer.errors.iter().map(|(n, e)| (n.clone(), e.clone())));
         }
+        if self.is_project_file(path) && !self.user_trusts_all() {
+            let store = self.trust_store();
+            for entry in &mut contents.servers {
+                entry.trusted = trusts(&store, entry);
+            }
+        }
         Ok(Some(contents))
     }
 
-    /// The schema cache keys ([`ServerEntry::fingerprint`](super::ServerEntry::fingerprint) as written) of every server in
-    /// every known file: what some configuration still holds. `None` while a known file
+    /// The schema cache keys ([`ServerEntry::fingerprint`](super::ServerEntry::fingerprint) as written) of every trusted server in
+    /// every known file: what some configuration still holds, and may run. `None` while a known file
     /// cannot be read or parsed (it may be mid-edit), or none is known yet, so nothing is
     /// judged removed then.
     pub fn configured(&self) -> Option<std::collections::HashSet<String>> {
@@ -255,7 +359,7 @@ impl ConfigCache {
         for path in known {
             match self.file_contents(&path) {
                 Ok(Some(FileContents { servers, syntax: None, .. })) => {
-                    keys.extend(servers.iter().map(|e| e.cache_key()))
+                    keys.extend(servers.iter().filter(|e| e.trusted).map(|e| e.cache_key()))
                 }
                 Ok(None) => {}
                 Ok(Some(_)) | Err(_) => return None,
@@ -370,6 +474,11 @@ struct Loaded {
     parsed: Option<Arc<ParsedFile>>,
     /// Why it does not parse now.
     syntax: Option<EntryError>,
+}
+
+/// Whether `store` trusts `entry` as written, in its file's canonical path.
+fn trusts(store: &TrustStore, entry: &ServerEntry) -> bool {
+    std::fs::canonicalize(&entry.source).is_ok_and(|file| store.trusts(&file, &entry.name, &entry.trust_hash))
 }
 
 /// Errors that mean "there is no such file" while walking directories.

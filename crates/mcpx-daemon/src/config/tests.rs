@@ -495,3 +495,50 @@ fn a_bad_entry_fails_alone_and_hides_a_farther_one_of_its_name() {
     let err = cfg.errors["bad"].0.to_string();
     assert!(err.contains(".mcp.json: server `bad`: invalid `command`: expected a string, found a number"), "{err}");
 }
+
+/// A project file's entry is untrusted until a record of its canonical file, name and
+/// hash says otherwise, and a changed entry is untrusted again; the user config's
+/// `trustProjectFiles` trusts every project file, a project file's is ignored with a
+/// warning; a known file read alone is a project file unless once named explicitly.
+#[test]
+fn project_entries_are_trusted_only_as_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = env_for(dir.path());
+    let proj = dir.path().join("proj");
+    let file = proj.join(".mcp.json");
+    write(&file, r#"{"trustProjectFiles": true, "mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}}}"#);
+    let user = dir.path().join("xdg/mcpx/config.json");
+    write(&user, r#"{"mcpServers": {"u": {"command": "z"}}}"#);
+    let trust = dir.path().join("trust.json");
+    let cache = ConfigCache::new(env.clone()).with_trust_file(trust.clone());
+    let req = ResolveRequest { cwd: Some(proj.clone()), explicit: None };
+    let cfg = cache.resolve(&req).unwrap();
+    let trusted = |cfg: &ResolvedConfig| -> Vec<String> {
+        cfg.servers.values().filter(|e| e.trusted).map(|e| e.name.clone()).collect()
+    };
+    assert_eq!(trusted(&cfg), ["u"], "the user's own server only");
+    assert!(cfg.file_warnings.iter().any(|w| w.message.contains("trustProjectFiles")), "{:?}", cfg.file_warnings);
+
+    let mut store = TrustStore::default();
+    for entry in project_entries(&proj, &env).unwrap() {
+        store.add(TrustRecord { file: entry.file, server: entry.server, hash: entry.hash });
+    }
+    fs::write(&trust, store.to_bytes()).unwrap();
+    assert_eq!(trusted(&cache.resolve(&req).unwrap()), ["a", "b", "u"]);
+    write(&file, r#"{"mcpServers": {"b": {"command": "y"}, "a": {"command": "x", "args": ["new"]}}}"#);
+    assert_eq!(trusted(&cache.resolve(&req).unwrap()), ["b", "u"], "a changed entry needs trust again");
+
+    let alone = |cache: &ConfigCache| -> Vec<String> {
+        let servers = cache.file_contents(&file).unwrap().unwrap().servers;
+        servers.into_iter().filter(|e| e.trusted).map(|e| e.name).collect()
+    };
+    assert_eq!(alone(&cache), ["b"], "read alone, the file is a project file");
+    cache.resolve(&ResolveRequest { cwd: None, explicit: Some(file.clone()) }).unwrap();
+    assert_eq!(cache.explicit_files(), std::slice::from_ref(&file));
+    assert_eq!(alone(&cache), ["a", "b"], "a file once named explicitly is the user's");
+
+    write(&user, r#"{"trustProjectFiles": true, "mcpServers": {}}"#);
+    let fresh = ConfigCache::new(env).with_trust_file(dir.path().join("none.json"));
+    assert_eq!(trusted(&fresh.resolve(&req).unwrap()), ["a", "b"]);
+    assert_eq!(alone(&fresh), ["a", "b"]);
+}

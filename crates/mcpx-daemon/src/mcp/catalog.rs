@@ -27,7 +27,10 @@ pub(crate) fn servers(d: &Daemon, session: &ClientSession) -> Result<Vec<ServerE
     let config = config(d, session)?;
     match &session.server {
         Some(name) => entry(d, &config, name).map(|e| vec![e.clone()]),
-        None => Ok(policy::offered(&config).cloned().collect()),
+        None => {
+            d.log_untrusted(policy::untrusted(&config));
+            Ok(policy::offered(&config).cloned().collect())
+        }
     }
 }
 

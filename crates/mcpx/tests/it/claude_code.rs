@@ -116,6 +116,7 @@ fn claude_mcp_add_in_every_scope_is_imported_and_called() {
     assert_eq!(local["env"], json!({ "CLAUDE_SCOPE": "local" }), "{claude_json}");
     let mcp_json = std::fs::read_to_string(cw.project.join(".mcp.json")).unwrap();
     assert!(mcp_json.contains("--from-project-scope"), "{mcp_json}");
+    cw.w.trust_in(&cw.project);
 
     let claude_file = cw.home.join(".claude.json").display().to_string();
     let rows = cw.ls(&cw.project);

@@ -235,6 +235,7 @@ fn claude_code_project_file_found_upward() {
     let file = c.place("claude-code-project/.mcp.json", &project.join(".mcp.json"));
     let below = project.join("src");
     std::fs::create_dir_all(&below).unwrap();
+    c.w.trust_in(&below);
     for server in ["cc-project", "cc-project-http"] {
         let row = c.row(&below, server);
         assert_source(&row, &file, None);
@@ -278,6 +279,7 @@ fn cursor_project_file_found_upward() {
     let file = c.place("cursor-project/.cursor/mcp.json", &project.join(".cursor/mcp.json"));
     let below = project.join("src/deep");
     std::fs::create_dir_all(&below).unwrap();
+    c.w.trust_in(&below);
     c.assert_served(&below, "cursor-proj", &file, "cursor");
     assert_eq!(c.env_of(&below, "cursor-proj", "PROJECT_DIR"), project.display().to_string());
     assert_eq!(c.env_of(&below, "cursor-proj", "HOME_DIR"), c.home.display().to_string());
@@ -310,6 +312,7 @@ fn vscode_project_file_found_upward_and_an_input_variable_fails_only_its_server(
     let file = c.place("vscode-project/.vscode/mcp.json", &project.join(".vscode/mcp.json"));
     let below = project.join("src");
     std::fs::create_dir_all(&below).unwrap();
+    c.w.trust_in(&below);
     for server in ["vscode-proj", "vscode-sse"] {
         c.assert_served(&below, server, &file, "vscode");
     }
@@ -453,6 +456,7 @@ fn a_project_file_wins_over_an_import_and_mcpx_own_user_file_too() {
     let project = c.work.join("proj");
     let project_file = project.join(".mcp.json");
     std::fs::write(&project_file, json!({ "mcpServers": { "desktop": mine("project") } }).to_string()).unwrap();
+    c.w.trust_in(&project);
 
     assert_source(&c.row(&c.work, "desktop"), &file, Some("claude-desktop"));
     assert_eq!(c.env_of(&c.work, "desktop", "GREETING"), "from claude desktop");

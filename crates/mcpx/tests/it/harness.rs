@@ -228,6 +228,16 @@ impl World {
         Run::of(cmd, &format!("mcpx {}", args.join(" ")))
     }
 
+    /// `mcpx trust --yes` in `dir`: the user trusts the project files found upward
+    /// from it, as they are now. Asserts success.
+    #[track_caller]
+    pub fn trust_in(&self, dir: &Path) {
+        self.run_with(&["trust", "--yes"], |cmd| {
+            cmd.current_dir(dir);
+        })
+        .ok();
+    }
+
     /// `mcpx call <target> <json>`.
     pub fn call(&self, target: &str, args: &str) -> Run {
         self.run(&["call", target, args])

@@ -32,3 +32,4 @@ mod supervisor;
 mod tcp;
 mod terminal;
 mod tidy;
+mod trust;

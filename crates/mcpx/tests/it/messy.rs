@@ -8,8 +8,8 @@ use serde_json::json;
 use crate::harness::{Run, World, fake_server};
 
 /// A world without an explicit config file: a project `.mcp.json` in its directory
-/// holding `good` and `bad` (the entry under test), a user config holding `user`,
-/// and a directory `below` the project file to run commands in.
+/// holding `good` and `bad` (the entry under test), trusted, a user config holding
+/// `user`, and a directory `below` the project file to run commands in.
 fn project(bad: serde_json::Value) -> (World, PathBuf) {
     let mut w = World::new(json!({}));
     w.unset.push("MCPX_CONFIG".to_owned());
@@ -22,6 +22,7 @@ fn project(bad: serde_json::Value) -> (World, PathBuf) {
     std::fs::write(w.path(".mcp.json"), servers.to_string()).unwrap();
     let below = w.path("below");
     std::fs::create_dir_all(&below).unwrap();
+    w.trust_in(&below);
     (w, below)
 }
 

@@ -126,6 +126,7 @@ fn a_vscode_input_reads_the_secret_store() {
         "servers": { "v": { "type": "stdio", "command": fake_server(), "env": { "API_KEY": "${input:api-key}" } } }
     });
     std::fs::write(project.join(".vscode/mcp.json"), file.to_string()).unwrap();
+    w.trust_in(&project);
 
     let unset = env_of(&w, &project, "v", "API_KEY");
     assert_eq!(unset.code, 2, "{unset:?}");

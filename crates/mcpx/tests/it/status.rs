@@ -23,6 +23,7 @@ fn status_tells_two_definitions_of_one_server_apart() {
         std::fs::write(dir.join(".mcp.json"), servers.to_string()).unwrap();
     }
     for dir in [&a, &b] {
+        w.trust_in(dir);
         let run = w.run_with(&["call", "fake.counter", "{}"], |c| {
             c.current_dir(dir).env_remove("MCPX_CONFIG").env("MCPX_T_SECRET", "s3cret-value");
         });

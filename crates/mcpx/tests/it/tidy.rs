@@ -173,7 +173,7 @@ fn nothing_above_transport_names_a_transports_own_type() {
 /// prefix when its statement contains a snippet (whitespace ignored), with the reason.
 /// The files that cannot be written atomically (the logs and the lock) are opened
 /// with `Dir::open_file`: in their directory's descriptor, `O_NOFOLLOW`, mode 0600.
-const WRITES_ALLOWED: [(&str, &str, &str); 7] = [
+const WRITES_ALLOWED: [(&str, &str, &str); 8] = [
     (
         "crates/mcpx-daemon/src/log_file.rs",
         "open_file(LOG, FileUse::Append)",
@@ -184,6 +184,11 @@ const WRITES_ALLOWED: [(&str, &str, &str); 7] = [
         "crates/mcpx/src/foreground.rs",
         "open_file(LOCK, FileUse::Lock)",
         "daemon.lock is opened (created when missing, O_NOFOLLOW, 0600) only to hold a flock(2) on it; it is never written",
+    ),
+    (
+        "crates/mcpx/src/trust.rs",
+        "open_file(TRUST_LOCK, FileUse::Lock)",
+        "trust.lock is opened (created when missing, O_NOFOLLOW, 0600) only to hold a flock(2) while `mcpx trust` or `mcpx untrust` changes trust.json; it is never written",
     ),
     (
         "crates/mcpx/src/import.rs",
@@ -348,12 +353,13 @@ fn every_test_docs_security_names_exists() {
 /// policy point, and the configuration that parses and defines them.
 const POLICY_READERS: [&str; 2] = ["crates/mcpx-daemon/src/policy.rs", "crates/mcpx-daemon/src/config/"];
 
-/// The options [`POLICY_READERS`] alone read: `disabled`, `includeTools`, `excludeTools`.
-const POLICY_OPTIONS: [&str; 4] = ["disabled", "include_tools", "exclude_tools", "tool_allowed"];
+/// The options [`POLICY_READERS`] alone read: `disabled`, `includeTools`, `excludeTools`,
+/// and whether a project file's entry is trusted.
+const POLICY_OPTIONS: [&str; 5] = ["disabled", "include_tools", "exclude_tools", "tool_allowed", "trusted"];
 
-/// Check 7: `disabled` and `includeTools`/`excludeTools` are read in one place,
+/// Check 7: trust, `disabled` and `includeTools`/`excludeTools` are read in one place,
 /// `mcpx_daemon::policy`, which every path that lists or reaches a server asks: no
-/// other production code reads `.disabled`, `.include_tools`, `.exclude_tools` or
+/// other production code reads `.trusted`, `.disabled`, `.include_tools`, `.exclude_tools` or
 /// calls `.tool_allowed`.
 #[test]
 fn only_the_policy_point_reads_disabled_and_the_tool_filters() {
@@ -375,9 +381,10 @@ fn only_the_policy_point_reads_disabled_and_the_tool_filters() {
         })
         .collect();
     report(
-        "only mcpx_daemon::policy reads `disabled`, `includeTools` and `excludeTools`",
+        "only mcpx_daemon::policy reads `trusted`, `disabled`, `includeTools` and `excludeTools`",
         &violations,
-        "Ask mcpx_daemon::policy instead (offered, server_offered, tool_offered, check_server, check_tool), so \
+        "Ask mcpx_daemon::policy instead (offered, server_offered, server_trusted, tool_offered, check_trusted, \
+         check_server, check_tool), so \
          every path refuses and filters the same way.",
     );
 }

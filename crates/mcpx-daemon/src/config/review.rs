@@ -1,0 +1,88 @@
+//! What `mcpx trust` shows of the project files found upward from a directory: each
+//! entry's file, name and hash, what it would run, and the names of the variables it
+//! uses (`docs/configuration.md`, "Trust").
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::clients::{ConfigEnv, FileKind};
+use super::error::ConfigError;
+use super::expand;
+use super::parse;
+use super::resolve::{ResolveRequest, Role};
+use super::spec::TransportSpec;
+
+/// One entry of a project file, as `mcpx trust` shows it: what it would run, and the
+/// names (never the values) of the variables and secrets it uses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ProjectEntry {
+    /// The project file, canonical.
+    pub file: PathBuf,
+    /// The server's name.
+    pub server: String,
+    /// The entry's [`entry_hash`](super::entry_hash).
+    pub hash: String,
+    /// A stdio server's command, as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// A stdio server's arguments, as written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// A remote server's URL, as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The variables and secrets the entry uses, as written in it: `HOME`,
+    /// `secret:TOKEN`, `input:key` (`${env:X}` is listed as `X`); sorted, no repeats.
+    pub variables: Vec<String>,
+}
+
+/// The entries of every project file found upward from `dir` (the files a caller in
+/// `dir` reads with [`Role::Project`]), nearest file first, in name order within a
+/// file. An entry that does not parse, or that runs `mcpx serve`, is left out: it can
+/// run nothing.
+///
+/// Errors: [`ConfigError::Io`] when a file cannot be read, [`ConfigError::Syntax`] when
+/// one does not parse (it must be fixed before it can be reviewed).
+pub fn project_entries(dir: &Path, env: &ConfigEnv) -> Result<Vec<ProjectEntry>, ConfigError> {
+    let mut found = Vec::new();
+    for file in project_files(dir, env) {
+        let io_err = |error: std::io::Error| ConfigError::Io { file: file.clone(), error };
+        let text = std::fs::read_to_string(&file).map_err(io_err)?;
+        let canonical = std::fs::canonicalize(&file).map_err(io_err)?;
+        let parsed = parse::parse_file(&file, &FileKind::of(&file, env), &text)?;
+        for entry in parsed.main.servers.into_values() {
+            let mut variables = BTreeSet::new();
+            let (command, args, url) = match &entry.transport {
+                TransportSpec::Stdio { command, args, env, cwd } => {
+                    let templates = std::iter::once(command).chain(args).chain(env.values()).chain(cwd);
+                    templates.for_each(|t| variables.extend(expand::references(t)));
+                    (Some(command.clone()), args.clone(), None)
+                }
+                TransportSpec::Remote { url, headers, .. } => {
+                    std::iter::once(url).chain(headers.values()).for_each(|t| variables.extend(expand::references(t)));
+                    (None, Vec::new(), Some(url.clone()))
+                }
+            };
+            found.push(ProjectEntry {
+                file: canonical.clone(),
+                server: entry.name,
+                hash: entry.trust_hash,
+                command,
+                args,
+                url,
+                variables: variables.into_iter().collect(),
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// The project files that exist upward from `dir`, nearest first, as found (not
+/// canonical).
+pub fn project_files(dir: &Path, env: &ConfigEnv) -> Vec<PathBuf> {
+    let req = ResolveRequest { cwd: Some(dir.to_owned()), explicit: None };
+    let paths = req.search_paths(env).into_iter().filter(|(_, role)| *role == Role::Project);
+    paths.map(|(path, _)| path).filter(|path| path.is_file()).collect()
+}

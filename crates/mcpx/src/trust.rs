@@ -1,0 +1,202 @@
+//! `mcpx trust [DIR]`, `mcpx trust --list` and `mcpx untrust [DIR]`: the user's consent
+//! to the entries of project files (`docs/configuration.md`, "Trust"), from the CLI
+//! process (no daemon is needed; a running daemon reads the records again when their
+//! file changes, so they apply to its next request).
+//!
+//! The records are kept in `<state>/trust.json` (0600, written atomically), changed
+//! under a lock on `<state>/trust.lock`, so two runs at once both keep their records.
+
+use std::collections::HashMap;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use mcpx_daemon::api::{ApiError, ErrorKind};
+use mcpx_daemon::config::{
+    ConfigEnv, ProjectEntry, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, project_entries, project_files,
+};
+use mcpx_daemon::paths::DirError;
+use mcpx_platform::fs::{Dir, FileUse};
+use nix::fcntl::{Flock, FlockArg};
+
+use crate::output;
+
+/// What `mcpx trust` or `mcpx untrust` is asked to do.
+#[derive(Debug)]
+pub enum Action {
+    /// Show the untrusted entries of the project files found upward from the directory,
+    /// and trust them (asked on a terminal, or with `yes`).
+    Trust { dir: PathBuf, yes: bool },
+    /// Show every trust record.
+    List,
+    /// Remove the records of the project files found upward from the directory.
+    Untrust { dir: PathBuf },
+}
+
+/// Runs `action` against the records in the state directory `state`, with the files
+/// found as `env` (the caller's environment) places them, and returns the exit status.
+///
+/// Errors: `usage` (exit 2) when trust is asked without a terminal and without `--yes`;
+/// `config` (exit 2) when a project file cannot be read or parsed, or the records
+/// cannot be read or written; `daemon` (exit 3) when the state directory is refused.
+pub fn run(state: &Path, env: &HashMap<String, String>, action: Action, json: bool) -> Result<i32, ApiError> {
+    let dir = Dir::open_private(state, true)
+        .map_err(|e| ApiError::new(ErrorKind::Daemon, DirError::of(state, "MCPX_STATE_DIR", e).to_string()))?;
+    let env = ConfigEnv::from_vars(env);
+    let lock_file = dir
+        .open_file(TRUST_LOCK, FileUse::Lock)
+        .map_err(|e| ApiError::new(ErrorKind::Config, format!("cannot open the trust lock: {e}")))?;
+    let _turn = Flock::lock(lock_file, FlockArg::LockExclusive)
+        .map_err(|(_, e)| ApiError::new(ErrorKind::Config, format!("cannot take the trust lock: {e}")))?;
+    let mut store = read_store(&dir, state)?;
+    match action {
+        Action::List => list(&store, json),
+        Action::Trust { dir: project, yes } => {
+            let entries =
+                project_entries(&project, &env).map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
+            let new: Vec<ProjectEntry> =
+                entries.into_iter().filter(|e| !store.trusts(&e.file, &e.server, &e.hash)).collect();
+            if new.is_empty() {
+                if json {
+                    output::say_json(&serde_json::json!({ "trusted": [] }).to_string());
+                } else {
+                    output::say(&format!(
+                        "nothing to trust: every entry of the project files found upward from {} is trusted",
+                        project.display()
+                    ));
+                }
+                return Ok(0);
+            }
+            if !json {
+                show(&new);
+            }
+            if !yes && !confirm(new.len())? {
+                output::say("nothing trusted");
+                return Ok(0);
+            }
+            for e in &new {
+                store.add(TrustRecord { file: e.file.clone(), server: e.server.clone(), hash: e.hash.clone() });
+            }
+            write_store(&dir, &store)?;
+            if json {
+                output::say_json(&serde_json::json!({ "trusted": new }).to_string());
+            } else {
+                output::say(&format!("trusted {} (a changed or new entry needs `mcpx trust` again)", count(new.len())));
+            }
+            Ok(0)
+        }
+        Action::Untrust { dir: project } => {
+            let mut removed = 0;
+            for file in project_files(&project, &env) {
+                if let Ok(file) = std::fs::canonicalize(&file) {
+                    removed += store.remove_file(&file);
+                }
+            }
+            if removed > 0 {
+                write_store(&dir, &store)?;
+            }
+            if json {
+                output::say_json(&serde_json::json!({ "removed": removed }).to_string());
+            } else {
+                output::say(&format!(
+                    "removed the trust of {} of the project files found upward from {}",
+                    count(removed),
+                    project.display()
+                ));
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// "1 entry", "2 entries".
+fn count(n: usize) -> String {
+    format!("{n} {}", if n == 1 { "entry" } else { "entries" })
+}
+
+/// Prints what the untrusted entries would run, file by file: the command and its
+/// arguments, or the URL, as written, and the names of the variables they use.
+fn show(entries: &[ProjectEntry]) {
+    let mut file: Option<&Path> = None;
+    for e in entries {
+        if file != Some(e.file.as_path()) {
+            output::say(&format!("{}:", e.file.display()));
+            file = Some(&e.file);
+        }
+        let runs = match (&e.command, &e.url) {
+            (Some(command), _) => {
+                let words: Vec<String> = std::iter::once(command).chain(&e.args).map(|w| quote(w)).collect();
+                format!("runs {}", words.join(" "))
+            }
+            (None, Some(url)) => format!("connects to {url}"),
+            (None, None) => String::new(),
+        };
+        output::say(&format!("  {}: {runs}", e.server));
+        if !e.variables.is_empty() {
+            output::say(&format!("    uses {}", e.variables.join(", ")));
+        }
+    }
+}
+
+/// `word` as a shell would need it written, so what is shown reads as one command.
+fn quote(word: &str) -> String {
+    let plain = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:@,+%".contains(c));
+    if plain { word.to_owned() } else { format!("'{}'", word.replace('\'', r"'\''")) }
+}
+
+/// Asks y/N on the terminal (default N).
+///
+/// Errors: `usage` when stdin is not a terminal: `--yes` is then required.
+fn confirm(n: usize) -> Result<bool, ApiError> {
+    if !std::io::stdin().is_terminal() {
+        return Err(ApiError::new(
+            ErrorKind::Usage,
+            "mcpx trust asks the user on a terminal: run it on one, or pass `--yes` once you have reviewed what it shows",
+        ));
+    }
+    eprint!("trust {}? [y/N] ", count(n));
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer).map_err(|e| ApiError::new(ErrorKind::Usage, e.to_string()))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
+}
+
+/// `mcpx trust --list`: every record, by file.
+fn list(store: &TrustStore, json: bool) -> Result<i32, ApiError> {
+    if json {
+        output::say_json(&serde_json::to_string(&store.entries).unwrap_or_default());
+    } else if store.entries.is_empty() {
+        output::say("no project file entry is trusted (`mcpx trust` in a project reviews its files)");
+    } else {
+        let rows: Vec<Vec<String>> = store
+            .entries
+            .iter()
+            .map(|r| vec![r.file.display().to_string(), r.server.clone(), r.hash[..12.min(r.hash.len())].to_owned()])
+            .collect();
+        output::table(&["FILE", "SERVER", "HASH"], &rows);
+    }
+    Ok(0)
+}
+
+/// The records in `<state>/trust.json`; none when it does not exist.
+///
+/// Errors: `config` when it cannot be read or parsed.
+fn read_store(dir: &Dir, state: &Path) -> Result<TrustStore, ApiError> {
+    let file = state.join(TRUST_FILE);
+    match dir.read(TRUST_FILE) {
+        Ok(bytes) => TrustStore::parse(&bytes, &file).map_err(|e| ApiError::new(ErrorKind::Config, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TrustStore::default()),
+        Err(e) => Err(ApiError::new(
+            ErrorKind::Config,
+            format!("cannot read {}: {e}; check its owner and mode (0600)", file.display()),
+        )),
+    }
+}
+
+/// Writes the records to `<state>/trust.json`, 0600, atomically.
+///
+/// Errors: `config` when it cannot be written.
+fn write_store(dir: &Dir, store: &TrustStore) -> Result<(), ApiError> {
+    mcpx_platform::fs::write_atomic(dir, TRUST_FILE, &store.to_bytes(), 0o600).map_err(|e| {
+        ApiError::new(ErrorKind::Config, format!("cannot write the trust records: {e}; check the state directory"))
+    })
+}
