@@ -52,6 +52,7 @@ mod error;
 mod expand;
 mod jsonc;
 mod parse;
+mod parse_entry;
 mod resolve;
 mod review;
 mod spec;

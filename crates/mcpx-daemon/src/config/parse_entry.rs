@@ -1,0 +1,285 @@
+//! One server entry, a JSON object in mcpx's own shape, into a [`ServerEntry`]: its
+//! transport, its `mcpx` block with defaults, and errors naming the file, server and key.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::clients::Client;
+use super::entry::{ServerEntry, ServerOptions};
+use super::error::ConfigError;
+use super::expand;
+use super::spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};
+use super::units::{duration_from_json, json_kind, size_from_json};
+
+/// Names the file and server for errors about one entry.
+struct Ctx<'a> {
+    file: &'a Path,
+    server: &'a str,
+}
+
+impl Ctx<'_> {
+    fn invalid(&self, key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError::InvalidValue {
+            file: self.file.to_owned(),
+            server: self.server.to_owned(),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A string value, or `None` when absent or `null`.
+    fn string<'v>(&self, key: &str, value: Option<&'v Value>) -> Result<Option<&'v str>, ConfigError> {
+        match value {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(self.invalid(key, format!("expected a string, found {}", json_kind(other)))),
+        }
+    }
+
+    /// A string that may contain `${VAR}` references; checks the template syntax.
+    fn template(&self, key: &str, value: &str) -> Result<String, ConfigError> {
+        expand::check(value).map_err(|m| self.invalid(key, m))?;
+        Ok(value.to_owned())
+    }
+
+    fn string_array(&self, key: &str, value: Option<&Value>) -> Result<Option<Vec<String>>, ConfigError> {
+        match value {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(items)) => {
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| match item {
+                        Value::String(s) => Ok(s.clone()),
+                        other => Err(self
+                            .invalid(format!("{key}[{i}]"), format!("expected a string, found {}", json_kind(other)))),
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Some)
+            }
+            Some(other) => Err(self.invalid(key, format!("expected an array of strings, found {}", json_kind(other)))),
+        }
+    }
+
+    /// An object of string values, each checked as a template (`key.NAME` in errors).
+    fn template_map(&self, key: &str, value: Option<&Value>) -> Result<BTreeMap<String, String>, ConfigError> {
+        match value {
+            None | Some(Value::Null) => Ok(BTreeMap::new()),
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(name, v)| {
+                    let item_key = format!("{key}.{name}");
+                    match v {
+                        Value::String(s) => Ok((name.clone(), self.template(&item_key, s)?)),
+                        other => Err(self.invalid(item_key, format!("expected a string, found {}", json_kind(other)))),
+                    }
+                })
+                .collect(),
+            Some(other) => Err(self.invalid(key, format!("expected an object of strings, found {}", json_kind(other)))),
+        }
+    }
+}
+
+/// Parses the entry `map` of server `server` in `file` (of `client`'s format, already
+/// rewritten into mcpx's shape). Errors: [`ConfigError::InvalidValue`],
+/// [`ConfigError::UnknownKey`], [`ConfigError::MissingCommandOrUrl`] or
+/// [`ConfigError::BothCommandAndUrl`], naming the file, the server and the key.
+pub(super) fn parse_entry(
+    file: &Path,
+    client: Option<Client>,
+    server: &str,
+    map: &Map<String, Value>,
+) -> Result<ServerEntry, ConfigError> {
+    let ctx = Ctx { file, server };
+    let command = ctx.string("command", map.get("command"))?;
+    let url = ctx.string("url", map.get("url"))?;
+    let transport = match (command, url) {
+        (Some(command), None) => {
+            if command.trim().is_empty() {
+                return Err(ctx.invalid("command", "must not be empty"));
+            }
+            let command = ctx.template("command", command)?;
+            let args = ctx
+                .string_array("args", map.get("args"))?
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+                .map(|(i, a)| ctx.template(&format!("args[{i}]"), &a))
+                .collect::<Result<Vec<_>, _>>()?;
+            let env = ctx.template_map("env", map.get("env"))?;
+            let cwd = match ctx.string("cwd", map.get("cwd"))? {
+                Some(cwd) => Some(ctx.template("cwd", cwd)?),
+                None => None,
+            };
+            TransportSpec::Stdio { command, args, env, cwd }
+        }
+        (None, Some(url)) => {
+            if url.trim().is_empty() {
+                return Err(ctx.invalid("url", "must not be empty"));
+            }
+            let url = ctx.template("url", url)?;
+            let headers = ctx.template_map("headers", map.get("headers"))?;
+            let kind = remote_kind(&ctx, map)?;
+            TransportSpec::Remote { url, headers, kind }
+        }
+        (None, None) => {
+            return Err(ConfigError::MissingCommandOrUrl { file: file.to_owned(), server: server.to_owned() });
+        }
+        (Some(_), Some(_)) => {
+            return Err(ConfigError::BothCommandAndUrl { file: file.to_owned(), server: server.to_owned() });
+        }
+    };
+    let options = parse_options(&ctx, map.get("mcpx"))?;
+    Ok(ServerEntry {
+        name: server.to_owned(),
+        source: file.to_owned(),
+        client,
+        transport,
+        options,
+        inputs: BTreeMap::new(),
+        // Set by `layer`, which has the entry as written.
+        trust_hash: String::new(),
+        // The resolver marks a project file's entries, knowing how it reached the file.
+        trusted: true,
+    })
+}
+
+/// `transport` ("http" | "sse") decides; else VS Code's / Claude Code's `type` when it names a
+/// remote flavour; else streamable HTTP. Unknown `type` values are ignored (other programs own
+/// that key), unknown `transport` values are errors.
+fn remote_kind(ctx: &Ctx<'_>, map: &Map<String, Value>) -> Result<RemoteKind, ConfigError> {
+    if let Some(t) = ctx.string("transport", map.get("transport"))? {
+        return match t {
+            "http" | "streamable-http" | "streamableHttp" => Ok(RemoteKind::Http),
+            "sse" => Ok(RemoteKind::Sse),
+            other => Err(ctx.invalid("transport", format!("unknown transport `{other}` (use \"http\" or \"sse\")"))),
+        };
+    }
+    Ok(match map.get("type").and_then(Value::as_str) {
+        Some("sse") => RemoteKind::Sse,
+        _ => RemoteKind::Http,
+    })
+}
+
+fn parse_options(ctx: &Ctx<'_>, value: Option<&Value>) -> Result<ServerOptions, ConfigError> {
+    let mut options = ServerOptions::default();
+    let block = match value {
+        None | Some(Value::Null) => return Ok(options),
+        Some(Value::Object(block)) => block,
+        Some(other) => {
+            return Err(ctx.invalid("mcpx", format!("expected an object, found {}", json_kind(other))));
+        }
+    };
+    let mut min_set = false;
+    for (key, v) in block {
+        if !MCPX_KEYS.contains(&key.as_str()) {
+            return Err(ConfigError::UnknownKey {
+                file: ctx.file.to_owned(),
+                server: ctx.server.to_owned(),
+                key: key.clone(),
+            });
+        }
+        if v.is_null() {
+            continue; // null = default
+        }
+        let k = format!("mcpx.{key}");
+        let bad = |m: String| ctx.invalid(k.clone(), m);
+        match key.as_str() {
+            "sharing" => {
+                options.sharing = enum_value(v).and_then(|s| s.parse()).map_err(bad)?;
+            }
+            "scope" => {
+                options.scope = enum_value(v).and_then(|s| s.parse()).map_err(bad)?;
+            }
+            "max" => {
+                options.max = count(v).map_err(bad)?;
+                if options.max == 0 {
+                    return Err(ctx.invalid(k, "must be at least 1"));
+                }
+            }
+            "min" => {
+                options.min = count(v).map_err(bad)?;
+                min_set = true;
+            }
+            "idleTimeout" => options.idle_timeout = timeout(v).map_err(bad)?,
+            "callTimeout" => options.call_timeout = timeout(v).map_err(bad)?,
+            "startTimeout" => options.start_timeout = timeout(v).map_err(bad)?,
+            "orphanTimeout" => options.orphan_timeout = timeout(v).map_err(bad)?,
+            "supervised" => options.supervised = boolean(v).map_err(bad)?,
+            "disabled" => options.disabled = boolean(v).map_err(bad)?,
+            "bufferBytes" => options.buffer_bytes = size(v).map_err(bad)?,
+            "maxMessageBytes" => options.max_message_bytes = size(v).map_err(bad)?,
+            "description" => {
+                options.description = Some(
+                    v.as_str().ok_or_else(|| bad(format!("expected a string, found {}", json_kind(v))))?.to_owned(),
+                );
+            }
+            "includeTools" => options.include_tools = ctx.string_array(&k, Some(v))?,
+            "excludeTools" => options.exclude_tools = ctx.string_array(&k, Some(v))?.unwrap_or_default(),
+            // MCPX_KEYS and this match list the same keys.
+            _ => {}
+        }
+    }
+    if options.min > options.max {
+        let key = if min_set { "mcpx.min" } else { "mcpx.max" };
+        return Err(ctx.invalid(
+            key,
+            format!("`min` ({}) must not exceed `max` ({}); lower `min` or raise `max`", options.min, options.max),
+        ));
+    }
+    Ok(options)
+}
+
+fn enum_value(v: &Value) -> Result<&str, String> {
+    v.as_str().ok_or_else(|| format!("expected a string, found {}", json_kind(v)))
+}
+
+fn count(v: &Value) -> Result<u32, String> {
+    v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| match v {
+        Value::Number(n) => {
+            format!("expected a whole number from 0 to {}, found {n}", u32::MAX)
+        }
+        other => format!("expected a whole number, found {}", json_kind(other)),
+    })
+}
+
+fn boolean(v: &Value) -> Result<bool, String> {
+    v.as_bool().ok_or_else(|| format!("expected true or false, found {}", json_kind(v)))
+}
+
+/// A timeout: `0` means none.
+fn timeout(v: &Value) -> Result<Option<std::time::Duration>, String> {
+    let d = duration_from_json(v)?;
+    Ok((!d.is_zero()).then_some(d))
+}
+
+fn size(v: &Value) -> Result<u64, String> {
+    match size_from_json(v)? {
+        0 => Err("must be greater than zero".to_owned()),
+        n => Ok(n),
+    }
+}
+
+impl std::str::FromStr for Sharing {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Sharing::ALL
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| format!("unknown sharing `{s}` (use \"shared\" or \"exclusive\")"))
+    }
+}
+
+impl std::str::FromStr for Scope {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Scope::ALL.into_iter().find(|v| v.as_str() == s).ok_or_else(|| {
+            let names: Vec<&str> = Scope::ALL.iter().map(|v| v.as_str()).collect();
+            format!("unknown scope `{s}` (use one of: {})", names.join(", "))
+        })
+    }
+}
