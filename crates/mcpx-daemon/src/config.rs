@@ -70,7 +70,9 @@ pub use entry::{EntryError, FileWarning, ResolvedConfig, ServerEntry, ServerOpti
 pub use error::ConfigError;
 pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport, Secrets, StoreIn};
 pub use parse::{NamedEntry, read_client_file};
-pub use resolve::{ConfigCache, FileContents, MCPX_PROJECT_FILE, PROJECT_FILE, PROJECT_FILES, ResolveRequest, Role};
+pub use resolve::{
+    ConfigCache, ExplicitFiles, FileContents, MCPX_PROJECT_FILE, PROJECT_FILE, PROJECT_FILES, ResolveRequest, Role,
+};
 pub use review::{ProjectEntry, project_entries, project_files};
 pub use spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};
-pub use trust::{TRUST_ALL_KEY, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, entry_hash, project_dir};
+pub use trust::{TRUST_ALL_KEY, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, entry_hash, project_dir, trust_key};

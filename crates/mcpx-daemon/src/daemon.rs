@@ -17,7 +17,9 @@ use mcpx_proto::attach::{Record, Version};
 use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::api::{ApiError, ConfigErrorStatus, ErrorKind, Request};
-use crate::config::{ConfigCache, ConfigEnv, ResolveRequest, ResolvedConfig, ServerEntry, TransportSpec};
+use crate::config::{
+    ConfigCache, ConfigEnv, ExplicitFiles, ResolveRequest, ResolvedConfig, ServerEntry, TransportSpec,
+};
 use crate::instance::InstanceEvent;
 use crate::paths::{EXPLICIT_CONFIGS, KNOWN_CONFIGS, OpenDirs};
 use crate::pool::{Pool, Target};
@@ -94,7 +96,7 @@ impl Daemon {
             }
         }
         if let Ok(bytes) = dirs.state.read(EXPLICIT_CONFIGS) {
-            if let Ok(files) = serde_json::from_slice::<Vec<PathBuf>>(&bytes) {
+            if let Ok(files) = serde_json::from_slice::<ExplicitFiles>(&bytes) {
                 config.add_explicit_files(files);
             }
         }
@@ -146,7 +148,7 @@ impl Daemon {
     /// Errors: a configuration file cannot be read or is malformed (`config`).
     pub fn resolve(&self, req: &Request) -> Result<ResolvedConfig, ApiError> {
         let before = self.config.known_files().len();
-        let explicit_before = self.config.explicit_files().len();
+        let explicit_before = self.config.explicit_files();
         let mut resolved = self
             .config
             .resolve(&ResolveRequest { cwd: req.caller.cwd.clone(), explicit: req.caller.config.clone() })
@@ -167,14 +169,14 @@ impl Daemon {
             self.record_files(KNOWN_CONFIGS, &known);
         }
         let explicit = self.config.explicit_files();
-        if explicit.len() != explicit_before {
+        if explicit != explicit_before {
             self.record_files(EXPLICIT_CONFIGS, &explicit);
         }
         Ok(resolved)
     }
 
-    /// Writes the list `files` to `name` in the state directory, for the next daemon.
-    fn record_files(&self, name: &str, files: &[PathBuf]) {
+    /// Writes `files` to `name` in the state directory, for the next daemon.
+    fn record_files(&self, name: &str, files: &impl serde::Serialize) {
         if let Ok(bytes) = serde_json::to_vec_pretty(files) {
             if let Err(e) = mcpx_platform::fs::write_atomic(&self.dirs.state, name, &bytes, 0o600) {
                 tracing::warn!(error = %e, file = name, "cannot record the known configuration files");

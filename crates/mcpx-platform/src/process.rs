@@ -91,11 +91,10 @@ pub fn command(spec: &SpawnSpec) -> Command {
 pub fn spawn(spec: &SpawnSpec) -> io::Result<Child> {
     command(spec).spawn().map_err(|e| match &spec.cwd {
         // `chdir` fails in the child with the same "not found" as a missing program: say
-        // which one it was.
-        Some(cwd) if e.kind() == io::ErrorKind::NotFound && !cwd.is_dir() => io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("its working directory {} does not exist (fix `cwd` in its entry)", cwd.display()),
-        ),
+        // which one it was. Not the path: expanded, it may hold a secret.
+        Some(cwd) if e.kind() == io::ErrorKind::NotFound && !cwd.is_dir() => {
+            io::Error::new(io::ErrorKind::NotFound, "its working directory does not exist (fix `cwd` in its entry)")
+        }
         _ => e,
     })
 }

@@ -134,6 +134,13 @@ fn read_value(name: &str) -> Result<SecretValue, ApiError> {
             format!("the value of `{name}` is empty: type it, or pipe it on stdin (`mcpx secret set {name} < file`)"),
         ));
     }
+    if line.contains('\0') {
+        // No environment variable, argument or header can hold one.
+        return Err(ApiError::new(
+            ErrorKind::Usage,
+            format!("the value of `{name}` holds a NUL byte, which no server can be given"),
+        ));
+    }
     Ok(SecretValue::new(line))
 }
 

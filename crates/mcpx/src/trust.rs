@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use mcpx_daemon::api::{ApiError, ErrorKind};
 use mcpx_daemon::config::{
-    ConfigEnv, ProjectEntry, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, project_entries, project_files,
+    ConfigEnv, ProjectEntry, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, project_entries, project_files, trust_key,
 };
 use mcpx_daemon::paths::DirError;
 use mcpx_platform::fs::{Dir, FileUse};
@@ -48,6 +48,13 @@ pub fn run(state: &Path, env: &HashMap<String, String>, action: Action, json: bo
     let _turn = Flock::lock(lock_file, FlockArg::LockExclusive)
         .map_err(|(_, e)| ApiError::new(ErrorKind::Config, format!("cannot take the trust lock: {e}")))?;
     let mut store = read_store(&dir, state)?;
+    if let Action::Trust { dir: project, .. } | Action::Untrust { dir: project } = &action {
+        if !project.is_dir() {
+            let message =
+                format!("{} is not a directory: name a project's directory, or run it in one", project.display());
+            return Err(ApiError::new(ErrorKind::Usage, message));
+        }
+    }
     match action {
         Action::List => list(&store, json),
         Action::Trust { dir: project, yes } => {
@@ -87,7 +94,7 @@ pub fn run(state: &Path, env: &HashMap<String, String>, action: Action, json: bo
         Action::Untrust { dir: project } => {
             let mut removed = 0;
             for file in project_files(&project, &env) {
-                if let Ok(file) = std::fs::canonicalize(&file) {
+                if let Ok(file) = trust_key(&file) {
                     removed += store.remove_file(&file);
                 }
             }
@@ -114,7 +121,9 @@ fn count(n: usize) -> String {
 }
 
 /// Prints what the untrusted entries would run, file by file: the command and its
-/// arguments, or the URL, as written, and the names of the variables they use.
+/// arguments, its working directory and environment, or the URL and headers, as written,
+/// and the names of the variables they use. Every word from the file is quoted, so a name
+/// or value cannot make a line of its own.
 fn show(entries: &[ProjectEntry]) {
     let mut file: Option<&Path> = None;
     for e in entries {
@@ -127,10 +136,19 @@ fn show(entries: &[ProjectEntry]) {
                 let words: Vec<String> = std::iter::once(command).chain(&e.args).map(|w| quote(w)).collect();
                 format!("runs {}", words.join(" "))
             }
-            (None, Some(url)) => format!("connects to {url}"),
+            (None, Some(url)) => format!("connects to {}", quote(url)),
             (None, None) => String::new(),
         };
-        output::say(&format!("  {}: {runs}", e.server));
+        output::say(&format!("  {}: {runs}", quote(&e.server)));
+        if let Some((written, dir)) = &e.cwd {
+            output::say(&format!("    in {} ({})", quote(written), quote(&dir.display().to_string())));
+        }
+        for (name, value) in &e.env {
+            output::say(&format!("    with {}={}", quote(name), quote(value)));
+        }
+        for (name, value) in &e.headers {
+            output::say(&format!("    header {}: {}", quote(name), quote(value)));
+        }
         if !e.variables.is_empty() {
             output::say(&format!("    uses {}", e.variables.join(", ")));
         }
@@ -140,7 +158,14 @@ fn show(entries: &[ProjectEntry]) {
 /// `word` as a shell would need it written, so what is shown reads as one command.
 fn quote(word: &str) -> String {
     let plain = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:@,+%".contains(c));
-    if plain { word.to_owned() } else { format!("'{}'", word.replace('\'', r"'\''")) }
+    if plain {
+        word.to_owned()
+    } else if word.chars().any(char::is_control) {
+        // A newline or an escape sequence would draw lines the file did not write.
+        format!("{word:?}")
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }
 
 /// Asks y/N on the terminal (default N).
@@ -150,7 +175,7 @@ fn confirm(n: usize) -> Result<bool, ApiError> {
     if !std::io::stdin().is_terminal() {
         return Err(ApiError::new(
             ErrorKind::Usage,
-            "mcpx trust asks the user on a terminal: run it on one, or pass `--yes` once you have reviewed what it shows",
+            "mcpx trust asks the user on a terminal: the user runs it on one (or with `--yes` after reviewing what it shows); this is for the user to decide: do not pass `--yes` yourself",
         ));
     }
     eprint!("trust {}? [y/N] ", count(n));

@@ -1,6 +1,6 @@
 //! Finding the config files for a request, and caching parsed files.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -114,10 +114,10 @@ struct CachedFile {
 struct Inner {
     files: HashMap<PathBuf, CachedFile>,
     known: BTreeSet<PathBuf>,
-    /// The known files some caller named with `--config` / `MCPX_CONFIG`: trusted when
-    /// re-read alone, while the other known files that are not user-level are project
-    /// files.
-    explicit: BTreeSet<PathBuf>,
+    /// The known files some caller named with `--config` / `MCPX_CONFIG`, each with its
+    /// entries (name and trust hash) as they were when last named: re-read alone, those
+    /// entries are trusted and no others.
+    explicit: ExplicitFiles,
     /// The trust records as last read, with the stamp of their file.
     trust: Option<(FileStamp, Arc<TrustStore>)>,
 }
@@ -253,23 +253,27 @@ impl ConfigCache {
         inner.known.extend(resolved.files.iter().cloned());
         if let Some((path, Role::Explicit)) = req.search_paths(&self.env).into_iter().next() {
             if resolved.files.contains(&path) {
-                inner.explicit.insert(path);
+                let named = resolved.servers.values().filter(|e| e.source == path);
+                let named = named.map(|e| (e.name.clone(), e.trust_hash.clone())).collect();
+                inner.explicit.insert(path, named);
             }
         }
         Ok(resolved)
     }
 
-    /// The known files some caller named explicitly (see
-    /// [`add_explicit_files`](Self::add_explicit_files)), sorted.
-    pub fn explicit_files(&self) -> Vec<PathBuf> {
-        self.lock().explicit.iter().cloned().collect()
+    /// The known files some caller named explicitly, with their entries as named (see
+    /// [`add_explicit_files`](Self::add_explicit_files)).
+    pub fn explicit_files(&self) -> ExplicitFiles {
+        self.lock().explicit.clone()
     }
 
-    /// Records files as named explicitly by some caller, e.g. the set persisted by a
-    /// previous daemon: re-read alone ([`file_contents`](Self::file_contents)), their
-    /// entries are trusted. Every other known file that is not user-level
-    /// ([`ConfigEnv::is_user_level`]) is a project file, whose entries need trust.
-    pub fn add_explicit_files(&self, files: impl IntoIterator<Item = PathBuf>) {
+    /// Records files as named explicitly by some caller, e.g. the record persisted by a
+    /// previous daemon. Re-read alone ([`file_contents`](Self::file_contents)), an entry
+    /// of such a file is trusted when it is as it was named (same name and trust hash): a
+    /// file rewritten since is not trusted for what it holds now. Every other known file
+    /// that is not user-level ([`ConfigEnv::is_user_level`]) is a project file, whose
+    /// entries need the user's trust.
+    pub fn add_explicit_files(&self, files: ExplicitFiles) {
         self.lock().explicit.extend(files);
     }
 
@@ -296,12 +300,6 @@ impl ConfigCache {
         };
         self.lock().trust = Some((stamp, Arc::clone(&store)));
         store
-    }
-
-    /// Whether a known file read alone is a project file: not user-level, and never
-    /// named explicitly.
-    fn is_project_file(&self, path: &Path) -> bool {
-        !self.env.is_user_level(path) && !self.lock().explicit.contains(path)
     }
 
     /// Whether the user config sets `"trustProjectFiles": true`.
@@ -337,7 +335,12 @@ impl ConfigCache {
             contents.servers.extend(layer.servers.values().cloned());
             contents.errors.extend(layer.errors.iter().map(|(n, e)| (n.clone(), e.clone())));
         }
-        if self.is_project_file(path) && !self.user_trusts_all() {
+        let named = self.lock().explicit.get(path).cloned();
+        if let Some(named) = named {
+            for entry in &mut contents.servers {
+                entry.trusted = named.contains(&(entry.name.clone(), entry.trust_hash.clone()));
+            }
+        } else if !self.env.is_user_level(path) && !self.user_trusts_all() {
             let store = self.trust_store();
             for entry in &mut contents.servers {
                 entry.trusted = trusts(&store, entry);
@@ -422,6 +425,11 @@ impl ConfigCache {
     }
 }
 
+/// Files named with `--config` / `MCPX_CONFIG`, each with the `(name, trust hash)` of its
+/// entries as they were when last named: `{"/p/.mcp.json": [["db", "9f…"]]}` in
+/// `<state>/config-explicit.json`.
+pub type ExplicitFiles = BTreeMap<PathBuf, BTreeSet<(String, String)>>;
+
 /// Everything one file holds, read alone ([`ConfigCache::file_contents`]).
 #[derive(Clone, Debug, Default)]
 pub struct FileContents {
@@ -476,9 +484,9 @@ struct Loaded {
     syntax: Option<EntryError>,
 }
 
-/// Whether `store` trusts `entry` as written, in its file's canonical path.
+/// Whether `store` trusts `entry` as written, in its file's [`trust_key`](super::trust::trust_key).
 fn trusts(store: &TrustStore, entry: &ServerEntry) -> bool {
-    std::fs::canonicalize(&entry.source).is_ok_and(|file| store.trusts(&file, &entry.name, &entry.trust_hash))
+    super::trust::trust_key(&entry.source).is_ok_and(|file| store.trusts(&file, &entry.name, &entry.trust_hash))
 }
 
 /// Errors that mean "there is no such file" while walking directories.

@@ -2,7 +2,7 @@
 //! entry's file, name and hash, what it would run, and the names of the variables it
 //! uses (`docs/configuration.md`, "Trust").
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -16,7 +16,7 @@ use super::spec::TransportSpec;
 
 /// One entry of a project file, as `mcpx trust` shows it: what it would run, and the
 /// names (never the values) of the variables and secrets it uses.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ProjectEntry {
     /// The project file, canonical.
     pub file: PathBuf,
@@ -30,9 +30,20 @@ pub struct ProjectEntry {
     /// A stdio server's arguments, as written.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
+    /// A stdio server's `env`, names and values as written (unexpanded): a `PATH` or an
+    /// `LD_PRELOAD` here decides what runs as much as the command does.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// A stdio server's `cwd` as written, and the directory it names (a relative one is
+    /// relative to the file's directory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<(String, PathBuf)>,
     /// A remote server's URL, as written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// A remote server's headers, names and values as written (unexpanded).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
     /// The variables and secrets the entry uses, as written in it: `HOME`,
     /// `secret:TOKEN`, `input:key` (`${env:X}` is listed as `X`); sorted, no repeats.
     pub variables: Vec<String>,
@@ -50,30 +61,34 @@ pub fn project_entries(dir: &Path, env: &ConfigEnv) -> Result<Vec<ProjectEntry>,
     for file in project_files(dir, env) {
         let io_err = |error: std::io::Error| ConfigError::Io { file: file.clone(), error };
         let text = std::fs::read_to_string(&file).map_err(io_err)?;
-        let canonical = std::fs::canonicalize(&file).map_err(io_err)?;
+        let canonical = super::trust::trust_key(&file).map_err(io_err)?;
         let parsed = parse::parse_file(&file, &FileKind::of(&file, env), &text)?;
         for entry in parsed.main.servers.into_values() {
             let mut variables = BTreeSet::new();
-            let (command, args, url) = match &entry.transport {
+            let mut shown = ProjectEntry {
+                file: canonical.clone(),
+                server: entry.name.clone(),
+                hash: entry.trust_hash.clone(),
+                ..ProjectEntry::default()
+            };
+            match &entry.transport {
                 TransportSpec::Stdio { command, args, env, cwd } => {
                     let templates = std::iter::once(command).chain(args).chain(env.values()).chain(cwd);
                     templates.for_each(|t| variables.extend(expand::references(t)));
-                    (Some(command.clone()), args.clone(), None)
+                    shown.command = Some(command.clone());
+                    shown.args = args.clone();
+                    shown.env = env.clone();
+                    let dir = file.parent().unwrap_or(Path::new("/"));
+                    shown.cwd = cwd.as_ref().map(|c| (c.clone(), dir.join(c)));
                 }
                 TransportSpec::Remote { url, headers, .. } => {
                     std::iter::once(url).chain(headers.values()).for_each(|t| variables.extend(expand::references(t)));
-                    (None, Vec::new(), Some(url.clone()))
+                    shown.url = Some(url.clone());
+                    shown.headers = headers.clone();
                 }
-            };
-            found.push(ProjectEntry {
-                file: canonical.clone(),
-                server: entry.name,
-                hash: entry.trust_hash,
-                command,
-                args,
-                url,
-                variables: variables.into_iter().collect(),
-            });
+            }
+            shown.variables = variables.into_iter().collect();
+            found.push(shown);
         }
     }
     Ok(found)

@@ -534,8 +534,10 @@ fn project_entries_are_trusted_only_as_recorded() {
     };
     assert_eq!(alone(&cache), ["b"], "read alone, the file is a project file");
     cache.resolve(&ResolveRequest { cwd: None, explicit: Some(file.clone()) }).unwrap();
-    assert_eq!(cache.explicit_files(), std::slice::from_ref(&file));
-    assert_eq!(alone(&cache), ["a", "b"], "a file once named explicitly is the user's");
+    assert_eq!(cache.explicit_files().keys().collect::<Vec<_>>(), [&file]);
+    assert_eq!(alone(&cache), ["a", "b"], "a file named explicitly is the user's, as named");
+    write(&file, r#"{"mcpServers": {"b": {"command": "y"}, "a": {"command": "x", "args": ["newer"]}}}"#);
+    assert_eq!(alone(&cache), ["b"], "rewritten since it was named: not the user's any more");
 
     write(&user, r#"{"trustProjectFiles": true, "mcpServers": {}}"#);
     let fresh = ConfigCache::new(env).with_trust_file(dir.path().join("none.json"));

@@ -138,6 +138,18 @@ impl TrustStore {
     }
 }
 
+/// The path trust is recorded under for a project file reached at `file`: its project
+/// directory ([`project_dir`]) with links resolved, joined with the rest of the path as
+/// reached. A project reached through a linked directory is the same project; a project
+/// file (or `.vscode`/`.cursor` directory) that is itself a link into another project is
+/// not that project's, since its relative `cwd` and `${workspaceFolder}` name this
+/// directory. Errors: the project directory cannot be resolved.
+pub fn trust_key(file: &Path) -> std::io::Result<PathBuf> {
+    let dir = project_dir(file);
+    let rest = file.strip_prefix(dir).unwrap_or(file);
+    Ok(std::fs::canonicalize(dir)?.join(rest))
+}
+
 /// The project directory of the project file `file`: the directory holding it, or for
 /// `.cursor/mcp.json` and `.vscode/mcp.json` the one holding `.cursor` or `.vscode`.
 pub fn project_dir(file: &Path) -> &Path {

@@ -175,5 +175,6 @@ fn a_cwd_that_does_not_exist_is_named_as_the_reason_a_server_cannot_start() {
     let w = World::new(json!({ "nowhere": { "command": fake_server(), "cwd": "/nonexistent/mcpx-test-dir" } }));
     let call = w.run(&["call", "nowhere.echo", r#"{"message":"x"}"#]);
     assert_eq!(call.code, 4, "{call:?}");
-    assert!(call.stderr.contains("working directory /nonexistent/mcpx-test-dir does not exist"), "{}", call.stderr);
+    assert!(call.stderr.contains("its working directory does not exist (fix `cwd`"), "{}", call.stderr);
+    assert!(!call.stderr.contains("/nonexistent"), "the expanded path may hold a secret: {}", call.stderr);
 }

@@ -393,3 +393,45 @@ fn on_a_terminal_trust_asks_and_no_is_the_default() {
     assert!(yes.stdout.contains("trusted 1 entry"), "{yes:?}");
     assert_eq!(p.run(&["call", "a.echo", r#"{"message":"yes"}"#]).ok(), "yes\n");
 }
+
+#[test]
+fn a_project_file_linked_into_another_project_is_not_trusted_there() {
+    let p = Project::new();
+    // `cwd` "." runs the command in the directory the file is read from.
+    p.write(".mcp.json", json!({ "mcpServers": { "srv": p.marking("srv", json!({ "cwd": "." })) } }));
+    assert_eq!(p.run(&["trust", "--yes"]).code, 0);
+    assert_eq!(p.run(&["call", "srv.echo", r#"{"message":"t"}"#]).ok(), "t\n");
+    // A second project whose `.mcp.json` (and another's `.vscode`) links to the trusted one.
+    let other = p.w.path("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::os::unix::fs::symlink(p.proj.join(".mcp.json"), other.join(".mcp.json")).unwrap();
+    let call = p.w.run_with(&["call", "srv.echo", r#"{"message":"a"}"#], |cmd| {
+        cmd.current_dir(&other);
+    });
+    assert_eq!(call.code, 2, "{call:?}");
+    assert_refusal(&call.stderr, &other.join(".mcp.json"));
+    // The same project reached through a linked directory is the same project.
+    let alias = p.w.path("alias");
+    std::os::unix::fs::symlink(&p.proj, &alias).unwrap();
+    let call = p.w.run_with(&["call", "srv.echo", r#"{"message":"l"}"#], |cmd| {
+        cmd.current_dir(&alias);
+    });
+    assert_eq!(call.ok(), "l\n");
+}
+
+#[test]
+fn the_review_shows_the_environment_and_directory_and_quotes_what_the_file_wrote() {
+    let p = Project::new();
+    let entry = json!({ "command": "git", "args": ["mcp"], "env": { "PATH": "./bin:/usr/bin" }, "cwd": "bin" });
+    p.write(".mcp.json", json!({ "mcpServers": { "git": entry, "safe\n  docs: runs /bin/true": { "command": "x" } } }));
+    let review = p.run(&["trust"]);
+    assert_eq!(review.code, 2, "{review:?}");
+    assert!(review.stdout.contains("    with PATH=./bin:/usr/bin\n"), "{}", review.stdout);
+    assert!(review.stdout.contains(&format!("    in bin ({})\n", p.proj.join("bin").display())), "{}", review.stdout);
+    assert!(review.stdout.contains(r#"  "safe\n  docs: runs /bin/true": runs x"#), "{}", review.stdout);
+    assert!(!review.stdout.contains("\n  docs: runs /bin/true"), "a name draws no line of its own: {}", review.stdout);
+    assert!(review.stderr.contains("do not pass `--yes` yourself"), "{}", review.stderr);
+    let nowhere = p.run(&["trust", "/nonexistent/mcpx-test"]);
+    assert_eq!(nowhere.code, 2, "{nowhere:?}");
+    assert!(nowhere.stderr.contains("is not a directory"), "{}", nowhere.stderr);
+}
