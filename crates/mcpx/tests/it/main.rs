@@ -11,6 +11,7 @@ mod claude_code;
 mod cli;
 mod clients;
 mod conformance;
+mod conformance_client;
 mod errors;
 mod flood;
 mod hostile;

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# mcpx as the client of the MCP conformance suite (@modelcontextprotocol/conformance,
+# pinned in package.json). The suite runs this script with its scenario server's URL
+# as the last argument:
+#
+#   node node_modules/@modelcontextprotocol/conformance/dist/index.js client \
+#     --command "bash e2e/conformance-client.sh" --scenario auth/metadata-default
+#
+# It reads MCP_CONFORMANCE_SCENARIO and, where the scenario pre-registers a client,
+# MCP_CONFORMANCE_CONTEXT (JSON: client_id, and client_secret or private_key_pem),
+# writes a private mcpx config with one server, `conformance`, logs in where the
+# scenario asks for authorization (BROWSER is conformance-browser.sh, which follows the
+# suite's authorization redirect), then lists the tools and calls each of them.
+#
+# MCPX is the mcpx binary (else `mcpx` on PATH). The MCPX_*_DIR variables are kept
+# when set (the test suite sets them, to clean up after a run that fails); otherwise
+# the run gets private directories. Either way the daemon and its sessions stop when
+# the run ends, so the scenario's server is left with no open connection.
+set -u
+
+url="${!#}"
+scenario="${MCP_CONFORMANCE_SCENARIO:?the conformance suite sets MCP_CONFORMANCE_SCENARIO}"
+context="${MCP_CONFORMANCE_CONTEXT:-{\}}"
+mcpx="${MCPX:-mcpx}"
+here="$(cd "$(dirname "$0")" && pwd)"
+dir="$(mktemp -d "${TMPDIR:-/tmp}/mcpx-conformance.XXXXXX")"
+
+for sub in state cache run; do mkdir -m 700 "$dir/$sub"; done
+export MCPX_STATE_DIR="${MCPX_STATE_DIR:-$dir/state}"
+export MCPX_CACHE_DIR="${MCPX_CACHE_DIR:-$dir/cache}"
+export MCPX_RUNTIME_DIR="${MCPX_RUNTIME_DIR:-$dir/run}"
+export MCPX_SECRET_STORE="${MCPX_SECRET_STORE:-file}"
+export MCPX_CONFIG="$dir/config.json"
+trap '"$mcpx" stop --all >/dev/null 2>&1; rm -rf "$dir"' EXIT
+
+step() {
+    echo "+ mcpx $*" >&2
+    "$mcpx" "$@"
+}
+
+# The entry's `oauth` block: the pre-registered client of the context, its secret in
+# the secret store and its private key in the daemon's environment (a PEM is several
+# lines, and `secret set` reads one).
+client_id="$(jq -r '.client_id // empty' <<<"$context")"
+client_secret="$(jq -r '.client_secret // empty' <<<"$context")"
+export CONFORMANCE_PRIVATE_KEY="$(jq -r '.private_key_pem // empty' <<<"$context")"
+oauth='{}'
+if [ -n "$client_id" ]; then
+    oauth="$(jq -n --arg id "$client_id" '{clientId: $id}')"
+fi
+if [ -n "$client_secret" ]; then
+    printf '%s\n' "$client_secret" | step secret set conformance-client-secret || exit 1
+    oauth="$(jq '. + {clientSecret: "${secret:conformance-client-secret}"}' <<<"$oauth")"
+fi
+if [ -n "$CONFORMANCE_PRIVATE_KEY" ]; then
+    oauth="$(jq '. + {privateKey: "${CONFORMANCE_PRIVATE_KEY}"}' <<<"$oauth")"
+fi
+case "$scenario" in
+    auth/client-credentials-*) oauth="$(jq '. + {grant: "client_credentials"}' <<<"$oauth")" ;;
+esac
+jq -n --arg url "$url" --argjson oauth "$oauth" \
+    '{mcpServers: {conformance: ({url: $url} + (if $oauth == {} then {} else {oauth: $oauth} end))}}' \
+    >"$MCPX_CONFIG"
+
+# A user logs in once; a machine-to-machine client (client credentials) needs no login.
+case "$scenario" in
+    auth/client-credentials-*) ;;
+    auth/*) BROWSER="$here/conformance-browser.sh" step auth login conformance || exit 1 ;;
+esac
+
+step refresh conformance || exit 1
+tools="$(step tools conformance --json)" || { echo "$tools" >&2; exit 1; }
+for tool in $(jq -r '.[].name' <<<"$tools"); do
+    case "$tool" in
+        add_numbers) args='{"a":5,"b":3}' ;;
+        *) args='{}' ;;
+    esac
+    step call "conformance.$tool" "$args" || exit 1
+done
