@@ -4,6 +4,7 @@
 
 pub mod adopt;
 pub mod api;
+pub mod auth;
 pub mod client;
 pub mod config;
 pub mod control;

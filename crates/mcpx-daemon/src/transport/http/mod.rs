@@ -37,11 +37,13 @@
 //!   up, ends with its daemon).
 
 mod legacy;
+mod metadata;
 mod session;
 mod store;
 mod streamable;
 mod wording;
 
+pub use metadata::HttpFetch;
 pub use store::{KeptRemote, kept_remotes};
 
 use std::sync::{Arc, Mutex};
