@@ -18,7 +18,7 @@ use mcpx_proto::mcp::error_code;
 use serde_json::Value;
 
 use crate::api::{ApiError, ErrorKind};
-use crate::config::{ResolvedConfig, ServerEntry};
+use crate::config::{Client, ResolvedConfig, ServerEntry};
 
 /// The servers of `config` that are offered: every one trusted and not `disabled`, in
 /// name order.
@@ -76,13 +76,16 @@ pub fn check_server(entry: &ServerEntry) -> Result<(), ApiError> {
     if server_offered(entry) {
         return Ok(());
     }
+    // Another client's own setting is read as `mcpx.disabled` (config/dialect.rs): name
+    // the key the file has.
+    let key = match entry.client {
+        Some(Client::Codex) => "set `enabled = true` in its table (or remove `disabled` from its `mcpx` block)",
+        Some(_) => "remove `disabled` from the entry (or from its `mcpx` block)",
+        None => "remove `disabled` from its `mcpx` block",
+    };
     Err(ApiError::new(
         ErrorKind::Config,
-        format!(
-            "server `{}` is disabled in {}; remove `disabled` from its `mcpx` block to use it",
-            entry.name,
-            entry.source.display()
-        ),
+        format!("server `{}` is disabled in {}; {key} to use it", entry.name, entry.source.display()),
     ))
 }
 
@@ -145,6 +148,15 @@ mod tests {
         let transport =
             TransportSpec::Stdio { command: "fake".into(), args: Vec::new(), env: Default::default(), cwd: None };
         ServerEntry { options, ..ServerEntry::for_tests("fake", transport) }
+    }
+
+    #[test]
+    fn a_disabled_server_names_the_key_its_file_has() {
+        let off = ServerOptions { disabled: true, ..ServerOptions::default() };
+        let message = |client| check_server(&ServerEntry { client, ..entry(off.clone()) }).unwrap_err().message;
+        assert!(message(None).contains("remove `disabled` from its `mcpx` block"));
+        assert!(message(Some(Client::Codex)).contains("set `enabled = true` in its table"));
+        assert!(message(Some(Client::Windsurf)).contains("remove `disabled` from the entry"));
     }
 
     const LISTING: &str =
