@@ -51,6 +51,7 @@ mod entry;
 mod error;
 mod expand;
 mod jsonc;
+mod oauth;
 mod parse;
 mod parse_entry;
 mod resolve;
@@ -69,6 +70,7 @@ pub use command::{CommandNotFound, DEFAULT_PATH, ExeIdentity, SearchedIn, exe_id
 pub use entry::{EntryError, FileWarning, ResolvedConfig, ServerEntry, ServerOptions};
 pub use error::ConfigError;
 pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport, Secrets, StoreIn};
+pub use oauth::{Grant, OAUTH_KEYS, OAuthSpec, TokenAuthMethod};
 pub use parse::{NamedEntry, read_client_file};
 pub use resolve::{
     ConfigCache, ExplicitFiles, FileContents, MCPX_PROJECT_FILE, PROJECT_FILE, PROJECT_FILES, ResolveRequest, Role,

@@ -12,6 +12,7 @@ use super::clients::Client;
 use super::command::ExeIdentity;
 use super::error::ConfigError;
 use super::expand::{self, ExpandedTransport, Secrets};
+use super::oauth::OAuthSpec;
 use super::spec::{Scope, Sharing, TransportSpec};
 
 /// The `mcpx` block of a server entry, defaults filled in. Timeouts are `None` when written as
@@ -95,6 +96,9 @@ pub struct ServerEntry {
     pub transport: TransportSpec,
     /// The `mcpx` block with defaults.
     pub options: ServerOptions,
+    /// The `oauth` block of a remote entry, as written; `None` without one (mcpx then
+    /// discovers and registers as MCP authorization says, should the server ask).
+    pub oauth: Option<OAuthSpec>,
     /// VS Code's `inputs` of the file, id → description (empty for other files): told
     /// with an unset `${input:ID}`, so the user knows what to set.
     pub inputs: BTreeMap<String, String>,
@@ -118,6 +122,7 @@ impl ServerEntry {
             client: None,
             transport,
             options: ServerOptions::default(),
+            oauth: None,
             inputs: Default::default(),
             trust_hash: String::new(),
             trusted: true,

@@ -10,6 +10,7 @@ use super::clients::Client;
 use super::entry::{ServerEntry, ServerOptions};
 use super::error::ConfigError;
 use super::expand;
+use super::oauth::{self, OAuthSpec};
 use super::spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};
 use super::units::{duration_from_json, json_kind, size_from_json};
 
@@ -132,12 +133,14 @@ pub(super) fn parse_entry(
         }
     };
     let options = parse_options(&ctx, map.get("mcpx"))?;
+    let oauth = parse_oauth_block(&ctx, client, url.is_some(), map.get("oauth"))?;
     Ok(ServerEntry {
         name: server.to_owned(),
         source: file.to_owned(),
         client,
         transport,
         options,
+        oauth,
         inputs: BTreeMap::new(),
         // Set by `layer`, which has the entry as written.
         trust_hash: String::new(),
@@ -161,6 +164,30 @@ fn remote_kind(ctx: &Ctx<'_>, map: &Map<String, Value>) -> Result<RemoteKind, Co
         Some("sse") => RemoteKind::Sse,
         _ => RemoteKind::Http,
     })
+}
+
+/// The `oauth` block of a remote entry (`remote`). In mcpx's own files (`client` is
+/// `None`) an unknown key, or the block on a `command` entry, is an error; another
+/// client's file may carry keys of its own there, and they are ignored.
+fn parse_oauth_block(
+    ctx: &Ctx<'_>,
+    client: Option<Client>,
+    remote: bool,
+    value: Option<&Value>,
+) -> Result<Option<OAuthSpec>, ConfigError> {
+    let Some(value) = value.filter(|v| !v.is_null()) else { return Ok(None) };
+    let strict = client.is_none();
+    if !remote {
+        return if strict {
+            Err(ctx.invalid("oauth", "only a `url` entry (a remote server) takes an `oauth` block"))
+        } else {
+            Ok(None)
+        };
+    }
+    let template = |key: &str, text: &str| {
+        expand::check(text).map(|()| text.to_owned()).map_err(|message| (key.to_owned(), message))
+    };
+    oauth::parse_oauth(value, strict, &template).map(Some).map_err(|(key, message)| ctx.invalid(key, message))
 }
 
 fn parse_options(ctx: &Ctx<'_>, value: Option<&Value>) -> Result<ServerOptions, ConfigError> {

@@ -87,6 +87,12 @@ pub fn project_entries(dir: &Path, env: &ConfigEnv) -> Result<Vec<ProjectEntry>,
                     shown.headers = headers.clone();
                 }
             }
+            // The `oauth` block's secrets go to the server's token endpoint: the user
+            // sees which ones, as for `env` and `headers`.
+            if let Some(oauth) = &entry.oauth {
+                let templates = [&oauth.client_id, &oauth.client_secret, &oauth.private_key];
+                templates.into_iter().flatten().for_each(|t| variables.extend(expand::references(t)));
+            }
             shown.variables = variables.into_iter().collect();
             found.push(shown);
         }

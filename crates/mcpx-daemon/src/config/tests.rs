@@ -544,3 +544,22 @@ fn project_entries_are_trusted_only_as_recorded() {
     assert_eq!(trusted(&fresh.resolve(&req).unwrap()), ["a", "b"]);
     assert_eq!(alone(&fresh), ["a", "b"]);
 }
+
+#[test]
+fn a_remote_entry_takes_an_oauth_block_and_a_command_entry_does_not() {
+    let cfg = parse_text(
+        r#"{"mcpServers": {"r": {"url": "https://h/mcp",
+            "oauth": {"clientId": "${ID}", "clientSecret": "${secret:R_SECRET}", "scopes": ["read"]}}}}"#,
+    )
+    .unwrap();
+    let oauth = cfg.get("r").unwrap().oauth.clone().unwrap();
+    assert_eq!(oauth.client_id.as_deref(), Some("${ID}"));
+    assert_eq!(oauth.client_secret.as_deref(), Some("${secret:R_SECRET}"));
+    assert_eq!(oauth.scopes, Some(vec!["read".to_owned()]));
+
+    let err = parse_text(r#"{"mcpServers": {"c": {"command": "x", "oauth": {}}}}"#).unwrap_err();
+    assert!(err.to_string().contains("only a `url` entry"), "{err}");
+    let err = parse_text(r#"{"mcpServers": {"r": {"url": "https://h/mcp", "oauth": {"clientSecret": "${secret:}"}}}}"#)
+        .unwrap_err();
+    assert!(matches!(&err, ConfigError::InvalidValue { key, .. } if key == "oauth.clientSecret"), "{err:?}");
+}
