@@ -11,6 +11,8 @@ use mcpx_platform::exec::Executable;
 use mcpx_proto::{Message, response_result};
 use serde_json::value::RawValue;
 
+pub mod login;
+
 use crate::adopt::replace_incompatible;
 use crate::api::{
     ApiError, Caller, DaemonStatus, ErrorKind, InstanceStatus, Request, SearchHit, ServerRow, Source, Status,
@@ -645,6 +647,7 @@ fn server_error(server: &str, e: CallError) -> ApiError {
     let kind = match e {
         CallError::Timeout(_) | CallError::Busy(_) | CallError::StartTimeout(_) => ErrorKind::Timeout,
         CallError::Transport(ref e) if e.timed_out() => ErrorKind::Timeout,
+        CallError::Transport(ref e) if e.needs_login() => ErrorKind::Auth,
         CallError::Protocol(_) | CallError::TooLarge { .. } | CallError::RequestTooLarge { .. } => ErrorKind::Protocol,
         CallError::Exited { .. }
         | CallError::Launch(_)

@@ -70,6 +70,15 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
             "/v1/refresh",
             post(|State(d): S, Body(r): Body| async move { control::refresh(&d, &r).await.map(Json) }),
         )
+        .route(
+            "/v1/auth/login",
+            post(|State(d): S, Body(r): Body| async move {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/x-ndjson")],
+                    channel_body(control::login::login_lines(d, r)),
+                )
+            }),
+        )
         .route("/v1/stop", post(|State(d): S, Body(r): Body| async move { Json(control::stop(&d, &r).await) }))
         .merge(crate::mcp::routes().with_state::<Arc<Daemon>>(mcp))
         // Tool arguments may be as large as a server accepts (`maxMessageBytes`, 64 MiB

@@ -13,7 +13,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::api::{ApiError, Caller, ErrorKind};
-use crate::config::{CommandNotFound, ExeIdentity, ExpandedTransport, ServerEntry, StoreIn, TransportSpec};
+use crate::config::{
+    CommandNotFound, ExeIdentity, ExpandedOAuth, ExpandedTransport, ServerEntry, StoreIn, TransportSpec,
+};
 use crate::config::{exe_identity, resolve_command};
 use crate::pool::Target;
 use crate::scope::{self, PoolKey};
@@ -80,6 +82,26 @@ impl Targets {
         Ok((target, self.pool_key(entry, caller)))
     }
 
+    /// What a login to the remote `entry` needs: its URL and its `oauth` block, expanded
+    /// as a start would expand them.
+    ///
+    /// Errors: as [`Targets::target`]: an untrusted entry, an unset variable or secret,
+    /// a malformed URL (`config`).
+    pub fn login_parts(&self, entry: &ServerEntry) -> Result<(url::Url, Option<ExpandedOAuth>), ApiError> {
+        crate::policy::check_trusted(entry)?;
+        let config = |e: crate::config::ConfigError| ApiError::new(ErrorKind::Config, e.to_string());
+        let ExpandedTransport::Remote(remote) = entry.expand(&self.env, &self.secrets()).map_err(config)? else {
+            return Err(ApiError::new(ErrorKind::Usage, format!("server `{}` has no `url`", entry.name)));
+        };
+        let url = url::Url::parse(&remote.url).map_err(|e| {
+            ApiError::new(
+                ErrorKind::Config,
+                format!("server `{}`: the `url` is not a URL ({e}); fix it in the entry", entry.name),
+            )
+        })?;
+        Ok((url, entry.expand_oauth(&self.env, &self.secrets()).map_err(config)?))
+    }
+
     /// Resolves how to start `entry`: `${VAR}`s and secrets expanded, the command found on the
     /// child's `PATH` (the daemon's, unless the entry's `env` sets one), the
     /// environment assembled, and the fingerprint computed (with the executable's
@@ -116,6 +138,9 @@ impl Targets {
                     headers: remote.headers.clone(),
                     kind: remote.kind,
                     max_message_bytes,
+                    oauth: entry
+                        .expand_oauth(&self.env, &self.secrets())
+                        .map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?,
                 };
                 // A malformed URL or header is the configuration's mistake (exit 2).
                 spec.check().map_err(|e| {

@@ -48,6 +48,10 @@ pub const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 /// ... then SIGTERM its process group and wait this long, then SIGKILL the group.
 pub const TERM_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
+/// The program that opens a URL in the user's browser: `open` on macOS, `xdg-open`
+/// elsewhere (freedesktop.org's xdg-utils).
+pub const URL_OPENER: &str = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+
 /// Builds the command for `spec`; callers spawn it (directly, or through an async
 /// runtime's `Command::from`). This is the only constructor of `Command`.
 #[allow(clippy::disallowed_methods)] // Reason: this is the one spawn function.

@@ -148,6 +148,11 @@ enum Command {
         /// Where to look upward from; default the working directory.
         dir: Option<PathBuf>,
     },
+    /// Log in to remote servers that use OAuth (MCP authorization).
+    Auth {
+        #[command(subcommand)]
+        action: AuthAction,
+    },
     /// Supervise one server instance (started by the daemon; reads its launch request on stdin).
     #[command(hide = true)]
     Supervise,
@@ -166,6 +171,18 @@ enum SecretAction {
     Rm {
         /// The name.
         name: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AuthAction {
+    /// Log in to a remote server: open its authorization page, keep the tokens in the secret store.
+    Login {
+        /// The server.
+        server: String,
+        /// Print the URL instead of opening a browser (for a browser on another machine).
+        #[arg(long)]
+        no_browser: bool,
     },
 }
 
@@ -383,6 +400,15 @@ async fn dispatch(
         }
         Command::Upgrade { binary } => upgrade(client, binary, json).await,
         Command::Serve { .. } => unreachable!("serve runs without dispatch"),
+        Command::Auth { action: AuthAction::Login { server, no_browser } } => {
+            crate::auth::login(
+                client,
+                request(Request { server: Some(server), ..Request::default() }),
+                no_browser,
+                json,
+            )
+            .await
+        }
         Command::Refresh { server } => {
             let body = client
                 .call(Method::POST, "/v1/refresh", Some(&request(Request { server, ..Request::default() })))

@@ -183,6 +183,24 @@ pub struct Discovered {
 }
 
 impl AuthServer {
+    /// A server known by its issuer and token endpoint only (a kept login's, to renew it).
+    pub fn token_only(issuer: String, token_endpoint: Url) -> AuthServer {
+        AuthServer {
+            issuer,
+            authorization_endpoint: None,
+            token_endpoint,
+            registration_endpoint: None,
+            device_authorization_endpoint: None,
+            revocation_endpoint: None,
+            scopes_supported: None,
+            code_challenge_methods_supported: None,
+            token_endpoint_auth_methods_supported: None,
+            grant_types_supported: None,
+            authorization_response_iss_parameter_supported: false,
+            client_id_metadata_document_supported: false,
+        }
+    }
+
     /// Whether the server offers PKCE with S256, which the authorization code flow
     /// requires (MCP 2025-11-25, Authorization, "Authorization Code Protection"). The
     /// 2025-03-26 defaults assume it, as that revision did.
@@ -320,18 +338,9 @@ async fn origin_fallback(fetch: &dyn Fetch, server: &Url) -> Result<(AuthServer,
         return Ok((parse_auth_server(&url, json)?, Source::Origin2025_03_26));
     }
     let defaults = AuthServer {
-        issuer: base.as_str().trim_end_matches('/').to_owned(),
         authorization_endpoint: Some(at("/authorize")),
-        token_endpoint: at("/token"),
         registration_endpoint: Some(at("/register")),
-        device_authorization_endpoint: None,
-        revocation_endpoint: None,
-        scopes_supported: None,
-        code_challenge_methods_supported: None,
-        token_endpoint_auth_methods_supported: None,
-        grant_types_supported: None,
-        authorization_response_iss_parameter_supported: false,
-        client_id_metadata_document_supported: false,
+        ..AuthServer::token_only(base.as_str().trim_end_matches('/').to_owned(), at("/token"))
     };
     Ok((defaults, Source::Defaults2025_03_26))
 }

@@ -1,7 +1,13 @@
 //! OAuth for remote servers (MCP 2025-11-25, Authorization): what a 401's challenge
-//! says ([`challenge`]) and where the authorization server is ([`discovery`]). The
-//! HTTP requests are the transport's (`transport/http/metadata.rs`): this module
-//! decides what to ask and checks the answers.
+//! says ([`challenge`]), where the authorization server is ([`discovery`], over
+//! [`fetch`]), the exchanges with it ([`flow`]), the tokens kept in the secret store
+//! ([`tokens`]), a user's login ([`login`]) and the bearer of a daemon's requests
+//! ([`bearer`]).
 
+pub mod bearer;
 pub mod challenge;
 pub mod discovery;
+pub mod fetch;
+pub mod flow;
+pub mod login;
+pub mod tokens;

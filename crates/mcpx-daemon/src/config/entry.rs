@@ -12,7 +12,7 @@ use super::clients::Client;
 use super::command::ExeIdentity;
 use super::error::ConfigError;
 use super::expand::{self, ExpandedTransport, Secrets};
-use super::oauth::OAuthSpec;
+use super::oauth::{ExpandedOAuth, OAuthSpec};
 use super::spec::{Scope, Sharing, TransportSpec};
 
 /// The `mcpx` block of a server entry, defaults filled in. Timeouts are `None` when written as
@@ -149,6 +149,25 @@ impl ServerEntry {
             }
             e => e,
         })
+    }
+
+    /// Expands the `oauth` block's `${VAR}` and `${secret:NAME}` references, as
+    /// [`ServerEntry::expand`] does the transport's; `None` without a block.
+    ///
+    /// Errors: as [`ServerEntry::expand`], naming the first unset variable or secret.
+    pub fn expand_oauth(
+        &self,
+        env: &HashMap<String, String>,
+        secrets: &dyn Secrets,
+    ) -> Result<Option<ExpandedOAuth>, ConfigError> {
+        let Some(spec) = &self.oauth else { return Ok(None) };
+        let one = |t: &Option<String>| t.as_deref().map(|t| expand::expand(t, env, secrets, &self.name)).transpose();
+        Ok(Some(ExpandedOAuth {
+            client_id: one(&spec.client_id)?,
+            client_secret: one(&spec.client_secret)?,
+            private_key: one(&spec.private_key)?,
+            spec: spec.clone(),
+        }))
     }
 
     /// The key of this entry's schema cache file, its crash count and its `status`

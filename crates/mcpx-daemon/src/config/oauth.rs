@@ -106,6 +106,25 @@ pub struct OAuthSpec {
     pub client_metadata_url: Option<String>,
 }
 
+/// An `oauth` block expanded: its secrets are values. `Debug` shows no secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ExpandedOAuth {
+    /// The block as written, for everything but the secrets.
+    pub spec: OAuthSpec,
+    /// `clientId`, expanded.
+    pub client_id: Option<String>,
+    /// `clientSecret`, expanded (secret).
+    pub client_secret: Option<String>,
+    /// `privateKey`, expanded (secret).
+    pub private_key: Option<String>,
+}
+
+impl std::fmt::Debug for ExpandedOAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExpandedOAuth").field("spec", &self.spec).finish_non_exhaustive()
+    }
+}
+
 /// Parses an `oauth` block. `strict` (mcpx's own files) makes an unknown key an error;
 /// another client's file may carry keys of its own, which are ignored. `template`
 /// checks a value's `${...}` syntax.

@@ -14,7 +14,7 @@ use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::link::{Link, TransportError};
-use crate::config::RemoteKind;
+use crate::config::{ExpandedOAuth, RemoteKind};
 
 /// A boxed future, as the object-safe [`Launcher`] trait returns.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -150,6 +150,9 @@ pub struct RemoteEndpoint {
     pub kind: RemoteKind,
     /// The largest message accepted from the server, in bytes (`maxMessageBytes`).
     pub max_message_bytes: usize,
+    /// The entry's `oauth` block, expanded (its `Debug` shows no secret): with the
+    /// client credentials grant, the daemon gets its tokens with it.
+    pub oauth: Option<ExpandedOAuth>,
 }
 
 impl fmt::Debug for RemoteEndpoint {
@@ -211,6 +214,7 @@ mod tests {
             headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             kind: RemoteKind::Http,
             max_message_bytes: 1 << 20,
+            oauth: None,
         }
     }
 

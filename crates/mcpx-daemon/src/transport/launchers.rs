@@ -50,7 +50,7 @@ impl Launchers {
                 runtime: dirs.runtime.clone(),
                 log: dirs.paths.supervisor_log(),
             }),
-            remote: Arc::new(RemoteLauncher::new(sessions)?),
+            remote: Arc::new(RemoteLauncher::new(sessions, dirs.state.clone())?),
         })
     }
 
@@ -143,6 +143,7 @@ mod tests {
             headers: BTreeMap::new(),
             kind: RemoteKind::Http,
             max_message_bytes: 1 << 20,
+            oauth: None,
         });
         assert_eq!(who(&launchers, remote.clone()).await, "remote");
         assert_eq!(who(&Launchers::all(Arc::new(Named("one"))), remote).await, "one");

@@ -143,6 +143,13 @@ pub enum TransportError {
         /// The server cannot be reached at all (connect, TLS, DNS): the link ends.
         unreachable: bool,
     },
+    /// A remote server needs a login the user has not done, or one that is over: the
+    /// message says to run `mcpx auth login <server>` (error kind `auth`, exit 4).
+    #[error("{message}")]
+    Auth {
+        /// What happened and what to do.
+        message: String,
+    },
     /// A launcher cannot be set up: the HTTP client cannot load the system's root
     /// certificates. The daemon cannot start.
     #[error("{0}")]
@@ -155,6 +162,11 @@ impl TransportError {
         TransportError::Exchange { message, timed_out: false, unreachable: false }
     }
 
+    /// Whether a login is needed (error kind `auth`).
+    pub fn needs_login(&self) -> bool {
+        matches!(self, TransportError::Auth { .. })
+    }
+
     /// Whether it is a timeout (exit 5) rather than a failure (exit 4).
     pub fn timed_out(&self) -> bool {
         matches!(self, TransportError::Exchange { timed_out: true, .. })
@@ -165,7 +177,8 @@ impl TransportError {
         matches!(self, TransportError::Exchange { unreachable: true, .. })
     }
 
-    /// The same error with its message rewritten by `f` (to add a hint).
+    /// The same error with its message rewritten by `f` (to add a hint). A login's
+    /// error keeps its own, which ends with what to run.
     pub fn map_message(self, f: impl FnOnce(&str) -> String) -> TransportError {
         match self {
             TransportError::Start { command, message } => TransportError::Start { command, message: f(&message) },
@@ -173,6 +186,7 @@ impl TransportError {
                 TransportError::Exchange { message: f(&message), timed_out, unreachable }
             }
             TransportError::Setup(message) => TransportError::Setup(f(&message)),
+            auth @ TransportError::Auth { .. } => auth,
         }
     }
 }

@@ -32,7 +32,7 @@ mod supervised;
 mod testing;
 
 pub use adoption::{Adoption, adopt, stop_incompatible};
-pub use http::{HttpFetch, KeptRemote, kept_remotes};
+pub use http::{KeptRemote, kept_remotes};
 pub use launch::{BoxFuture, Launch, Launcher, RemoteEndpoint, StdioSpec};
 pub use launchers::Launchers;
 pub use link::{ExitInfo, Inbound, Link, LinkInfo, Outbound, SupervisorInfo, TransportError};

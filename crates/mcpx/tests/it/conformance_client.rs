@@ -14,24 +14,10 @@ use crate::harness::{Run, World, e2e_dir, mcpx_bin};
 /// The client scenarios that fail today, each with the reason. A scenario listed here
 /// that passes fails its test, so that it is taken off the list.
 const EXPECTED_FAILURES: &[(&str, &str)] = &[
-    ("auth/metadata-default", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/metadata-var1", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/metadata-var2", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/metadata-var3", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/basic-cimd", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/scope-from-www-authenticate", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/scope-from-scopes-supported", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/scope-omitted-when-undefined", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/scope-step-up", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/scope-retry-limit", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/token-endpoint-auth-basic", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/token-endpoint-auth-post", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/token-endpoint-auth-none", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/pre-registration", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/2025-03-26-oauth-metadata-backcompat", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/2025-03-26-oauth-endpoint-fallback", "no OAuth yet: there is no `mcpx auth login`"),
-    ("auth/client-credentials-basic", "no OAuth yet: the `oauth` block and its grant are not read"),
-    ("auth/client-credentials-jwt", "no OAuth yet: the `oauth` block and its grant are not read"),
+    ("auth/basic-cimd", "mcpx has no client ID metadata document of its own to use as its client id"),
+    ("auth/scope-step-up", "a 403 insufficient_scope does not yet start a login with the union of the scopes"),
+    ("auth/scope-retry-limit", "a 403 insufficient_scope does not yet start a login with the union of the scopes"),
+    ("auth/client-credentials-jwt", "private_key_jwt (RFC 7523) is not built yet"),
 ];
 
 /// What one scenario's run gave.

@@ -19,6 +19,7 @@ mod ids;
 mod import;
 mod keyring;
 mod messy;
+mod oauth;
 mod peer;
 mod policy;
 mod pools;

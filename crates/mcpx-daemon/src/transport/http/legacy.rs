@@ -20,7 +20,8 @@ impl Remote {
         if lock(&self.state).legacy.is_some() {
             return Ok(());
         }
-        let request = self.http.get(self.url.clone()).headers(self.headers.clone()).header(ACCEPT, "text/event-stream");
+        let request =
+            self.http.get(self.url.clone()).headers(self.request_headers()).header(ACCEPT, "text/event-stream");
         let mut response = self.check(request.send().await.map_err(|e| self.transport_error(&e))?).await?;
         let mut decoder = SseDecoder::new(self.max);
         let mut events = Vec::new();
@@ -73,7 +74,7 @@ impl Remote {
         let request = self
             .http
             .post(endpoint)
-            .headers(self.headers.clone())
+            .headers(self.request_headers())
             .header(CONTENT_TYPE, "application/json")
             .body(m.as_str().to_owned());
         self.check(request.send().await.map_err(|e| self.transport_error(&e))?).await?;

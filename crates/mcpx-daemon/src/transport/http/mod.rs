@@ -37,13 +37,11 @@
 //!   up, ends with its daemon).
 
 mod legacy;
-mod metadata;
 mod session;
 mod store;
 mod streamable;
 mod wording;
 
-pub use metadata::HttpFetch;
 pub use store::{KeptRemote, kept_remotes};
 
 use std::sync::{Arc, Mutex};
@@ -69,6 +67,8 @@ pub struct RemoteLauncher {
     http: reqwest::Client,
     /// `<state>/remote`, where sessions are kept for the next daemon.
     sessions: Dir,
+    /// The state directory, whose secret store keeps the logins.
+    state: Dir,
 }
 
 impl Launcher for RemoteLauncher {
@@ -79,10 +79,11 @@ impl Launcher for RemoteLauncher {
 }
 
 impl RemoteLauncher {
-    /// A launcher keeping sessions in `sessions` (`<state>/remote`).
+    /// A launcher keeping sessions in `sessions` (`<state>/remote`) and reading logins
+    /// from the secret store of `state`.
     ///
     /// Errors: the TLS backend cannot load the system's root certificates.
-    pub fn new(sessions: Dir) -> Result<RemoteLauncher, TransportError> {
+    pub fn new(sessions: Dir, state: Dir) -> Result<RemoteLauncher, TransportError> {
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .user_agent(concat!("mcpx/", env!("CARGO_PKG_VERSION")))
@@ -94,7 +95,7 @@ impl RemoteLauncher {
             }))
             .build()
             .map_err(|e| TransportError::Setup(wording::chain(&e)))?;
-        Ok(RemoteLauncher { http, sessions })
+        Ok(RemoteLauncher { http, sessions, state })
     }
 
     /// Opens the link of one instance. Nothing is sent until the instance's first
@@ -126,6 +127,8 @@ impl RemoteLauncher {
             max: spec.max_message_bytes,
             inbound: in_tx,
             info: info.clone(),
+            state_dir: self.state.clone(),
+            oauth: spec.oauth.clone(),
             store,
             epoch,
             state: Mutex::new(RemoteState {
@@ -134,6 +137,7 @@ impl RemoteLauncher {
                 initialize: stored.as_ref().map(|s| s.initialize.clone()),
                 session: stored.map(|s| s.session),
                 legacy: None,
+                login: None,
             }),
             connect: tokio::sync::Mutex::new(()),
             background: Mutex::new(Vec::new()),

@@ -10,14 +10,17 @@ use std::time::Duration;
 use mcpx_platform::fs::Dir;
 use mcpx_proto::attach::Identity;
 use mcpx_proto::{IdScanner, Message, MessageKind, SseDecoder, SseEvent};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, WWW_AUTHENTICATE};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
 use reqwest::{StatusCode, Url};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::store::SessionFile;
 use super::wording;
-use crate::config::RemoteKind;
+use crate::auth::bearer::{self, BearerError};
+use crate::auth::challenge::Challenge;
+use crate::auth::tokens::Kept;
+use crate::config::{ExpandedOAuth, RemoteKind};
 use crate::sync::lock;
 use crate::transport::link::{HANDOVER_KEPT, Inbound, LinkInfo, TransportError};
 
@@ -56,6 +59,10 @@ pub(super) struct Remote {
     pub(super) inbound: mpsc::Sender<Inbound>,
     /// The link's facts (dropped bytes, skipped messages).
     pub(super) info: Arc<LinkInfo>,
+    /// The state directory, whose secret store keeps the logins (`mcpx auth login`).
+    pub(super) state_dir: Dir,
+    /// The entry's `oauth` block, expanded: a client credentials entry needs no login.
+    pub(super) oauth: Option<ExpandedOAuth>,
     /// The file the session is kept in (streamable HTTP only).
     pub(super) store: Option<(Dir, String)>,
     /// The epoch of this link's upstream ids.
@@ -81,6 +88,9 @@ pub(super) struct RemoteState {
     pub(super) session: Option<String>,
     /// The POST endpoint of the HTTP+SSE transport, once its stream named it.
     pub(super) legacy: Option<Url>,
+    /// The kept login whose access token goes on every request, once a 401 asked for
+    /// one (its `Debug` shows no token).
+    pub(super) login: Option<Kept>,
 }
 
 /// What to do with the messages of an answer.
@@ -102,12 +112,83 @@ pub(super) enum Junk {
 }
 
 impl Remote {
+    /// The entry's headers, with the kept login's bearer (MCP 2025-11-25,
+    /// Authorization, "Access Token Usage") unless they set `Authorization` themselves.
+    pub(super) fn request_headers(&self) -> HeaderMap {
+        let mut headers = self.headers.clone();
+        if headers.contains_key(AUTHORIZATION) {
+            return headers;
+        }
+        let bearer = lock(&self.state).login.as_ref().map(|k| format!("Bearer {}", k.access_token));
+        if let Some(mut value) = bearer.and_then(|b| HeaderValue::from_str(&b).ok()) {
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        headers
+    }
+
+    /// Whether mcpx may answer a 401 with a login: the entry's headers carry no
+    /// `Authorization` of their own.
+    pub(super) fn uses_oauth(&self) -> bool {
+        !self.headers.contains_key(AUTHORIZATION)
+    }
+
+    /// Answers a 401 (with its `WWW-Authenticate`, `challenge`): the kept login,
+    /// refreshed if the token was just refused or is due, for the requests that follow.
+    ///
+    /// Errors: [`TransportError::Auth`] saying to run `mcpx auth login <server>` when
+    /// no login is kept or it cannot be renewed; an exchange error when discovery or
+    /// the token endpoint fails.
+    pub(super) async fn authorize(&self, challenge: Option<&str>) -> Result<(), TransportError> {
+        let refused = lock(&self.state).login.as_ref().map(|k| k.access_token.clone());
+        let challenge = challenge.and_then(Challenge::parse);
+        let found = bearer::on_unauthorized(
+            &self.http,
+            &self.state_dir,
+            &self.url,
+            challenge.as_ref(),
+            refused.as_deref(),
+            self.oauth.as_ref(),
+        );
+        self.take_login(found.await)
+    }
+
+    /// Renews the kept login before a request when its token is about to expire.
+    ///
+    /// Errors: as [`Remote::authorize`].
+    pub(super) async fn renew_if_due(&self) -> Result<(), TransportError> {
+        let due = lock(&self.state).login.clone().filter(|k| k.due(std::time::SystemTime::now()));
+        let Some(old) = due else { return Ok(()) };
+        self.take_login(bearer::renew(&self.http, &self.state_dir, &old).await)
+    }
+
+    /// Keeps a login for the requests that follow, or words why there is none.
+    fn take_login(&self, found: Result<Kept, BearerError>) -> Result<(), TransportError> {
+        let server = &self.identity.server;
+        match found {
+            Ok(kept) => {
+                lock(&self.state).login = Some(kept);
+                Ok(())
+            }
+            Err(BearerError::NeedsLogin(why)) => {
+                lock(&self.state).login = None;
+                Err(TransportError::Auth {
+                    message: format!("server `{server}` needs a login ({why}): run `mcpx auth login {server}`"),
+                })
+            }
+            Err(BearerError::Failed(why)) => Err(TransportError::exchange(format!(
+                "{} asked for authorization, and it failed: {why}",
+                self.written_url
+            ))),
+        }
+    }
+
     /// POSTs one message to the streamable HTTP endpoint.
     pub(super) async fn post(&self, body: &str, sid: Option<&str>) -> Result<reqwest::Response, TransportError> {
         let mut request = self
             .http
             .post(self.url.clone())
-            .headers(self.headers.clone())
+            .headers(self.request_headers())
             .header(ACCEPT, "application/json, text/event-stream")
             .header(CONTENT_TYPE, "application/json")
             .body(body.to_owned());
@@ -133,7 +214,13 @@ impl Remote {
 
     /// The error for an HTTP status other than success, saying what to do.
     pub(super) fn status_error(&self, status: StatusCode, challenge: Option<String>, body: &str) -> TransportError {
-        TransportError::exchange(wording::status_message(status, &self.written_url, challenge.as_deref(), body))
+        TransportError::exchange(wording::status_message(
+            status,
+            &self.identity.server,
+            &self.written_url,
+            challenge.as_deref(),
+            body,
+        ))
     }
 
     /// Reads an answer: JSON, an SSE stream (resumed if it breaks before the response
@@ -359,7 +446,7 @@ impl Remote {
     /// GETs the endpoint as an SSE stream: the standalone stream, or a resumption.
     pub(super) async fn get(&self, last_event_id: Option<&str>) -> Result<reqwest::Response, TransportError> {
         let mut request =
-            self.http.get(self.url.clone()).headers(self.headers.clone()).header(ACCEPT, "text/event-stream");
+            self.http.get(self.url.clone()).headers(self.request_headers()).header(ACCEPT, "text/event-stream");
         let (sid, protocol) = {
             let state = lock(&self.state);
             (state.id.clone(), state.protocol.clone())
@@ -392,7 +479,7 @@ impl Remote {
         let request = self
             .http
             .delete(self.url.clone())
-            .headers(self.headers.clone())
+            .headers(self.request_headers())
             .header(SESSION_ID, sid)
             .timeout(DELETE_TIMEOUT);
         match request.send().await {

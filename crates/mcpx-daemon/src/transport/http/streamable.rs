@@ -59,10 +59,19 @@ impl Remote {
             let _ = tokio::time::timeout(CONNECT_TIMEOUT, ready).await;
         }
         let mut retried = false;
+        let mut authorized = false;
+        self.renew_if_due().await?;
         loop {
             let sid = lock(&self.state).id.clone();
             let response = self.post(m.as_str(), sid.as_deref()).await?;
             let status = response.status();
+            if status == StatusCode::UNAUTHORIZED && !authorized && self.uses_oauth() {
+                // MCP 2025-11-25, Authorization, "Authorization Flow Steps": the 401
+                // names the protected resource metadata; the kept login answers it.
+                authorized = true;
+                self.authorize(header(&response, WWW_AUTHENTICATE).as_deref()).await?;
+                continue;
+            }
             if matches!(status.as_u16(), 400 | 404) && sid.is_some() && !retried && !is_init {
                 let challenge = header(&response, WWW_AUTHENTICATE);
                 let body = response.text().await.unwrap_or_default();

@@ -6,14 +6,21 @@ use reqwest::StatusCode;
 /// How much of an error body is quoted in a message, in characters.
 const BODY_QUOTE: usize = 300;
 
-/// The message for an HTTP status other than success from the server at `url` (as
-/// written), saying what to do; `challenge` is its `WWW-Authenticate`, `body` its
-/// answer.
-pub(super) fn status_message(status: StatusCode, url: &str, challenge: Option<&str>, body: &str) -> String {
+/// The message for an HTTP status other than success from the server `server` at
+/// `url` (as written), saying what to do; `challenge` is its `WWW-Authenticate`,
+/// `body` its answer. A 401 or 403 reaches here when the credentials mcpx sent were
+/// refused (a login's token, even renewed, or the entry's own `Authorization`).
+pub(super) fn status_message(
+    status: StatusCode,
+    server: &str,
+    url: &str,
+    challenge: Option<&str>,
+    body: &str,
+) -> String {
     let body = quote(body);
     match status.as_u16() {
         401 | 403 => format!(
-            "HTTP {status} from {url}: the server wants authentication{}; mcpx does not do OAuth yet: put a credential in the entry's `headers` (for example \"Authorization\": \"Bearer ${{TOKEN}}\"){body}",
+            "HTTP {status} from {url}: the server refused the credentials{}; run `mcpx auth login {server}` (or, for a token in the entry's `headers`, check it){body}",
             challenge.map(|c| format!(" (WWW-Authenticate: {c})")).unwrap_or_default()
         ),
         404 => format!("HTTP 404 from {url}: no MCP endpoint there; check the entry's `url`{body}"),
@@ -88,19 +95,19 @@ mod tests {
 
     #[test]
     fn statuses_say_what_to_do() {
-        let auth = status_message(StatusCode::UNAUTHORIZED, "https://h/mcp", Some("Bearer realm=\"x\""), "");
+        let auth = status_message(StatusCode::UNAUTHORIZED, "h", "https://h/mcp", Some("Bearer realm=\"x\""), "");
         assert_eq!(
             auth,
-            "HTTP 401 Unauthorized from https://h/mcp: the server wants authentication (WWW-Authenticate: Bearer realm=\"x\"); mcpx does not do OAuth yet: put a credential in the entry's `headers` (for example \"Authorization\": \"Bearer ${TOKEN}\")"
+            "HTTP 401 Unauthorized from https://h/mcp: the server refused the credentials (WWW-Authenticate: Bearer realm=\"x\"); run `mcpx auth login h` (or, for a token in the entry's `headers`, check it)"
         );
-        let missing = status_message(StatusCode::NOT_FOUND, "https://h/mcp", None, "nothing here\n");
+        let missing = status_message(StatusCode::NOT_FOUND, "h", "https://h/mcp", None, "nothing here\n");
         assert_eq!(
             missing,
             "HTTP 404 from https://h/mcp: no MCP endpoint there; check the entry's `url` (nothing here)"
         );
-        let failed = status_message(StatusCode::BAD_GATEWAY, "u", None, "");
+        let failed = status_message(StatusCode::BAD_GATEWAY, "s", "u", None, "");
         assert_eq!(failed, "HTTP 502 Bad Gateway from u: the server failed");
-        assert_eq!(status_message(StatusCode::CONFLICT, "u", None, " "), "HTTP 409 Conflict from u");
+        assert_eq!(status_message(StatusCode::CONFLICT, "s", "u", None, " "), "HTTP 409 Conflict from u");
     }
 
     #[test]

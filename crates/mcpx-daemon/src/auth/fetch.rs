@@ -1,11 +1,10 @@
-//! Reading OAuth metadata documents for discovery (`crate::auth::discovery`) over the
-//! daemon's HTTP client: small JSON documents, a 4xx meaning "not here".
+//! Reading OAuth metadata documents for discovery ([`super::discovery`]) over an HTTP
+//! client: small JSON documents, a 4xx meaning "not here".
 
 use reqwest::Url;
 use reqwest::header::ACCEPT;
 
-use super::wording::chain;
-use crate::auth::discovery::{BoxFuture, DiscoveryError, Fetch};
+use super::discovery::{BoxFuture, DiscoveryError, Fetch};
 
 /// How long one metadata request may take, start to end.
 const METADATA_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
@@ -13,9 +12,9 @@ const METADATA_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15)
 /// The largest metadata document read, in bytes: metadata is a few KiB.
 const MAX_METADATA_BYTES: usize = 1 << 20;
 
-/// [`Fetch`] over the daemon's HTTP client.
+/// [`Fetch`] over an HTTP client (the daemon's, or the CLI's for a login).
 pub struct HttpFetch<'a> {
-    /// The daemon's one HTTP client.
+    /// The client.
     pub http: &'a reqwest::Client,
 }
 
@@ -56,4 +55,10 @@ impl Fetch for HttpFetch<'_> {
             Ok(Some(json))
         })
     }
+}
+
+/// An error and its causes, `: `-separated (reqwest's own text omits the cause).
+pub(super) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let causes = std::iter::successors(Some(e), |e| e.source()).map(ToString::to_string);
+    causes.collect::<Vec<_>>().join(": ")
 }

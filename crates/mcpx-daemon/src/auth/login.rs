@@ -1,0 +1,276 @@
+//! A user's login to a remote server (`mcpx auth login`): a probe for the 401 and its
+//! challenge, discovery, the client (configured, or registered), then the
+//! authorization code flow with a loopback redirect listener on 127.0.0.1 (RFC 8252
+//! §7.3), or the client credentials grant for a machine-to-machine entry. The tokens
+//! go to the secret store; the caller only learns where, and for what.
+
+use std::time::Duration;
+
+use mcpx_platform::fs::Dir;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use url::Url;
+
+use super::challenge::Challenge;
+use super::discovery::{AuthServer, Discovered, discover};
+use super::fetch::HttpFetch;
+use super::flow::{self, ClientInfo, Grant};
+use super::tokens;
+use crate::config::{ExpandedOAuth, Grant as GrantKind, TokenAuthMethod};
+
+/// How long a login waits for the browser to come back.
+pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The largest redirect request read, in bytes.
+const MAX_REDIRECT_REQUEST: usize = 16 * 1024;
+
+/// What a login is for.
+pub struct LoginTarget<'a> {
+    /// The HTTP client (it should follow no redirects to other origins).
+    pub http: &'a reqwest::Client,
+    /// The state directory, whose secret store keeps the tokens.
+    pub state: &'a Dir,
+    /// The server's name, for messages.
+    pub server: &'a str,
+    /// The server's URL, expanded.
+    pub url: &'a Url,
+    /// The entry's `oauth` block, expanded.
+    pub oauth: Option<&'a ExpandedOAuth>,
+}
+
+/// A finished login: what it is for, never the tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedIn {
+    /// The authorization server.
+    pub issuer: String,
+    /// The resource.
+    pub resource: String,
+    /// The scopes granted.
+    pub scopes: Vec<String>,
+    /// When the access token expires, in seconds since the Unix epoch.
+    pub expires_at: Option<u64>,
+    /// Where the tokens are kept (the secret store's location).
+    pub location: String,
+}
+
+/// Logs in to `target`; `open` shows the user the authorization URL (a browser, or a
+/// printed line) and returns at once.
+///
+/// Errors: one line saying what failed and what to do.
+pub async fn login(
+    target: &LoginTarget<'_>,
+    open: &mut (dyn FnMut(&Url) -> Result<(), String> + Send),
+) -> Result<LoggedIn, String> {
+    let challenge = probe(target).await?;
+    let found =
+        discover(&HttpFetch { http: target.http }, target.url, challenge.as_ref()).await.map_err(|e| e.to_string())?;
+    let scopes = target.oauth.and_then(|o| o.spec.scopes.clone()).unwrap_or_else(|| found.scopes.clone());
+    let resource = found.resource.to_string();
+    let grant_kind = target.oauth.map(|o| o.spec.grant).unwrap_or_default();
+    let kept = if grant_kind == GrantKind::ClientCredentials {
+        let client = configured_client(target.oauth, &found.server)?
+            .ok_or_else(|| "the client credentials grant needs `oauth.clientId`".to_owned())?;
+        let grant = Grant { server: &found.server, client: &client, resource: &resource, scopes: &scopes };
+        flow::client_credentials(target.http, &grant).await?
+    } else {
+        authorization_code(target, &found, &resource, &scopes, open).await?
+    };
+    let location = tokens::save(target.state, &kept)?;
+    Ok(LoggedIn {
+        issuer: kept.issuer,
+        resource: kept.resource,
+        scopes: kept.scopes,
+        expires_at: kept.expires_at,
+        location,
+    })
+}
+
+/// The authorization code flow with PKCE through a loopback redirect.
+async fn authorization_code(
+    target: &LoginTarget<'_>,
+    found: &Discovered,
+    resource: &str,
+    scopes: &[String],
+    open: &mut (dyn FnMut(&Url) -> Result<(), String> + Send),
+) -> Result<tokens::Kept, String> {
+    if !found.server.supports_s256(found.source) {
+        return Err(format!(
+            "{} does not offer PKCE with S256 (its metadata has no `code_challenge_methods_supported` with \"S256\"), which MCP authorization requires; mcpx does not log in without it",
+            found.server.issuer
+        ));
+    }
+    let port = target.oauth.and_then(|o| o.spec.redirect_port).unwrap_or(0);
+    let listener = TcpListener::bind(("127.0.0.1", port))
+        .await
+        .map_err(|e| format!("cannot listen on 127.0.0.1:{port} for the login's redirect: {e}"))?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+    let client = match configured_client(target.oauth, &found.server)? {
+        Some(client) => client,
+        None => flow::register(target.http, &found.server, &redirect_uri, scopes).await?,
+    };
+    let pending = flow::authorize(&found.server, &client, &redirect_uri, resource, scopes)?;
+    open(&pending.url)?;
+    let query = tokio::time::timeout(LOGIN_TIMEOUT, redirect(&listener)).await.map_err(|_| {
+        format!(
+            "no login came back within {} s; run `mcpx auth login {}` again",
+            LOGIN_TIMEOUT.as_secs(),
+            target.server
+        )
+    })??;
+    let code = check_redirect(&query, &pending.state, &found.server)?;
+    let grant = Grant { server: &found.server, client: &client, resource, scopes };
+    flow::exchange_code(target.http, &grant, pending, code).await
+}
+
+/// The client of the entry's `oauth` block: its `clientId` with its secret, or its
+/// client ID metadata document where the server takes them; `None` to register.
+pub(super) fn configured_client(
+    oauth: Option<&ExpandedOAuth>,
+    server: &AuthServer,
+) -> Result<Option<ClientInfo>, String> {
+    let Some(oauth) = oauth else { return Ok(None) };
+    if oauth.private_key.is_some() {
+        return Err("`oauth.privateKey` (private_key_jwt) is not supported yet; use `clientSecret`".to_owned());
+    }
+    if let Some(id) = &oauth.client_id {
+        let supported = server.token_endpoint_auth_methods_supported.as_deref();
+        let offers = |m: &str| supported.is_none_or(|s| s.iter().any(|x| x == m));
+        let method = match (oauth.spec.token_endpoint_auth_method, &oauth.client_secret) {
+            (Some(m), _) => m,
+            (None, Some(_)) if !offers("client_secret_basic") && offers("client_secret_post") => {
+                TokenAuthMethod::ClientSecretPost
+            }
+            (None, Some(_)) => TokenAuthMethod::ClientSecretBasic,
+            (None, None) => TokenAuthMethod::None,
+        };
+        let secret = oauth.client_secret.clone();
+        return Ok(Some(ClientInfo { id: id.clone(), secret, auth_method: method.as_str().to_owned() }));
+    }
+    if let Some(url) = oauth.spec.client_metadata_url.as_ref().filter(|_| server.client_id_metadata_document_supported)
+    {
+        return Ok(Some(ClientInfo { id: url.clone(), secret: None, auth_method: "none".to_owned() }));
+    }
+    Ok(None)
+}
+
+/// POSTs an `initialize` to the server without a token, for its 401 and challenge.
+///
+/// Errors: the server cannot be reached, or answers without asking for authorization.
+async fn probe(target: &LoginTarget<'_>) -> Result<Option<Challenge>, String> {
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") } } });
+    let answer = target
+        .http
+        .post(target.url.clone())
+        .header(reqwest::header::ACCEPT, "application/json, text/event-stream")
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| format!("cannot reach {}: {}", target.url, super::fetch::chain(&e)))?;
+    let status = answer.status();
+    if status != reqwest::StatusCode::UNAUTHORIZED {
+        return Err(format!(
+            "{} answered HTTP {status} without a token: server `{}` asks for no login",
+            target.url, target.server
+        ));
+    }
+    let challenge = answer
+        .headers()
+        .get_all(reqwest::header::WWW_AUTHENTICATE)
+        .iter()
+        .find_map(|v| v.to_str().ok().and_then(Challenge::parse));
+    Ok(challenge)
+}
+
+/// Serves the loopback listener until the redirect comes (`GET /callback?...`); returns
+/// its query. Other requests (a browser's `/favicon.ico`) get a 404.
+async fn redirect(listener: &TcpListener) -> Result<Vec<(String, String)>, String> {
+    loop {
+        let (mut conn, _) =
+            listener.accept().await.map_err(|e| format!("the login's redirect listener failed: {e}"))?;
+        let mut head = Vec::new();
+        let mut buf = [0u8; 2048];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_REDIRECT_REQUEST {
+            match conn.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
+        }
+        let line = String::from_utf8_lossy(&head).lines().next().unwrap_or_default().to_owned();
+        let target = line.strip_prefix("GET ").and_then(|rest| rest.split(' ').next()).unwrap_or_default();
+        let parsed = Url::parse(&format!("http://127.0.0.1{target}")).ok().filter(|u| u.path() == "/callback");
+        let Some(url) = parsed else {
+            let _ = conn.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
+            continue;
+        };
+        let page = "<!doctype html><title>mcpx</title><p>mcpx: the login is done. You can close this tab.</p>";
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+            page.len()
+        );
+        let _ = conn.write_all(answer.as_bytes()).await;
+        return Ok(url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect());
+    }
+}
+
+/// The code of a redirect's `query`, once its `state` is the request's and its `iss`
+/// (RFC 9207 §2.4) the issuer's: required where the server advertises it, checked
+/// wherever it is present.
+///
+/// Errors: the server refused (its `error` quoted), or a check failed.
+pub fn check_redirect(query: &[(String, String)], state: &str, server: &AuthServer) -> Result<String, String> {
+    let get = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    if let Some(error) = get("error") {
+        let description = get("error_description").map(|d| format!(" ({d})")).unwrap_or_default();
+        return Err(format!("the authorization server refused the login: {error}{description}"));
+    }
+    if get("state") != Some(state) {
+        return Err("the login's redirect carries another `state`; it was not this login's: run it again".to_owned());
+    }
+    match get("iss") {
+        Some(iss) if iss != server.issuer => {
+            return Err(format!(
+                "the login's redirect names issuer {iss:?}, not {:?}; mcpx stopped the login",
+                server.issuer
+            ));
+        }
+        None if server.authorization_response_iss_parameter_supported => {
+            return Err(format!(
+                "the login's redirect lacks `iss`, which {} promises (RFC 9207); mcpx stopped the login",
+                server.issuer
+            ));
+        }
+        _ => {}
+    }
+    get("code").map(str::to_owned).ok_or_else(|| "the login's redirect has no `code`".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(iss: bool) -> AuthServer {
+        let mut s = AuthServer::token_only("https://as".into(), Url::parse("https://as/token").unwrap());
+        s.authorization_response_iss_parameter_supported = iss;
+        s
+    }
+
+    fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn redirects_are_checked_for_state_iss_and_error() {
+        assert_eq!(check_redirect(&q(&[("code", "c"), ("state", "s")]), "s", &server(false)), Ok("c".into()));
+        assert!(check_redirect(&q(&[("code", "c"), ("state", "x")]), "s", &server(false)).is_err());
+        assert!(check_redirect(&q(&[("code", "c"), ("state", "s")]), "s", &server(true)).is_err());
+        let with_iss = q(&[("code", "c"), ("state", "s"), ("iss", "https://as")]);
+        assert_eq!(check_redirect(&with_iss, "s", &server(true)), Ok("c".into()));
+        let other_iss = q(&[("code", "c"), ("state", "s"), ("iss", "https://evil")]);
+        assert!(check_redirect(&other_iss, "s", &server(false)).is_err());
+        let refused = check_redirect(&q(&[("error", "access_denied"), ("state", "s")]), "s", &server(false));
+        assert_eq!(refused, Err("the authorization server refused the login: access_denied".into()));
+    }
+}

@@ -1,0 +1,172 @@
+//! The tokens of one login, kept in the secret store ([`Kept`]): one secret per
+//! authorization server and resource, so every entry that names the same server shares
+//! the login, and a daemon restart or upgrade finds it.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use mcpx_platform::fs::Dir;
+use mcpx_platform::secrets::{SecretStore, SecretValue, Wanted};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// How long before its expiry a token is refreshed rather than used.
+pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+
+/// What one login keeps: the tokens, and what refreshing them needs. Secret as a whole
+/// (its `Debug` shows the issuer and resource only); stored as JSON under
+/// [`secret_name`].
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kept {
+    /// The authorization server's issuer.
+    pub issuer: String,
+    /// The resource the tokens are for (RFC 8707).
+    pub resource: String,
+    /// Where to refresh them.
+    pub token_endpoint: String,
+    /// The client the tokens were issued to.
+    pub client_id: String,
+    /// That client's secret, when it has one (given at registration, or configured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// How the client authenticates at the token endpoint (RFC 8414 spelling).
+    pub auth_method: String,
+    /// The grant the tokens came from (`authorization_code`, `client_credentials`).
+    pub grant: String,
+    /// The access token.
+    pub access_token: String,
+    /// The refresh token, when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    /// When the access token expires, in seconds since the Unix epoch; `None` when
+    /// the server did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+    /// The scopes granted (or asked for, when the answer did not say).
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kept")
+            .field("issuer", &self.issuer)
+            .field("resource", &self.resource)
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Kept {
+    /// Whether the access token is expired, or expires within [`REFRESH_MARGIN`].
+    pub fn due(&self, now: SystemTime) -> bool {
+        let now = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+        self.expires_at.is_some_and(|at| at <= now + REFRESH_MARGIN.as_secs())
+    }
+}
+
+/// The seconds since the Unix epoch at which a token given `expires_in` seconds ago
+/// (at `now`) expires.
+pub fn expiry(now: SystemTime, expires_in: Option<Duration>) -> Option<u64> {
+    let now = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    expires_in.map(|d| (now + d).as_secs())
+}
+
+/// The secret store name of the login for `issuer` and `resource`:
+/// `oauth-<16 hex digits of SHA-256>`, a valid secret name whatever the URLs hold.
+pub fn secret_name(issuer: &str, resource: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(issuer.as_bytes());
+    h.update([0]);
+    h.update(resource.as_bytes());
+    let digest = h.finalize();
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("oauth-{hex}")
+}
+
+/// Reads the login for `issuer` and `resource` from the store recorded in `state`.
+///
+/// Errors: the store cannot be read, or the value is not a login (the message names
+/// the secret, and says to log in again).
+pub fn load(state: &Dir, issuer: &str, resource: &str) -> Result<Option<Kept>, String> {
+    let name = secret_name(issuer, resource);
+    let store = SecretStore::open(state).map_err(|e| e.to_string())?;
+    let Some(value) = store.get(&name).map_err(|e| e.to_string())? else { return Ok(None) };
+    serde_json::from_str(value.expose())
+        .map(Some)
+        .map_err(|_| format!("the kept login `{name}` is damaged; log in again (`mcpx auth login`)"))
+}
+
+/// Keeps `kept` in the store recorded in `state` (choosing one, as `mcpx secret set`
+/// does, when none is recorded yet); returns where it went.
+///
+/// Errors: the store cannot be chosen or written (the message says why, never a value).
+pub fn save(state: &Dir, kept: &Kept) -> Result<String, String> {
+    let name = secret_name(&kept.issuer, &kept.resource);
+    let wanted = std::env::var(mcpx_platform::secrets::STORE_VARIABLE).ok();
+    let wanted = Wanted::parse(wanted.as_deref()).map_err(|e| e.to_string())?;
+    let store = SecretStore::choose(state, wanted).map_err(|e| e.to_string())?;
+    let json = serde_json::to_string(kept).map_err(|e| e.to_string())?;
+    store.set(&name, &SecretValue::new(json)).map_err(|e| e.to_string())?;
+    Ok(store.location())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept() -> Kept {
+        Kept {
+            issuer: "https://auth.example.com".into(),
+            resource: "https://api.example.com/mcp".into(),
+            token_endpoint: "https://auth.example.com/token".into(),
+            client_id: "c".into(),
+            client_secret: Some("cs-value".into()),
+            auth_method: "client_secret_basic".into(),
+            grant: "authorization_code".into(),
+            access_token: "at-value".into(),
+            refresh_token: Some("rt-value".into()),
+            expires_at: Some(1_000),
+            scopes: vec!["a".into()],
+        }
+    }
+
+    #[test]
+    fn names_are_per_issuer_and_resource_and_valid() {
+        let a = secret_name("https://a", "https://r/mcp");
+        assert_eq!(a.len(), "oauth-".len() + 16);
+        mcpx_platform::secrets::check_name(&a).unwrap();
+        assert_ne!(a, secret_name("https://a", "https://r/mcp2"));
+        assert_ne!(a, secret_name("https://a/", "https://r/mcp"));
+        assert_eq!(a, secret_name("https://a", "https://r/mcp"));
+    }
+
+    #[test]
+    fn debug_shows_no_token_and_due_has_a_margin() {
+        let k = kept();
+        let shown = format!("{k:?}");
+        for secret in ["at-value", "rt-value", "cs-value"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        let at = |s: u64| UNIX_EPOCH + Duration::from_secs(s);
+        assert!(!k.due(at(900)));
+        assert!(k.due(at(941)));
+        assert!(!Kept { expires_at: None, ..k }.due(at(u32::MAX.into())));
+        assert_eq!(expiry(at(10), Some(Duration::from_secs(5))), Some(15));
+    }
+
+    #[test]
+    fn kept_logins_round_trip_through_the_file_store() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+        let state = Dir::open_private(dir.path(), false).unwrap();
+        assert_eq!(load(&state, "https://auth.example.com", "https://api.example.com/mcp").unwrap(), None);
+        let k = kept();
+        let store = SecretStore::choose(&state, Wanted::File).unwrap();
+        store.set(&secret_name(&k.issuer, &k.resource), &SecretValue::new(serde_json::to_string(&k).unwrap())).unwrap();
+        assert_eq!(load(&state, &k.issuer, &k.resource).unwrap(), Some(k.clone()));
+        assert_eq!(save(&state, &k).unwrap(), store.location());
+        store.set(&secret_name(&k.issuer, &k.resource), &SecretValue::new("{".into())).unwrap();
+        let e = load(&state, &k.issuer, &k.resource).unwrap_err();
+        assert!(e.contains("log in again") && !e.contains("at-value"), "{e}");
+    }
+}

@@ -1,0 +1,82 @@
+//! `POST /v1/auth/login`: a user's login to a remote server, run by the daemon (which
+//! resolves the caller's entry, holds the secret store and later uses the tokens),
+//! answered as JSON lines: `{"open": <url>}` when the user has to open the
+//! authorization URL, then `{"result": {...}}` or `{"error": {...}}`. The CLI opens
+//! the browser; the daemon's loopback listener on 127.0.0.1 takes the redirect. A
+//! client that goes away ends the login.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use crate::api::{ApiError, ErrorBody, ErrorKind, Request};
+use crate::auth::login::{LoginTarget, login};
+use crate::config::TransportSpec;
+use crate::daemon::Daemon;
+use crate::policy;
+
+/// How many lines the answer buffers: an `open` and the outcome.
+const LINES: usize = 4;
+
+/// Runs the login of `req.server` for `req.caller` in a task of its own; returns the
+/// answer's lines, each ending with a newline.
+pub fn login_lines(d: Arc<Daemon>, req: Request) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel(LINES);
+    tokio::spawn(async move {
+        let outcome = tokio::select! {
+            outcome = run(&d, &req, &tx) => outcome,
+            () = tx.closed() => return,
+        };
+        let line = match outcome {
+            Ok(done) => serde_json::json!({ "result": done }).to_string(),
+            Err(error) => serde_json::to_string(&ErrorBody { error }).unwrap_or_default(),
+        };
+        let _ = tx.send(line_of(line)).await;
+    });
+    rx
+}
+
+/// The login; its outcome's `result`: `server`, `issuer`, `resource`, `scopes`,
+/// `expires_at` (seconds since the Unix epoch, or null) and `location` (where the
+/// tokens are kept).
+async fn run(d: &Daemon, req: &Request, tx: &mpsc::Sender<Vec<u8>>) -> Result<serde_json::Value, ApiError> {
+    let name = req.server.as_deref().ok_or_else(|| ApiError::new(ErrorKind::Usage, "name the server to log in to"))?;
+    let config = d.resolve(req)?;
+    let entry = d.server(&config, name)?;
+    policy::check_server(entry)?;
+    if !matches!(entry.transport, TransportSpec::Remote { .. }) {
+        let message = format!("server `{name}` is not a remote server (it has no `url`); only remote servers log in");
+        return Err(ApiError::new(ErrorKind::Usage, message));
+    }
+    let (url, oauth) = d.targets.login_parts(entry)?;
+    let http = reqwest::Client::builder()
+        .user_agent(concat!("mcpx/", env!("CARGO_PKG_VERSION")))
+        // Token and registration endpoints are not followed elsewhere (the `oauth2`
+        // crate's advice against SSRF).
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| ApiError::new(ErrorKind::Server, format!("cannot set up the HTTP client: {e}")))?;
+    let target = LoginTarget { http: &http, state: &d.dirs.state, server: name, url: &url, oauth: oauth.as_ref() };
+    let mut open = |url: &url::Url| {
+        let line = line_of(serde_json::json!({ "open": url.as_str() }).to_string());
+        tx.try_send(line).map_err(|_| "the command that asked for the login went away".to_owned())
+    };
+    let done =
+        login(&target, &mut open).await.map_err(|m| ApiError::new(ErrorKind::Auth, format!("server `{name}`: {m}")))?;
+    tracing::info!(server = %name, issuer = %done.issuer, resource = %done.resource, "logged in");
+    Ok(serde_json::json!({
+        "server": name,
+        "issuer": done.issuer,
+        "resource": done.resource,
+        "scopes": done.scopes,
+        "expires_at": done.expires_at,
+        "location": done.location,
+    }))
+}
+
+/// `text` and a newline.
+fn line_of(text: String) -> Vec<u8> {
+    let mut line = text.into_bytes();
+    line.push(b'\n');
+    line
+}
