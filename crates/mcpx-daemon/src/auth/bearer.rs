@@ -67,6 +67,20 @@ pub async fn on_unauthorized(
     Ok(kept)
 }
 
+/// Records that the server at `url` asked (403 `insufficient_scope`, with
+/// `challenge`) for scopes beyond those of `kept`, so the next login asks for them too;
+/// returns them. The daemon does not authorize again by itself (that needs the user),
+/// so a server that keeps asking cannot loop.
+///
+/// Errors: the login cannot be kept (the store's message).
+pub fn step_up(state: &Dir, kept: &Kept, challenge: &Challenge) -> Result<Vec<String>, String> {
+    let wanted = tokens::union(&tokens::union(&kept.scopes, &kept.step_up), &challenge.scopes());
+    let mut updated = kept.clone();
+    updated.step_up = wanted.iter().filter(|s| !kept.scopes.contains(s)).cloned().collect();
+    tokens::save(state, &updated)?;
+    Ok(wanted)
+}
+
 /// Renews `old`: a refresh, or the client credentials grant again; keeps the result.
 ///
 /// Errors: [`BearerError::NeedsLogin`] when the server refuses (the login is over);
@@ -89,4 +103,39 @@ pub async fn renew(http: &reqwest::Client, state: &Dir, old: &Kept) -> Result<Ke
     tokens::save(state, &new).map_err(BearerError::Failed)?;
     tracing::info!(issuer = %new.issuer, resource = %new.resource, "renewed the access token of a kept login");
     Ok(new)
+}
+
+#[cfg(test)]
+mod tests {
+    use mcpx_platform::secrets::{SecretStore, Wanted};
+
+    use super::*;
+
+    /// A 403 asking for `write` records it beside the granted `read`, once, so the
+    /// next login asks for both.
+    #[test]
+    fn step_up_records_the_scopes_wanted_beyond_those_granted() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+        let state = Dir::open_private(dir.path(), false).unwrap();
+        SecretStore::choose(&state, Wanted::File).unwrap();
+        let kept = Kept {
+            issuer: "https://as".into(),
+            resource: "https://r/mcp".into(),
+            token_endpoint: "https://as/token".into(),
+            client_id: "c".into(),
+            client_secret: None,
+            auth_method: "none".into(),
+            grant: "authorization_code".into(),
+            access_token: "t".into(),
+            refresh_token: None,
+            expires_at: None,
+            scopes: vec!["read".into()],
+            step_up: Vec::new(),
+        };
+        let challenge = Challenge::parse(r#"Bearer error="insufficient_scope", scope="read write""#).unwrap();
+        assert_eq!(step_up(&state, &kept, &challenge).unwrap(), ["read", "write"]);
+        let stored = tokens::load(&state, "https://as", "https://r/mcp").unwrap().unwrap();
+        assert_eq!((stored.scopes, stored.step_up), (vec!["read".to_owned()], vec!["write".to_owned()]));
+    }
 }

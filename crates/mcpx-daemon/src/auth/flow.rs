@@ -271,6 +271,7 @@ fn kept(grant: &Grant<'_>, kind: &str, answer: &BasicTokenResponse, refresh: Opt
             .scopes()
             .map(|s| s.iter().map(|s| s.to_string()).collect())
             .unwrap_or_else(|| grant.scopes.to_vec()),
+        step_up: Vec::new(),
     }
 }
 

@@ -61,11 +61,22 @@ pub async fn login(
     target: &LoginTarget<'_>,
     open: &mut (dyn FnMut(&Url) -> Result<(), String> + Send),
 ) -> Result<LoggedIn, String> {
-    let challenge = probe(target).await?;
+    let (unauthorized, challenge) = probe(target).await?;
     let found =
         discover(&HttpFetch { http: target.http }, target.url, challenge.as_ref()).await.map_err(|e| e.to_string())?;
-    let scopes = target.oauth.and_then(|o| o.spec.scopes.clone()).unwrap_or_else(|| found.scopes.clone());
+    if !unauthorized && found.protected.is_none() {
+        return Err(format!(
+            "{} answered without asking for a token and publishes no protected resource metadata: server `{}` asks for no login",
+            target.url, target.server
+        ));
+    }
     let resource = found.resource.to_string();
+    let mut scopes = target.oauth.and_then(|o| o.spec.scopes.clone()).unwrap_or_else(|| found.scopes.clone());
+    // A login again (expired, or a step-up) asks for what the last one had and what
+    // the server asked for since.
+    if let Ok(Some(before)) = tokens::load(target.state, &found.server.issuer, &resource) {
+        scopes = tokens::union(&tokens::union(&scopes, &before.scopes), &before.step_up);
+    }
     let grant_kind = target.oauth.map(|o| o.spec.grant).unwrap_or_default();
     let kept = if grant_kind == GrantKind::ClientCredentials {
         let client = configured_client(target.oauth, &found.server)?
@@ -154,10 +165,12 @@ pub(super) fn configured_client(
     Ok(None)
 }
 
-/// POSTs an `initialize` to the server without a token, for its 401 and challenge.
+/// POSTs an `initialize` to the server without a token: whether it answered 401, and
+/// its challenge. A server may let `initialize` through and ask for a token only later
+/// (discovery then goes by the well-known URLs).
 ///
-/// Errors: the server cannot be reached, or answers without asking for authorization.
-async fn probe(target: &LoginTarget<'_>) -> Result<Option<Challenge>, String> {
+/// Errors: the server cannot be reached.
+async fn probe(target: &LoginTarget<'_>) -> Result<(bool, Option<Challenge>), String> {
     let body = serde_json::json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") } } });
     let answer = target
@@ -169,19 +182,15 @@ async fn probe(target: &LoginTarget<'_>) -> Result<Option<Challenge>, String> {
         .send()
         .await
         .map_err(|e| format!("cannot reach {}: {}", target.url, super::fetch::chain(&e)))?;
-    let status = answer.status();
-    if status != reqwest::StatusCode::UNAUTHORIZED {
-        return Err(format!(
-            "{} answered HTTP {status} without a token: server `{}` asks for no login",
-            target.url, target.server
-        ));
+    if answer.status() != reqwest::StatusCode::UNAUTHORIZED {
+        return Ok((false, None));
     }
     let challenge = answer
         .headers()
         .get_all(reqwest::header::WWW_AUTHENTICATE)
         .iter()
         .find_map(|v| v.to_str().ok().and_then(Challenge::parse));
-    Ok(challenge)
+    Ok((true, challenge))
 }
 
 /// Serves the loopback listener until the redirect comes (`GET /callback?...`); returns

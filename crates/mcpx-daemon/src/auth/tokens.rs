@@ -44,6 +44,11 @@ pub struct Kept {
     /// The scopes granted (or asked for, when the answer did not say).
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// Scopes the server asked for beyond those (a 403 `insufficient_scope`, MCP
+    /// 2025-11-25, Authorization, "Runtime Insufficient Scope Errors"): the next login
+    /// asks for them too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_up: Vec<String>,
 }
 
 impl std::fmt::Debug for Kept {
@@ -62,6 +67,17 @@ impl Kept {
         let now = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
         self.expires_at.is_some_and(|at| at <= now + REFRESH_MARGIN.as_secs())
     }
+}
+
+/// `a` and then those of `b` it lacks, in order.
+pub fn union(a: &[String], b: &[String]) -> Vec<String> {
+    let mut all = a.to_vec();
+    for scope in b {
+        if !all.contains(scope) {
+            all.push(scope.clone());
+        }
+    }
+    all
 }
 
 /// The seconds since the Unix epoch at which a token given `expires_in` seconds ago
@@ -127,6 +143,7 @@ mod tests {
             refresh_token: Some("rt-value".into()),
             expires_at: Some(1_000),
             scopes: vec!["a".into()],
+            step_up: Vec::new(),
         }
     }
 
@@ -152,6 +169,13 @@ mod tests {
         assert!(k.due(at(941)));
         assert!(!Kept { expires_at: None, ..k }.due(at(u32::MAX.into())));
         assert_eq!(expiry(at(10), Some(Duration::from_secs(5))), Some(15));
+    }
+
+    #[test]
+    fn union_keeps_order_and_drops_repeats() {
+        let v = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(union(&v(&["a", "b"]), &v(&["b", "c", "a", "d"])), v(&["a", "b", "c", "d"]));
+        assert_eq!(union(&[], &v(&["x"])), v(&["x"]));
     }
 
     #[test]

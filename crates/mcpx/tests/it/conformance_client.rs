@@ -13,12 +13,8 @@ use crate::harness::{Run, World, e2e_dir, mcpx_bin};
 
 /// The client scenarios that fail today, each with the reason. A scenario listed here
 /// that passes fails its test, so that it is taken off the list.
-const EXPECTED_FAILURES: &[(&str, &str)] = &[
-    ("auth/basic-cimd", "mcpx has no client ID metadata document of its own to use as its client id"),
-    ("auth/scope-step-up", "a 403 insufficient_scope does not yet start a login with the union of the scopes"),
-    ("auth/scope-retry-limit", "a 403 insufficient_scope does not yet start a login with the union of the scopes"),
-    ("auth/client-credentials-jwt", "private_key_jwt (RFC 7523) is not built yet"),
-];
+const EXPECTED_FAILURES: &[(&str, &str)] =
+    &[("auth/client-credentials-jwt", "private_key_jwt (RFC 7523) is not built yet")];
 
 /// What one scenario's run gave.
 #[derive(Debug)]

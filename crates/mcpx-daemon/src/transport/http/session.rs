@@ -19,7 +19,7 @@ use super::store::SessionFile;
 use super::wording;
 use crate::auth::bearer::{self, BearerError};
 use crate::auth::challenge::Challenge;
-use crate::auth::tokens::Kept;
+use crate::auth::tokens::{self, Kept};
 use crate::config::{ExpandedOAuth, RemoteKind};
 use crate::sync::lock;
 use crate::transport::link::{HANDOVER_KEPT, Inbound, LinkInfo, TransportError};
@@ -151,6 +151,39 @@ impl Remote {
             self.oauth.as_ref(),
         );
         self.take_login(found.await)
+    }
+
+    /// Answers a 403 (with its `WWW-Authenticate`, `challenge`): for an
+    /// `insufficient_scope` challenge to a request with a login's token, `Ok(true)` when
+    /// the store holds a newer login (the user logged in again since: retry with it);
+    /// else the scopes wanted are recorded for the next login, and the error says to
+    /// log in. `Ok(false)` for any other 403.
+    ///
+    /// Errors: [`TransportError::Auth`], naming the scopes and saying to run
+    /// `mcpx auth login <server>`.
+    pub(super) fn insufficient_scope(&self, challenge: Option<&str>) -> Result<bool, TransportError> {
+        let Some(challenge) = challenge.and_then(Challenge::parse) else { return Ok(false) };
+        let current = lock(&self.state).login.clone();
+        let Some(current) = current.filter(|_| challenge.error.as_deref() == Some("insufficient_scope")) else {
+            return Ok(false);
+        };
+        if let Ok(Some(stored)) = tokens::load(&self.state_dir, &current.issuer, &current.resource) {
+            if stored.access_token != current.access_token {
+                lock(&self.state).login = Some(stored);
+                return Ok(true);
+            }
+        }
+        let server = &self.identity.server;
+        let wanted = bearer::step_up(&self.state_dir, &current, &challenge).unwrap_or_else(|e| {
+            tracing::warn!(server = %server, error = %e, "could not record the scopes the server asked for");
+            challenge.scopes()
+        });
+        Err(TransportError::Auth {
+            message: format!(
+                "server `{server}` needs scopes the login lacks ({}): run `mcpx auth login {server}` to grant them",
+                wanted.join(" ")
+            ),
+        })
     }
 
     /// Renews the kept login before a request when its token is about to expire.

@@ -60,6 +60,7 @@ impl Remote {
         }
         let mut retried = false;
         let mut authorized = false;
+        let mut stepped = false;
         self.renew_if_due().await?;
         loop {
             let sid = lock(&self.state).id.clone();
@@ -71,6 +72,18 @@ impl Remote {
                 authorized = true;
                 self.authorize(header(&response, WWW_AUTHENTICATE).as_deref()).await?;
                 continue;
+            }
+            if status == StatusCode::FORBIDDEN && !stepped && self.uses_oauth() {
+                // MCP 2025-11-25, Authorization, "Runtime Insufficient Scope Errors".
+                stepped = true;
+                if self.insufficient_scope(header(&response, WWW_AUTHENTICATE).as_deref())? {
+                    continue;
+                }
+                return Err(self
+                    .check(response)
+                    .await
+                    .err()
+                    .unwrap_or_else(|| TransportError::exchange(format!("{} answered HTTP 403", self.written_url))));
             }
             if matches!(status.as_u16(), 400 | 404) && sid.is_some() && !retried && !is_init {
                 let challenge = header(&response, WWW_AUTHENTICATE);
