@@ -384,7 +384,14 @@ pub async fn restart(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
         .ok_or_else(|| ApiError::new(ErrorKind::Usage, "name a server: `mcpx restart <server>`"))?;
     let entry = d.server(&config, name)?;
     policy::check_server(entry)?;
-    let target = d.targets.target(entry)?;
+    let target = d.targets.target(entry).map_err(|mut e| {
+        // Nothing was stopped: a running instance keeps the settings it started with.
+        let key = entry.cache_key();
+        if d.pool.instances().iter().any(|i| i.identity.cache_key == key && i.is_alive()) {
+            e.message.push_str("; its running instances were kept, with what they started with");
+        }
+        e
+    })?;
     let replaced = replace_incompatible(d, &target.cache_key).await;
     d.pool.clear_crashes(&target.cache_key);
     let timeout = target.entry.options.start_timeout;
