@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use mcpx_daemon::api::{ApiError, Caller, ErrorKind, Request, SearchHit, ServerRow, Status};
 use mcpx_daemon::client::{Client, Method, connect_or_start};
 use mcpx_daemon::paths::{Dirs, OpenDirs};
@@ -148,9 +148,30 @@ enum Command {
         /// Where to look upward from; default the working directory.
         dir: Option<PathBuf>,
     },
+    /// Show the resolved servers: source file, command or URL as written, trust, and the mcpx block with defaults.
+    Config,
+    /// Print a shell completion script (bash: `source <(mcpx completions bash)`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: crate::completions::Shell,
+    },
+    /// Print the man page of mcpx, or write one per subcommand into a directory.
+    Man {
+        /// Write `mcpx.1` and `mcpx-<subcommand>.1` here instead.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Supervise one server instance (started by the daemon; reads its launch request on stdin).
     #[command(hide = true)]
     Supervise,
+    /// Print server or tool names for the completion scripts, from local files only.
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        #[arg(value_enum)]
+        what: crate::completions::Names,
+        server: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -210,6 +231,19 @@ pub fn main() -> i32 {
         }
     };
     let json = cli.global.json;
+    match &cli.command {
+        Command::Completions { shell } => {
+            print!("{}", crate::completions::script(*shell, Cli::command()));
+            return 0;
+        }
+        Command::Complete { what, server } => {
+            return crate::completions::names(*what, server.as_deref(), cli.global.config.clone());
+        }
+        Command::Man { out } => {
+            return crate::completions::man(Cli::command(), out.as_deref()).unwrap_or_else(|e| output::error(json, &e));
+        }
+        _ => {}
+    }
     if let Command::Supervise = cli.command {
         // Before any runtime or thread: the supervisor forks.
         return mcpx_supervisor::main();
@@ -316,6 +350,11 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             let action = if list { crate::trust::Action::List } else { crate::trust::Action::Trust { dir, yes } };
             crate::trust::run(&state, &env, action, json)
         }
+        Command::Config => {
+            // The running daemon's state directory, where it reads the trust records.
+            let state = daemons_dirs(&dirs, &env).await.state;
+            crate::show_config::run(&state, &env, caller.cwd.clone(), caller.config.clone(), json)
+        }
         Command::Untrust { dir } => {
             let state = daemons_dirs(&dirs, &env).await.state;
             let here = || caller.cwd.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -397,6 +436,10 @@ async fn dispatch(
         | Command::Secret { .. }
         | Command::Trust { .. }
         | Command::Untrust { .. }
+        | Command::Config
+        | Command::Completions { .. }
+        | Command::Man { .. }
+        | Command::Complete { .. }
         | Command::Import { .. } => {
             unreachable!("handled before connecting")
         }

@@ -3,6 +3,7 @@
 //! daemon itself.
 
 mod cli;
+mod completions;
 mod foreground;
 mod import;
 mod logs;
@@ -11,6 +12,7 @@ mod sanitize;
 mod secret;
 mod serve;
 mod service;
+mod show_config;
 mod trust;
 
 fn main() {

@@ -9,6 +9,7 @@ mod harness;
 mod cases;
 mod claude_code;
 mod cli;
+mod cli_extras;
 mod clients;
 mod conformance;
 mod errors;
