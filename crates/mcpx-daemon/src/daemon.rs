@@ -345,7 +345,8 @@ pub enum Exit {
     Upgrade(Arc<Executable>),
 }
 
-/// The `unknown_server` error for `name`, listing the names `config` has; for an entry
+/// The `unknown_server` error for `name`, with the closest names ("did you mean",
+/// [`crate::suggest`]) and the names `config` has; for an entry
 /// that does not parse, its `config` error instead.
 pub(crate) fn unknown_server(config: &ResolvedConfig, name: &str) -> ApiError {
     // A bad entry, or (when the name is nowhere) a file that does not parse and may hold it.
@@ -359,7 +360,8 @@ pub(crate) fn unknown_server(config: &ResolvedConfig, name: &str) -> ApiError {
     } else {
         format!("configured servers: {}", names.join(", "))
     };
-    ApiError::new(ErrorKind::UnknownServer, format!("no server named `{name}`; {hint}"))
+    let dym = crate::suggest::did_you_mean(name, names.iter().copied());
+    ApiError::new(ErrorKind::UnknownServer, format!("no server named `{name}`;{dym} {hint}"))
 }
 
 /// Handles list changes (re-read the schema, then tell the MCP clients) and exits

@@ -2,7 +2,6 @@
 //! daemon, and exit codes (0 success, 1 the tool returned `isError`, 2 usage or
 //! configuration, 3 daemon, 4 server, 5 timeout).
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
@@ -53,7 +52,7 @@ enum Command {
         #[arg(required = true)]
         words: Vec<String>,
     },
-    /// Call a tool: `mcpx call <server>.<tool> '{"arg":1}'` (or `-` to read the arguments from stdin).
+    /// Call a tool: `mcpx call <server>.<tool> key=value ...`, or with a JSON object (`-`: from stdin).
     Call(CallArgs),
     /// Show the daemon and every instance.
     Status,
@@ -204,8 +203,8 @@ enum ServiceAction {
 struct CallArgs {
     /// `<server>.<tool>`; the tool is what follows the longest configured server name and a dot.
     target: Option<String>,
-    /// The arguments: a JSON object, or `-` to read it from stdin.
-    arguments: Option<String>,
+    /// The arguments: `key=value` words (typed by the tool's schema; `key:=JSON`, `key=@FILE`), one JSON object, or `-` to read one from stdin.
+    arguments: Vec<String>,
     /// The server (with --tool, instead of SERVER.TOOL).
     #[arg(long)]
     server: Option<String>,
@@ -462,25 +461,19 @@ async fn call(
             ));
         }
     };
-    // With --server/--tool, the first positional is the arguments.
-    let text = match (&args.server, &args.arguments) {
-        (Some(_), None) => args.target.clone(),
-        _ => args.arguments.clone(),
-    };
-    let text = match text.as_deref() {
-        Some("-") => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| ApiError::new(ErrorKind::Usage, format!("cannot read the arguments from stdin: {e}")))?;
-            Some(s)
-        }
-        other => other.map(str::to_owned),
-    };
-    let arguments = match text {
-        None => None,
-        Some(t) => Some(arguments_object(&t)?),
-    };
+    // With --server/--tool, every positional is an argument.
+    let mut words = args.arguments.clone();
+    if let (Some(_), Some(first)) = (&args.server, &args.target) {
+        words.insert(0, first.clone());
+    }
+    let input = crate::args::Input::parse(&words, target.as_deref())?;
+    let shown = target.clone().unwrap_or_else(|| {
+        format!("--server {} --tool {}", server.as_deref().unwrap_or_default(), tool.as_deref().unwrap_or_default())
+    });
+    let named =
+        request(Request { target: target.clone(), server: server.clone(), tool: tool.clone(), ..Request::default() });
+    let schema = crate::args::tool_schema(client, &named, input.needs_schema()).await?;
+    let arguments = crate::args::build(input, schema.as_ref(), &shown)?;
     let timeout_ms = args
         .timeout
         .as_deref()
@@ -528,21 +521,6 @@ async fn call(
         Some(Err(e)) => Err(e),
         None => Err(ApiError::new(ErrorKind::Daemon, "the daemon ended the call without a result; see `mcpx logs`")),
     }
-}
-
-/// Checks the tool's arguments are one JSON object.
-fn arguments_object(text: &str) -> Result<Box<serde_json::value::RawValue>, ApiError> {
-    let bad = |why: String| {
-        ApiError::new(
-            ErrorKind::Usage,
-            format!("the arguments must be a JSON object, like '{{\"message\":\"hi\"}}': {why}"),
-        )
-    };
-    let value: Box<serde_json::value::RawValue> = serde_json::from_str(text.trim()).map_err(|e| bad(e.to_string()))?;
-    if !value.get().starts_with('{') {
-        return Err(bad(format!("got `{}`", value.get().chars().take(40).collect::<String>())));
-    }
-    Ok(value)
 }
 
 async fn stop(opened: &OpenDirs, all: bool, json: bool) -> Result<i32, ApiError> {

@@ -6,6 +6,7 @@
 
 mod harness;
 
+mod args;
 mod cases;
 mod claude_code;
 mod cli;
