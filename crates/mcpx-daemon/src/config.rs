@@ -59,6 +59,7 @@ mod review;
 mod spec;
 mod trust;
 pub mod units;
+mod written;
 
 #[cfg(test)]
 mod import_tests;

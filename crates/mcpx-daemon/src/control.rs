@@ -143,13 +143,23 @@ fn file_row(name: &str, file: &Path, env: &ConfigEnv) -> ServerRow {
     }
 }
 
-/// `POST /v1/tools`: a server's tool objects exactly as it sent them, or one tool.
+/// `POST /v1/tools`: a server's tool objects exactly as it sent them, or one tool
+/// (named by `server` and `tool`, or by `target` as `POST /v1/call` takes it).
 ///
 /// Errors: no server named (`usage`); an unknown server (`unknown_server`) or tool
 /// (`unknown_tool`); one the policy refuses ([`policy::check_tool`]: a disabled server
 /// is `config`, an excluded tool `unknown_tool`); a server never listed (`server`).
 pub fn tools(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
     let config = d.resolve(req)?;
+    // A `target` (`<server>.<tool>`, as `POST /v1/call` takes it) names one tool.
+    let split = match (&req.target, &req.server) {
+        (Some(_), None) => Some(split_target(&config, req)?),
+        _ => None,
+    };
+    let req = &match split {
+        Some((server, tool)) => Request { server: Some(server), tool: Some(tool), ..req.clone() },
+        None => req.clone(),
+    };
     let name =
         req.server.as_deref().ok_or_else(|| ApiError::new(ErrorKind::Usage, "name a server: `mcpx tools <server>`"))?;
     let entry = d.server(&config, name)?;
@@ -386,7 +396,14 @@ pub async fn restart(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
         .ok_or_else(|| ApiError::new(ErrorKind::Usage, "name a server: `mcpx restart <server>`"))?;
     let entry = d.server(&config, name)?;
     policy::check_server(entry)?;
-    let target = d.targets.target(entry)?;
+    let target = d.targets.target(entry).map_err(|mut e| {
+        // Nothing was stopped: a running instance keeps the settings it started with.
+        let key = entry.cache_key();
+        if d.pool.instances().iter().any(|i| i.identity.cache_key == key && i.is_alive()) {
+            e.message.push_str("; its running instances were kept, with what they started with");
+        }
+        e
+    })?;
     let replaced = replace_incompatible(d, &target.cache_key).await;
     d.pool.clear_crashes(&target.cache_key);
     let timeout = target.entry.options.start_timeout;
@@ -414,15 +431,20 @@ pub async fn restart(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
     Ok(serde_json::json!({ "server": name, "restarted": restarted, "replaced": replaced, "pid": pid }))
 }
 
-/// `POST /v1/refresh`: re-reads the schema of one server, or of every enabled one,
-/// starting those that are not running. Answers `{<server>: {"ok": true}}` or
+/// `POST /v1/refresh`: re-reads the schema of one server (`server`, or the server of
+/// `target`), or of every enabled one, starting those that are not running. Answers `{<server>: {"ok": true}}` or
 /// `{"ok": false, "error": <message>}` per server.
 ///
 /// Errors: the caller's configuration cannot be read (`config`); an unknown server
 /// (`unknown_server`); a disabled one named (`config`, [`policy::check_server`]).
 pub async fn refresh(d: &Daemon, req: &Request) -> Result<serde_json::Value, ApiError> {
     let config = d.resolve(req)?;
-    let entries: Vec<&ServerEntry> = match req.server.as_deref() {
+    // The server of a `target` (`<server>.<tool>`, as `POST /v1/call` takes it) names it too.
+    let named = match (&req.server, &req.target) {
+        (None, Some(_)) => Some(split_target(&config, req)?.0),
+        (server, _) => server.clone(),
+    };
+    let entries: Vec<&ServerEntry> = match named.as_deref() {
         Some(name) => {
             let entry = d.server(&config, name)?;
             policy::check_server(entry)?;
@@ -568,16 +590,18 @@ fn check_tool_listed(schema: &SchemaCache, target: &Target, tool: &str) -> Resul
     Err(unknown_tool(&target.entry, tool, Some(&cached)))
 }
 
-/// The `unknown_tool` error for `tool` of `entry`, listing the tools it offers.
+/// The `unknown_tool` error for `tool` of `entry`, with the closest names ("did you
+/// mean", [`crate::suggest`]) and the tools it offers.
 fn unknown_tool(entry: &ServerEntry, tool: &str, cached: Option<&CacheEntry>) -> ApiError {
     let server = &entry.name;
     let names: Vec<String> = cached
         .map(|c| c.tool_summaries().into_iter().map(|t| t.name).filter(|t| policy::tool_offered(entry, t)).collect())
         .unwrap_or_default();
     let list = if names.is_empty() { String::from("(none listed)") } else { names.join(", ") };
+    let dym = crate::suggest::did_you_mean(tool, names.iter().map(String::as_str));
     ApiError::new(
         ErrorKind::UnknownTool,
-        format!("server `{server}` has no tool `{tool}`; its tools: {list} (see `mcpx tools {server}`)"),
+        format!("server `{server}` has no tool `{tool}`;{dym} its tools: {list} (see `mcpx tools {server}`)"),
     )
 }
 
@@ -599,23 +623,37 @@ fn split_target(config: &ResolvedConfig, req: &Request) -> Result<(String, Strin
         .max_by_key(|name| name.len());
     match best {
         Some(name) => Ok((name.clone(), target[name.len() + 1..].to_owned())),
-        None => {
-            let server = target.split_once('.').map_or(target, |(s, _)| s);
-            if let Some(name) = target.strip_suffix('.').filter(|n| config.servers.contains_key(*n)) {
-                Err(ApiError::new(
-                    ErrorKind::Usage,
-                    format!("name a tool after the dot: `mcpx call {name}.<tool>` (see `mcpx tools {name}`)"),
-                ))
-            } else if target.contains('.') {
-                Err(unknown_server(config, server))
-            } else {
-                Err(ApiError::new(
-                    ErrorKind::Usage,
-                    format!("`{target}` is not <server>.<tool>; try `mcpx tools {target}` to see its tools"),
-                ))
-            }
-        }
+        None => Err(target_hint(config, target)),
     }
+}
+
+/// The error for a target no configured server name and dot begins: the dotted form
+/// of `server/tool` and of `server__tool` (the name `mcpx serve` gives MCP clients),
+/// a tool to add after a bare server name, else the unknown server with the closest
+/// names.
+fn target_hint(config: &ResolvedConfig, target: &str) -> ApiError {
+    let usage = |text: String| ApiError::new(ErrorKind::Usage, text);
+    let known = |name: &str| config.servers.contains_key(name);
+    let name = target.strip_suffix('.').unwrap_or(target);
+    if known(name) {
+        return usage(format!("name a tool after the dot: `mcpx call {name}.<tool>` (see `mcpx tools {name}`)"));
+    }
+    if let Some((server, tool)) = target.split_once('/').filter(|(s, t)| known(s) && !t.is_empty()) {
+        return usage(format!("write `{server}.{tool}`, with a dot: `mcpx call {server}.{tool}`"));
+    }
+    let exposed = config
+        .servers
+        .keys()
+        .filter(|s| target.len() > s.len() + 2 && target.starts_with(s.as_str()))
+        .filter(|s| target[s.len()..].starts_with(crate::names::SEPARATOR))
+        .max_by_key(|s| s.len());
+    if let Some(server) = exposed {
+        let tool = &target[server.len() + crate::names::SEPARATOR.len()..];
+        return usage(format!(
+            "`{target}` is the name MCP clients see; in the shell write `{server}.{tool}`: `mcpx call {server}.{tool}`"
+        ));
+    }
+    unknown_server(config, target.split_once('.').map_or(target, |(s, _)| s))
 }
 
 /// Scores a tool against lowercase search words; `None` unless every word matches.

@@ -149,9 +149,8 @@ impl Daemon {
     pub fn resolve(&self, req: &Request) -> Result<ResolvedConfig, ApiError> {
         let before = self.config.known_files().len();
         let explicit_before = self.config.explicit_files();
-        let mut resolved = self
-            .config
-            .resolve(&ResolveRequest { cwd: req.caller.cwd.clone(), explicit: req.caller.config.clone() })
+        let request = ResolveRequest { cwd: req.caller.cwd.clone(), explicit: req.caller.config.clone() };
+        let mut resolved = off_the_runtime(|| self.config.resolve(&request))
             .map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
         if let Some(own) = self.http_url() {
             // An entry for this daemon's own `/mcp` (how a client reaches mcpx over HTTP)
@@ -211,7 +210,7 @@ impl Daemon {
         let mut entries = Vec::new();
         let mut complete = true;
         for file in self.config.known_files() {
-            match self.config.file_contents(&file) {
+            match off_the_runtime(|| self.config.file_contents(&file)) {
                 Ok(Some(contents)) => {
                     // A file that does not parse, or a wrong entry, may be mid-edit: what it
                     // held is not judged removed.
@@ -230,7 +229,7 @@ impl Daemon {
     pub(crate) fn config_errors(&self) -> Vec<ConfigErrorStatus> {
         let mut errors = Vec::new();
         for file in self.config.known_files() {
-            match self.config.file_contents(&file) {
+            match off_the_runtime(|| self.config.file_contents(&file)) {
                 Ok(Some(contents)) => {
                     errors.extend(contents.syntax.iter().map(|e| ConfigErrorStatus {
                         file: file.clone(),
@@ -326,7 +325,7 @@ impl Daemon {
     /// Stops the instances whose server no configuration file holds any more (removed,
     /// or changed so its fingerprint differs): a remote session is ended with `DELETE`.
     async fn retire_unconfigured(&self) {
-        let Some(configured) = self.config.configured() else { return };
+        let Some(configured) = off_the_runtime(|| self.config.configured()) else { return };
         for (key, inst) in self.pool.keyed_instances() {
             if inst.is_alive() && !configured.contains(&inst.identity.cache_key) {
                 tracing::info!(server = %inst.identity.server, key = %inst.identity.key, "stopping an instance: its server left the configuration");
@@ -346,7 +345,8 @@ pub enum Exit {
     Upgrade(Arc<Executable>),
 }
 
-/// The `unknown_server` error for `name`, listing the names `config` has; for an entry
+/// The `unknown_server` error for `name`, with the closest names ("did you mean",
+/// [`crate::suggest`]) and the names `config` has; for an entry
 /// that does not parse, its `config` error instead.
 pub(crate) fn unknown_server(config: &ResolvedConfig, name: &str) -> ApiError {
     // A bad entry, or (when the name is nowhere) a file that does not parse and may hold it.
@@ -360,7 +360,8 @@ pub(crate) fn unknown_server(config: &ResolvedConfig, name: &str) -> ApiError {
     } else {
         format!("configured servers: {}", names.join(", "))
     };
-    ApiError::new(ErrorKind::UnknownServer, format!("no server named `{name}`; {hint}"))
+    let dym = crate::suggest::did_you_mean(name, names.iter().copied());
+    ApiError::new(ErrorKind::UnknownServer, format!("no server named `{name}`;{dym} {hint}"))
 }
 
 /// Handles list changes (re-read the schema, then tell the MCP clients) and exits
@@ -399,6 +400,17 @@ async fn reap_idle(daemon: Weak<Daemon>) {
         let Some(daemon) = daemon.upgrade() else { return };
         daemon.pool.reap().await;
         daemon.retire_unconfigured().await;
+    }
+}
+
+/// Runs `f`, which reads files, so that a slow file (a network home directory, a huge
+/// `~/.claude.json` being rewritten) holds up only its own request: on a multi-threaded
+/// runtime the worker hands its other tasks to another thread first. Elsewhere (a
+/// current-thread runtime, no runtime) `f` just runs.
+fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }
 

@@ -24,6 +24,7 @@ pub mod scope;
 pub mod server;
 pub mod service_check;
 pub mod stream;
+pub mod suggest;
 mod sync;
 pub mod target;
 #[cfg(test)]

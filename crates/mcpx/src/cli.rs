@@ -2,10 +2,9 @@
 //! daemon, and exit codes (0 success, 1 the tool returned `isError`, 2 usage or
 //! configuration, 3 daemon, 4 server, 5 timeout).
 
-use std::io::Read;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use mcpx_daemon::api::{ApiError, Caller, ErrorKind, Request, SearchHit, ServerRow, Status};
 use mcpx_daemon::client::{Client, Method, connect_or_start};
 use mcpx_daemon::paths::{Dirs, OpenDirs};
@@ -53,7 +52,7 @@ enum Command {
         #[arg(required = true)]
         words: Vec<String>,
     },
-    /// Call a tool: `mcpx call <server>.<tool> '{"arg":1}'` (or `-` to read the arguments from stdin).
+    /// Call a tool: `mcpx call <server>.<tool> key=value ...`, or with a JSON object (`-`: from stdin).
     Call(CallArgs),
     /// Show the daemon and every instance.
     Status,
@@ -153,9 +152,30 @@ enum Command {
         #[command(subcommand)]
         action: AuthAction,
     },
+    /// Show the resolved servers: source file, command or URL as written, trust, and the mcpx block with defaults.
+    Config,
+    /// Print a shell completion script (bash: `source <(mcpx completions bash)`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: crate::completions::Shell,
+    },
+    /// Print the man page of mcpx, or write one per subcommand into a directory.
+    Man {
+        /// Write `mcpx.1` and `mcpx-<subcommand>.1` here instead.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Supervise one server instance (started by the daemon; reads its launch request on stdin).
     #[command(hide = true)]
     Supervise,
+    /// Print server or tool names for the completion scripts, from local files only.
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        #[arg(value_enum)]
+        what: crate::completions::Names,
+        server: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -200,8 +220,8 @@ enum ServiceAction {
 struct CallArgs {
     /// `<server>.<tool>`; the tool is what follows the longest configured server name and a dot.
     target: Option<String>,
-    /// The arguments: a JSON object, or `-` to read it from stdin.
-    arguments: Option<String>,
+    /// The arguments: `key=value` words (typed by the tool's schema; `key:=JSON`, `key=@FILE`), one JSON object, or `-` to read one from stdin.
+    arguments: Vec<String>,
     /// The server (with --tool, instead of SERVER.TOOL).
     #[arg(long)]
     server: Option<String>,
@@ -227,6 +247,19 @@ pub fn main() -> i32 {
         }
     };
     let json = cli.global.json;
+    match &cli.command {
+        Command::Completions { shell } => {
+            print!("{}", crate::completions::script(*shell, Cli::command()));
+            return 0;
+        }
+        Command::Complete { what, server } => {
+            return crate::completions::names(*what, server.as_deref(), cli.global.config.clone());
+        }
+        Command::Man { out } => {
+            return crate::completions::man(Cli::command(), out.as_deref()).unwrap_or_else(|e| output::error(json, &e));
+        }
+        _ => {}
+    }
     if let Command::Supervise = cli.command {
         // Before any runtime or thread: the supervisor forks.
         return mcpx_supervisor::main();
@@ -333,6 +366,11 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             let action = if list { crate::trust::Action::List } else { crate::trust::Action::Trust { dir, yes } };
             crate::trust::run(&state, &env, action, json)
         }
+        Command::Config => {
+            // The running daemon's state directory, where it reads the trust records.
+            let state = daemons_dirs(&dirs, &env).await.state;
+            crate::show_config::run(&state, &env, caller.cwd.clone(), caller.config.clone(), json)
+        }
         Command::Untrust { dir } => {
             let state = daemons_dirs(&dirs, &env).await.state;
             let here = || caller.cwd.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -423,6 +461,10 @@ async fn dispatch(
         | Command::Secret { .. }
         | Command::Trust { .. }
         | Command::Untrust { .. }
+        | Command::Config
+        | Command::Completions { .. }
+        | Command::Man { .. }
+        | Command::Complete { .. }
         | Command::Import { .. } => {
             unreachable!("handled before connecting")
         }
@@ -445,25 +487,19 @@ async fn call(
             ));
         }
     };
-    // With --server/--tool, the first positional is the arguments.
-    let text = match (&args.server, &args.arguments) {
-        (Some(_), None) => args.target.clone(),
-        _ => args.arguments.clone(),
-    };
-    let text = match text.as_deref() {
-        Some("-") => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| ApiError::new(ErrorKind::Usage, format!("cannot read the arguments from stdin: {e}")))?;
-            Some(s)
-        }
-        other => other.map(str::to_owned),
-    };
-    let arguments = match text {
-        None => None,
-        Some(t) => Some(arguments_object(&t)?),
-    };
+    // With --server/--tool, every positional is an argument.
+    let mut words = args.arguments.clone();
+    if let (Some(_), Some(first)) = (&args.server, &args.target) {
+        words.insert(0, first.clone());
+    }
+    let input = crate::args::Input::parse(&words, target.as_deref())?;
+    let shown = target.clone().unwrap_or_else(|| {
+        format!("--server {} --tool {}", server.as_deref().unwrap_or_default(), tool.as_deref().unwrap_or_default())
+    });
+    let named =
+        request(Request { target: target.clone(), server: server.clone(), tool: tool.clone(), ..Request::default() });
+    let schema = crate::args::tool_schema(client, &named, input.needs_schema()).await?;
+    let arguments = crate::args::build(input, schema.as_ref(), &shown)?;
     let timeout_ms = args
         .timeout
         .as_deref()
@@ -511,21 +547,6 @@ async fn call(
         Some(Err(e)) => Err(e),
         None => Err(ApiError::new(ErrorKind::Daemon, "the daemon ended the call without a result; see `mcpx logs`")),
     }
-}
-
-/// Checks the tool's arguments are one JSON object.
-fn arguments_object(text: &str) -> Result<Box<serde_json::value::RawValue>, ApiError> {
-    let bad = |why: String| {
-        ApiError::new(
-            ErrorKind::Usage,
-            format!("the arguments must be a JSON object, like '{{\"message\":\"hi\"}}': {why}"),
-        )
-    };
-    let value: Box<serde_json::value::RawValue> = serde_json::from_str(text.trim()).map_err(|e| bad(e.to_string()))?;
-    if !value.get().starts_with('{') {
-        return Err(bad(format!("got `{}`", value.get().chars().take(40).collect::<String>())));
-    }
-    Ok(value)
 }
 
 async fn stop(opened: &OpenDirs, all: bool, json: bool) -> Result<i32, ApiError> {

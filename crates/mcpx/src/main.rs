@@ -2,8 +2,10 @@
 //! endpoint. This binary is the command-line front end and, as `mcpx daemon`, the
 //! daemon itself.
 
+mod args;
 mod auth;
 mod cli;
+mod completions;
 mod foreground;
 mod import;
 mod logs;
@@ -12,6 +14,7 @@ mod sanitize;
 mod secret;
 mod serve;
 mod service;
+mod show_config;
 mod trust;
 
 fn main() {

@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | Gemini CLI | `httpUrl` | `url` with `transport` `http` |
 //! | Gemini CLI | `timeout` (ms), `includeTools`, `excludeTools` | `mcpx.callTimeout`, `mcpx.includeTools`, `mcpx.excludeTools` |
+//! | Gemini CLI | top-level `mcp.allowed` / `mcp.excluded` | `mcpx.disabled` for the servers they leave out |
 //! | Windsurf | `serverUrl`, `disabledTools` | `url`, `mcpx.excludeTools` |
 //! | Codex | `http_headers`, `env_http_headers`, `bearer_token_env_var` | `headers` (`${VAR}` for the variables) |
 //! | Codex | `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`/`_ms`, `tool_timeout_sec` | `mcpx.disabled`, `mcpx.includeTools`, `mcpx.excludeTools`, `mcpx.startTimeout`, `mcpx.callTimeout` |
@@ -84,6 +85,20 @@ pub(super) fn normalize(kind: &FileKind, mut entry: Map<String, Value>) -> Map<S
         }
     }
     entry
+}
+
+/// Gemini CLI's top-level `mcp.allowed` and `mcp.excluded` (server names): an entry left
+/// out by them is marked `disabled`, as that client would not run it.
+pub(super) fn gemini_allowed(mcp: &Value, entries: &mut [(String, Value)]) {
+    let names =
+        |key: &str| -> Option<Vec<&str>> { Some(mcp.get(key)?.as_array()?.iter().filter_map(Value::as_str).collect()) };
+    let (allowed, excluded) = (names("allowed"), names("excluded").unwrap_or_default());
+    for (name, entry) in entries.iter_mut() {
+        let out = excluded.contains(&name.as_str()) || allowed.as_ref().is_some_and(|a| !a.contains(&name.as_str()));
+        if let (true, Value::Object(map)) = (out, entry) {
+            map.insert("disabled".into(), Value::Bool(true));
+        }
+    }
 }
 
 /// Whether an entry runs `mcpx serve` itself: how a client is connected to mcpx, so its
@@ -269,6 +284,15 @@ mod tests {
         assert!(!runs(json!({"command": "mcpx", "args": ["call", "x.y"]})));
         assert!(!runs(json!({"command": "mcpx-other", "args": ["serve"]})));
         assert!(!runs(json!({"url": "https://mcpx/serve"})));
+    }
+
+    #[test]
+    fn gemini_allowed_and_excluded_lists_disable_what_they_leave_out() {
+        let mut entries: Vec<(String, Value)> =
+            ["a", "b", "c"].iter().map(|n| ((*n).to_owned(), json!({"command": n}))).collect();
+        gemini_allowed(&json!({"allowed": ["a", "b"], "excluded": ["b"]}), &mut entries);
+        let disabled: Vec<bool> = entries.iter().map(|(_, e)| e.get("disabled").is_some()).collect();
+        assert_eq!(disabled, [false, true, true]);
     }
 
     #[test]

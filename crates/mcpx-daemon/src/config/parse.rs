@@ -31,6 +31,9 @@ struct TopLevel {
     inputs: Option<Value>,
     #[serde(rename = "trustProjectFiles", default)]
     trust_project_files: Option<Value>,
+    /// Gemini CLI's `mcp` settings: `allowed` and `excluded` server names.
+    #[serde(default)]
+    mcp: Option<Value>,
 }
 
 /// Claude Code's `projects`: for each directory, the entries of its `mcpServers` (none when
@@ -252,7 +255,15 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
         column: e.column(),
         message: serde_message(&e),
     })?;
-    let entries = |e: Option<Entries>| e.map(|e| e.0).unwrap_or_default();
+    let mut main = vec![("servers", top.servers), ("mcpServers", top.mcp_servers)]
+        .into_iter()
+        .map(|(key, e)| (key, e.map(|e| e.0).unwrap_or_default()))
+        .collect::<Vec<_>>();
+    if let (Some(Client::Gemini), Some(mcp)) = (kind.client, &top.mcp) {
+        for (_, entries) in &mut main {
+            dialect::gemini_allowed(mcp, entries);
+        }
+    }
     let projects = match kind.client {
         // A project without servers still counts: it is the caller's project, and hides
         // the servers of the projects above it.
@@ -264,7 +275,7 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
         _ => BTreeMap::new(),
     };
     Ok(RawFile {
-        main: vec![("servers", entries(top.servers)), ("mcpServers", entries(top.mcp_servers))],
+        main,
         projects,
         imports: top.imports,
         inputs,

@@ -6,9 +6,11 @@
 
 mod harness;
 
+mod args;
 mod cases;
 mod claude_code;
 mod cli;
+mod cli_extras;
 mod clients;
 mod conformance;
 mod conformance_client;

@@ -94,6 +94,12 @@ fn secret_set_from_stdin_reaches_the_server_and_shows_nowhere() {
     outputs.push(format!("{gone:?}"));
     assert_eq!(gone.code, 2, "{gone:?}");
     assert!(gone.stderr.contains("run `mcpx secret set API_TOKEN`"), "{gone:?}");
+    let restart = w.run_with(&["restart", "s"], |cmd| {
+        cmd.current_dir(dir);
+    });
+    outputs.push(format!("{restart:?}"));
+    assert_eq!(restart.code, 2, "{restart:?}");
+    assert!(restart.stderr.contains("its running instances were kept"), "{restart:?}");
     outputs.push(format!("{:?}", w.run(&["ls", "--json"])));
 
     for (i, output) in outputs.iter().enumerate() {

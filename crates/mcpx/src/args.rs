@@ -1,0 +1,366 @@
+//! `mcpx call`'s arguments as people type them: `key=value` pairs typed by the tool's
+//! `inputSchema`, one JSON object or `-` for stdin, and the checks made before a call
+//! (with the tool's usage when one fails).
+
+use std::io::Read;
+
+use mcpx_daemon::api::{ApiError, ErrorKind, Request};
+use mcpx_daemon::client::{Client, Method};
+use serde_json::{Map, Value};
+
+/// How the arguments were given on the command line.
+#[derive(Debug)]
+pub enum Input {
+    /// No arguments: the tool gets `{}`.
+    None,
+    /// One JSON object (given as is, or read from stdin with `-`).
+    Json(Box<serde_json::value::RawValue>),
+    /// `key=value`, `key:=JSON`, `key=@FILE` and `key:=@FILE` words, in order.
+    Pairs(Vec<String>),
+}
+
+impl Input {
+    /// Reads the words after the tool: none, `-` (a JSON object on stdin), one word
+    /// starting with `{` or `[` (JSON), else `key=value` words. `target` is the tool
+    /// as typed, for the hint when the first word looks like a tool (`mcpx call
+    /// server tool`).
+    ///
+    /// Errors (`usage`): stdin cannot be read; the JSON is not an object; a word is
+    /// neither JSON nor `key=value`.
+    pub fn parse(words: &[String], target: Option<&str>) -> Result<Input, ApiError> {
+        let usage = |text: String| ApiError::new(ErrorKind::Usage, text);
+        match words {
+            [] => return Ok(Input::None),
+            [one] if one == "-" => {
+                let mut text = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut text)
+                    .map_err(|e| usage(format!("cannot read the arguments from stdin: {e}")))?;
+                return json_object(&text).map(Input::Json);
+            }
+            [one] if one.trim_start().starts_with(['{', '[']) => return json_object(one).map(Input::Json),
+            _ => {}
+        }
+        for (i, word) in words.iter().enumerate() {
+            if split_pair(word).is_some() {
+                continue;
+            }
+            return Err(match target {
+                Some(server) if i == 0 && !server.contains('.') && !word.contains('.') => usage(format!(
+                    "`{word}` is not key=value; to call tool `{word}` of server `{server}`, join them with a dot: `mcpx call {server}.{word}`"
+                )),
+                _ => usage(format!(
+                    "`{word}` is not an argument: write key=value (key:=JSON for JSON, key=@FILE for a file's text), or one JSON object"
+                )),
+            });
+        }
+        Ok(Input::Pairs(words.to_vec()))
+    }
+
+    /// Whether the arguments need the tool's schema to be built (`key=value`).
+    pub fn needs_schema(&self) -> bool {
+        matches!(self, Input::Pairs(_))
+    }
+}
+
+/// The arguments object for `tool` (its `tools/list` entry, `None` when no schema
+/// is known), checked against its `inputSchema`: required arguments present, each
+/// given one of its types (and `enum` values), no unknown one in the `key=value`
+/// form or under `additionalProperties: false`. `shown` is the tool as the user
+/// named it, for the usage.
+///
+/// Errors (`usage`): a file that cannot be read, a value that is not of its type or
+/// not JSON, or a failed check; each failed check's message ends with the tool's
+/// usage ([`usage`]).
+pub fn build(
+    input: Input,
+    tool: Option<&Value>,
+    shown: &str,
+) -> Result<Option<Box<serde_json::value::RawValue>>, ApiError> {
+    let schema = tool.and_then(|t| t.get("inputSchema"));
+    let properties = schema.and_then(|s| s.get("properties")).and_then(Value::as_object);
+    let pairs = matches!(input, Input::Pairs(_));
+    let mut problems = Vec::new();
+    let arguments: Map<String, Value> = match &input {
+        Input::None => Map::new(),
+        Input::Json(raw) => match serde_json::from_str(raw.get()) {
+            Ok(map) => map,
+            Err(_) => return Ok(Some(raw.clone())),
+        },
+        Input::Pairs(words) => {
+            let mut map = Map::new();
+            for word in words {
+                let Some((key, json, value)) = split_pair(word) else { continue };
+                let prop = properties.and_then(|p| p.get(key));
+                match value_of(key, json, value, prop) {
+                    Ok(v) => {
+                        map.insert(key.to_owned(), v);
+                    }
+                    Err(problem) => problems.push(problem),
+                }
+            }
+            map
+        }
+    };
+    if let Some(schema) = schema {
+        problems.extend(check(&arguments, schema, pairs));
+    }
+    if !problems.is_empty() {
+        let usage = tool.map(|t| format!("\n\n{}", usage(shown, t))).unwrap_or_default();
+        return Err(ApiError::new(ErrorKind::Usage, format!("{}{usage}", problems.join("\n"))));
+    }
+    match input {
+        Input::None => Ok(None),
+        Input::Json(raw) => Ok(Some(raw)),
+        Input::Pairs(_) => serde_json::value::to_raw_value(&arguments)
+            .map(Some)
+            .map_err(|e| ApiError::new(ErrorKind::Usage, format!("cannot encode the arguments: {e}"))),
+    }
+}
+
+/// The tool's `tools/list` entry from the daemon's schema cache (`POST /v1/tools`,
+/// `req` naming it by `target` or `server` and `tool`). With `list` (the `key=value`
+/// form, which needs the types), a server never listed is listed first (`POST
+/// /v1/refresh`) and every error is returned; without it, `None` on any error: the
+/// call itself then reports it.
+///
+/// Errors (with `list`): those of `/v1/tools` and `/v1/refresh` (`unknown_server`,
+/// `unknown_tool`, `server` when the listing fails, `daemon`).
+pub async fn tool_schema(client: &Client, req: &Request, list: bool) -> Result<Option<Value>, ApiError> {
+    let parse = |body: &[u8]| serde_json::from_slice::<Value>(body).ok();
+    match client.call(Method::POST, "/v1/tools", Some(req)).await {
+        Ok(body) => Ok(parse(&body)),
+        Err(_) if !list => Ok(None),
+        Err(e) if e.kind == ErrorKind::Server => {
+            let body = client.call(Method::POST, "/v1/refresh", Some(req)).await?;
+            let results = parse(&body).unwrap_or_default();
+            let failed = results.as_object().and_then(|r| r.values().find_map(|v| v["error"].as_str()));
+            if let Some(error) = failed {
+                return Err(ApiError::new(ErrorKind::Server, error));
+            }
+            Ok(parse(&client.call(Method::POST, "/v1/tools", Some(req)).await?))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The tool's usage, several lines: `usage: mcpx call <shown> key=TYPE [key=TYPE]`
+/// (the required parameters first),
+/// the tool's description's first line, then one line per parameter with its name,
+/// type, whether it is required, and its description (with its default and allowed
+/// values). `tool` is the tool's `tools/list` entry.
+pub fn usage(shown: &str, tool: &Value) -> String {
+    let schema = &tool["inputSchema"];
+    let required = required(schema);
+    let mut params: Vec<(&String, &Value)> =
+        schema["properties"].as_object().map(|p| p.iter().collect()).unwrap_or_default();
+    // The required ones first, in the order `required` lists them; then by name.
+    params.sort_by_key(|(name, _)| required.iter().position(|r| r == name).unwrap_or(usize::MAX));
+    let mut line = format!("usage: mcpx call {shown}");
+    for (name, prop) in &params {
+        let word = format!("{name}={}", type_label(prop).to_uppercase());
+        if required.contains(&name.as_str()) {
+            line.push_str(&format!(" {word}"));
+        } else {
+            line.push_str(&format!(" [{word}]"));
+        }
+    }
+    let mut out = vec![line];
+    if let Some(first) = tool["description"].as_str().and_then(|d| d.lines().next()).filter(|d| !d.trim().is_empty()) {
+        out.push(first.trim().to_owned());
+    }
+    if params.is_empty() {
+        out.push("(no arguments)".to_owned());
+        return out.join("\n");
+    }
+    out.push(String::new());
+    out.push("arguments:".to_owned());
+    let width = params.iter().map(|(n, _)| n.chars().count()).max().unwrap_or(0);
+    let types: Vec<String> = params.iter().map(|(_, p)| type_label(p)).collect();
+    let type_width = types.iter().map(|t| t.chars().count()).max().unwrap_or(0);
+    for ((name, prop), ty) in params.iter().zip(&types) {
+        let need = if required.contains(&name.as_str()) { "required" } else { "optional" };
+        let mut about =
+            prop["description"].as_str().and_then(|d| d.lines().next()).unwrap_or_default().trim().to_owned();
+        if let Some(values) = prop["enum"].as_array() {
+            let values: Vec<String> = values.iter().map(short).collect();
+            about = format!("{about} (one of {})", values.join(", ")).trim_start().to_owned();
+        }
+        if let Some(default) = prop.get("default") {
+            about = format!("{about} (default {})", short(default)).trim_start().to_owned();
+        }
+        out.push(format!("  {name:width$}  {ty:type_width$}  {need}  {about}").trim_end().to_owned());
+    }
+    out.push(String::new());
+    out.push("values: key=value (typed by the schema), key:=JSON, key=@FILE (a file's text)".to_owned());
+    out.join("\n")
+}
+
+/// `key=value` as (key, whether the value is JSON (`:=`), value), or `None` for a
+/// word with no `=` or an empty key.
+fn split_pair(word: &str) -> Option<(&str, bool, &str)> {
+    let (key, value) = word.split_once('=')?;
+    let (key, json) = match key.strip_suffix(':') {
+        Some(k) => (k, true),
+        None => (key, false),
+    };
+    (!key.is_empty()).then_some((key, json, value))
+}
+
+/// One `key=value`'s value: `@FILE` read first (`\@` for a literal `@`), then JSON
+/// for `:=`, else typed by `prop`'s `type`: a string stays a string; a number,
+/// boolean, null, array or object is read as JSON when one of those is allowed.
+fn value_of(key: &str, json: bool, value: &str, prop: Option<&Value>) -> Result<Value, String> {
+    let text = if let Some(path) = value.strip_prefix('@') {
+        std::fs::read_to_string(path).map_err(|e| format!("`{key}=@{path}`: cannot read the file: {e}"))?
+    } else {
+        value.strip_prefix("\\@").map_or_else(|| value.to_owned(), |rest| format!("@{rest}"))
+    };
+    if json {
+        return serde_json::from_str(&text).map_err(|e| format!("`{key}:=`: the value is not JSON: {e}"));
+    }
+    let types = prop.map(types).unwrap_or_default();
+    let parsed = serde_json::from_str::<Value>(text.trim()).ok().filter(|v| !v.is_string());
+    match parsed {
+        Some(v) if types.iter().any(|t| *t != "string" && has_type(&v, t)) => Ok(v),
+        _ if types.is_empty() || types.contains(&"string") => Ok(Value::String(text)),
+        _ => Err(format!("`{key}` takes {}; `{}` is not one", types.join(" or "), short(&Value::String(text)))),
+    }
+}
+
+/// The problems of `arguments` against `schema` (an `inputSchema`), one line each.
+fn check(arguments: &Map<String, Value>, schema: &Value, pairs: bool) -> Vec<String> {
+    let properties = schema["properties"].as_object();
+    let mut problems = Vec::new();
+    for name in required(schema) {
+        if !arguments.contains_key(name) {
+            problems.push(format!("missing required argument `{name}`"));
+        }
+    }
+    let open = match schema.get("additionalProperties") {
+        Some(Value::Bool(false)) => false,
+        Some(_) => true,
+        None => !pairs,
+    };
+    for (key, value) in arguments {
+        let Some(prop) = properties.and_then(|p| p.get(key)) else {
+            if !open {
+                let known = properties.map(|p| p.keys().map(String::as_str).collect::<Vec<_>>()).unwrap_or_default();
+                let dym = mcpx_daemon::suggest::did_you_mean(key, known);
+                problems.push(format!("unknown argument `{key}`;{dym}").trim_end_matches(';').to_owned());
+            }
+            continue;
+        };
+        let types = types(prop);
+        if !types.is_empty() && !types.iter().any(|t| has_type(value, t)) {
+            problems.push(format!("`{key}` takes {}; got `{}`", types.join(" or "), short_json(value)));
+        } else if let Some(values) = prop["enum"].as_array().filter(|v| !v.contains(value)) {
+            let values: Vec<String> = values.iter().map(short).collect();
+            problems.push(format!("`{key}` must be one of {}; got `{}`", values.join(", "), short_json(value)));
+        }
+    }
+    problems
+}
+
+/// The names in `schema`'s `required` list.
+fn required(schema: &Value) -> Vec<&str> {
+    schema["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+}
+
+/// A property's JSON Schema `type`s (a string or a list); empty when it has none.
+fn types(prop: &Value) -> Vec<&str> {
+    match &prop["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(list) => list.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// How the usage names a property's type: its `type`s joined by `|`, else `value`.
+fn type_label(prop: &Value) -> String {
+    let types = types(prop);
+    if types.is_empty() { "value".to_owned() } else { types.join("|") }
+}
+
+/// Whether `value` is of JSON Schema type `ty` (an unknown type accepts anything);
+/// `integer` takes whole numbers, `5.0` included (JSON Schema 2020-12, 6.1.1).
+fn has_type(value: &Value, ty: &str) -> bool {
+    match ty {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "null" => value.is_null(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        _ => true,
+    }
+}
+
+/// A value for a message: strings bare, anything else as JSON, cut at 40 characters.
+fn short(value: &Value) -> String {
+    let text = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
+    if text.chars().count() > 40 { format!("{}…", text.chars().take(39).collect::<String>()) } else { text }
+}
+
+/// A value as JSON for a message (`"5"` for a string), cut at 40 characters.
+fn short_json(value: &Value) -> String {
+    short(&Value::String(value.to_string()))
+}
+
+/// Checks the tool's arguments are one JSON object.
+fn json_object(text: &str) -> Result<Box<serde_json::value::RawValue>, ApiError> {
+    let bad = |why: String| {
+        ApiError::new(
+            ErrorKind::Usage,
+            format!("the arguments must be a JSON object, like '{{\"message\":\"hi\"}}': {why}"),
+        )
+    };
+    let value: Box<serde_json::value::RawValue> = serde_json::from_str(text.trim()).map_err(|e| bad(e.to_string()))?;
+    if !value.get().starts_with('{') {
+        return Err(bad(format!("got `{}`", value.get().chars().take(40).collect::<String>())));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn tool() -> Value {
+        json!({ "name": "t", "inputSchema": { "type": "object", "required": ["n"], "properties": {
+            "n": { "type": "integer", "description": "How many" },
+            "s": { "type": "string" },
+            "b": { "type": "boolean" },
+            "l": { "type": "array" },
+            "o": { "type": ["string", "null"] },
+        } } })
+    }
+
+    fn built(words: &[&str]) -> Result<Value, String> {
+        let words: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
+        let input = Input::parse(&words, Some("x.t")).map_err(|e| e.message)?;
+        let raw = build(input, Some(&tool()), "x.t").map_err(|e| e.message)?;
+        Ok(raw.map(|r| serde_json::from_str(r.get()).unwrap()).unwrap_or(Value::Null))
+    }
+
+    #[test]
+    fn values_are_typed_by_the_schema() {
+        let got = built(&["n=3", "s=3", "b=true", "l=[1,2]", "o=null"]).unwrap();
+        assert_eq!(got, json!({ "n": 3, "s": "3", "b": true, "l": [1, 2], "o": null }));
+        assert_eq!(built(&["n:=4", "s:=\"x\"", "o=hi"]).unwrap(), json!({ "n": 4, "s": "x", "o": "hi" }));
+        assert_eq!(built(&["n=1", "s=\\@me"]).unwrap(), json!({ "n": 1, "s": "@me" }));
+    }
+
+    #[test]
+    fn mistakes_are_caught_with_the_usage() {
+        let missing = built(&["s=x"]).unwrap_err();
+        assert!(missing.starts_with("missing required argument `n`\n\nusage: mcpx call x.t n=INTEGER"), "{missing}");
+        assert!(built(&["n=three"]).unwrap_err().starts_with("`n` takes integer; `three` is not one"));
+        assert!(built(&["n=1", "ss=x"]).unwrap_err().starts_with("unknown argument `ss`; did you mean `s`?"));
+        assert!(built(&[r#"{"n":"1"}"#]).unwrap_err().starts_with("`n` takes integer; got `\"1\"`"));
+        assert_eq!(built(&[r#"{"n":1,"extra":2}"#]).unwrap(), json!({ "n": 1, "extra": 2 }));
+    }
+}

@@ -1,0 +1,159 @@
+//! `mcpx config`: the servers the caller's configuration resolves to, as written (never
+//! expanded), with the `mcpx` block's defaults filled in.
+//!
+//! It resolves in the CLI, from the same files and with the same resolver
+//! (`mcpx_daemon::config::ConfigCache`) the daemon uses, and reads trust from the running
+//! daemon's state directory. Since nothing is expanded, the daemon's environment would
+//! change only where the user file is (`HOME`, `XDG_CONFIG_HOME`), and the answer needs
+//! no daemon (it works, like `import`, with none running). Environment values, header
+//! values and secrets are never shown: `env` and `headers` list their names only.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use mcpx_daemon::api::{ApiError, ErrorKind};
+use mcpx_daemon::config::{ConfigCache, ConfigEnv, ResolveRequest, ServerEntry, TRUST_FILE, TransportSpec};
+use mcpx_daemon::policy;
+use serde_json::{Value, json};
+
+use crate::output::tilde;
+
+/// Prints the resolved servers of the request (`cwd`, the explicit `config` file) as
+/// `--json` or text, with trust read from `state`'s trust records. Returns exit 0.
+///
+/// Errors: a configuration that cannot be resolved, such as a missing `--config` file
+/// (exit 2).
+pub fn run(
+    state: &Path,
+    env: &HashMap<String, String>,
+    cwd: Option<PathBuf>,
+    config: Option<PathBuf>,
+    json: bool,
+) -> Result<i32, ApiError> {
+    let config_env = ConfigEnv::from_vars(env);
+    let cache = ConfigCache::new(config_env.clone()).with_trust_file(state.join(TRUST_FILE));
+    let resolved = cache
+        .resolve(&ResolveRequest { cwd, explicit: config })
+        .map_err(|e| ApiError::new(ErrorKind::Usage, e.to_string()))?;
+    let servers: Vec<Value> = resolved.servers.values().map(entry_json).collect();
+    let errors: Vec<Value> = resolved
+        .errors
+        .iter()
+        .map(|(name, e)| json!({ "server": name, "error": e.0.to_string() }))
+        .chain(resolved.file_errors.iter().map(|e| json!({ "error": e.0.to_string() })))
+        .chain(resolved.file_warnings.iter().map(|w| json!({ "warning": w.message })))
+        .collect();
+    if json {
+        let body = json!({ "files": resolved.files, "servers": servers, "errors": errors });
+        println!("{}", serde_json::to_string_pretty(&body).unwrap_or_default());
+        return Ok(0);
+    }
+    let home = config_env.home.as_deref();
+    if resolved.files.is_empty() {
+        println!(
+            "no config file found; add servers to {}",
+            config_env.user_file().map_or_else(|| "~/.config/mcpx/config.json".to_owned(), |f| tilde(&f, home))
+        );
+    }
+    let texts: Vec<String> = resolved.servers.values().map(|entry| entry_text(entry, home)).collect();
+    print!("{}", texts.join("\n"));
+    for problem in errors {
+        let text = problem.get("error").or_else(|| problem.get("warning")).and_then(Value::as_str).unwrap_or_default();
+        println!("{}: {text}", if problem.get("error").is_some() { "error" } else { "warning" });
+    }
+    Ok(0)
+}
+
+/// One server for `--json`: where it comes from, how it is reached as written (names only
+/// for `env` and `headers`), whether it is trusted, and its `mcpx` block.
+fn entry_json(entry: &ServerEntry) -> Value {
+    let mut value = json!({
+        "name": entry.name,
+        "source": entry.source,
+        "client": entry.client.map(|c| c.name()),
+        "trusted": policy::server_trusted(entry),
+        "mcpx": entry.options.written(),
+    });
+    let reach = match &entry.transport {
+        TransportSpec::Stdio { command, args, env, cwd } => json!({
+            "transport": "stdio", "command": command, "args": args,
+            "env": env.keys().collect::<Vec<_>>(), "cwd": cwd,
+        }),
+        TransportSpec::Remote { url, headers, kind } => json!({
+            "transport": kind.as_str(), "url": url, "headers": headers.keys().collect::<Vec<_>>(),
+        }),
+    };
+    if let (Some(value), Value::Object(reach)) = (value.as_object_mut(), reach) {
+        value.extend(reach);
+    }
+    value
+}
+
+/// One server as text: a heading line, then one aligned line per fact.
+fn entry_text(entry: &ServerEntry, home: Option<&Path>) -> String {
+    let mut lines: Vec<(&str, String)> = Vec::new();
+    let source = tilde(&entry.source, home);
+    lines.push((
+        "source",
+        match entry.client {
+            Some(client) => format!("{source} ({})", client.label()),
+            None => source,
+        },
+    ));
+    match &entry.transport {
+        TransportSpec::Stdio { command, args, env, cwd } => {
+            lines.push((
+                "command",
+                std::iter::once(command).chain(args).map(|a| quote(a)).collect::<Vec<_>>().join(" "),
+            ));
+            if !env.is_empty() {
+                lines.push(("env", env.keys().cloned().collect::<Vec<_>>().join(" ")));
+            }
+            if let Some(cwd) = cwd {
+                lines.push(("cwd", cwd.clone()));
+            }
+        }
+        TransportSpec::Remote { url, headers, kind } => {
+            lines.push(("url", format!("{url} ({})", kind.as_str())));
+            if !headers.is_empty() {
+                lines.push(("headers", headers.keys().cloned().collect::<Vec<_>>().join(" ")));
+            }
+        }
+    }
+    let trusted = if policy::server_trusted(entry) { "yes" } else { "no: run `mcpx trust` in its project" };
+    lines.push(("trusted", trusted.to_owned()));
+    // The `mcpx` block, defaults filled in, in the spelling of the daemon's config module.
+    let o = entry.options.written();
+    let at = |key: &str| plain(&o[key]);
+    lines.push(("sharing", format!("{}, scope {}, max {}, min {}", at("sharing"), at("scope"), at("max"), at("min"))));
+    let timeouts = ["idleTimeout", "callTimeout", "startTimeout", "orphanTimeout"].map(at);
+    let [idle, call, start, orphan] = &timeouts;
+    lines.push(("timeouts", format!("idle {idle}, call {call}, start {start}, orphan {orphan}")));
+    let process = ["supervised", "bufferBytes", "maxMessageBytes"].map(at);
+    let [supervised, buffer, message] = &process;
+    lines.push(("process", format!("supervised {supervised}, bufferBytes {buffer}, maxMessageBytes {message}")));
+    for (label, key) in [("include", "includeTools"), ("exclude", "excludeTools")] {
+        if let Some(tools) = o[key].as_array().filter(|t| !t.is_empty()) {
+            lines.push((label, tools.iter().map(plain).collect::<Vec<_>>().join(" ")));
+        }
+    }
+    if let Some(description) = o["description"].as_str() {
+        lines.push(("about", description.to_owned()));
+    }
+    let mut text = format!("{}{}\n", entry.name, if o["disabled"] == true { " (disabled)" } else { "" });
+    for (key, value) in lines {
+        text.push_str(&format!("  {key:<9} {value}\n"));
+    }
+    text
+}
+
+/// `arg` as a shell would need it: single-quoted when it holds anything but plain characters.
+fn quote(arg: &str) -> String {
+    let plain = !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:@=+,%".contains(c));
+    if plain { arg.to_owned() } else { format!("'{}'", arg.replace('\'', r"'\''")) }
+}
+
+/// A JSON scalar as text: a string without its quotes.
+fn plain(value: &Value) -> String {
+    value.as_str().map_or_else(|| value.to_string(), str::to_owned)
+}
