@@ -62,7 +62,7 @@ pub async fn on_unauthorized(
         (None, None) => return Err(BearerError::NeedsLogin("no login is kept for it".to_owned())),
     };
     if refused == Some(kept.access_token.as_str()) || kept.due(SystemTime::now()) {
-        return renew(http, state, &kept).await;
+        return renew(http, state, &kept, machine).await;
     }
     Ok(kept)
 }
@@ -82,22 +82,25 @@ pub fn step_up(state: &Dir, kept: &Kept, challenge: &Challenge) -> Result<Vec<St
 }
 
 /// Renews `old`: a refresh, or the client credentials grant again; keeps the result.
+/// `oauth` is the entry's block, whose private key a `private_key_jwt` client signs
+/// with.
 ///
 /// Errors: [`BearerError::NeedsLogin`] when the server refuses (the login is over);
 /// [`BearerError::Failed`] when the result cannot be kept.
-pub async fn renew(http: &reqwest::Client, state: &Dir, old: &Kept) -> Result<Kept, BearerError> {
+pub async fn renew(
+    http: &reqwest::Client,
+    state: &Dir,
+    old: &Kept,
+    oauth: Option<&ExpandedOAuth>,
+) -> Result<Kept, BearerError> {
+    let client = ClientInfo::of(old, oauth.and_then(|o| o.private_key.as_deref()));
     let new = if old.grant == "client_credentials" {
         let endpoint = Url::parse(&old.token_endpoint).map_err(|e| BearerError::Failed(e.to_string()))?;
         let server = super::discovery::AuthServer::token_only(old.issuer.clone(), endpoint);
-        let client = ClientInfo {
-            id: old.client_id.clone(),
-            secret: old.client_secret.clone(),
-            auth_method: old.auth_method.clone(),
-        };
         let grant = Grant { server: &server, client: &client, resource: &old.resource, scopes: &old.scopes };
         flow::client_credentials(http, &grant).await
     } else {
-        flow::refresh(http, old).await
+        flow::refresh(http, old, &client).await
     };
     let new = new.map_err(|e| BearerError::NeedsLogin(format!("the login could not be renewed: {e}")))?;
     tokens::save(state, &new).map_err(BearerError::Failed)?;

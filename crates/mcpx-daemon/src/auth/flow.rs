@@ -16,6 +16,7 @@ use oauth2::{
 use serde::Deserialize;
 use url::Url;
 
+use super::assertion;
 use super::discovery::AuthServer;
 use super::tokens::{Kept, expiry};
 
@@ -29,6 +30,21 @@ pub struct ClientInfo {
     pub secret: Option<String>,
     /// How it authenticates at the token endpoint (RFC 8414 spelling).
     pub auth_method: String,
+    /// Its PKCS#8 PEM private key, for `private_key_jwt` (secret).
+    pub private_key: Option<String>,
+}
+
+impl ClientInfo {
+    /// The client of a kept login, with its private key (never kept with the tokens:
+    /// it stays in the entry's `oauth` block).
+    pub fn of(kept: &Kept, private_key: Option<&str>) -> ClientInfo {
+        ClientInfo {
+            id: kept.client_id.clone(),
+            secret: kept.client_secret.clone(),
+            auth_method: kept.auth_method.clone(),
+            private_key: private_key.map(str::to_owned),
+        }
+    }
 }
 
 impl std::fmt::Debug for ClientInfo {
@@ -117,6 +133,7 @@ pub async fn register(
         id: registered.client_id,
         auth_method: registered.token_endpoint_auth_method.unwrap_or_else(|| method.to_owned()),
         secret: registered.client_secret,
+        private_key: None,
     })
 }
 
@@ -175,13 +192,14 @@ pub async fn exchange_code(
 ) -> Result<Kept, String> {
     let oauth = token_client(grant.server.token_endpoint.clone(), grant.client)?
         .set_redirect_uri(RedirectUrl::new(pending.redirect_uri).map_err(|e| e.to_string())?);
-    let answer = oauth
+    let mut request = oauth
         .exchange_code(AuthorizationCode::new(code))
         .set_pkce_verifier(pending.verifier)
-        .add_extra_param("resource", grant.resource.to_owned())
-        .request_async(http)
-        .await
-        .map_err(|e| token_error(&grant.server.token_endpoint, &e))?;
+        .add_extra_param("resource", grant.resource.to_owned());
+    for (name, value) in client_auth(grant.client, &grant.server.issuer)? {
+        request = request.add_extra_param(name, value);
+    }
+    let answer = request.request_async(http).await.map_err(|e| token_error(&grant.server.token_endpoint, &e))?;
     Ok(kept(grant, "authorization_code", &answer, None))
 }
 
@@ -194,6 +212,9 @@ pub async fn client_credentials(http: &reqwest::Client, grant: &Grant<'_>) -> Re
     for scope in grant.scopes {
         request = request.add_scope(Scope::new(scope.clone()));
     }
+    for (name, value) in client_auth(grant.client, &grant.server.issuer)? {
+        request = request.add_extra_param(name, value);
+    }
     let answer = request.request_async(http).await.map_err(|e| token_error(&grant.server.token_endpoint, &e))?;
     Ok(kept(grant, "client_credentials", &answer, None))
 }
@@ -203,22 +224,18 @@ pub async fn client_credentials(http: &reqwest::Client, grant: &Grant<'_>) -> Re
 ///
 /// Errors: no refresh token, or the token endpoint refused (the login is over: the
 /// caller asks for a new one) or cannot be reached.
-pub async fn refresh(http: &reqwest::Client, old: &Kept) -> Result<Kept, String> {
+pub async fn refresh(http: &reqwest::Client, old: &Kept, client: &ClientInfo) -> Result<Kept, String> {
     let Some(refresh_token) = &old.refresh_token else {
         return Err("the login has expired and has no refresh token".to_owned());
     };
     let endpoint = Url::parse(&old.token_endpoint).map_err(|e| e.to_string())?;
-    let client = ClientInfo {
-        id: old.client_id.clone(),
-        secret: old.client_secret.clone(),
-        auth_method: old.auth_method.clone(),
-    };
-    let answer = token_client(endpoint.clone(), &client)?
-        .exchange_refresh_token(&RefreshToken::new(refresh_token.clone()))
-        .add_extra_param("resource", old.resource.clone())
-        .request_async(http)
-        .await
-        .map_err(|e| token_error(&endpoint, &e))?;
+    let oauth = token_client(endpoint.clone(), client)?;
+    let refresh_token = RefreshToken::new(refresh_token.clone());
+    let mut request = oauth.exchange_refresh_token(&refresh_token).add_extra_param("resource", old.resource.clone());
+    for (name, value) in client_auth(client, &old.issuer)? {
+        request = request.add_extra_param(name, value);
+    }
+    let answer = request.request_async(http).await.map_err(|e| token_error(&endpoint, &e))?;
     let mut new = old.clone();
     new.access_token = answer.access_token().secret().clone();
     if let Some(rotated) = answer.refresh_token() {
@@ -249,9 +266,23 @@ fn token_client(
     if let Some(secret) = client.secret.as_ref().filter(|_| client.auth_method != "none") {
         oauth = oauth.set_client_secret(ClientSecret::new(secret.clone()));
     }
-    let auth_type =
-        if client.auth_method == "client_secret_post" { AuthType::RequestBody } else { AuthType::BasicAuth };
-    Ok(oauth.set_auth_type(auth_type))
+    let in_body = matches!(client.auth_method.as_str(), "client_secret_post" | "private_key_jwt");
+    Ok(oauth.set_auth_type(if in_body { AuthType::RequestBody } else { AuthType::BasicAuth }))
+}
+
+/// The form parameters that authenticate `client` beyond what `oauth2` sends: a
+/// `private_key_jwt` client's assertion (RFC 7523 §2.2), for the server `issuer`.
+///
+/// Errors: the client has no key, or it cannot sign.
+fn client_auth(client: &ClientInfo, issuer: &str) -> Result<Vec<(&'static str, String)>, String> {
+    if client.auth_method != "private_key_jwt" {
+        return Ok(Vec::new());
+    }
+    let key = client.private_key.as_deref().ok_or_else(|| {
+        "the client authenticates with `private_key_jwt`, but the entry has no `oauth.privateKey`".to_owned()
+    })?;
+    let jwt = assertion::client_assertion(key, &client.id, issuer, SystemTime::now())?;
+    Ok(vec![("client_assertion_type", assertion::ASSERTION_TYPE.to_owned()), ("client_assertion", jwt)])
 }
 
 /// What a token answer gives, with the facts of the login.

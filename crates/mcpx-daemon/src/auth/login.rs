@@ -141,14 +141,12 @@ pub(super) fn configured_client(
     server: &AuthServer,
 ) -> Result<Option<ClientInfo>, String> {
     let Some(oauth) = oauth else { return Ok(None) };
-    if oauth.private_key.is_some() {
-        return Err("`oauth.privateKey` (private_key_jwt) is not supported yet; use `clientSecret`".to_owned());
-    }
     if let Some(id) = &oauth.client_id {
         let supported = server.token_endpoint_auth_methods_supported.as_deref();
         let offers = |m: &str| supported.is_none_or(|s| s.iter().any(|x| x == m));
         let method = match (oauth.spec.token_endpoint_auth_method, &oauth.client_secret) {
             (Some(m), _) => m,
+            (None, _) if oauth.private_key.is_some() => TokenAuthMethod::PrivateKeyJwt,
             (None, Some(_)) if !offers("client_secret_basic") && offers("client_secret_post") => {
                 TokenAuthMethod::ClientSecretPost
             }
@@ -156,11 +154,14 @@ pub(super) fn configured_client(
             (None, None) => TokenAuthMethod::None,
         };
         let secret = oauth.client_secret.clone();
-        return Ok(Some(ClientInfo { id: id.clone(), secret, auth_method: method.as_str().to_owned() }));
+        let auth_method = method.as_str().to_owned();
+        let private_key = oauth.private_key.clone();
+        return Ok(Some(ClientInfo { id: id.clone(), secret, auth_method, private_key }));
     }
     if let Some(url) = oauth.spec.client_metadata_url.as_ref().filter(|_| server.client_id_metadata_document_supported)
     {
-        return Ok(Some(ClientInfo { id: url.clone(), secret: None, auth_method: "none".to_owned() }));
+        let auth_method = "none".to_owned();
+        return Ok(Some(ClientInfo { id: url.clone(), secret: None, auth_method, private_key: None }));
     }
     Ok(None)
 }

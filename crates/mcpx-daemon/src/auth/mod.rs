@@ -4,6 +4,7 @@
 //! ([`tokens`]), a user's login ([`login`]) and the bearer of a daemon's requests
 //! ([`bearer`]).
 
+pub mod assertion;
 pub mod bearer;
 pub mod challenge;
 pub mod discovery;

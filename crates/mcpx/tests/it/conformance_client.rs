@@ -13,8 +13,7 @@ use crate::harness::{Run, World, e2e_dir, mcpx_bin};
 
 /// The client scenarios that fail today, each with the reason. A scenario listed here
 /// that passes fails its test, so that it is taken off the list.
-const EXPECTED_FAILURES: &[(&str, &str)] =
-    &[("auth/client-credentials-jwt", "private_key_jwt (RFC 7523) is not built yet")];
+const EXPECTED_FAILURES: &[(&str, &str)] = &[];
 
 /// What one scenario's run gave.
 #[derive(Debug)]

@@ -192,7 +192,7 @@ impl Remote {
     pub(super) async fn renew_if_due(&self) -> Result<(), TransportError> {
         let due = lock(&self.state).login.clone().filter(|k| k.due(std::time::SystemTime::now()));
         let Some(old) = due else { return Ok(()) };
-        self.take_login(bearer::renew(&self.http, &self.state_dir, &old).await)
+        self.take_login(bearer::renew(&self.http, &self.state_dir, &old, self.oauth.as_ref()).await)
     }
 
     /// Keeps a login for the requests that follow, or words why there is none.
