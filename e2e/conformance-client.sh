@@ -33,9 +33,15 @@ export MCPX_SECRET_STORE="${MCPX_SECRET_STORE:-file}"
 export MCPX_CONFIG="$dir/config.json"
 trap '"$mcpx" stop --all >/dev/null 2>&1; rm -rf "$dir"' EXIT
 
+# Runs `mcpx "$@"`. With MCPX_CONFORMANCE_LOG set, what it prints is copied there too
+# (the test suite greps it for tokens).
 step() {
     echo "+ mcpx $*" >&2
-    "$mcpx" "$@"
+    if [ -n "${MCPX_CONFORMANCE_LOG:-}" ]; then
+        "$mcpx" "$@" > >(tee -a "$MCPX_CONFORMANCE_LOG") 2> >(tee -a "$MCPX_CONFORMANCE_LOG" >&2)
+    else
+        "$mcpx" "$@"
+    fi
 }
 
 # The entry's `oauth` block: the pre-registered client of the context, its secret in

