@@ -4,7 +4,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mcpx_platform::exec::Executable;
@@ -14,18 +13,15 @@ use serde_json::value::RawValue;
 pub mod login;
 
 use crate::adopt::replace_incompatible;
-use crate::api::{
-    ApiError, Caller, DaemonStatus, ErrorKind, InstanceStatus, Request, SearchHit, ServerRow, Source, Status,
-};
+use crate::api::{ApiError, Caller, ErrorKind, Request, SearchHit, ServerRow, Source};
 use crate::config::{Client, ConfigEnv, EntryError, ResolvedConfig, ServerEntry};
 use crate::daemon::{Daemon, Exit, unknown_server};
-use crate::instance::{CallContext, CallError, ERROR_TAIL_BYTES, State};
+use crate::instance::{CallContext, CallError};
 use crate::notices::NoticeSender;
 use crate::policy;
 use crate::pool::Target;
 use crate::schema::{CacheEntry, SchemaCache, ToolSummary};
 use crate::scope::PoolKey;
-use crate::sync::lock;
 
 /// `GET /v1/health`: the daemon's pid, build and start time (milliseconds since the
 /// Unix epoch), so a client tells a re-executed daemon from the one before, and its
@@ -279,104 +275,6 @@ pub async fn call(d: &Daemon, req: &Request, notify: Option<NoticeSender>) -> Re
         message: format!("server `{server}` answered tools/call with an error: {}", e.message),
         code: Some(e.code),
     })
-}
-
-/// `GET /v1/status`: the daemon, and every instance: live, ended but not yet replaced,
-/// failed to start, or left running by an incompatible supervisor.
-pub fn status(d: &Daemon) -> Status {
-    let mut instances: Vec<InstanceStatus> = d
-        .pool
-        .instances()
-        .into_iter()
-        .map(|i| {
-            let state = i.state();
-            InstanceStatus {
-                server: i.identity.server.clone(),
-                key: i.identity.key.clone(),
-                pid: i.info.pid(),
-                state: state.as_str().to_owned(),
-                calls: i.in_flight(),
-                holders: i.holders(),
-                supervised: i.supervised(),
-                supervisor_pid: i.info.supervisor.as_ref().map(|s| s.pid),
-                supervisor_protocol: i.info.supervisor.as_ref().map(|s| s.protocol.clone()),
-                url: i.info.remote.clone(),
-                command: i.origin.command.clone(),
-                source: i.origin.source.clone(),
-                dropped_bytes: i.info.dropped(),
-                skipped_lines: i.info.skipped_lines.load(Ordering::Relaxed),
-                buffered_at_attach: i.info.buffered_at_attach.load(Ordering::Relaxed),
-                dropped_notifications: i.dropped_notifications(),
-                null_id_errors: i.null_id_errors(),
-                last_error: match state {
-                    State::Exited(e) => Some(format!("server {e}")),
-                    State::Lost if i.info.remote.is_some() => Some("the remote server could not be reached".into()),
-                    State::Lost => Some("instance lost: its supervisor went away".into()),
-                    _ => None,
-                },
-                stderr_tail: i.info.stderr_tail(ERROR_TAIL_BYTES),
-                idle_s: Some(i.idle_for().as_secs()),
-                uptime_s: Some(i.started.elapsed().as_secs()),
-            }
-        })
-        .collect();
-    for (server, key, error) in d.pool.failures() {
-        let stderr_tail = match &error {
-            CallError::Exited { stderr_tail, .. } => stderr_tail.clone(),
-            _ => String::new(),
-        };
-        instances.push(InstanceStatus {
-            server,
-            key: key.to_string(),
-            state: "error".into(),
-            last_error: Some(error.to_string()),
-            stderr_tail,
-            ..InstanceStatus::default()
-        });
-    }
-    for (record, theirs) in lock(&d.incompatible).iter() {
-        instances.push(InstanceStatus {
-            server: record.identity.server.clone(),
-            key: record.identity.key.clone(),
-            pid: record.child.map(|c| c.pid),
-            state: "incompatible".into(),
-            supervised: true,
-            supervisor_pid: Some(record.supervisor.pid),
-            supervisor_protocol: Some(theirs.to_string()),
-            last_error: Some(format!(
-                "its supervisor speaks attach protocol {theirs}, this daemon {}; `mcpx restart {}` replaces it",
-                mcpx_proto::attach::Version::ours(),
-                record.identity.server
-            )),
-            ..InstanceStatus::default()
-        });
-    }
-    instances.sort_by(|a, b| (&a.server, &a.key).cmp(&(&b.server, &b.key)));
-    // `lost` remote instances of one server and URL are one row: they differ only in
-    // pool key, and none can come back.
-    let mut lost = std::collections::HashSet::new();
-    instances.retain(|i| i.state != "lost" || i.url.is_none() || lost.insert((i.server.clone(), i.url.clone())));
-    Status {
-        daemon: DaemonStatus {
-            pid: std::process::id(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            build: mcpx_platform::build::build_id().to_owned(),
-            uptime_s: d.started.elapsed().as_secs(),
-            socket: d.dirs.paths.socket(),
-            http_url: d.http_url().map(str::to_owned),
-            config_files: d.config.known_files(),
-            user_config: d.config.env().user_file(),
-            client_files: Client::ALL
-                .iter()
-                .filter_map(|c| Some((c.name().to_owned(), c.user_file(d.config.env())?)))
-                .collect(),
-            log_file: d.dirs.paths.log_file(),
-            warnings: d.warnings.clone(),
-            config_errors: d.config_errors(),
-            dropped_notifications: d.dropped_notifications().load(Ordering::Relaxed),
-        },
-        instances,
-    }
 }
 
 /// `POST /v1/restart`: restarts the server's instances (those of `key` only, when
@@ -702,5 +600,8 @@ fn server_error(server: &str, e: CallError) -> ApiError {
     ApiError::new(kind, format!("server `{server}`: {e}{hint}"))
 }
 
+mod status;
 #[cfg(test)]
 mod tests;
+
+pub use status::status;
