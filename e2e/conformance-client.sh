@@ -35,13 +35,19 @@ trap '"$mcpx" stop --all >/dev/null 2>&1; rm -rf "$dir"' EXIT
 
 # Runs `mcpx "$@"`. With MCPX_CONFORMANCE_LOG set, what it prints is copied there too
 # (the test suite greps it for tokens).
+# (Through files, not `tee`: a daemon that mcpx starts must hold no pipe of ours.)
 step() {
     echo "+ mcpx $*" >&2
-    if [ -n "${MCPX_CONFORMANCE_LOG:-}" ]; then
-        "$mcpx" "$@" > >(tee -a "$MCPX_CONFORMANCE_LOG") 2> >(tee -a "$MCPX_CONFORMANCE_LOG" >&2)
-    else
+    if [ -z "${MCPX_CONFORMANCE_LOG:-}" ]; then
         "$mcpx" "$@"
+        return
     fi
+    local status=0
+    "$mcpx" "$@" >"$dir/out" 2>"$dir/err" || status=$?
+    cat "$dir/out" "$dir/err" >>"$MCPX_CONFORMANCE_LOG"
+    cat "$dir/out"
+    cat "$dir/err" >&2
+    return "$status"
 }
 
 # The entry's `oauth` block: the pre-registered client of the context, its secret in
@@ -93,9 +99,11 @@ with_login() {
 }
 
 # A user logs in once; a machine-to-machine client (client credentials) needs no login.
+# The daemon that ran the login stops (its servers too), so the calls go through a new
+# one: the login is kept in the secret store, not in a daemon.
 case "$scenario" in
     auth/client-credentials-*) ;;
-    auth/*) login || exit 1 ;;
+    auth/*) { login && step stop --all >&2; } || exit 1 ;;
 esac
 
 with_login refresh conformance >&2 || exit 1
