@@ -81,6 +81,8 @@ pub fn build(
     let properties = schema.and_then(|s| s.get("properties")).and_then(Value::as_object);
     let pairs = matches!(input, Input::Pairs(_));
     let mut problems = Vec::new();
+    // The keys whose value could not be read.
+    let mut failed = std::collections::BTreeSet::new();
     let arguments: Map<String, Value> = match &input {
         Input::None => Map::new(),
         Input::Json(raw) => match serde_json::from_str(raw.get()) {
@@ -89,21 +91,34 @@ pub fn build(
         },
         Input::Pairs(words) => {
             let mut map = Map::new();
+            let mut seen = std::collections::BTreeSet::new();
             for word in words {
                 let Some((key, json, value)) = split_pair(word) else { continue };
-                let prop = properties.and_then(|p| p.get(key));
-                match value_of(key, json, value, prop) {
+                if !seen.insert(key) {
+                    problems.push(format!("`{key}` is given twice; give it once"));
+                    continue;
+                }
+                let prop = properties.and_then(|p| p.get(key)).or_else(|| extra(schema));
+                let prop = prop.map(|p| flatten(p, schema.unwrap_or(&Value::Null)));
+                match value_of(key, json, value, prop.as_ref()) {
                     Ok(v) => {
                         map.insert(key.to_owned(), v);
                     }
-                    Err(problem) => problems.push(problem),
+                    Err(problem) => {
+                        failed.insert(key.to_owned());
+                        problems.push(problem);
+                    }
                 }
             }
             map
         }
     };
     if let Some(schema) = schema {
-        problems.extend(check(&arguments, schema, pairs));
+        // A value that could not be read is not also "missing".
+        let checked = check(&arguments, schema, pairs);
+        problems.extend(
+            checked.into_iter().filter(|p| !failed.iter().any(|k| p == &format!("missing required argument `{k}`"))),
+        );
     }
     if !problems.is_empty() {
         let usage = tool.map(|t| format!("\n\n{}", usage(shown, t))).unwrap_or_default();
@@ -157,6 +172,7 @@ pub fn usage(shown: &str, tool: &Value) -> String {
     // The required ones first, in the order `required` lists them; then by name.
     params.sort_by_key(|(name, _)| required.iter().position(|r| r == name).unwrap_or(usize::MAX));
     let mut line = format!("usage: mcpx call {shown}");
+    let params: Vec<(&String, Value)> = params.into_iter().map(|(n, p)| (n, flatten(p, schema))).collect();
     for (name, prop) in &params {
         let word = format!("{name}={}", type_label(prop).to_uppercase());
         if required.contains(&name.as_str()) {
@@ -192,7 +208,9 @@ pub fn usage(shown: &str, tool: &Value) -> String {
         out.push(format!("  {name:width$}  {ty:type_width$}  {need}  {about}").trim_end().to_owned());
     }
     out.push(String::new());
-    out.push("values: key=value (typed by the schema), key:=JSON, key=@FILE (a file's text)".to_owned());
+    out.push(
+        "values: key=value (typed by the schema), key:=JSON, key=@FILE (a file's text; \\@ for a literal @)".to_owned(),
+    );
     out.join("\n")
 }
 
@@ -216,16 +234,98 @@ fn value_of(key: &str, json: bool, value: &str, prop: Option<&Value>) -> Result<
     } else {
         value.strip_prefix("\\@").map_or_else(|| value.to_owned(), |rest| format!("@{rest}"))
     };
-    if json {
-        return serde_json::from_str(&text).map_err(|e| format!("`{key}:=`: the value is not JSON: {e}"));
-    }
     let types = prop.map(types).unwrap_or_default();
+    if json {
+        let value = serde_json::from_str(&text).map_err(|e| format!("`{key}:=`: the value is not JSON: {e}"))?;
+        return whole(key, value, &types);
+    }
     let parsed = serde_json::from_str::<Value>(text.trim()).ok().filter(|v| !v.is_string());
     match parsed {
-        Some(v) if types.iter().any(|t| *t != "string" && has_type(&v, t)) => Ok(v),
+        Some(v) if types.iter().any(|t| *t != "string" && has_type(&v, t)) => whole(key, v, &types),
         _ if types.is_empty() || types.contains(&"string") => Ok(Value::String(text)),
-        _ => Err(format!("`{key}` takes {}; `{}` is not one", types.join(" or "), short(&Value::String(text)))),
+        _ => Err(format!(
+            "`{key}` takes {}; `{}` is not one (numbers like 3 or 2.5, true or false, null, or JSON)",
+            types.join(" or "),
+            short(&Value::String(text))
+        )),
     }
+}
+
+/// A number for a property that takes integers but not other numbers, as a JSON integer
+/// (`1e3` is sent as `1000`); one too large to hold exactly is refused, never rounded.
+fn whole(key: &str, value: Value, types: &[&str]) -> Result<Value, String> {
+    let Some(f) = value.as_f64().filter(|_| value.is_f64() && types.contains(&"integer") && !types.contains(&"number"))
+    else {
+        return Ok(value);
+    };
+    // 2^53: past it an f64 no longer holds every whole number.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    if f.fract() == 0.0 && f.abs() <= EXACT {
+        // Exact below 2^53, so the cast loses nothing; `-0` becomes 0.
+        #[allow(clippy::cast_possible_truncation)]
+        return Ok(Value::from(f as i64));
+    }
+    Err(format!(
+        "`{key}` takes an integer; `{value}` is not a whole number that JSON numbers hold exactly (up to 2^53)"
+    ))
+}
+
+/// The schema of arguments no property names (`additionalProperties` as a schema).
+fn extra(schema: Option<&Value>) -> Option<&Value> {
+    schema.and_then(|s| s.get("additionalProperties")).filter(|a| a.is_object())
+}
+
+/// `prop` with what decides a `key=value`'s type brought to its top, for the checks and
+/// the usage: a local `$ref` (`#/$defs/X`, `#/definitions/X`) followed, `anyOf`/`oneOf`
+/// branches' types gathered, and a `type` read from an `enum`'s values when it has none.
+fn flatten(prop: &Value, root: &Value) -> Value {
+    let mut prop = prop.clone();
+    for _ in 0..8 {
+        let Some(target) = prop.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#')) else { break };
+        let Some(found) = root.pointer(target).cloned() else { break };
+        let mut merged = found;
+        if let (Value::Object(m), Value::Object(own)) = (&mut merged, &prop) {
+            for (k, v) in own.iter().filter(|(k, _)| *k != "$ref") {
+                m.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        prop = merged;
+    }
+    if prop.get("type").is_none() {
+        let mut found: Vec<Value> = Vec::new();
+        for key in ["anyOf", "oneOf"] {
+            for branch in prop.get(key).and_then(Value::as_array).into_iter().flatten() {
+                let branch = flatten(branch, root);
+                for t in types(&branch) {
+                    if !found.iter().any(|f| f == t) {
+                        found.push(t.into());
+                    }
+                }
+            }
+        }
+        if found.is_empty() {
+            for v in prop.get("enum").and_then(Value::as_array).into_iter().flatten() {
+                let t = match v {
+                    Value::Number(n) if n.is_f64() => "number",
+                    Value::Number(_) => "integer",
+                    Value::String(_) => "string",
+                    Value::Bool(_) => "boolean",
+                    Value::Null => "null",
+                    Value::Array(_) => "array",
+                    Value::Object(_) => "object",
+                };
+                if !found.iter().any(|f| f == t) {
+                    found.push(t.into());
+                }
+            }
+        }
+        if !found.is_empty() {
+            if let Value::Object(m) = &mut prop {
+                m.insert("type".into(), Value::Array(found));
+            }
+        }
+    }
+    prop
 }
 
 /// The problems of `arguments` against `schema` (an `inputSchema`), one line each.
@@ -240,10 +340,13 @@ fn check(arguments: &Map<String, Value>, schema: &Value, pairs: bool) -> Vec<Str
     let open = match schema.get("additionalProperties") {
         Some(Value::Bool(false)) => false,
         Some(_) => true,
-        None => !pairs,
+        // A schema that names no property says nothing of its arguments: take them.
+        None => !pairs || properties.is_none_or(|p| p.is_empty()),
     };
     for (key, value) in arguments {
-        let Some(prop) = properties.and_then(|p| p.get(key)) else {
+        let Some(prop) =
+            properties.and_then(|p| p.get(key)).or_else(|| extra(Some(schema))).map(|p| flatten(p, schema))
+        else {
             if !open {
                 let known = properties.map(|p| p.keys().map(String::as_str).collect::<Vec<_>>()).unwrap_or_default();
                 let dym = mcpx_daemon::suggest::did_you_mean(key, known);
@@ -251,6 +354,7 @@ fn check(arguments: &Map<String, Value>, schema: &Value, pairs: bool) -> Vec<Str
             }
             continue;
         };
+        let prop = &prop;
         let types = types(prop);
         if !types.is_empty() && !types.iter().any(|t| has_type(value, t)) {
             problems.push(format!("`{key}` takes {}; got `{}`", types.join(" or "), short_json(value)));
@@ -340,10 +444,51 @@ mod tests {
     }
 
     fn built(words: &[&str]) -> Result<Value, String> {
+        built_for(&tool(), words)
+    }
+
+    fn built_for(tool: &Value, words: &[&str]) -> Result<Value, String> {
         let words: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
         let input = Input::parse(&words, Some("x.t")).map_err(|e| e.message)?;
-        let raw = build(input, Some(&tool()), "x.t").map_err(|e| e.message)?;
+        let raw = build(input, Some(tool), "x.t").map_err(|e| e.message)?;
         Ok(raw.map(|r| serde_json::from_str(r.get()).unwrap()).unwrap_or(Value::Null))
+    }
+
+    #[test]
+    fn integers_go_out_as_integers_and_are_never_rounded() {
+        assert_eq!(built(&["n=1e3"]).unwrap(), json!({ "n": 1000 }));
+        assert_eq!(built(&["n=-0"]).unwrap(), json!({ "n": 0 }));
+        assert_eq!(built(&["n:=2.0"]).unwrap(), json!({ "n": 2 }));
+        let huge = built(&["n=99999999999999999999999"]).unwrap_err();
+        assert!(huge.starts_with("`n` takes an integer; `1e+23` is not a whole number"), "{huge}");
+    }
+
+    #[test]
+    fn refs_unions_enums_and_open_schemas_type_their_values() {
+        let tool = json!({ "name": "t", "inputSchema": { "type": "object",
+            "$defs": { "Count": { "type": "integer" } },
+            "properties": {
+                "r": { "$ref": "#/$defs/Count" },
+                "u": { "anyOf": [{ "type": "integer" }, { "type": "null" }] },
+                "e": { "enum": [1, 2, 3] },
+                "ob": { "$ref": "#/$defs/Place" },
+            } } });
+        assert_eq!(built_for(&tool, &["r=5", "u=3", "e=2"]).unwrap(), json!({ "r": 5, "u": 3, "e": 2 }));
+        assert_eq!(built_for(&tool, &["u=null"]).unwrap(), json!({ "u": null }));
+        assert!(built_for(&tool, &["u=x"]).unwrap_err().starts_with("`u` takes integer or null"));
+        let open = json!({ "name": "t", "inputSchema": { "type": "object" } });
+        assert_eq!(built_for(&open, &["a=1"]).unwrap(), json!({ "a": "1" }));
+        let typed_extra =
+            json!({ "name": "t", "inputSchema": { "type": "object", "additionalProperties": { "type": "integer" } } });
+        assert_eq!(built_for(&typed_extra, &["q=5"]).unwrap(), json!({ "q": 5 }));
+    }
+
+    #[test]
+    fn a_key_given_twice_or_unreadable_is_said_once() {
+        assert!(built(&["n=1", "n=2"]).unwrap_err().starts_with("`n` is given twice; give it once"));
+        let unreadable = built(&["n=@/nonexistent/mcpx-test"]).unwrap_err();
+        assert!(unreadable.starts_with("`n=@/nonexistent/mcpx-test`: cannot read the file"), "{unreadable}");
+        assert!(!unreadable.contains("missing required argument"), "{unreadable}");
     }
 
     #[test]

@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 use crate::output::tilde;
 
 /// Prints the resolved servers of the request (`cwd`, the explicit `config` file) as
-/// `--json` or text, with trust read from `state`'s trust records. Returns exit 0.
+/// `--json` or text, with trust read from `state`'s trust records. Returns exit 0, or 2
+/// when an entry or a file has an error (a configuration error, as everywhere).
 ///
 /// Errors: a configuration that cannot be resolved, such as a missing `--config` file
 /// (exit 2).
@@ -43,10 +44,11 @@ pub fn run(
         .chain(resolved.file_errors.iter().map(|e| json!({ "error": e.0.to_string() })))
         .chain(resolved.file_warnings.iter().map(|w| json!({ "warning": w.message })))
         .collect();
+    let code = if resolved.errors.is_empty() && resolved.file_errors.is_empty() { 0 } else { 2 };
     if json {
         let body = json!({ "files": resolved.files, "servers": servers, "errors": errors });
         println!("{}", serde_json::to_string_pretty(&body).unwrap_or_default());
-        return Ok(0);
+        return Ok(code);
     }
     let home = config_env.home.as_deref();
     if resolved.files.is_empty() {
@@ -61,7 +63,7 @@ pub fn run(
         let text = problem.get("error").or_else(|| problem.get("warning")).and_then(Value::as_str).unwrap_or_default();
         println!("{}: {text}", if problem.get("error").is_some() { "error" } else { "warning" });
     }
-    Ok(0)
+    Ok(code)
 }
 
 /// One server for `--json`: where it comes from, how it is reached as written (names only

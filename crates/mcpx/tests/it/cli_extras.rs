@@ -132,4 +132,13 @@ fn config_shows_sources_defaults_and_trust_but_no_values() {
     assert_eq!(docs["mcpx"]["callTimeout"], "2m");
     assert!(!listed.to_string().contains("value-of-the-variable") && !listed.to_string().contains("literal-value"));
     assert!(w.daemon_pid().is_none(), "config needs no daemon");
+
+    // A wrong entry is a configuration error: shown, and exit 2.
+    let project = json!({ "mcpServers": { "bad": { "command": 5 } } });
+    std::fs::write(proj.join(".mcp.json"), project.to_string()).unwrap();
+    let wrong = w.run_with(&["config"], |cmd| {
+        cmd.current_dir(&proj);
+    });
+    assert_eq!(wrong.code, 2, "{wrong:?}");
+    assert!(wrong.stdout.contains("error: ") && wrong.stdout.contains("server `bad`"), "{wrong:?}");
 }
