@@ -43,12 +43,22 @@ impl ConfigEnv {
     /// Whether `path` is a user-level file: the mcpx user config or a client's
     /// [`Client::user_file`]. Such a file is never read as a project file.
     pub fn is_user_level(&self, path: &Path) -> bool {
+        self.user_level_files().iter().any(|f| f == path)
+    }
+
+    /// Every user-level file: the mcpx user config and each client's
+    /// [`Client::user_file`], also under [`home_real`](Self::home_real) when `HOME` is a
+    /// link. The walk up from a caller computes this once, not per candidate.
+    pub fn user_level_files(&self) -> Vec<PathBuf> {
         let of = |env: &ConfigEnv| {
-            env.user_file().as_deref() == Some(path)
-                || Client::ALL.iter().any(|c| c.user_file(env).as_deref() == Some(path))
+            let clients = Client::ALL.iter().filter_map(|c| c.user_file(env));
+            env.user_file().into_iter().chain(clients).collect::<Vec<_>>()
         };
-        of(self)
-            || self.home_real.as_ref().is_some_and(|real| of(&ConfigEnv { home: Some(real.clone()), ..self.clone() }))
+        let mut files = of(self);
+        if let Some(real) = &self.home_real {
+            files.extend(of(&ConfigEnv { home: Some(real.clone()), ..self.clone() }));
+        }
+        files
     }
 
     /// The user config file: `$XDG_CONFIG_HOME/mcpx/config.json`, else

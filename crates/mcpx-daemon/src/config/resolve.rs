@@ -48,10 +48,11 @@ impl ResolveRequest {
         }
         let mut paths = Vec::new();
         if let Some(cwd) = &self.cwd {
+            let user_level = env.user_level_files();
             for dir in cwd.ancestors() {
                 for name in PROJECT_FILES {
                     let path = dir.join(name);
-                    if !env.is_user_level(&path) {
+                    if !user_level.contains(&path) {
                         paths.push((path, Role::Project));
                     }
                 }
