@@ -148,7 +148,7 @@ impl Daemon {
     /// Errors: a configuration file cannot be read or is malformed (`config`).
     pub fn resolve(&self, req: &Request) -> Result<ResolvedConfig, ApiError> {
         let before = self.config.known_files().len();
-        let explicit_before = self.config.explicit_files();
+        let explicit_before = self.config.explicit_changes();
         let request = ResolveRequest { cwd: req.caller.cwd.clone(), explicit: req.caller.config.clone() };
         let mut resolved = off_the_runtime(|| self.config.resolve(&request))
             .map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
@@ -167,9 +167,8 @@ impl Daemon {
         if known.len() != before {
             self.record_files(KNOWN_CONFIGS, &known);
         }
-        let explicit = self.config.explicit_files();
-        if explicit != explicit_before {
-            self.record_files(EXPLICIT_CONFIGS, &explicit);
+        if self.config.explicit_changes() != explicit_before {
+            self.record_files(EXPLICIT_CONFIGS, &self.config.explicit_files());
         }
         Ok(resolved)
     }

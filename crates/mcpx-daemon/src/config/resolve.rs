@@ -119,6 +119,9 @@ struct Inner {
     /// entries (name and trust hash) as they were when last named: re-read alone, those
     /// entries are trusted and no others.
     explicit: ExplicitFiles,
+    /// How many times a request changed [`explicit`](Self::explicit), so the daemon
+    /// records the files again only then.
+    explicit_changes: u64,
     /// The trust records as last read, with the stamp of their file.
     trust: Option<(FileStamp, Arc<TrustStore>)>,
 }
@@ -256,7 +259,10 @@ impl ConfigCache {
             if resolved.files.contains(&path) {
                 let named = resolved.servers.values().filter(|e| e.source == path);
                 let named = named.map(|e| (e.name.clone(), e.trust_hash.clone())).collect();
-                inner.explicit.insert(path, named);
+                if inner.explicit.get(&path) != Some(&named) {
+                    inner.explicit.insert(path, named);
+                    inner.explicit_changes += 1;
+                }
             }
         }
         Ok(resolved)
@@ -266,6 +272,12 @@ impl ConfigCache {
     /// [`add_explicit_files`](Self::add_explicit_files)).
     pub fn explicit_files(&self) -> ExplicitFiles {
         self.lock().explicit.clone()
+    }
+
+    /// How many times a request has changed [`explicit_files`](Self::explicit_files):
+    /// compared before and after a request, it says whether to record them again.
+    pub fn explicit_changes(&self) -> u64 {
+        self.lock().explicit_changes
     }
 
     /// Records files as named explicitly by some caller, e.g. the record persisted by a
