@@ -46,6 +46,28 @@ enum Command {
         /// One tool: print its whole definition.
         tool: Option<String>,
     },
+    /// List resources and resource templates, of one server or of all (a named server never listed is started).
+    Resources {
+        /// The server (all when omitted; then nothing is started).
+        server: Option<String>,
+    },
+    /// Read a resource: text to stdout; blobs saved with --out, else described.
+    Read {
+        /// The server.
+        server: String,
+        /// The resource's URI (see `mcpx resources <server>`).
+        uri: String,
+        /// Save binary contents here: a file, or an existing directory (named after the URI).
+        #[arg(long, value_name = "PATH")]
+        out: Option<PathBuf>,
+    },
+    /// List prompts and their arguments, of one server or of all (a named server never listed is started).
+    Prompts {
+        /// The server (all when omitted; then nothing is started).
+        server: Option<String>,
+    },
+    /// Get a prompt's messages: `mcpx prompt <server>.<prompt> key=value ...`, or with a JSON object (`-`: from stdin).
+    Prompt(crate::offers::PromptArgs),
     /// Find tools by name and description, best first.
     Search {
         /// Words that must all match.
@@ -234,6 +256,9 @@ struct CallArgs {
     /// Give up after this long (500ms, 30s, 5m; 0 for never); default: the server's callTimeout.
     #[arg(long, value_name = "DUR")]
     timeout: Option<String>,
+    /// Save image, audio and blob content into this directory (made when missing) and print the paths.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
 /// Parses the command line, runs the command, prints, and returns the exit status.
@@ -409,12 +434,11 @@ async fn dispatch(
             output::ls(json, &rows, long, hint.as_deref());
             Ok(0)
         }
-        Command::Tools { server, tool } => {
-            let req = request(Request { server: Some(server.clone()), tool: tool.clone(), ..Request::default() });
-            let body = client.call(Method::POST, "/v1/tools", Some(&req)).await?;
-            output::tools(json, &server, tool.is_some(), &body)?;
-            Ok(0)
-        }
+        Command::Tools { server, tool } => crate::offers::tools(client, request, server, tool, json).await,
+        Command::Resources { server } => crate::offers::resources(client, request, server, json).await,
+        Command::Read { server, uri, out } => crate::offers::read(client, request, server, uri, out, json).await,
+        Command::Prompts { server } => crate::offers::prompts(client, request, server, json).await,
+        Command::Prompt(args) => crate::offers::prompt(client, request, args, json).await,
         Command::Search { words } => {
             let body = client
                 .call(Method::POST, "/v1/search", Some(&request(Request { words, ..Request::default() })))
@@ -499,7 +523,8 @@ async fn call(
     let named =
         request(Request { target: target.clone(), server: server.clone(), tool: tool.clone(), ..Request::default() });
     let schema = crate::args::tool_schema(client, &named, input.needs_schema()).await?;
-    let arguments = crate::args::build(input, schema.as_ref(), &shown)?;
+    let arguments = crate::args::build(input, schema.as_ref(), &format!("call {shown}"))?;
+    let render = output::Render::new(output::Out::dir(args.out.clone()), stem(tool.as_deref(), target.as_deref()));
     let timeout_ms = args
         .timeout
         .as_deref()
@@ -543,10 +568,16 @@ async fn call(
         }
     }
     match outcome {
-        Some(Ok(body)) => output::call_result(json, &body),
+        Some(Ok(body)) => output::call_result(json, &body, &mut { render }),
         Some(Err(e)) => Err(e),
         None => Err(ApiError::new(ErrorKind::Daemon, "the daemon ended the call without a result; see `mcpx logs`")),
     }
+}
+
+/// The tool's name for the files `--out` saves: `--tool`, else what follows the
+/// target's last dot.
+fn stem<'a>(tool: Option<&'a str>, target: Option<&'a str>) -> &'a str {
+    tool.or_else(|| target.map(|t| t.rsplit('.').next().unwrap_or(t))).unwrap_or("content")
 }
 
 async fn stop(opened: &OpenDirs, all: bool, json: bool) -> Result<i32, ApiError> {

@@ -30,6 +30,7 @@ mod remote;
 mod secrets;
 mod security;
 mod serve;
+mod shell_resources;
 mod start;
 mod status;
 mod supervisor;
