@@ -9,6 +9,8 @@ pub mod bearer;
 pub mod challenge;
 pub mod discovery;
 pub mod fetch;
+#[cfg(test)]
+mod fixtures;
 pub mod flow;
 pub mod login;
 pub mod tokens;
