@@ -274,7 +274,7 @@ fn token_client(
 /// `private_key_jwt` client's assertion (RFC 7523 §2.2), for the server `issuer`.
 ///
 /// Errors: the client has no key, or it cannot sign.
-fn client_auth(client: &ClientInfo, issuer: &str) -> Result<Vec<(&'static str, String)>, String> {
+pub(super) fn client_auth(client: &ClientInfo, issuer: &str) -> Result<Vec<(&'static str, String)>, String> {
     if client.auth_method != "private_key_jwt" {
         return Ok(Vec::new());
     }

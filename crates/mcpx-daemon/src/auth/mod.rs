@@ -1,8 +1,8 @@
 //! OAuth for remote servers (MCP 2025-11-25, Authorization): what a 401's challenge
 //! says ([`challenge`]), where the authorization server is ([`discovery`], over
 //! [`fetch`]), the exchanges with it ([`flow`]), the tokens kept in the secret store
-//! ([`tokens`]), a user's login ([`login`]) and the bearer of a daemon's requests
-//! ([`bearer`]).
+//! ([`tokens`]), a user's login ([`login`]) and logout ([`logout`]), and the bearer of
+//! a daemon's requests ([`bearer`]).
 
 pub mod assertion;
 pub mod bearer;
@@ -13,4 +13,5 @@ pub mod fetch;
 mod fixtures;
 pub mod flow;
 pub mod login;
+pub mod logout;
 pub mod tokens;

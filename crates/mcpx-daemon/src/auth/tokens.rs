@@ -11,6 +11,9 @@ use mcpx_platform::secrets::{SecretStore, SecretValue, Wanted};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::sync::OwnedMutexGuard;
+use url::Url;
+
+use super::discovery::covers;
 
 use crate::sync::lock;
 
@@ -92,6 +95,10 @@ pub fn expiry(now: SystemTime, expires_in: Option<Duration>) -> Option<u64> {
     expires_in.map(|d| (now + d).as_secs())
 }
 
+/// How the secret store names of logins begin; no user secret needs it, and
+/// `mcpx secret ls` shows the secrets that have it as logins.
+pub const PREFIX: &str = "oauth-";
+
 /// The secret store name of the login for `issuer` and `resource`:
 /// `oauth-<16 hex digits of SHA-256>`, a valid secret name whatever the URLs hold.
 pub fn secret_name(issuer: &str, resource: &str) -> String {
@@ -101,7 +108,27 @@ pub fn secret_name(issuer: &str, resource: &str) -> String {
     h.update(resource.as_bytes());
     let digest = h.finalize();
     let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    format!("oauth-{hex}")
+    format!("{PREFIX}{hex}")
+}
+
+/// Every kept login whose resource covers the server at `url` (the same origin, and
+/// `url`'s path at or below the resource's: [`covers`]), the most specific resource
+/// first. These are the logins a request to the server may use, without asking the
+/// network which authorization server it names. A damaged login is left out.
+///
+/// Errors: the store cannot be read (the store's message).
+pub fn covering(state: &Dir, url: &Url) -> Result<Vec<Kept>, String> {
+    let store = SecretStore::open(state).map_err(|e| e.to_string())?;
+    let mut found = Vec::new();
+    for name in store.list().map_err(|e| e.to_string())?.into_iter().filter(|n| n.starts_with(PREFIX)) {
+        let Some(value) = store.get(&name).map_err(|e| e.to_string())? else { continue };
+        let Ok(kept) = serde_json::from_str::<Kept>(value.expose()) else { continue };
+        if Url::parse(&kept.resource).is_ok_and(|resource| covers(&resource, url)) {
+            found.push(kept);
+        }
+    }
+    found.sort_by_key(|k| std::cmp::Reverse(k.resource.len()));
+    Ok(found)
 }
 
 /// Reads the login for `issuer` and `resource` from the store recorded in `state`.
