@@ -66,6 +66,12 @@ fn tokens_show_nowhere_but_the_secret_store() {
             places.push((entry.display().to_string(), String::from_utf8_lossy(&std::fs::read(&entry).unwrap()).into()));
         }
     }
+    let listed = w.run(&["secret", "ls", "--json"]).json();
+    assert_eq!(listed["logins"].as_array().map(Vec::len), Some(1), "{listed}");
+    assert!(listed["names"].as_array().unwrap().iter().all(|n| !n.as_str().unwrap().starts_with("oauth-")), "{listed}");
+    let table = w.run(&["secret", "ls"]).ok();
+    assert!(table.contains("1 login(s) to remote servers") && table.contains("`mcpx auth logout <server>`"), "{table}");
+    places.push(("secret ls".into(), table));
     places.push(("status --json".into(), w.run(&["status", "--json"]).stdout));
     places.push(("ls --json".into(), w.run(&["ls", "--json"]).stdout));
     for (place, text) in &places {
