@@ -9,6 +9,7 @@ use mcpx_platform::exec::Executable;
 use serde_json::value::RawValue;
 
 pub mod login;
+pub mod logins;
 
 use crate::adopt::replace_incompatible;
 use crate::api::{ApiError, ErrorKind, Request, SearchHit, ServerRow, Source};

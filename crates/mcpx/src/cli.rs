@@ -226,6 +226,13 @@ enum AuthAction {
         #[arg(long)]
         no_browser: bool,
     },
+    /// Show each remote server's login: logged in or not, expiry, scopes, and where the tokens are kept.
+    Status,
+    /// Revoke a server's login at its authorization server (where offered) and forget it.
+    Logout {
+        /// The server.
+        server: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -471,6 +478,12 @@ async fn dispatch(
             )
             .await
         }
+        Command::Auth { action: AuthAction::Status } => {
+            crate::auth::status(client, request(Request::default()), json).await
+        }
+        Command::Auth { action: AuthAction::Logout { server } } => {
+            crate::auth::logout(client, request(Request { server: Some(server), ..Request::default() }), json).await
+        }
         Command::Refresh { server } => {
             let body = client
                 .call(Method::POST, "/v1/refresh", Some(&request(Request { server, ..Request::default() })))
@@ -524,7 +537,7 @@ async fn call(
         request(Request { target: target.clone(), server: server.clone(), tool: tool.clone(), ..Request::default() });
     let schema = crate::args::tool_schema(client, &named, input.needs_schema()).await?;
     let arguments = crate::args::build(input, schema.as_ref(), &format!("call {shown}"))?;
-    let render = output::Render::new(output::Out::dir(args.out.clone()), stem(tool.as_deref(), target.as_deref()));
+    let render = output::Render::for_call(args.out.clone(), tool.as_deref(), target.as_deref());
     let timeout_ms = args
         .timeout
         .as_deref()
@@ -572,12 +585,6 @@ async fn call(
         Some(Err(e)) => Err(e),
         None => Err(ApiError::new(ErrorKind::Daemon, "the daemon ended the call without a result; see `mcpx logs`")),
     }
-}
-
-/// The tool's name for the files `--out` saves: `--tool`, else what follows the
-/// target's last dot.
-fn stem<'a>(tool: Option<&'a str>, target: Option<&'a str>) -> &'a str {
-    tool.or_else(|| target.map(|t| t.rsplit('.').next().unwrap_or(t))).unwrap_or("content")
 }
 
 async fn stop(opened: &OpenDirs, all: bool, json: bool) -> Result<i32, ApiError> {

@@ -20,7 +20,7 @@ mod print;
 pub use content::{Out, Render};
 pub use offers::{prompt, prompts, read, resources};
 use print::one_line;
-pub use print::{say, say_json, table, warn};
+pub use print::{say, say_json, table, table_text, warn};
 
 /// Prints an error (one line on stderr, or `{"error":{...}}` on stdout with
 /// `--json`) and returns its exit status.

@@ -60,6 +60,13 @@ impl Render {
         Render { out, stem: safe_name(stem).unwrap_or_else(|| "content".to_owned()), count: 0 }
     }
 
+    /// The renderer of `mcpx call`'s result, `--out DIR` given or not: unnamed files
+    /// are named after the tool (`--tool`, else what follows the target's last dot).
+    pub fn for_call(out: Option<PathBuf>, tool: Option<&str>, target: Option<&str>) -> Render {
+        let tool = tool.or_else(|| target.map(|t| t.rsplit('.').next().unwrap_or(t)));
+        Render::new(Out::dir(out), tool.unwrap_or("content"))
+    }
+
     /// One content block as lines: text as is; `[resource link] name <uri> (mime)`; an
     /// embedded resource's text under `[resource <uri>]`; image, audio and blob data
     /// saved (`saved <path> (mime, N bytes)`) or described
