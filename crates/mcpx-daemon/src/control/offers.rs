@@ -215,6 +215,9 @@ fn resource_hint(cached: Option<&CacheEntry>, server: &str, uri: &str) -> String
             }
         }
     }
+    if let Some((_, to)) = names.iter().find(|(name, to)| name == uri && to != uri) {
+        return format!("; `{uri}` is the name of `{to}`: read it by its URI{see}");
+    }
     // URIs share long prefixes, so a third of their length is a loose bound: only the
     // nearest of the close ones are offered.
     let close = crate::suggest::closest(uri, names.iter().map(|(k, _)| k.as_str()));

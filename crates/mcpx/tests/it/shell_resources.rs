@@ -144,6 +144,8 @@ fn server_everything_resources_prompts_and_content() {
     assert!(blob.contains("use --out FILE to save it]"), "{blob}");
     let dym = failing(&w, 4, &["read", "everything", "demo://resource/static/document/architecture.mdx"]);
     assert!(dym.contains("did you mean `demo://resource/static/document/architecture.md`?"), "{dym}");
+    let by_name = failing(&w, 4, &["read", "everything", "Dynamic Text Resource"]);
+    assert!(by_name.ends_with("; `Dynamic Text Resource` is the name of `demo://resource/dynamic/text/{resourceId}`: read it by its URI (see `mcpx resources everything`)"), "{by_name}");
     let usage = failing(&w, 2, &["prompt", "everything.args-prompt"]);
     assert!(usage.contains("missing required argument `city`"), "{usage}");
     insta::assert_snapshot!("everything_args_prompt", out(&w, &["prompt", "everything.args-prompt", "city=Paris"]));
