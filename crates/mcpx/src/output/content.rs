@@ -227,6 +227,23 @@ mod tests {
     }
 
     #[test]
+    fn embedded_blobs_are_saved_under_a_safe_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut render = Render::new(Out::Dir(dir.path().to_owned()), "tool");
+        let blob = |uri: &str| serde_json::json!({ "type": "resource", "resource": { "uri": uri, "mimeType": "application/pdf", "blob": "AAEC" } });
+        let saved = render.block(&blob("x://a/b/report.pdf")).unwrap();
+        assert_eq!(saved, [format!("saved {} (application/pdf, 3 bytes)", dir.path().join("report.pdf").display())]);
+        // A name that would climb out of the directory is not used: the item is numbered.
+        let saved = render.block(&blob("x://a/..")).unwrap();
+        assert_eq!(saved, [format!("saved {} (application/pdf, 3 bytes)", dir.path().join("tool-2.pdf").display())]);
+        assert_eq!(std::fs::read(dir.path().join("tool-2.pdf")).unwrap(), [0, 1, 2]);
+        let mut hint = Render::new(Out::dir(None), "tool");
+        let line =
+            hint.block(&serde_json::json!({ "type": "audio", "data": "AAEC", "mimeType": "audio/wav" })).unwrap();
+        assert_eq!(line, ["[audio audio/wav, 3 bytes; use --out DIR to save it]"]);
+    }
+
+    #[test]
     fn saving_never_overwrites() {
         let dir = tempfile::tempdir().unwrap();
         let first = save_in(dir.path(), "a.png", b"1").unwrap();
