@@ -7,6 +7,7 @@ use mcpx_platform::secrets::SecretStore;
 use serde_json::{Value, json};
 
 use crate::api::{ApiError, ErrorKind, Request};
+use crate::auth::discovery::covers;
 use crate::auth::logout::{Revocation, logout as log_out};
 use crate::auth::tokens::{self, Kept};
 use crate::config::{Grant, ServerEntry, TransportSpec};
@@ -63,8 +64,9 @@ pub fn status(d: &Daemon, req: &Request) -> Result<Value, ApiError> {
 }
 
 /// `POST /v1/auth/logout`: revokes (RFC 7009, where the authorization server offers
-/// it) and forgets the kept logins of `req.server`, then stops its running instances so
-/// none keeps using a forgotten token. Answers `{"server", "logins": [{"issuer",
+/// it) and forgets the kept logins of `req.server`, then stops its running instances,
+/// and those of the caller's other entries that shared a forgotten login, so none keeps
+/// using a forgotten token. Answers `{"server", "logins": [{"issuer",
 /// "resource", "revocation": "revoked" | "not_offered" | "failed", "error"?}],
 /// "stopped"}`; `logins` is empty when none was kept.
 ///
@@ -79,7 +81,18 @@ pub async fn logout(d: &Daemon, req: &Request) -> Result<Value, ApiError> {
     let done = log_out(&http, &d.dirs.state, &url, oauth.as_ref())
         .await
         .map_err(|m| ApiError::new(ErrorKind::Auth, format!("server `{name}`: {m}")))?;
-    let stopped = d.pool.stop_server(&d.targets.target(entry)?.fingerprint, None).await;
+    // The caller's other entries that share a forgotten login stop too.
+    let forgotten: Vec<url::Url> = done.iter().filter_map(|l| url::Url::parse(&l.resource).ok()).collect();
+    let mut stopped = 0;
+    for other in config.servers.values() {
+        let shares = other.name == entry.name
+            || (matches!(other.transport, TransportSpec::Remote { .. })
+                && policy::server_trusted(other)
+                && d.targets.login_parts(other).is_ok_and(|(url, _)| forgotten.iter().any(|r| covers(r, &url))));
+        if shares {
+            stopped += d.pool.stop_server(&d.targets.target(other)?.fingerprint, None).await;
+        }
+    }
     let logins: Vec<Value> = done
         .iter()
         .map(|l| {
