@@ -88,7 +88,7 @@ pub async fn logout(d: &Daemon, req: &Request) -> Result<Value, ApiError> {
         let shares = other.name == entry.name
             || (matches!(other.transport, TransportSpec::Remote { .. })
                 && policy::server_trusted(other)
-                && d.targets.login_parts(other).is_ok_and(|(url, _)| forgotten.iter().any(|r| covers(r, &url))));
+                && d.targets.remote_url(other).is_ok_and(|url| forgotten.iter().any(|r| covers(r, &url))));
         if shares {
             stopped += d.pool.stop_server(&d.targets.target(other)?.fingerprint, None).await;
         }
@@ -138,7 +138,7 @@ pub(super) fn oauth_http() -> Result<reqwest::Client, ApiError> {
 
 /// The kept login `entry` uses: the most specific one covering its expanded URL.
 fn kept_login(d: &Daemon, entry: &ServerEntry) -> Result<Option<Kept>, ApiError> {
-    let (url, _) = d.targets.login_parts(entry)?;
+    let url = d.targets.remote_url(entry)?;
     let found = tokens::covering(&d.dirs.state, &url).map_err(|m| ApiError::new(ErrorKind::Config, m))?;
     Ok(found.into_iter().next())
 }
