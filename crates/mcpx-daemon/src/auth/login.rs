@@ -92,6 +92,9 @@ pub async fn login(
     } else {
         authorization_code(target, &found, &resource, &scopes, open).await?
     };
+    // Under the renewal lock, so a renewal of the previous login under way does not
+    // save its tokens over these.
+    let _held = tokens::hold(&kept.issuer, &kept.resource).await;
     let location = tokens::save(target.state, &kept)?;
     Ok(LoggedIn {
         issuer: kept.issuer,
