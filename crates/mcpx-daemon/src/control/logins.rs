@@ -27,6 +27,8 @@ use crate::policy;
 pub fn status(d: &Daemon, req: &Request) -> Result<Value, ApiError> {
     let config = d.resolve(req)?;
     let now = std::time::SystemTime::now();
+    // Read once: each get may be a round trip to a keychain.
+    let logins = tokens::all(&d.dirs.state).map_err(|m| ApiError::new(ErrorKind::Config, m));
     let mut servers = Vec::new();
     for entry in config.servers.values() {
         let TransportSpec::Remote { url, headers, .. } = &entry.transport else { continue };
@@ -37,7 +39,7 @@ pub fn status(d: &Daemon, req: &Request) -> Result<Value, ApiError> {
         } else if !policy::server_trusted(entry) {
             "untrusted"
         } else {
-            match kept_login(d, entry) {
+            match kept_login(d, entry, &logins) {
                 Err(e) => {
                     row["error"] = e.message.into();
                     "error"
@@ -136,9 +138,10 @@ pub(super) fn oauth_http() -> Result<reqwest::Client, ApiError> {
         .map_err(|e| ApiError::new(ErrorKind::Server, format!("cannot set up the HTTP client: {e}")))
 }
 
-/// The kept login `entry` uses: the most specific one covering its expanded URL.
-fn kept_login(d: &Daemon, entry: &ServerEntry) -> Result<Option<Kept>, ApiError> {
+/// The kept login `entry` uses, of `logins`: the most specific one covering its
+/// expanded URL.
+fn kept_login(d: &Daemon, entry: &ServerEntry, logins: &Result<Vec<Kept>, ApiError>) -> Result<Option<Kept>, ApiError> {
     let url = d.targets.remote_url(entry)?;
-    let found = tokens::covering(&d.dirs.state, &url).map_err(|m| ApiError::new(ErrorKind::Config, m))?;
-    Ok(found.into_iter().next())
+    let logins = logins.as_ref().map_err(Clone::clone)?;
+    Ok(tokens::covering_in(logins, &url).into_iter().next())
 }
