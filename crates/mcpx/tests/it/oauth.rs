@@ -75,7 +75,7 @@ fn tokens_show_nowhere_but_the_secret_store() {
 }
 
 /// Every file under `dir`, recursively.
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
