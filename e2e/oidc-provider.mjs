@@ -18,6 +18,7 @@
 // Settings, from the environment:
 //   OIDC_ACCESS_TOKEN_TTL      access token lifetime in seconds (default 5);
 //   OIDC_DEVICE_INTERVAL       the device flow's polling `interval` in seconds (default 1);
+//   OIDC_DEVICE_FLOW=0         no device flow (a server that offers none);
 //   OIDC_RESOURCE_CLIENT_ID    the client a protected resource introspects tokens as
 //   OIDC_RESOURCE_CLIENT_SECRET  (client_secret_post; defaults `mcp-resource`, `mcp-resource-secret`).
 //
@@ -43,6 +44,10 @@ const accessTtl = seconds("OIDC_ACCESS_TOKEN_TTL", 5);
 const deviceInterval = seconds("OIDC_DEVICE_INTERVAL", 1);
 const ACCOUNT = "mcpx-test-user";
 
+// stdout carries the issuer line only (a test may stop reading it after that):
+// oidc-provider's notices go to stderr.
+console.log = console.info = console.warn;
+
 const server = http.createServer();
 await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
 const issuer = `http://127.0.0.1:${server.address().port}`;
@@ -64,7 +69,7 @@ const provider = new Provider(issuer, {
     registration: { enabled: true },
     revocation: { enabled: true },
     introspection: { enabled: true },
-    deviceFlow: { enabled: true },
+    deviceFlow: { enabled: process.env.OIDC_DEVICE_FLOW !== "0" },
     resourceIndicators: {
       enabled: true,
       defaultResource: (_ctx, _client, oneOf) => oneOf,

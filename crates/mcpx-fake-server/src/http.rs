@@ -82,10 +82,11 @@ pub fn serve(addr: &str, config: Config) -> Result<(), String> {
         drop(stdout);
         let recorder = config.record.clone().map(|path| Arc::new(Recorder::new(path)));
         let protection = Protection::from_env()?.map(|p| (p, format!("http://{local}")));
+        let metadata = protection.clone();
         let app = Arc::new(App { config, recorder, sessions: Mutex::new(HashMap::new()), protection });
         let router = Router::new()
             .route("/mcp", any(handle))
-            .route(protect::METADATA_PATH, any(metadata))
+            .route(protect::METADATA_PATH, any(move || std::future::ready(protect::metadata(metadata.as_ref()))))
             .layer(DefaultBodyLimit::disable())
             .with_state(app);
         // Without TCP_NODELAY an SSE answer's second write waits for the client's
@@ -457,14 +458,6 @@ async fn handle(State(app): State<Arc<App>>, method: Method, headers: HeaderMap,
             .into_response()),
     };
     result.unwrap_or_else(IntoResponse::into_response)
-}
-
-/// The protected resource metadata (404 without `FAKE_AUTH_SERVER`).
-async fn metadata(State(app): State<Arc<App>>) -> Response {
-    match &app.protection {
-        Some((protection, origin)) => protection.metadata(&format!("{origin}/mcp")),
-        None => StatusCode::NOT_FOUND.into_response(),
-    }
 }
 
 /// A POST: one JSON-RPC message.

