@@ -38,6 +38,16 @@ pub async fn login(
     grant: &Grant<'_>,
     show: &mut (dyn FnMut(&DevicePrompt) -> Result<(), String> + Send),
 ) -> Result<Kept, String> {
+    login_sleeping(http, grant, show, tokio::time::sleep).await
+}
+
+/// [`login`], waiting between polls with `sleep` (tests record the waits).
+async fn login_sleeping<S: Fn(std::time::Duration) -> F, F: std::future::Future<Output = ()>>(
+    http: &reqwest::Client,
+    grant: &Grant<'_>,
+    show: &mut (dyn FnMut(&DevicePrompt) -> Result<(), String> + Send),
+    sleep: S,
+) -> Result<Kept, String> {
     let server = grant.server;
     let endpoint = server.device_authorization_endpoint.clone().ok_or_else(|| {
         format!(
@@ -73,7 +83,7 @@ pub async fn login(
     for (name, value) in auth {
         poll = poll.add_extra_param(name, value);
     }
-    let answer = poll.request_async(http, tokio::time::sleep, None).await.map_err(|e| poll_error(&e))?;
+    let answer = poll.request_async(http, sleep, None).await.map_err(|e| poll_error(&e))?;
     Ok(flow::kept(grant, "device_code", &answer, None))
 }
 
@@ -99,8 +109,105 @@ fn poll_error<RE: std::error::Error + 'static>(e: &RequestTokenError<RE, oauth2:
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use axum::http::StatusCode;
     use oauth2::{DeviceCodeErrorResponse, DeviceCodeErrorResponseType as Kind};
+    use url::Url;
+
+    use super::*;
+    use crate::auth::discovery::AuthServer;
+    use crate::auth::fixtures::{Endpoint, token_answer};
+    use crate::auth::flow::ClientInfo;
+
+    /// A device login against an endpoint whose token endpoint answers `polls` in turn
+    /// (the device authorization endpoint gives `interval` 2): the prompt shown, the
+    /// waits between polls, the requests, and the outcome.
+    async fn device_login(
+        polls: Vec<(StatusCode, String)>,
+    ) -> (Vec<DevicePrompt>, Vec<Duration>, Vec<crate::auth::fixtures::Seen>, Result<Kept, String>) {
+        let endpoint = Endpoint::start(move |n, seen| {
+            if seen.path == "/device" {
+                let code = serde_json::json!({ "device_code": "dc-1", "user_code": "ABCD-EFGH",
+                    "verification_uri": "https://as/device", "expires_in": 600, "interval": 2 });
+                return (StatusCode::OK, code.to_string());
+            }
+            polls.get(n - 2).cloned().unwrap_or((StatusCode::GONE, String::new()))
+        })
+        .await;
+        let mut server = AuthServer::token_only("https://as".into(), endpoint.url.join("token").unwrap());
+        server.device_authorization_endpoint = Some(endpoint.url.join("device").unwrap());
+        let client = ClientInfo { id: "c".into(), secret: None, auth_method: "none".into(), private_key: None };
+        let scopes = vec!["read".to_owned()];
+        let grant = Grant { server: &server, client: &client, resource: "https://r/mcp", scopes: &scopes };
+        let (mut shown, waits) = (Vec::new(), Arc::new(Mutex::new(Vec::new())));
+        let record = waits.clone();
+        let sleep = move |d| {
+            record.lock().unwrap().push(d);
+            std::future::ready(())
+        };
+        let mut show = |p: &DevicePrompt| {
+            shown.push(p.clone());
+            Ok(())
+        };
+        let outcome = login_sleeping(&reqwest::Client::new(), &grant, &mut show, sleep).await;
+        let waits = waits.lock().unwrap().clone();
+        (shown, waits, endpoint.seen(), outcome)
+    }
+
+    fn refusal(error: &str) -> (StatusCode, String) {
+        (StatusCode::BAD_REQUEST, serde_json::json!({ "error": error }).to_string())
+    }
+
+    /// Pending, then slow down, then the tokens: the waits are the interval, then the
+    /// interval and 5 s more (RFC 8628 §3.5); every poll names the device code and the
+    /// resource.
+    #[tokio::test]
+    async fn polls_wait_the_interval_and_slow_down_adds_five_seconds() {
+        let polls = vec![refusal("authorization_pending"), refusal("slow_down"), token_answer("at-1", Some("rt-1"))];
+        let (shown, waits, seen, outcome) = device_login(polls).await;
+        let kept = outcome.unwrap();
+        assert_eq!((kept.access_token.as_str(), kept.refresh_token.as_deref()), ("at-1", Some("rt-1")));
+        assert_eq!(kept.grant, "device_code");
+        assert_eq!(shown.len(), 1);
+        assert_eq!(shown[0].user_code, "ABCD-EFGH");
+        assert_eq!(shown[0].verification_uri, "https://as/device");
+        assert_eq!(shown[0].verification_uri_complete, None);
+        assert_eq!(waits, [Duration::from_secs(2), Duration::from_secs(7)]);
+        assert_eq!(seen[0].field("resource"), Some("https://r/mcp"));
+        assert_eq!(seen[0].field("scope"), Some("read"));
+        assert_eq!(seen.len(), 4);
+        for poll in &seen[1..] {
+            assert_eq!(poll.path, "/token");
+            assert_eq!(poll.field("grant_type"), Some(flow::DEVICE_CODE_GRANT));
+            assert_eq!(poll.field("device_code"), Some("dc-1"));
+            assert_eq!(poll.field("resource"), Some("https://r/mcp"));
+            assert_eq!(poll.field("client_id"), Some("c"));
+        }
+    }
+
+    /// A denial and an expired code end the polling at once, each saying so.
+    #[tokio::test]
+    async fn denied_and_expired_codes_end_the_login() {
+        let (_, _, seen, outcome) =
+            device_login(vec![refusal("authorization_pending"), refusal("access_denied")]).await;
+        assert_eq!(seen.len(), 3);
+        assert!(outcome.unwrap_err().starts_with("the login was denied"));
+        let (_, _, seen, outcome) = device_login(vec![refusal("expired_token")]).await;
+        assert_eq!(seen.len(), 2);
+        assert!(outcome.unwrap_err().starts_with("no one approved the code before it expired"));
+    }
+
+    /// A server without a device authorization endpoint fails before any request.
+    #[tokio::test]
+    async fn a_server_without_the_device_flow_is_refused() {
+        let server = AuthServer::token_only("https://as".into(), Url::parse("https://as/token").unwrap());
+        let client = ClientInfo { id: "c".into(), secret: None, auth_method: "none".into(), private_key: None };
+        let grant = Grant { server: &server, client: &client, resource: "https://r/mcp", scopes: &[] };
+        let error = login(&reqwest::Client::new(), &grant, &mut |_| Ok(())).await.unwrap_err();
+        assert!(error.contains("offers no device login"), "{error}");
+    }
 
     fn refused(kind: Kind) -> String {
         let e: RequestTokenError<std::io::Error, DeviceCodeErrorResponse> =

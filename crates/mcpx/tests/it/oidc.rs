@@ -56,6 +56,8 @@ fn provider(env: &[(&str, &str)]) -> (Spawned, String) {
 /// `docs` is that server, with the scripted browser as `BROWSER`.
 struct Setup {
     w: World,
+    /// The provider's issuer URL.
+    issuer: String,
     _provider: Spawned,
     _resource: Spawned,
 }
@@ -72,7 +74,7 @@ fn setup(env: &[(&str, &str)]) -> Setup {
     let path = format!("{}:{}", node_bin().display(), std::env::var("PATH").unwrap_or_default());
     w.env.push(("PATH".into(), path));
     w.env.push(("BROWSER".into(), script("oidc-browser.mjs").display().to_string()));
-    Setup { w, _provider: provider, _resource: resource }
+    Setup { w, issuer, _provider: provider, _resource: resource }
 }
 
 /// The login kept in the world's secret store file (one, for `docs`).
@@ -102,8 +104,9 @@ fn now() -> u64 {
 
 /// Logging in through the browser, then calls: across a daemon `kill -9` (the login is
 /// kept in the secret store, not in the daemon), and after the access token expired
-/// (refreshed, with the refresh token rotated). No token shows anywhere but the secret
-/// store.
+/// (refreshed, with the refresh token rotated); then a logout (the tokens revoked at
+/// the provider) and a call that fails saying to log in. No token shows anywhere but
+/// the secret store.
 #[test]
 fn login_refresh_and_restart_with_oidc_provider() {
     let s = setup(&[]);
@@ -137,7 +140,40 @@ fn login_refresh_and_restart_with_oidc_provider() {
     }
     printed.push(w.run(&["status", "--json"]).ok());
     printed.push(w.run(&["ls", "--json"]).ok());
+
+    // Logout revokes the tokens at the provider (RFC 7009) and forgets them; a call
+    // then fails at once, saying to log in.
+    let logout = w.run(&["auth", "logout", "docs"]).ok();
+    assert!(logout.contains(&format!("revoked at {}", s.issuer)), "{logout}");
+    printed.push(logout);
+    for token in ["access_token", "refresh_token"] {
+        let token = after[token].as_str().unwrap();
+        assert_eq!(introspect(&s.issuer, token)["active"], false, "the {token} is still active after the logout");
+    }
+    let call = w.call("docs.echo", r#"{"message":"after logout"}"#);
+    assert_eq!(call.code, 4, "{call:?}");
+    assert!(call.stderr.contains("run `mcpx auth login docs`"), "{call:?}");
+    printed.push(format!("{}{}", call.stdout, call.stderr));
     assert_no_leak(w, &tokens, &printed);
+}
+
+/// The provider's introspection answer (RFC 7662) for `token`, asked as the resource's
+/// client.
+fn introspect(issuer: &str, token: &str) -> Value {
+    use std::io::{Read, Write};
+    let body = format!("token={token}&client_id={}&client_secret={}", RESOURCE_CLIENT.0, RESOURCE_CLIENT.1);
+    let address = issuer.strip_prefix("http://").unwrap();
+    let mut conn = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        conn,
+        "POST /token/introspection HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    let json = answer.split_once("\r\n\r\n").map(|(_, body)| body).unwrap_or_default();
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("introspection answered {answer:?}: {e}"))
 }
 
 /// A device login (RFC 8628): the CLI prints the verification URI and the code, the
