@@ -11,7 +11,7 @@ pub mod device;
 pub mod discovery;
 pub mod fetch;
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 pub mod flow;
 pub mod login;
 pub mod logout;
