@@ -331,7 +331,7 @@ mod tests {
         let (_dir, state) = file_state();
         let http = reqwest::Client::new();
         let url = endpoint.url.join("mcp").unwrap();
-        let target = LoginTarget { http: &http, state: &state, server: "docs", url: &url, oauth: None };
+        let target = LoginTarget { http: &http, state: &state, server: "docs", url: &url, oauth: None, device: false };
         assert_eq!(probe(&target).await.unwrap(), (false, None));
         let seen: Vec<_> = endpoint.seen().into_iter().map(|s| (s.method, s.path, s.session)).collect();
         assert_eq!(seen, [("POST".into(), "/mcp".into(), None), ("DELETE".into(), "/mcp".into(), Some("s-1".into()))]);
