@@ -82,6 +82,9 @@ pub struct Request {
     /// `upgrade`: the binary to re-execute (default: the daemon's own).
     #[serde(default)]
     pub binary: Option<PathBuf>,
+    /// `auth/login`: log in by the device authorization grant (RFC 8628).
+    #[serde(default)]
+    pub device: bool,
 }
 
 /// One row of `mcpx ls --json`.

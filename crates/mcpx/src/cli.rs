@@ -225,6 +225,9 @@ enum AuthAction {
         /// Print the URL instead of opening a browser (for a browser on another machine).
         #[arg(long)]
         no_browser: bool,
+        /// Log in with a code entered on any device (RFC 8628 device flow; over SSH, in a container).
+        #[arg(long, conflicts_with = "no_browser")]
+        device: bool,
     },
     /// Show each remote server's login: logged in or not, expiry, scopes, and where the tokens are kept.
     Status,
@@ -469,10 +472,10 @@ async fn dispatch(
         }
         Command::Upgrade { binary } => upgrade(client, binary, json).await,
         Command::Serve { .. } => unreachable!("serve runs without dispatch"),
-        Command::Auth { action: AuthAction::Login { server, no_browser } } => {
+        Command::Auth { action: AuthAction::Login { server, no_browser, device } } => {
             crate::auth::login(
                 client,
-                request(Request { server: Some(server), ..Request::default() }),
+                request(Request { server: Some(server), device, ..Request::default() }),
                 no_browser,
                 json,
             )
