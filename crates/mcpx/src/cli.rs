@@ -46,9 +46,9 @@ enum Command {
         /// One tool: print its whole definition.
         tool: Option<String>,
     },
-    /// Find tools by name and description, best first.
+    /// Find tools by name, title, description and parameters: the best 20, best first.
     Search {
-        /// Words that must all match.
+        /// What you are looking for, in your words ("take a screenshot").
         #[arg(required = true)]
         words: Vec<String>,
     },
