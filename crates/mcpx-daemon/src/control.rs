@@ -10,6 +10,7 @@ use mcpx_platform::exec::Executable;
 use mcpx_proto::{Message, response_result};
 use serde_json::value::RawValue;
 
+pub mod commands;
 pub mod login;
 pub mod logins;
 

@@ -154,6 +154,8 @@ enum Command {
     },
     /// Show the resolved servers: source file, command or URL as written, trust, and the mcpx block with defaults.
     Config,
+    /// Check the directories, the daemon, supervisors, service unit, commands, config files, secret store and logins; exit 1 on any error.
+    Doctor,
     /// Print a shell completion script (bash: `source <(mcpx completions bash)`).
     Completions {
         /// The shell.
@@ -319,6 +321,16 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
     }
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
     let dirs = Dirs::from_env(&env).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
+    if let Command::Doctor = cli.command {
+        // Before the directories are opened: a refused one is a finding, not the end.
+        let exe = std::env::current_exe()
+            .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
+        let cwd = std::env::current_dir().ok();
+        let caller = Caller { config: absolute(cli.global.config, cwd.as_deref()), cwd, ..Caller::default() };
+        return Ok(
+            crate::doctor::run(&dirs, &exe, &env, Request { caller, ..Request::default() }, cli.global.json).await
+        );
+    }
     // Opened and checked before anything connects: a runtime directory another user
     // made, or a link, gets nothing (docs/security.md).
     let opened = dirs.open().map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
@@ -475,6 +487,7 @@ async fn dispatch(
         | Command::Trust { .. }
         | Command::Untrust { .. }
         | Command::Config
+        | Command::Doctor
         | Command::Completions { .. }
         | Command::Man { .. }
         | Command::Complete { .. }
