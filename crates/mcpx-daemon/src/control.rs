@@ -8,6 +8,7 @@ use std::sync::Arc;
 use mcpx_platform::exec::Executable;
 use serde_json::value::RawValue;
 
+pub mod commands;
 pub mod login;
 pub mod logins;
 
@@ -20,6 +21,7 @@ use crate::policy;
 use crate::pool::Target;
 use crate::schema::{CacheEntry, SchemaCache, ToolSummary};
 use crate::scope::PoolKey;
+use crate::search::ToolText;
 use reach::{listed, server_error, through_pool};
 use split::{TOOL, split_target};
 
@@ -189,35 +191,43 @@ pub async fn tools(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError>
     serde_json::value::to_raw_value(&allowed).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))
 }
 
-/// `POST /v1/search`: tools whose name or description holds every word, best first.
+/// `POST /v1/search`: the offered tools of every listed server ranked against the words
+/// ([`crate::search::rank`], BM25F over names, titles, descriptions and parameter names),
+/// best first, at most [`SEARCH_HITS`] of them; a tool that matches no word is left out.
 ///
 /// Errors: no words (`usage`); the caller's configuration cannot be read (`config`).
 pub fn search(d: &Daemon, req: &Request) -> Result<Vec<SearchHit>, ApiError> {
     let config = d.resolve(req)?;
-    let words: Vec<String> = req.words.iter().map(|w| w.to_lowercase()).filter(|w| !w.is_empty()).collect();
-    if words.is_empty() {
+    if req.words.iter().all(|w| w.trim().is_empty()) {
         return Err(ApiError::new(ErrorKind::Usage, "give at least one word: `mcpx search <words>...`"));
     }
-    let mut hits: Vec<(u32, SearchHit)> = Vec::new();
+    let mut tools = Vec::new();
     for entry in policy::offered(&config) {
         let Some(cached) = d.schema.get(&entry.cache_key()) else {
             continue;
         };
-        for tool in cached.tool_summaries() {
-            if !policy::tool_offered(entry, &tool.name) {
-                continue;
-            }
-            if let Some(score) = score(&words, &entry.name, &tool.name, tool.description.as_deref()) {
-                hits.push((
-                    score,
-                    SearchHit { server: entry.name.clone(), tool: tool.name, description: tool.description },
-                ));
-            }
-        }
+        tools.extend(
+            cached
+                .tools
+                .iter()
+                .flatten()
+                .filter_map(|t| ToolText::from_tool(&entry.name, t))
+                .filter(|t| policy::tool_offered(entry, &t.name)),
+        );
     }
-    hits.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| (&a.1.server, &a.1.tool).cmp(&(&b.1.server, &b.1.tool))));
-    Ok(hits.into_iter().map(|(_, h)| h).collect())
+    Ok(crate::search::rank(&tools, &req.words)
+        .into_iter()
+        .take(SEARCH_HITS)
+        .map(|(i, _)| {
+            let t = &tools[i];
+            SearchHit { server: t.server.clone(), tool: t.name.clone(), description: t.description.clone() }
+        })
+        .collect())
 }
+
+/// At most this many tools answer `POST /v1/search`: the best matches, not every tool that
+/// shares a word with the query.
+pub const SEARCH_HITS: usize = 20;
 
 /// `POST /v1/call`: calls a tool and returns its `CallToolResult` exactly as the
 /// server sent it. The call's progress and log notifications go to `notify`, with the
@@ -464,30 +474,6 @@ fn unknown_tool(entry: &ServerEntry, tool: &str, cached: Option<&CacheEntry>) ->
         ErrorKind::UnknownTool,
         format!("server `{server}` has no tool `{tool}`;{dym} its tools: {list} (see `mcpx tools {server}`)"),
     )
-}
-
-/// Scores a tool against lowercase search words; `None` unless every word matches.
-fn score(words: &[String], server: &str, tool: &str, description: Option<&str>) -> Option<u32> {
-    let tool_l = tool.to_lowercase();
-    let server_l = server.to_lowercase();
-    let desc_l = description.unwrap_or_default().to_lowercase();
-    let mut total = 0;
-    for w in words {
-        total += if tool_l == *w {
-            100
-        } else if tool_l.starts_with(w.as_str()) {
-            60
-        } else if tool_l.contains(w.as_str()) {
-            40
-        } else if server_l.contains(w.as_str()) {
-            20
-        } else if desc_l.contains(w.as_str()) {
-            10
-        } else {
-            return None;
-        };
-    }
-    Some(total)
 }
 
 mod offers;

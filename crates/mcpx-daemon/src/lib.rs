@@ -21,6 +21,7 @@ pub mod process;
 pub mod ring;
 pub mod schema;
 pub mod scope;
+pub mod search;
 pub mod server;
 pub mod service_check;
 pub mod stream;

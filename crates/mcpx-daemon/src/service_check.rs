@@ -32,6 +32,15 @@ pub fn supervisor_warnings(env: &HashMap<String, String>) -> Vec<String> {
     warnings_for(&cgroup, Some(invocation_id), |name| unit_text(&dirs, name))
 }
 
+/// The `KillMode` of the user unit `mcpx.service` (what `mcpx service install` writes), read
+/// from its unit file and drop-ins in the user unit directories of `env` (as
+/// [`supervisor_warnings`] finds them): `None` when no such unit file exists, else the mode in
+/// effect (`control-group` when none is set). For `mcpx doctor`, which runs outside the unit.
+pub fn installed_unit_kill_mode(env: &HashMap<String, String>) -> Option<String> {
+    let text = unit_text(&user_unit_dirs(env), "mcpx.service")?;
+    Some(kill_mode(&text).filter(|mode| !mode.is_empty()).unwrap_or("control-group").to_owned())
+}
+
 /// [`supervisor_warnings`] on recorded inputs.
 ///
 /// - `cgroup`, `invocation_id`: see [`unit_kills_supervisors`].

@@ -68,9 +68,9 @@ enum Command {
     },
     /// Get a prompt's messages: `mcpx prompt <server>.<prompt> key=value ...`, or with a JSON object (`-`: from stdin).
     Prompt(crate::offers::PromptArgs),
-    /// Find tools by name and description, best first.
+    /// Find tools by name, title, description and parameters: the best 20, best first.
     Search {
-        /// Words that must all match.
+        /// What you are looking for, in your words ("take a screenshot").
         #[arg(required = true)]
         words: Vec<String>,
     },
@@ -176,6 +176,8 @@ enum Command {
     },
     /// Show the resolved servers: source file, command or URL as written, trust, and the mcpx block with defaults.
     Config,
+    /// Check the directories, the daemon, supervisors, service unit, commands, config files, secret store and logins; exit 1 on any error.
+    Doctor,
     /// Print a shell completion script (bash: `source <(mcpx completions bash)`).
     Completions {
         /// The shell.
@@ -347,6 +349,16 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
     }
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
     let dirs = Dirs::from_env(&env).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
+    if let Command::Doctor = cli.command {
+        // Before the directories are opened: a refused one is a finding, not the end.
+        let exe = std::env::current_exe()
+            .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
+        let cwd = std::env::current_dir().ok();
+        let caller = Caller { config: absolute(cli.global.config, cwd.as_deref()), cwd, ..Caller::default() };
+        return Ok(
+            crate::doctor::run(&dirs, &exe, &env, Request { caller, ..Request::default() }, cli.global.json).await
+        );
+    }
     // Opened and checked before anything connects: a runtime directory another user
     // made, or a link, gets nothing (docs/security.md).
     let opened = dirs.open().map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
@@ -502,6 +514,7 @@ async fn dispatch(
         | Command::Trust { .. }
         | Command::Untrust { .. }
         | Command::Config
+        | Command::Doctor
         | Command::Completions { .. }
         | Command::Man { .. }
         | Command::Complete { .. }

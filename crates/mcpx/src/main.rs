@@ -6,6 +6,7 @@ mod args;
 mod auth;
 mod cli;
 mod completions;
+mod doctor;
 mod foreground;
 mod import;
 mod logs;

@@ -122,7 +122,7 @@ fn tools() -> Value {
     json!({ "tools": [
         { "name": "mcpx_list_servers", "description": "List the configured MCP servers: name, tool count, state, description.",
           "inputSchema": object(json!({}), &[]) },
-        { "name": "mcpx_search", "description": "Find tools of every server whose name or description holds all the words, best first.",
+        { "name": "mcpx_search", "description": "Find the tools of every server that best match the query (names, titles, descriptions, parameters): the best 20, best first.",
           "inputSchema": object(json!({ "query": { "type": "string", "description": "words to look for" } }), &["query"]) },
         { "name": "mcpx_describe", "description": "The full definitions (with input schemas) of one server's tools, or of one tool.",
           "inputSchema": object(json!({ "server": { "type": "string" }, "tool": { "type": "string" } }), &["server"]) },

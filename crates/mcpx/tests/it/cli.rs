@@ -139,7 +139,10 @@ fn a_list_change_rereads_the_schema_cache() {
     assert_eq!(before["state"], "unread");
     w.call("fake.add_tool", r#"{"name":"brand_new"}"#).ok();
     wait_until("the new tool is listed", Duration::from_secs(10), || {
-        w.run(&["search", "brand_new", "--json"]).json().as_array().is_some_and(|a| !a.is_empty())
+        w.run(&["search", "brand_new", "--json"])
+            .json()
+            .as_array()
+            .is_some_and(|a| a.iter().any(|h| h["tool"] == "brand_new"))
     });
     assert_eq!(w.call("fake.brand_new", r#"{"message":"new"}"#).ok(), "new\n");
 }

@@ -14,6 +14,7 @@ mod cli_extras;
 mod clients;
 mod conformance;
 mod conformance_client;
+mod doctor;
 mod errors;
 mod flood;
 mod hostile;
