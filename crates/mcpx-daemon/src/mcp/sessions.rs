@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
 use crate::api::Caller;
-use crate::instance::ClientReplies;
+use crate::instance::{ClientHandle, ClientReplies, ClientSink};
 use crate::names::NameMap;
 use crate::sync::lock;
 
@@ -132,6 +132,13 @@ impl ClientSession {
         }
     }
 
+    /// The session as the instances it reaches know it, for its subscriptions and
+    /// log level: it hears them on its GET stream.
+    pub(crate) fn handle(self: &Arc<Self>) -> ClientHandle {
+        let weak: std::sync::Weak<ClientSession> = Arc::downgrade(self);
+        ClientHandle::new(&self.replies, weak)
+    }
+
     /// Records that request `id` (JSON text) is being answered; the returned signal
     /// fires when the client cancels it. [`ClientSession::end`] forgets it.
     pub fn begin(&self, id: &str) -> Arc<Notify> {
@@ -151,6 +158,12 @@ impl ClientSession {
         if let Some(stop) = lock(&self.inflight).get(id).cloned() {
             stop.notify_one();
         }
+    }
+}
+
+impl ClientSink for ClientSession {
+    fn send(&self, message: &Message) {
+        self.send_event(message);
     }
 }
 

@@ -22,6 +22,7 @@ mod import;
 mod keyring;
 mod messy;
 mod oauth;
+mod offers;
 mod peer;
 mod policy;
 mod pools;
