@@ -593,26 +593,21 @@ impl Instance {
         }
         let heard = match method.as_str() {
             "notifications/progress" => match m.notified_progress_token().and_then(|t| self.calls.progress_target(t)) {
-                Some((notify, token)) => {
-                    self.deliver(&notify, m.with_notified_progress_token(&token));
-                    true
-                }
+                Some((notify, token)) => return self.deliver(&notify, m.with_notified_progress_token(&token)),
                 None => false,
             },
             "notifications/resources/updated" => self.listeners.updated(&m),
-            "notifications/message" => {
-                let callers = self.calls.callers();
-                let sole = if let [ctx] = callers.as_slice() { Some(&**ctx) } else { None };
-                let heard = self.listeners.log(&m, sole, |notify| self.deliver(notify, m.clone()));
-                if !heard && self.may_log() {
-                    tracing::info!(server = %self.identity.server, "server log: {}", m.as_str().chars().take(512).collect::<String>());
-                }
-                return;
-            }
+            "notifications/message" => self.listeners.log(&m, &self.calls.callers(), |n| self.deliver(n, m.clone())),
             _ => false,
         };
-        if !heard {
-            tracing::debug!(server = %self.identity.server, method, "dropped a notification nobody is waiting for");
+        match (heard, method.as_str()) {
+            (true, _) => {}
+            (false, "notifications/message") if self.may_log() => {
+                tracing::info!(server = %self.identity.server, "server log: {}", m.as_str().chars().take(512).collect::<String>());
+            }
+            (false, _) => {
+                tracing::debug!(server = %self.identity.server, method, "dropped a notification nobody takes")
+            }
         }
     }
 

@@ -150,10 +150,11 @@ impl Listeners {
     }
 
     /// `notifications/message`: to every client that set a level at or below the
-    /// message's, on its own stream; the caller of the only request in flight (`sole`)
-    /// gets it on that request's stream instead, unless its own level is above the
+    /// message's, on its own stream; the caller of the only request in flight (when
+    /// `callers`, those of the requests in flight, are one) gets it on that request's stream instead, unless its own level is above the
     /// message's. A message of no known level goes to all. False when it reached nobody.
-    pub(super) fn log(&self, message: &Message, sole: Option<&CallContext>, deliver: impl Fn(&NoticeSender)) -> bool {
+    pub(super) fn log(&self, message: &Message, callers: &[Arc<CallContext>], deliver: impl Fn(&NoticeSender)) -> bool {
+        let sole = if let [ctx] = callers { Some(&**ctx) } else { None };
         let level = serde_json::from_str::<Value>(message.as_str())
             .ok()
             .and_then(|v| LOG_LEVELS.iter().position(|l| v["params"]["level"] == *l));
@@ -236,15 +237,15 @@ mod tests {
         assert!(listeners.set_level(&ha, "loud").is_err());
         let info = Message::notification("notifications/message", Some(r#"{"level":"info","data":"i"}"#));
         let error = Message::notification("notifications/message", Some(r#"{"level":"error","data":"e"}"#));
-        assert!(listeners.log(&info, None, |_| {}));
-        assert!(listeners.log(&error, None, |_| {}));
+        assert!(listeners.log(&info, &[], |_| {}));
+        assert!(listeners.log(&error, &[], |_| {}));
         assert_eq!(lock(&a.0).len(), 1, "a hears only warning and above");
         assert_eq!(lock(&b.0).len(), 2);
         // b's own request in flight: b hears it there, not on its stream.
         let (tx, _rx) = crate::notices::channel(Arc::default());
-        let ctx = CallContext { notify: Some(tx), client: Some((Vec::new(), rb)), ..CallContext::default() };
+        let ctx = Arc::new(CallContext { notify: Some(tx), client: Some((Vec::new(), rb)), ..CallContext::default() });
         let on_request = Mutex::new(0);
-        assert!(listeners.log(&info, Some(&ctx), |_| *lock(&on_request) += 1));
+        assert!(listeners.log(&info, &[ctx], |_| *lock(&on_request) += 1));
         assert_eq!((*lock(&on_request), lock(&b.0).len()), (1, 2));
         drop(hb);
         drop(b);

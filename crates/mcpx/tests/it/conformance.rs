@@ -141,10 +141,7 @@ fn server_everything_passes_through_mcpx_what_it_passes_directly() {
             .filter(|(name, passed)| **passed && results.get(*name) != Some(&true))
             .map(|(n, _)| n)
             .collect();
-        assert!(
-            lost.is_empty(),
-            "passes directly but not {what}: {lost:?}\ndirect: {directly:?}\n{what}: {results:?}"
-        );
+        assert!(lost.is_empty(), "passes directly but not {what}: {lost:?}\ndirect: {directly:?}\n{what}: {results:?}");
     }
 }
 
