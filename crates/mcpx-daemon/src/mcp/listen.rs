@@ -52,6 +52,7 @@ pub(crate) async fn subscription(
     } else {
         listeners.unsubscribe(&client, &original)
     };
+    session.subscribed(&held.lease.instance, &original, subscribe);
     if !upstream {
         return Message::response(id, "{}");
     }
@@ -60,6 +61,7 @@ pub(crate) async fn subscription(
     let answer = send(session, &held, id, method, &p, &server).await;
     if subscribe && is_error(&answer) {
         listeners.unsubscribe(&client, &original);
+        session.subscribed(&held.lease.instance, &original, false);
     }
     answer
 }

@@ -119,8 +119,9 @@ fn completion_and_uris_round_trip_through_mcp() {
 
 /// Two aggregate sessions and a passed-through one share the instance: the server is
 /// subscribed once and unsubscribed after the last, and each subscriber hears updates
-/// with the URI it used. The instance's log level is its most verbose client's, and
-/// each client hears only its own level and above.
+/// with the URI it used; a session that ends leaves its subscriptions. The
+/// instance's log level is its most verbose client's, and each client hears only its
+/// own level and above.
 #[test]
 fn subscriptions_and_log_levels_are_counted_per_instance_through_mcp() {
     let w = world();
@@ -162,7 +163,7 @@ fn subscriptions_and_log_levels_are_counted_per_instance_through_mcp() {
     assert_eq!(sa.heard("notifications/resources/updated").len(), 1, "a unsubscribed");
     rpc(&w, "/mcp", &b, request("resources/unsubscribe", aggregate.clone()));
     rpc(&w, "/mcp/fake", &p, request("resources/unsubscribe", own.clone()));
-    assert_eq!(upstream(&w, "resources/unsubscribe"), [own], "after the last subscriber");
+    assert_eq!(upstream(&w, "resources/unsubscribe"), std::slice::from_ref(&own), "after the last subscriber");
 
     for (session, level) in [(&a, "error"), (&b, "debug"), (&a, "warning")] {
         let answer = rpc(&w, "/mcp", session, request("logging/setLevel", json!({ "level": level })));
@@ -181,6 +182,14 @@ fn subscriptions_and_log_levels_are_counted_per_instance_through_mcp() {
     let heard_by_a = sa.heard("notifications/message");
     assert_eq!(heard_by_a.len(), 1, "a asked for warning and above: {heard_by_a:?}");
     assert_eq!(heard_by_a[0]["params"]["data"], "for both");
+
+    // A session that ends leaves its subscriptions: the server is unsubscribed.
+    rpc(&w, "/mcp", &a, request("resources/subscribe", aggregate.clone()));
+    let (status, _, _) = crate::serve::http(&w, "DELETE", "/mcp", &[("mcp-session-id", &a)], "");
+    assert_eq!(status, 204);
+    wait_until("the server is unsubscribed after the session ends", Duration::from_secs(10), || {
+        upstream(&w, "resources/unsubscribe").len() == 2
+    });
 }
 
 /// The same through `mcpx serve` and `mcpx serve --server fake`: completion, URIs,
