@@ -207,6 +207,10 @@ fn completion_subscriptions_levels_and_uris_through_serve() {
     assert_eq!(embedded["result"]["content"][0]["resource"]["uri"], "mcpx://fake/test://embedded-resource");
     let direct_embedded = direct.request("tools/call", json!({ "name": "test_embedded_resource", "arguments": {} }));
     assert_eq!(direct_embedded["result"]["content"][0]["resource"]["uri"], "test://embedded-resource");
+    let read = aggregate.request("resources/read", json!({ "uri": "mcpx://fake/test://static-text" }));
+    assert_eq!(read["result"]["contents"][0]["uri"], "mcpx://fake/test://static-text", "{read}");
+    let direct_read = direct.request("resources/read", json!({ "uri": "test://static-text" }));
+    assert_eq!(direct_read["result"]["contents"][0]["uri"], "test://static-text");
 
     let (mcpx_uri, own) = ("mcpx://fake/test://watched-resource", "test://watched-resource");
     assert_eq!(aggregate.request("resources/subscribe", json!({ "uri": mcpx_uri }))["result"], json!({}));
