@@ -151,8 +151,9 @@ impl Listeners {
 
     /// `notifications/message`: to every client that set a level at or below the
     /// message's, on its own stream; the caller of the only request in flight (when
-    /// `callers`, those of the requests in flight, are one) gets it on that request's stream instead, unless its own level is above the
-    /// message's. A message of no known level goes to all. False when it reached nobody.
+    /// `callers`, those of the requests in flight, are one) gets it on that request's
+    /// stream instead, when it has one, unless its own level is above the message's.
+    /// A message of no known level goes to all. False when it reached nobody.
     pub(super) fn log(&self, message: &Message, callers: &[Arc<CallContext>], deliver: impl Fn(&NoticeSender)) -> bool {
         let sole = if let [ctx] = callers { Some(&**ctx) } else { None };
         let level = serde_json::from_str::<Value>(message.as_str())
@@ -166,7 +167,9 @@ impl Listeners {
             inner.levels.values().cloned().collect()
         };
         let mut reached = false;
-        if let Some(notify) = sole.and_then(|c| c.notify.as_ref()) {
+        // The sole caller hears it on its request's stream, when that has one.
+        let on_request = sole.and_then(|c| c.notify.as_ref());
+        if let Some(notify) = on_request {
             let own = listeners.iter().find(|(c, _)| Some(c.key) == sole_key).map(|(_, l)| *l);
             if own.is_none_or(wants) {
                 deliver(notify);
@@ -174,7 +177,7 @@ impl Listeners {
             }
         }
         for (client, client_level) in listeners {
-            if Some(client.key) == sole_key || !wants(client_level) {
+            if (on_request.is_some() && Some(client.key) == sole_key) || !wants(client_level) {
                 continue;
             }
             if let Some(sink) = client.sink.upgrade() {
@@ -245,8 +248,12 @@ mod tests {
         let (tx, _rx) = crate::notices::channel(Arc::default());
         let ctx = Arc::new(CallContext { notify: Some(tx), client: Some((Vec::new(), rb)), ..CallContext::default() });
         let on_request = Mutex::new(0);
-        assert!(listeners.log(&info, &[ctx], |_| *lock(&on_request) += 1));
+        assert!(listeners.log(&info, std::slice::from_ref(&ctx), |_| *lock(&on_request) += 1));
         assert_eq!((*lock(&on_request), lock(&b.0).len()), (1, 2));
+        // A request answered as JSON has no stream: b hears it on its own.
+        let json_answered = Arc::new(CallContext { client: ctx.client.clone(), ..CallContext::default() });
+        assert!(listeners.log(&info, &[json_answered], |_| *lock(&on_request) += 1));
+        assert_eq!((*lock(&on_request), lock(&b.0).len()), (1, 3));
         drop(hb);
         drop(b);
         assert_eq!(listeners.set_level(&ha, "warning"), Ok(Some("warning")), "b has gone");
