@@ -46,6 +46,28 @@ enum Command {
         /// One tool: print its whole definition.
         tool: Option<String>,
     },
+    /// List resources and resource templates, of one server or of all (a named server never listed is started).
+    Resources {
+        /// The server (all when omitted; then nothing is started).
+        server: Option<String>,
+    },
+    /// Read a resource: text to stdout; blobs saved with --out, else described.
+    Read {
+        /// The server.
+        server: String,
+        /// The resource's URI (see `mcpx resources <server>`).
+        uri: String,
+        /// Save binary contents here: a file, or an existing directory (named after the URI).
+        #[arg(long, value_name = "PATH")]
+        out: Option<PathBuf>,
+    },
+    /// List prompts and their arguments, of one server or of all (a named server never listed is started).
+    Prompts {
+        /// The server (all when omitted; then nothing is started).
+        server: Option<String>,
+    },
+    /// Get a prompt's messages: `mcpx prompt <server>.<prompt> key=value ...`, or with a JSON object (`-`: from stdin).
+    Prompt(crate::offers::PromptArgs),
     /// Find tools by name and description, best first.
     Search {
         /// Words that must all match.
@@ -203,6 +225,9 @@ enum AuthAction {
         /// Print the URL instead of opening a browser (for a browser on another machine).
         #[arg(long)]
         no_browser: bool,
+        /// Log in with a code entered on any device (RFC 8628 device flow; over SSH, in a container).
+        #[arg(long, conflicts_with = "no_browser")]
+        device: bool,
     },
     /// Show each remote server's login: logged in or not, expiry, scopes, and where the tokens are kept.
     Status,
@@ -241,6 +266,9 @@ struct CallArgs {
     /// Give up after this long (500ms, 30s, 5m; 0 for never); default: the server's callTimeout.
     #[arg(long, value_name = "DUR")]
     timeout: Option<String>,
+    /// Save image, audio and blob content into this directory (made when missing) and print the paths.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
 /// Parses the command line, runs the command, prints, and returns the exit status.
@@ -416,12 +444,11 @@ async fn dispatch(
             output::ls(json, &rows, long, hint.as_deref());
             Ok(0)
         }
-        Command::Tools { server, tool } => {
-            let req = request(Request { server: Some(server.clone()), tool: tool.clone(), ..Request::default() });
-            let body = client.call(Method::POST, "/v1/tools", Some(&req)).await?;
-            output::tools(json, &server, tool.is_some(), &body)?;
-            Ok(0)
-        }
+        Command::Tools { server, tool } => crate::offers::tools(client, request, server, tool, json).await,
+        Command::Resources { server } => crate::offers::resources(client, request, server, json).await,
+        Command::Read { server, uri, out } => crate::offers::read(client, request, server, uri, out, json).await,
+        Command::Prompts { server } => crate::offers::prompts(client, request, server, json).await,
+        Command::Prompt(args) => crate::offers::prompt(client, request, args, json).await,
         Command::Search { words } => {
             let body = client
                 .call(Method::POST, "/v1/search", Some(&request(Request { words, ..Request::default() })))
@@ -445,10 +472,10 @@ async fn dispatch(
         }
         Command::Upgrade { binary } => upgrade(client, binary, json).await,
         Command::Serve { .. } => unreachable!("serve runs without dispatch"),
-        Command::Auth { action: AuthAction::Login { server, no_browser } } => {
+        Command::Auth { action: AuthAction::Login { server, no_browser, device } } => {
             crate::auth::login(
                 client,
-                request(Request { server: Some(server), ..Request::default() }),
+                request(Request { server: Some(server), device, ..Request::default() }),
                 no_browser,
                 json,
             )
@@ -512,7 +539,8 @@ async fn call(
     let named =
         request(Request { target: target.clone(), server: server.clone(), tool: tool.clone(), ..Request::default() });
     let schema = crate::args::tool_schema(client, &named, input.needs_schema()).await?;
-    let arguments = crate::args::build(input, schema.as_ref(), &shown)?;
+    let arguments = crate::args::build(input, schema.as_ref(), &format!("call {shown}"))?;
+    let render = output::Render::for_call(args.out.clone(), tool.as_deref(), target.as_deref());
     let timeout_ms = args
         .timeout
         .as_deref()
@@ -556,7 +584,7 @@ async fn call(
         }
     }
     match outcome {
-        Some(Ok(body)) => output::call_result(json, &body),
+        Some(Ok(body)) => output::call_result(json, &body, &mut { render }),
         Some(Err(e)) => Err(e),
         None => Err(ApiError::new(ErrorKind::Daemon, "the daemon ended the call without a result; see `mcpx logs`")),
     }

@@ -9,6 +9,7 @@ mod completions;
 mod foreground;
 mod import;
 mod logs;
+mod offers;
 mod output;
 mod sanitize;
 mod secret;

@@ -1,0 +1,140 @@
+//! How a control-API request reaches a server for its caller: the schema cache entry,
+//! with a server never listed started and listed first when the request asks
+//! ([`listed`]), and one request sent through the caller's pool ([`through_pool`]),
+//! the one path of `call`, `read` and `prompt`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpx_proto::{Message, response_result};
+use serde_json::value::RawValue;
+
+use crate::api::{ApiError, Caller, ErrorKind, Request};
+use crate::config::ServerEntry;
+use crate::daemon::Daemon;
+use crate::instance::{CallContext, CallError};
+use crate::notices::NoticeSender;
+use crate::pool::Target;
+use crate::schema::CacheEntry;
+
+/// Sends the request `method` with `params` (JSON text) to an instance of `entry` in
+/// the caller's pool, started when there is none, and returns the server's `result`
+/// exactly as sent: the one path of `POST /v1/call`, `/v1/read` and `/v1/prompt`.
+/// `check` runs before the instance is acquired and again after, since a start lists
+/// the server. The deadline is `timeout_ms`, else the server's `callTimeout`; a
+/// `call`-scoped instance is stopped after.
+///
+/// Errors: `check`'s; the server failed (`server`, `protocol`, `timeout`) or answered
+/// a JSON-RPC error (`rpc`, with its code).
+pub(super) async fn through_pool(
+    d: &Daemon,
+    req: &Request,
+    entry: &ServerEntry,
+    method: &str,
+    params: &str,
+    notify: Option<NoticeSender>,
+    check: impl Fn(&Target) -> Result<(), ApiError>,
+) -> Result<Box<RawValue>, ApiError> {
+    let server = &entry.name;
+    let target = d.targets.target(entry)?;
+    check(&target)?;
+    let timeout = match req.timeout_ms {
+        Some(0) => None,
+        Some(ms) => Some(Duration::from_millis(ms)),
+        None => entry.options.call_timeout,
+    };
+    let key = d.targets.pool_key(entry, &req.caller);
+    let lease = d.pool.acquire(&target, &key, timeout).await.map_err(|e| server_error(server, e))?;
+    let inst = lease.instance.clone();
+    check(&target)?;
+    let ctx = Arc::new(CallContext {
+        label: caller_label(&req.caller),
+        notify,
+        roots: req.caller.cwd.clone().map(|cwd| vec![cwd]),
+        client: None,
+    });
+    let response = inst.request_for(Message::request("0", method, Some(params)), timeout, ctx).await;
+    drop(lease);
+    if key.is_call() {
+        d.pool.release(&inst, &key).await;
+    } else {
+        d.pool.notify_changed();
+    }
+    let response = response.map_err(|e| server_error(server, e))?;
+    response_result(&response).map_err(|e| ApiError {
+        kind: ErrorKind::Rpc,
+        message: format!("server `{server}` answered {method} with an error: {}", e.message),
+        code: Some(e.code),
+    })
+}
+
+/// The schema cache entry of `entry`, with its tools listed. A server never listed (or
+/// whose listing failed before it ever succeeded) is started in the caller's pool and
+/// listed first when `req.start` asks (design: `tools <server>` of a server never
+/// listed starts it, since the user named it); a `call`-scoped instance is stopped after.
+///
+/// Errors: never listed and no `start` (`server`); the start or the listing failed
+/// (`server`, `protocol`, `timeout`).
+pub(super) async fn listed(d: &Daemon, req: &Request, entry: &ServerEntry) -> Result<CacheEntry, ApiError> {
+    let name = &entry.name;
+    let key = entry.cache_key();
+    if let Some(cached) = d.schema.get(&key).filter(|c| c.tools.is_some()) {
+        return Ok(cached);
+    }
+    if !req.start {
+        return Err(ApiError::new(
+            ErrorKind::Server,
+            format!("server `{name}` has not been listed yet; `mcpx tools {name}` starts it and lists it"),
+        ));
+    }
+    let target = d.targets.target(entry)?;
+    let pool_key = d.targets.pool_key(entry, &req.caller);
+    let lease =
+        d.pool.acquire(&target, &pool_key, entry.options.start_timeout).await.map_err(|e| server_error(name, e))?;
+    let inst = lease.instance.clone();
+    drop(lease);
+    if pool_key.is_call() {
+        d.pool.release(&inst, &pool_key).await;
+    }
+    match d.schema.get(&key) {
+        Some(cached) if cached.tools.is_some() => Ok(cached),
+        cached => {
+            let why = cached.and_then(|c| c.error).unwrap_or_else(|| "it sent no listing".to_owned());
+            Err(ApiError::new(
+                ErrorKind::Server,
+                format!("server `{name}` started but could not be listed: {why} (see `mcpx logs {name}`)"),
+            ))
+        }
+    }
+}
+
+/// How `status` names a caller: its session, else its parent process.
+fn caller_label(caller: &Caller) -> String {
+    match (&caller.session, caller.ppid) {
+        (Some(s), _) => format!("session:{s}"),
+        (None, Some(p)) => format!("pid:{p}"),
+        (None, None) => String::new(),
+    }
+}
+
+/// The API error for a failed request to `server`, its kind following the failure.
+pub(super) fn server_error(server: &str, e: CallError) -> ApiError {
+    let kind = match e {
+        CallError::Timeout(_) | CallError::Busy(_) | CallError::StartTimeout(_) => ErrorKind::Timeout,
+        CallError::Transport(ref e) if e.timed_out() => ErrorKind::Timeout,
+        CallError::Transport(ref e) if e.needs_login() => ErrorKind::Auth,
+        CallError::Protocol(_) | CallError::TooLarge { .. } | CallError::RequestTooLarge { .. } => ErrorKind::Protocol,
+        CallError::Exited { .. }
+        | CallError::Launch(_)
+        | CallError::Lost(_)
+        | CallError::Cancelled
+        | CallError::Transport(_) => ErrorKind::Server,
+    };
+    let hint = match e {
+        CallError::Exited { .. } | CallError::Launch(_) => {
+            format!(" (see `mcpx status` and `mcpx logs {server}`)")
+        }
+        _ => String::new(),
+    };
+    ApiError::new(kind, format!("server `{server}`: {e}{hint}"))
+}
