@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 pub use hyper::Method;
+/// What [`Client::request`] answers, its body streamed.
+pub type Answer = hyper::Response<hyper::body::Incoming>;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;

@@ -10,6 +10,7 @@ mod budget;
 mod calls;
 mod context;
 mod error;
+mod listeners;
 mod server_requests;
 mod session;
 #[cfg(test)]
@@ -18,6 +19,7 @@ mod tests;
 pub use budget::LogBudget;
 pub use context::{CLIENT_ANSWER_TIMEOUT, CallContext, ClientReplies};
 pub use error::{CallError, ERROR_TAIL_BYTES};
+pub use listeners::{ClientHandle, ClientSink, LOG_LEVELS, Listeners};
 pub use session::ServerSession;
 
 use std::path::PathBuf;
@@ -111,6 +113,8 @@ pub struct Instance {
     null_id_errors: AtomicU64,
     /// What the server makes the daemon log on its own is rate-limited.
     log_budget: Arc<LogBudget>,
+    /// Its clients' resource subscriptions and log levels.
+    pub listeners: Listeners,
 }
 
 /// The identity and limits an instance is started with.
@@ -201,6 +205,7 @@ impl Instance {
             dropped_notifications: AtomicU64::new(0),
             null_id_errors: AtomicU64::new(0),
             log_budget: spec.log_budget,
+            listeners: Listeners::default(),
         });
         tokio::spawn(route(Arc::downgrade(&inst), rx, events));
         inst
@@ -574,8 +579,9 @@ impl Instance {
     }
 
     /// Notifications from the server: progress to the request that asked for it,
-    /// log messages to the only request in flight (else the log), list changes to
-    /// the daemon (which re-reads the schema cache).
+    /// resource updates to their subscribers, log messages to the clients that asked
+    /// for their level and to the only request in flight (else the log), list changes
+    /// to the daemon (which re-reads the schema cache).
     fn route_notification(&self, m: Message, events: &mpsc::UnboundedSender<(String, InstanceEvent)>) {
         let method = m.method().unwrap_or_default().to_owned();
         if method.ends_with("/list_changed") {
@@ -585,26 +591,24 @@ impl Instance {
             let _ = events.send((self.identity.fingerprint.clone(), InstanceEvent::ListChanged(method)));
             return;
         }
-        if method == "notifications/progress" {
-            match m.notified_progress_token().and_then(|token| self.calls.progress_target(token)) {
-                Some((notify, token)) => self.deliver(&notify, m.with_notified_progress_token(&token)),
-                None => {
-                    tracing::debug!(server = %self.identity.server, "dropped a progress notification no request is waiting for")
-                }
+        let heard = match method.as_str() {
+            "notifications/progress" => match m.notified_progress_token().and_then(|t| self.calls.progress_target(t)) {
+                Some((notify, token)) => return self.deliver(&notify, m.with_notified_progress_token(&token)),
+                None => false,
+            },
+            "notifications/resources/updated" => self.listeners.updated(&m),
+            "notifications/message" => self.listeners.log(&m, &self.calls.callers(), |n| self.deliver(n, m.clone())),
+            _ => false,
+        };
+        match (heard, method.as_str()) {
+            (true, _) => {}
+            (false, "notifications/message") if self.may_log() => {
+                tracing::info!(server = %self.identity.server, "server log: {}", m.as_str().chars().take(512).collect::<String>());
             }
-            return;
-        }
-        if method == "notifications/message" {
-            match self.calls.sole_notify() {
-                Some(notify) => self.deliver(&notify, m),
-                None if self.may_log() => {
-                    tracing::info!(server = %self.identity.server, "server log: {}", m.as_str().chars().take(512).collect::<String>())
-                }
-                None => {}
+            (false, _) => {
+                tracing::debug!(server = %self.identity.server, method, "dropped a notification nobody takes")
             }
-            return;
         }
-        tracing::debug!(server = %self.identity.server, method, "notification from server");
     }
 
     /// Server-to-client requests (design: "Pools"): `ping` is answered here; the

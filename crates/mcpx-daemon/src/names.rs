@@ -6,6 +6,9 @@
 //! ends in `_` and 8 hex digits of a hash of the full original; two originals that
 //! still collide are told apart the same way, in a deterministic order, so a client
 //! sees the same names on every listing and a call maps back to its original.
+//!
+//! Resource URIs become `mcpx://<server>/<original>` ([`resource_uri`]), which
+//! [`split_resource_uri`] maps back.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -49,10 +52,33 @@ impl NameMap {
         self.to_original.get(exposed).map(|(s, t)| (s.as_str(), t.as_str()))
     }
 
+    /// The (server, tool) whose original name is `name`, when exactly one server has
+    /// it: a client may use a tool's own name while no other server shares it.
+    pub fn bare(&self, name: &str) -> Option<(&str, &str)> {
+        let mut owners = self.to_exposed.keys().filter(|(_, t)| t == name);
+        let (server, tool) = owners.next()?;
+        owners.next().is_none().then_some((server.as_str(), tool.as_str()))
+    }
+
     /// The exposed name of (server, tool).
     pub fn exposed(&self, server: &str, tool: &str) -> Option<&str> {
         self.to_exposed.get(&(server.to_owned(), tool.to_owned())).map(String::as_str)
     }
+}
+
+/// The scheme of the aggregate's resource URIs.
+pub const URI_SCHEME: &str = "mcpx://";
+
+/// The aggregate's URI for the resource (or template) `uri` of `server`:
+/// `mcpx://<server>/<uri>`.
+pub fn resource_uri(server: &str, uri: &str) -> String {
+    format!("{URI_SCHEME}{server}/{uri}")
+}
+
+/// The (server, original URI) of an aggregate URI made by [`resource_uri`]; `None`
+/// for any other URI.
+pub fn split_resource_uri(uri: &str) -> Option<(&str, &str)> {
+    uri.strip_prefix(URI_SCHEME)?.split_once('/').filter(|(server, _)| !server.is_empty())
 }
 
 /// `<server>__<tool>` with invalid characters replaced, shortened with a hash when long.
@@ -79,6 +105,15 @@ fn with_hash(name: &str, server: &str, tool: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resource_uris_round_trip() {
+        let uri = resource_uri("fake", "test://template/{id}/data");
+        assert_eq!(uri, "mcpx://fake/test://template/{id}/data");
+        assert_eq!(split_resource_uri(&uri), Some(("fake", "test://template/{id}/data")));
+        assert_eq!(split_resource_uri("test://static"), None);
+        assert_eq!(split_resource_uri("mcpx:///x"), None);
+    }
 
     fn valid(name: &str) -> bool {
         !name.is_empty()
@@ -107,6 +142,9 @@ mod tests {
         }
         // `my.server__get/file name` and `my_server__get_file_name` collide once cleaned.
         assert_ne!(map.exposed("my.server", "get/file name"), map.exposed("my_server", "get_file_name"));
+        assert_eq!(map.bare("echo"), Some(("everything", "echo")));
+        let shared = NameMap::build([("a", "echo"), ("b", "echo")]);
+        assert_eq!(shared.bare("echo"), None, "two servers have it");
         let reversed = NameMap::build(tools.iter().rev().copied());
         assert_eq!(map, reversed, "the names do not depend on the listing order");
     }

@@ -103,6 +103,7 @@
 //! | `duplicate {message}` | sends the echo response twice, same id |
 //! | `roots {}` | asks the client `roots/list` (id `srv-N`), returns the result's JSON, or `isError` with the error message (10 s timeout) |
 //! | `sample {}` | same with `sampling/createMessage` |
+//! | `notify {method, params={}}` | sends the notification `method` with `params` (a resource update, a log message at some level), then `sent <method>` |
 //! | `stdout_flood {bytes}` | writes `bytes` bytes of ~1 KiB `notifications/message` lines, then `wrote <n> bytes` (exact, newlines included) |
 //!
 //! Unknown tool names get a `-32602` error; bad arguments an `isError` result.

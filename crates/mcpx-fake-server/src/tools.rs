@@ -134,6 +134,12 @@ fn builtin_specs() -> Vec<(&'static str, &'static str, Value, &'static [&'static
             }),
             &["bytes", "after_ms", "report"],
         ),
+        (
+            "notify",
+            "Sends the notification `method` with `params` (an object), then replies.",
+            json!({ "method": { "type": "string" }, "params": { "type": "object" } }),
+            &["method"],
+        ),
     ]
 }
 
@@ -242,6 +248,7 @@ pub fn call(server: &Server, id: &Value, params: &Value) -> Reply {
         ),
         "stdout_flood" => stdout_flood(server, &args),
         "flood_later" => Ok(flood_later(server, id, &args)),
+        "notify" => notify(server, &args),
         _ if extra_tools(server).iter().any(|extra| extra == name) => echo(&args),
         _ if is_generated(server, name) => Ok(text(name)),
         _ if name.starts_with(conformance::TOOL_PREFIX) || name == conformance::SCHEMA_TOOL => {
@@ -504,6 +511,14 @@ fn barrier(server: &Server, args: &Args<'_>) -> ToolResult {
         (_, true) => Ok(text(format!("barrier {n} reached"))),
         (in_flight, false) => Err(format!("barrier timed out with {in_flight} in flight")),
     }
+}
+
+/// `notify`: sends the notification `method` with `params`, replies.
+fn notify(server: &Server, args: &Args<'_>) -> ToolResult {
+    let method = args.str("method")?;
+    let params = args.0.get("params").cloned().unwrap_or_else(|| json!({}));
+    server.out.send(&protocol::notification(method, params));
+    Ok(text(format!("sent {method}")))
 }
 
 /// `add_tool`: registers an echo-like tool, announces the change, replies.

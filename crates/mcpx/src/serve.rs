@@ -9,17 +9,20 @@
 //! instance. When the daemon goes away it starts or finds a new one and
 //! initializes again with the client's own `initialize`, by itself; a request in
 //! flight at that moment fails with a JSON-RPC error, never hangs.
+//!
+//! It also holds the session's GET stream open, so what the daemon sends on its
+//! own (list changes, resource updates, log messages) reaches the client.
 
 use std::sync::Arc;
 
 use http_body_util::BodyExt;
 use mcpx_daemon::api::ApiError;
-use mcpx_daemon::client::{Client, ClientError, Method};
+use mcpx_daemon::client::{Answer, Client, ClientError, Method};
 use mcpx_daemon::mcp::{CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, MODE_HEADER, PPID_HEADER, SESSION_HEADER};
 use mcpx_proto::mcp::error_code;
 use mcpx_proto::{Message, MessageKind};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, watch};
 
 /// What `serve` knows of its session with the daemon.
 struct Bridge {
@@ -31,6 +34,8 @@ struct Bridge {
     initialize: Mutex<Option<Vec<u8>>>,
     /// The daemon-side MCP session.
     session: Mutex<Option<String>>,
+    /// The session last opened, for the GET stream to follow.
+    opened: watch::Sender<Option<String>>,
     out: Mutex<tokio::io::Stdout>,
 }
 
@@ -60,8 +65,10 @@ pub async fn run(
         caller,
         initialize: Mutex::new(None),
         session: Mutex::new(None),
+        opened: watch::Sender::new(None),
         out: Mutex::new(tokio::io::stdout()),
     });
+    tokio::spawn(bridge.clone().listen());
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         if line.trim().is_empty() {
@@ -141,8 +148,36 @@ impl Bridge {
         if initialize {
             if let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
                 *self.session.lock().await = Some(id.to_owned());
+                self.opened.send_replace(Some(id.to_owned()));
             }
         }
+        let (sse, pending) = self.relay_body(response).await?;
+        if !sse && !pending.is_empty() && status != 202 {
+            self.write(String::from_utf8_lossy(&pending).trim()).await;
+        }
+        Ok(())
+    }
+
+    /// Opens a new daemon-side session with the client's own `initialize`.
+    async fn reinitialize(&self) -> Result<(), Failure> {
+        let Some(init) = self.initialize.lock().await.clone() else {
+            return Err(Failure::Daemon("the client has not initialized".into()));
+        };
+        self.client.ensure_daemon().await.map_err(|e| Failure::Daemon(e.message))?;
+        let mut headers: Vec<(&str, &str)> = vec![("accept", "application/json, text/event-stream")];
+        headers.extend(self.caller.iter().map(|(k, v)| (*k, v.as_str())));
+        let response = self.client.request(Method::POST, &self.path, &headers, init).await.map_err(Failure::from)?;
+        let id = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let _ = response.into_body().collect().await;
+        *self.session.lock().await = id.clone();
+        self.opened.send_replace(id);
+        tracing::debug!("re-initialized with the daemon");
+        Ok(())
+    }
+
+    /// Writes each message of an SSE answer's events as it comes; returns whether it
+    /// was SSE, and the body when it was not.
+    async fn relay_body(&self, response: Answer) -> Result<(bool, Vec<u8>), Failure> {
         let sse = response
             .headers()
             .get("content-type")
@@ -166,26 +201,32 @@ impl Bridge {
                 }
             }
         }
-        if !sse && !pending.is_empty() && status != 202 {
-            self.write(String::from_utf8_lossy(&pending).trim()).await;
-        }
-        Ok(())
+        Ok((sse, pending))
     }
 
-    /// Opens a new daemon-side session with the client's own `initialize`.
-    async fn reinitialize(&self) -> Result<(), Failure> {
-        let Some(init) = self.initialize.lock().await.clone() else {
-            return Err(Failure::Daemon("the client has not initialized".into()));
-        };
-        self.client.ensure_daemon().await.map_err(|e| Failure::Daemon(e.message))?;
-        let mut headers: Vec<(&str, &str)> = vec![("accept", "application/json, text/event-stream")];
-        headers.extend(self.caller.iter().map(|(k, v)| (*k, v.as_str())));
-        let response = self.client.request(Method::POST, &self.path, &headers, init).await.map_err(Failure::from)?;
-        let id = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let _ = response.into_body().collect().await;
-        *self.session.lock().await = id;
-        tracing::debug!("re-initialized with the daemon");
-        Ok(())
+    /// Holds the GET stream of each session the bridge opens (Transports, "Listening
+    /// for Messages from the Server") and writes what comes on it, until the session
+    /// changes or the daemon goes; ends with `serve`.
+    async fn listen(self: Arc<Self>) {
+        let mut opened = self.opened.subscribe();
+        loop {
+            let session = opened.borrow_and_update().clone();
+            if let Some(session) = session {
+                let mut headers: Vec<(&str, &str)> = vec![("accept", "text/event-stream")];
+                headers.extend(self.caller.iter().map(|(k, v)| (*k, v.as_str())));
+                headers.push((SESSION_HEADER, &session));
+                match self.client.request(Method::GET, &self.path, &headers, Vec::new()).await {
+                    Ok(response) if response.status().is_success() => {
+                        let _ = self.relay_body(response).await;
+                    }
+                    Ok(response) => tracing::debug!(status = %response.status(), "the daemon refused the GET stream"),
+                    Err(e) => tracing::debug!(error = %e, "could not open the GET stream"),
+                }
+            }
+            if opened.changed().await.is_err() {
+                return;
+            }
+        }
     }
 
     async fn write(&self, message: &str) {

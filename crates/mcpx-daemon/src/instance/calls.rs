@@ -89,12 +89,6 @@ impl Calls {
         Some((p.ctx.notify.clone()?, p.progress.clone()?))
     }
 
-    /// The notify channel of the only request in flight; `None` with none or several.
-    pub(super) fn sole_notify(&self) -> Option<NoticeSender> {
-        let map = lock(&self.map);
-        if map.len() == 1 { map.values().next().and_then(|p| p.ctx.notify.clone()) } else { None }
-    }
-
     /// The callers of the requests in flight, one per request.
     pub(super) fn callers(&self) -> Vec<Arc<CallContext>> {
         lock(&self.map).values().map(|p| p.ctx.clone()).collect()
@@ -143,9 +137,8 @@ mod tests {
         let (_, token) = calls.progress_target(&UpstreamId { epoch: 1, seq: 1 }.to_json()).unwrap();
         assert_eq!(token, "\"tok-a\"");
         assert!(calls.progress_target(&UpstreamId { epoch: 1, seq: 2 }.to_json()).is_none(), "b asked for none");
-        assert!(calls.sole_notify().is_none(), "two in flight");
         calls.remove(2);
-        assert!(calls.sole_notify().is_some());
+        assert_eq!(calls.callers().len(), 1);
     }
 
     #[test]

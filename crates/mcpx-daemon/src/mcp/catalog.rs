@@ -9,7 +9,7 @@ use crate::api::{ApiError, Request};
 use crate::config::{ResolvedConfig, ServerEntry};
 use crate::daemon::Daemon;
 use crate::mcp::sessions::ClientSession;
-use crate::names::{NameMap, SEPARATOR};
+use crate::names::{NameMap, SEPARATOR, resource_uri};
 use crate::policy;
 use crate::schema::CacheEntry;
 use crate::sync::lock;
@@ -144,14 +144,14 @@ pub(crate) async fn list(d: &Daemon, session: &ClientSession, field: &str) -> Rp
             "resources" => {
                 for (s, v) in &mut items {
                     if let Some(uri) = v["uri"].as_str() {
-                        v["uri"] = Value::String(format!("mcpx://{s}/{uri}"));
+                        v["uri"] = Value::String(resource_uri(s, uri));
                     }
                 }
             }
             _ => {
                 for (s, v) in &mut items {
                     if let Some(t) = v["uriTemplate"].as_str() {
-                        v["uriTemplate"] = Value::String(format!("mcpx://{s}/{t}"));
+                        v["uriTemplate"] = Value::String(resource_uri(s, t));
                     }
                 }
             }

@@ -1,9 +1,11 @@
 //! Answers one JSON-RPC request of a client session of the MCP endpoint: the lists
-//! ([`crate::mcp::catalog`]), and `tools/call`, `prompts/get` and `resources/read`
-//! mapped back to their server and forwarded through `Instance::forward`; a request
-//! the client cancels is dropped, which cancels it upstream. What [`crate::policy`]
-//! refuses is answered -32602 before anything is forwarded, and a passed-through
-//! server's own `tools/list` is filtered by it.
+//! ([`crate::mcp::catalog`]); `tools/call`, `prompts/get`, `resources/read` and
+//! `completion/complete` mapped back to their server ([`crate::mcp::owner`]) and
+//! forwarded through `Instance::forward`, their resource URIs made readable back
+//! ([`crate::mcp::uris`]); subscriptions and log levels ([`crate::mcp::listen`]). A
+//! request the client cancels is dropped, which cancels it upstream. What
+//! [`crate::policy`] refuses is answered -32602 before anything is forwarded, and a
+//! passed-through server's own `tools/list` is filtered by it.
 
 use std::sync::Arc;
 
@@ -12,13 +14,12 @@ use mcpx_proto::mcp::error_code;
 use serde_json::{Value, json};
 
 use crate::daemon::Daemon;
-use crate::instance::CallContext;
-use crate::mcp::catalog::{config, entry, left_out_owner, list, refused_name};
-use crate::mcp::discover;
+use crate::mcp::catalog::list;
+use crate::mcp::owner::{Refusal, by_name, by_uri, context, hold};
 use crate::mcp::sessions::ClientSession;
+use crate::mcp::{discover, listen, uris};
 use crate::notices::NoticeSender;
 use crate::policy;
-use crate::sync::lock;
 
 /// [`answer`], stopped early when the client cancels the request: the work is
 /// dropped, which sends `notifications/cancelled` to the server it was forwarded to.
@@ -26,7 +27,7 @@ use crate::sync::lock;
 /// client) go to `notify`.
 pub(crate) async fn cancellable(
     d: &Daemon,
-    session: &ClientSession,
+    session: &Arc<ClientSession>,
     request: Message,
     notify: Option<NoticeSender>,
 ) -> Message {
@@ -43,7 +44,7 @@ pub(crate) async fn cancellable(
 /// Answers one request of a session; the response carries the request's own `id`.
 async fn answer(
     d: &Daemon,
-    session: &ClientSession,
+    session: &Arc<ClientSession>,
     id: &str,
     request: Message,
     notify: Option<NoticeSender>,
@@ -56,18 +57,26 @@ async fn answer(
             return response;
         }
     }
-    // One server passed through: everything but ping goes to it as it is, lists included.
+    match method.as_str() {
+        "resources/subscribe" | "resources/unsubscribe" => {
+            return listen::subscription(d, session, id, &method, &params).await;
+        }
+        "logging/setLevel" => return listen::set_level(d, session, id, &params).await,
+        _ => {}
+    }
+    // One server passed through: everything else but ping goes to it as it is, lists included.
     if session.server.is_some() && method != "ping" {
         return forward(d, session, request, &params, notify).await;
     }
     let result = match method.as_str() {
         "ping" => Ok(json!({})),
-        "logging/setLevel" => Ok(json!({})),
         "tools/list" => list(d, session, "tools").await,
         "prompts/list" => list(d, session, "prompts").await,
         "resources/list" => list(d, session, "resources").await,
         "resources/templates/list" => list(d, session, "resourceTemplates").await,
-        "tools/call" | "prompts/get" | "resources/read" => return forward(d, session, request, &params, notify).await,
+        "tools/call" | "prompts/get" | "resources/read" | "completion/complete" => {
+            return forward(d, session, request, &params, notify).await;
+        }
         // The 2026-07-28 revision's discovery: not offered, so such clients fall back to initialize.
         _ => Err((error_code::METHOD_NOT_FOUND, format!("method `{method}` is not offered by mcpx"))),
     };
@@ -77,8 +86,9 @@ async fn answer(
     }
 }
 
-/// `tools/call`, `prompts/get`, `resources/read`: maps the name or URI back to its
-/// server and forwards the request, byte-faithful but for the name or URI.
+/// `tools/call`, `prompts/get`, `resources/read`, `completion/complete`: maps the
+/// name or URI back to its server and forwards the request, byte-faithful but for the
+/// name or URI; the aggregate's answer gets its resource URIs rewritten.
 async fn forward(
     d: &Daemon,
     session: &ClientSession,
@@ -88,69 +98,22 @@ async fn forward(
 ) -> Message {
     let id = request.id().unwrap_or("null").to_owned();
     let method = request.method().unwrap_or_default().to_owned();
-    let fail = |code: i64, message: String| Message::error_response(&id, code, &message);
-    let (server, rewritten) = match (&session.server, method.as_str()) {
-        (Some(s), _) => (s.clone(), params.clone()),
-        (None, "resources/read") => {
-            let uri = params["uri"].as_str().unwrap_or_default();
-            let Some((server, original)) = uri.strip_prefix("mcpx://").and_then(|r| r.split_once('/')) else {
-                return fail(error_code::INVALID_PARAMS, format!("unknown resource `{uri}`: list resources first"));
-            };
-            let mut p = params.clone();
-            p["uri"] = Value::String(original.to_owned());
-            (server.to_owned(), p)
-        }
-        (None, _) => {
-            let exposed = params["name"].as_str().unwrap_or_default();
-            let field = if method == "tools/call" { "tools" } else { "prompts" };
-            let map = if field == "tools" { &session.tools } else { &session.prompts };
-            let mut found = lock(map).original(exposed).map(|(s, t)| (s.to_owned(), t.to_owned()));
-            if found.is_none() {
-                let _ = list(d, session, field).await;
-                found = lock(map).original(exposed).map(|(s, t)| (s.to_owned(), t.to_owned()));
-            }
-            let Some((server, original)) = found else {
-                let what = &field[..field.len() - 1];
-                // The policy's refusal, with the CLI's message, when it left the name out.
-                if let Some(refusal) = refused_name(d, session, exposed).filter(|_| field == "tools") {
-                    return policy::rpc_refusal(&id, &refusal);
-                }
-                // The name may belong to a server left out of the listing: say why.
-                if let Some((name, error)) = left_out_owner(d, session, exposed) {
-                    return fail(
-                        error_code::INVALID_PARAMS,
-                        format!("unknown {what}: `{exposed}`; server `{name}` is not available: {error}"),
-                    );
-                }
-                return fail(error_code::INVALID_PARAMS, format!("unknown {what}: `{exposed}`"));
-            };
-            let mut p = params.clone();
-            p["name"] = Value::String(original);
-            (server, p)
-        }
+    let (server, rewritten, asked, original) = match &session.server {
+        Some(s) => (s.clone(), params.clone(), String::new(), String::new()),
+        None => match map_back(d, session, &id, &method, params).await {
+            Ok(mapped) => mapped,
+            Err(refusal) => return *refusal,
+        },
     };
-    let config = match config(d, session) {
-        Ok(c) => c,
-        Err((code, message)) => return fail(code, message),
-    };
-    let entry = match entry(d, &config, &server) {
-        Ok(e) => e,
-        Err((code, message)) => return fail(code, message),
+    let held = match hold(d, session, &id, &server).await {
+        Ok(h) => h,
+        Err(refusal) => return *refusal,
     };
     if method == "tools/call" {
-        if let Err(refusal) = policy::check_tool(entry, rewritten["name"].as_str().unwrap_or_default()) {
+        if let Err(refusal) = policy::check_tool(&held.entry, rewritten["name"].as_str().unwrap_or_default()) {
             return policy::rpc_refusal(&id, &refusal);
         }
     }
-    let (target, key) = match d.targets.for_caller(entry, &session.caller) {
-        Ok(t) => t,
-        Err(e) => return fail(error_code::INTERNAL_ERROR, e.message),
-    };
-    let timeout = entry.options.call_timeout;
-    let lease = match d.pool.acquire(&target, &key, timeout).await {
-        Ok(l) => l,
-        Err(e) => return fail(error_code::INTERNAL_ERROR, format!("server `{server}`: {e}")),
-    };
     // Passed through, the request goes as the client wrote it (byte for byte but its
     // id); mapped, only its params are rebuilt, and absent params stay absent.
     let upstream = if session.server.is_some() {
@@ -160,21 +123,56 @@ async fn forward(
     } else {
         Message::request(&id, &method, Some(&rewritten.to_string()))
     };
-    let client = Some((session.can_answer.clone(), session.replies.clone()));
-    let ctx = Arc::new(CallContext {
-        label: session.caller.session.clone().unwrap_or_default(),
-        notify,
-        roots: None,
-        client,
-    });
-    let result = lease.instance.forward(upstream, timeout, ctx).await;
-    drop(lease);
+    let result = held.lease.instance.forward(upstream, held.timeout, context(session, notify)).await;
+    let entry = held.entry;
+    drop(held.lease);
     d.pool.notify_changed();
     match result {
         // A passed-through listing, without what the policy leaves out.
-        Ok(response) if method == "tools/list" => policy::filter_tools_response(entry, response),
-        // The server's answer, with the client's id, byte for byte otherwise.
-        Ok(response) => response,
-        Err(e) => fail(error_code::INTERNAL_ERROR, format!("server `{server}`: {e}")),
+        Ok(response) if method == "tools/list" => policy::filter_tools_response(&entry, response),
+        Ok(response) if session.server.is_some() => response,
+        // The server's answer, with the client's id, and URIs the aggregate reads back.
+        Ok(response) => uris::rewrite(&method, &server, &asked, &original, response),
+        Err(e) => Message::error_response(&id, error_code::INTERNAL_ERROR, &format!("server `{server}`: {e}")),
     }
+}
+
+/// The server an aggregate request goes to, its params with the server's own name or
+/// URI, and (for a read) the URI asked for and the server's.
+///
+/// Errors: the JSON-RPC answer saying why it goes nowhere.
+async fn map_back(
+    d: &Daemon,
+    session: &ClientSession,
+    id: &str,
+    method: &str,
+    params: &Value,
+) -> Result<(String, Value, String, String), Refusal> {
+    let mut p = params.clone();
+    // Where the name or URI sits in the params, and what it names.
+    let (pointer, kind) = match method {
+        "tools/call" => ("/name", "tools"),
+        "prompts/get" => ("/name", "prompts"),
+        "resources/read" => ("/uri", "resources"),
+        _ => match params["ref"]["type"].as_str() {
+            Some("ref/prompt") => ("/ref/name", "prompts"),
+            Some("ref/resource") => ("/ref/uri", "resources"),
+            other => {
+                let message = format!(
+                    "`completion/complete` needs params.ref of type ref/prompt or ref/resource, not {}",
+                    other.unwrap_or("none")
+                );
+                return Err(Box::new(Message::error_response(id, error_code::INVALID_PARAMS, &message)));
+            }
+        },
+    };
+    let asked = params.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let (server, original) = match kind {
+        "resources" => by_uri(d, session, id, &asked)?,
+        _ => by_name(d, session, id, kind, &asked).await?,
+    };
+    if let Some(slot) = p.pointer_mut(pointer) {
+        *slot = Value::String(original.clone());
+    }
+    Ok((server, p, asked, original))
 }

@@ -25,8 +25,11 @@
 mod catalog;
 mod discover;
 mod dispatch;
+mod listen;
+mod owner;
 mod routes;
 mod sessions;
+mod uris;
 
 #[cfg(test)]
 mod tests;

@@ -335,7 +335,7 @@ async fn initialize(
     };
     let mut result = json!({
         "protocolVersion": version,
-        "capabilities": { "tools": { "listChanged": true }, "resources": { "listChanged": true }, "prompts": { "listChanged": true }, "logging": {} },
+        "capabilities": { "tools": { "listChanged": true }, "resources": { "listChanged": true, "subscribe": true }, "prompts": { "listChanged": true }, "logging": {}, "completions": {} },
         "serverInfo": { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") },
         "instructions": instructions,
     });

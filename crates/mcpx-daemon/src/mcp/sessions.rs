@@ -11,7 +11,7 @@
 //! and at most [`MAX_SESSIONS`] are open (`docs/api.md`, "MCP endpoint").
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use mcpx_proto::Message;
@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
 use crate::api::Caller;
-use crate::instance::ClientReplies;
+use crate::instance::{ClientHandle, ClientReplies, ClientSink, Instance};
 use crate::names::NameMap;
 use crate::sync::lock;
 
@@ -64,6 +64,9 @@ pub struct ClientSession {
     pub(crate) discover: bool,
     /// When the client last sent a request, for [`SESSION_IDLE`].
     last_used: Mutex<Instant>,
+    /// The resources it subscribed to: the instance and the server's URI, so that a
+    /// session that ends unsubscribes (the server too, after its last subscriber).
+    subscribed: Mutex<Vec<(Weak<Instance>, String)>>,
 }
 
 impl ClientSession {
@@ -96,6 +99,7 @@ impl ClientSession {
             inflight: Mutex::default(),
             discover,
             last_used: Mutex::new(Instant::now()),
+            subscribed: Mutex::default(),
         }
     }
 
@@ -132,6 +136,23 @@ impl ClientSession {
         }
     }
 
+    /// The session as the instances it reaches know it, for its subscriptions and
+    /// log level: it hears them on its GET stream.
+    pub(crate) fn handle(self: &Arc<Self>) -> ClientHandle {
+        let weak: std::sync::Weak<ClientSession> = Arc::downgrade(self);
+        ClientHandle::new(&self.replies, weak)
+    }
+
+    /// Records that the session subscribed to the server's `uri` on `instance`
+    /// (`subscribe: true`) or unsubscribed from it.
+    pub(crate) fn subscribed(&self, instance: &Arc<Instance>, uri: &str, subscribe: bool) {
+        let mut subscribed = lock(&self.subscribed);
+        subscribed.retain(|(i, u)| !(i.ptr_eq(&Arc::downgrade(instance)) && u == uri) && i.strong_count() > 0);
+        if subscribe {
+            subscribed.push((Arc::downgrade(instance), uri.to_owned()));
+        }
+    }
+
     /// Records that request `id` (JSON text) is being answered; the returned signal
     /// fires when the client cancels it. [`ClientSession::end`] forgets it.
     pub fn begin(&self, id: &str) -> Arc<Notify> {
@@ -150,6 +171,35 @@ impl ClientSession {
     pub fn cancel(&self, id: &str) {
         if let Some(stop) = lock(&self.inflight).get(id).cloned() {
             stop.notify_one();
+        }
+    }
+}
+
+impl ClientSink for ClientSession {
+    fn send(&self, message: &Message) {
+        self.send_event(message);
+    }
+}
+
+/// How long the server has to answer the `resources/unsubscribe` of a session that ended.
+const UNSUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Drop for ClientSession {
+    /// A session that ends (deleted, idle, or evicted) leaves its subscriptions; the
+    /// server is unsubscribed from a URI it was the last subscriber of.
+    fn drop(&mut self) {
+        let subscribed = std::mem::take(&mut *lock(&self.subscribed));
+        let gone = ClientHandle::new(&self.replies, Weak::<ClientSession>::new());
+        for (instance, uri) in subscribed {
+            let Some(instance) = instance.upgrade().filter(|i| i.listeners.unsubscribe(&gone, &uri)) else { continue };
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else { continue };
+            let params = serde_json::json!({ "uri": uri }).to_string();
+            runtime.spawn(async move {
+                let request = Message::request("0", "resources/unsubscribe", Some(&params));
+                if let Err(e) = instance.request(request, Some(UNSUBSCRIBE_TIMEOUT)).await {
+                    tracing::info!(server = %instance.identity.server, error = %e, "could not unsubscribe for an MCP session that ended");
+                }
+            });
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned in
 //! e2e/package.json, on the Node 22 it pins too) runs its server scenarios against
 //! mcpx: `/mcp/<server>` passing the workspace's fake server through, which carries
-//! the suite's fixtures (`test_simple_text`, `test://static-text`, ...). It also runs
+//! the suite's fixtures (`test_simple_text`, `test://static-text`, ...), and the
+//! aggregate `/mcp` presenting it (and server-everything) beside them. It also runs
 //! them against the fake server's own streamable HTTP mode (`--http`), and a few
 //! plain HTTP/1.1 exchanges check that mode's errors, resumption, faults and record.
 
@@ -65,7 +66,12 @@ fn suite_passes_through_mcpx(entry: serde_json::Value) {
     })
     .ok();
     let results = run_suite(&format!("http://127.0.0.1:{port}/mcp/fake"));
+    // Then the aggregate, where the suite's bare names reach the session's only
+    // server. Not at once: a server request (sampling) finds its client only while
+    // its call is the one in flight on the shared instance.
+    let aggregate = run_suite(&format!("http://127.0.0.1:{port}/mcp"));
     assert_suite_passed(&results, ALLOWED_FAILURES, "through mcpx");
+    assert_suite_passed(&aggregate, ALLOWED_FAILURES, "through mcpx's aggregate /mcp");
 }
 
 /// Fails unless the suite ran, dns-rebinding-protection passed, and every scenario
@@ -97,7 +103,7 @@ fn conformance_server_scenarios_pass_through_mcpx_to_a_remote_server() {
 
 /// server-everything: every scenario that passes against it directly (its own
 /// streamable HTTP mode) passes through mcpx (`/mcp/everything`, the same server on
-/// stdio). Both runs go at once: each takes about a minute.
+/// stdio) and through the aggregate `/mcp`. The three runs go at once.
 #[test]
 fn server_everything_passes_through_mcpx_what_it_passes_directly() {
     let e2e = e2e_dir();
@@ -122,20 +128,21 @@ fn server_everything_passes_through_mcpx_what_it_passes_directly() {
     })
     .ok();
     let directly = std::thread::spawn(move || run_suite(&format!("http://127.0.0.1:{direct_port}/mcp")));
+    let aggregate = std::thread::spawn(move || run_suite(&format!("http://127.0.0.1:{port}/mcp")));
     let through = run_suite(&format!("http://127.0.0.1:{port}/mcp/everything"));
     let directly = directly.join().unwrap();
+    let aggregate = aggregate.join().unwrap();
     let _ = direct.kill();
     let _ = direct.wait();
-    let lost: Vec<&String> = directly
-        .iter()
-        .filter(|(name, passed)| **passed && through.get(*name) != Some(&true))
-        .map(|(n, _)| n)
-        .collect();
     assert!(directly.values().filter(|p| **p).count() >= 5, "too few pass directly: {directly:?}");
-    assert!(
-        lost.is_empty(),
-        "passes directly but not through mcpx: {lost:?}\ndirect: {directly:?}\nthrough: {through:?}"
-    );
+    for (what, results) in [("through mcpx", &through), ("through mcpx's aggregate /mcp", &aggregate)] {
+        let lost: Vec<&String> = directly
+            .iter()
+            .filter(|(name, passed)| **passed && results.get(*name) != Some(&true))
+            .map(|(n, _)| n)
+            .collect();
+        assert!(lost.is_empty(), "passes directly but not {what}: {lost:?}\ndirect: {directly:?}\n{what}: {results:?}");
+    }
 }
 
 /// The fake server in its streamable HTTP mode, killed on drop (pass or fail).

@@ -477,9 +477,19 @@ impl Serve {
 
     /// Starts `cmd serve` (`cmd` runs mcpx, in the environment the test gives it) and
     /// initializes with `capabilities`.
-    pub fn start_with(mut cmd: std::process::Command, capabilities: serde_json::Value) -> Serve {
+    pub fn start_with(cmd: std::process::Command, capabilities: serde_json::Value) -> Serve {
+        Serve::start_cmd(cmd, &[], capabilities)
+    }
+
+    /// Starts `mcpx serve <args>` in `w` (`--server <name>`, say) and initializes
+    /// with `capabilities`.
+    pub fn start_args(w: &World, args: &[&str], capabilities: serde_json::Value) -> Serve {
+        Serve::start_cmd(w.command(), args, capabilities)
+    }
+
+    fn start_cmd(mut cmd: std::process::Command, args: &[&str], capabilities: serde_json::Value) -> Serve {
         use std::io::BufRead;
-        cmd.arg("serve").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+        cmd.arg("serve").args(args).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
         let mut child = Spawned(cmd.spawn().unwrap());
         let stdin = child.0.stdin.take();
         let stdout = child.0.stdout.take().unwrap();

@@ -23,6 +23,7 @@ mod import;
 mod keyring;
 mod messy;
 mod oauth;
+mod offers;
 mod oidc;
 mod peer;
 mod policy;

@@ -1,0 +1,122 @@
+//! What a client session asks to hear from its servers: `resources/subscribe` and
+//! `resources/unsubscribe` (MCP 2025-11-25, Server features, Resources,
+//! "Subscriptions") and `logging/setLevel` (Server features, Utilities, "Logging").
+//! Each is recorded on the instance ([`crate::instance::Listeners`]), which is told
+//! upstream only what changes for it as a whole: a URI's first subscriber and its
+//! last, and the most verbose level of its clients.
+
+use std::sync::Arc;
+
+use mcpx_proto::Message;
+use mcpx_proto::mcp::error_code;
+use serde_json::{Value, json};
+
+use crate::daemon::Daemon;
+use crate::instance::Instance;
+use crate::mcp::catalog::servers;
+use crate::mcp::owner::{self, Held, by_uri, hold};
+use crate::mcp::sessions::ClientSession;
+
+/// `resources/subscribe` or `resources/unsubscribe` (`method`) of request `id`, on
+/// the instance of the server that owns the URI: sent upstream for the URI's first
+/// subscriber and after its last; answered `{}` here otherwise. Updates reach the
+/// client on its GET stream, with the URI it subscribed with.
+pub(crate) async fn subscription(
+    d: &Daemon,
+    session: &Arc<ClientSession>,
+    id: &str,
+    method: &str,
+    params: &Value,
+) -> Message {
+    let uri = params["uri"].as_str().unwrap_or_default();
+    if uri.is_empty() {
+        return Message::error_response(id, error_code::INVALID_PARAMS, &format!("`{method}` needs params.uri"));
+    }
+    let owner = match &session.server {
+        Some(server) => Ok((server.clone(), uri.to_owned())),
+        None => by_uri(d, session, id, uri),
+    };
+    let (server, original) = match owner {
+        Ok(o) => o,
+        Err(refusal) => return *refusal,
+    };
+    let held = match hold(d, session, id, &server).await {
+        Ok(h) => h,
+        Err(refusal) => return *refusal,
+    };
+    let client = session.handle();
+    let listeners = &held.lease.instance.listeners;
+    let subscribe = method == "resources/subscribe";
+    let upstream = if subscribe {
+        listeners.subscribe(&client, &original, uri)
+    } else {
+        listeners.unsubscribe(&client, &original)
+    };
+    session.subscribed(&held.lease.instance, &original, subscribe);
+    if !upstream {
+        return Message::response(id, "{}");
+    }
+    let mut p = params.clone();
+    p["uri"] = Value::String(original.clone());
+    let answer = send(session, &held, id, method, &p, &server).await;
+    if subscribe && is_error(&answer) {
+        listeners.unsubscribe(&client, &original);
+        session.subscribed(&held.lease.instance, &original, false);
+    }
+    answer
+}
+
+/// `logging/setLevel` of request `id`: recorded on the instance of every server the
+/// session sees (those that offer logging), each of which is sent the most verbose
+/// level of its clients when that changes. Answered `{}`, or with the first error.
+pub(crate) async fn set_level(d: &Daemon, session: &Arc<ClientSession>, id: &str, params: &Value) -> Message {
+    let level = params["level"].as_str().unwrap_or_default();
+    let names: Vec<String> = match &session.server {
+        Some(server) => vec![server.clone()],
+        None => servers(d, session).unwrap_or_default().into_iter().map(|e| e.name).collect(),
+    };
+    let client = session.handle();
+    let each = names.iter().map(|server| async {
+        let held = hold(d, session, id, server).await?;
+        if !offers_logging(&held.lease.instance) {
+            return Ok(());
+        }
+        let listeners = &held.lease.instance.listeners;
+        let most_verbose = listeners
+            .set_level(&client, level)
+            .map_err(|message| Box::new(Message::error_response(id, error_code::INVALID_PARAMS, &message)))?;
+        let Some(most_verbose) = most_verbose else { return Ok(()) };
+        let answer = send(session, &held, id, "logging/setLevel", &json!({ "level": most_verbose }), server).await;
+        if is_error(&answer) {
+            listeners.level_not_set();
+            return Err(Box::new(answer));
+        }
+        Ok(())
+    });
+    let outcomes = futures_util::future::join_all(each).await;
+    match outcomes.into_iter().find_map(Result::err) {
+        Some(error) => *error,
+        None => Message::response(id, "{}"),
+    }
+}
+
+/// Whether the instance's server declared the `logging` capability (or has not said).
+fn offers_logging(instance: &Instance) -> bool {
+    instance.session().is_none_or(|s| {
+        serde_json::from_str::<Value>(s.capabilities.get()).map_or(true, |c| c.get("logging").is_some())
+    })
+}
+
+/// Sends `method` with `params` to the held instance and returns its answer, with
+/// request `id`.
+async fn send(session: &ClientSession, held: &Held, id: &str, method: &str, params: &Value, server: &str) -> Message {
+    let request = Message::request(id, method, Some(&params.to_string()));
+    match held.lease.instance.forward(request, held.timeout, owner::context(session, None)).await {
+        Ok(answer) => answer,
+        Err(e) => Message::error_response(id, error_code::INTERNAL_ERROR, &format!("server `{server}`: {e}")),
+    }
+}
+
+fn is_error(answer: &Message) -> bool {
+    serde_json::from_str::<Value>(answer.as_str()).map_or(true, |v| v.get("error").is_some())
+}
