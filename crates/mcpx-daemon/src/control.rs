@@ -13,15 +13,19 @@ use serde_json::value::RawValue;
 pub mod login;
 
 use crate::adopt::replace_incompatible;
-use crate::api::{ApiError, Caller, ErrorKind, Request, SearchHit, ServerRow, Source};
-use crate::config::{Client, ConfigEnv, EntryError, ResolvedConfig, ServerEntry};
+use crate::api::{Answer, ApiError, Caller, ErrorKind, Request, SearchHit, ServerRow, Source};
+use crate::config::{Client, ConfigEnv, EntryError, ResolvedConfig, ServerEntry, TransportSpec};
 use crate::daemon::{Daemon, Exit, unknown_server};
-use crate::instance::{CallContext, CallError};
+use crate::instance::{CallContext, CallError, ClientReplies};
 use crate::notices::NoticeSender;
 use crate::policy;
-use crate::pool::Target;
+use crate::pool::{Target, Wait};
 use crate::schema::{CacheEntry, SchemaCache, ToolSummary};
 use crate::scope::PoolKey;
+
+/// The method of the notifications [`call`] sends its caller about what it waits on;
+/// the control API streams them as `{"status": <params>}` lines, never to a server.
+pub const STATUS_METHOD: &str = "mcpx/status";
 
 /// `GET /v1/health`: the daemon's pid, build and start time (milliseconds since the
 /// Unix epoch), so a client tells a re-executed daemon from the one before, and its
@@ -227,7 +231,20 @@ pub fn search(d: &Daemon, req: &Request) -> Result<Vec<SearchHit>, ApiError> {
 /// Errors: a malformed target or arguments (`usage`); an unknown server or tool
 /// (`unknown_server`, `unknown_tool`); one the policy refuses ([`policy::check_tool`]:
 /// a disabled server is `config`, an excluded tool `unknown_tool`); the server failed (`server`, `protocol`, `timeout`) or answered a JSON-RPC error (`rpc`).
-pub async fn call(d: &Daemon, req: &Request, notify: Option<NoticeSender>) -> Result<Box<RawValue>, ApiError> {
+///
+/// With `req.status`, `notify` also gets a [`STATUS_METHOD`] notification each time
+/// the call starts waiting on something else: `{"phase":"starting","server","command"}`
+/// (the server starts; `command` is the program, or the URL of a remote server),
+/// `{"phase":"waiting","server","reason"}` (no instance is free), then
+/// `{"phase":"calling","server","tool"}` (the request is with the server). With
+/// `answers`, the server's `elicitation/create` requests go to `notify` too, and their
+/// answers come back there (a shell caller on a terminal, `POST /v1/call/answer`).
+pub async fn call(
+    d: &Daemon,
+    req: &Request,
+    notify: Option<NoticeSender>,
+    answers: Option<Arc<ClientReplies>>,
+) -> Result<Box<RawValue>, ApiError> {
     let config = d.resolve(req)?;
     let (server, tool) = split_target(&config, req)?;
     let entry = d.server(&config, &server)?;
@@ -250,7 +267,27 @@ pub async fn call(d: &Daemon, req: &Request, notify: Option<NoticeSender>) -> Re
         None => entry.options.call_timeout,
     };
     let key = d.targets.pool_key(entry, &req.caller);
-    let lease = d.pool.acquire(&target, &key, timeout).await.map_err(|e| server_error(&server, e))?;
+    let status = |fields: serde_json::Value| {
+        if let (true, Some(notify)) = (req.status, &notify) {
+            let mut params = serde_json::json!({ "server": server });
+            if let (Some(p), serde_json::Value::Object(f)) = (params.as_object_mut(), fields) {
+                p.extend(f);
+            }
+            notify.send(Message::notification(STATUS_METHOD, Some(&params.to_string())));
+        }
+    };
+    let report = |wait: Wait| {
+        status(match wait {
+            Wait::Starting => serde_json::json!({ "phase": "starting", "command": program(entry) }),
+            Wait::Full(max) => serde_json::json!({ "phase": "waiting",
+                "reason": format!("all {max} instances are busy (its `max`)") }),
+            Wait::Exclusive => serde_json::json!({ "phase": "waiting",
+                "reason": "its instance is busy with another call (it is `exclusive`)" }),
+        });
+    };
+    let lease =
+        d.pool.acquire_reporting(&target, &key, timeout, &report).await.map_err(|e| server_error(&server, e))?;
+    status(serde_json::json!({ "phase": "calling", "tool": tool }));
     let inst = lease.instance.clone();
     check_tool_listed(&d.schema, &target, &tool)?;
     let name = serde_json::to_string(&tool).unwrap_or_default();
@@ -260,7 +297,8 @@ pub async fn call(d: &Daemon, req: &Request, notify: Option<NoticeSender>) -> Re
         label: caller_label(&req.caller),
         notify,
         roots: req.caller.cwd.clone().map(|cwd| vec![cwd]),
-        client: None,
+        client: answers.map(|replies| (req.answers.clone(), replies)),
+        shell: true,
     });
     let response = inst.request_for(Message::request("0", "tools/call", Some(&params)), timeout, ctx).await;
     drop(lease);
@@ -275,6 +313,26 @@ pub async fn call(d: &Daemon, req: &Request, notify: Option<NoticeSender>) -> Re
         message: format!("server `{server}` answered tools/call with an error: {}", e.message),
         code: Some(e.code),
     })
+}
+
+/// What a status line names as what starts: a stdio server's program without its
+/// directory (`npx`), or a remote server's host (its URL as written may hold a secret).
+fn program(entry: &ServerEntry) -> String {
+    match &entry.transport {
+        TransportSpec::Stdio { command, .. } => {
+            Path::new(command).file_name().map_or_else(|| command.clone(), |n| n.to_string_lossy().into_owned())
+        }
+        TransportSpec::Remote { url, .. } => {
+            url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_else(|| "remote".into())
+        }
+    }
+}
+
+/// `POST /v1/call/answer`: a shell caller's answer to a server request relayed on its
+/// call's stream ([`crate::shell_calls::ShellCalls::answer`]). Answers `{}`.
+pub fn answer(d: &Daemon, answer: &Answer) -> Result<serde_json::Value, ApiError> {
+    d.shell_calls.answer(&answer.call, answer.response.get())?;
+    Ok(serde_json::json!({}))
 }
 
 /// `POST /v1/restart`: restarts the server's instances (those of `key` only, when

@@ -23,6 +23,7 @@ pub mod schema;
 pub mod scope;
 pub mod server;
 pub mod service_check;
+pub mod shell_calls;
 pub mod stream;
 pub mod suggest;
 mod sync;

@@ -234,6 +234,9 @@ struct CallArgs {
     /// Give up after this long (500ms, 30s, 5m; 0 for never); default: the server's callTimeout.
     #[arg(long, value_name = "DUR")]
     timeout: Option<String>,
+    /// Never ask at the terminal: the server's questions (elicitation) are declined.
+    #[arg(long)]
+    no_input: bool,
 }
 
 /// Parses the command line, runs the command, prints, and returns the exit status.
@@ -498,7 +501,11 @@ async fn call(
     });
     let named =
         request(Request { target: target.clone(), server: server.clone(), tool: tool.clone(), ..Request::default() });
-    let schema = crate::args::tool_schema(client, &named, input.needs_schema()).await?;
+    // Reading the definition may start a server never listed: say so on a terminal.
+    let looking = crate::status_line::StatusLine::new(!json, &format!("reading the definition of {shown}"));
+    let schema = crate::args::tool_schema(client, &named, input.needs_schema()).await;
+    looking.clear();
+    let schema = schema?;
     let arguments = crate::args::build(input, schema.as_ref(), &shown)?;
     let timeout_ms = args
         .timeout
@@ -512,41 +519,7 @@ async fn call(
     if let Some(session) = args.session.filter(|s| !s.is_empty()) {
         req.caller.session = Some(session);
     }
-    req.stream = true;
-    // Lines: notifications while the tool runs, then the result or the error.
-    let mut outcome: Option<Result<Vec<u8>, ApiError>> = None;
-    let on_line = |line: &[u8]| {
-        #[derive(serde::Deserialize)]
-        struct Line<'a> {
-            #[serde(borrow, default)]
-            notification: Option<&'a serde_json::value::RawValue>,
-            #[serde(borrow, default)]
-            result: Option<&'a serde_json::value::RawValue>,
-            #[serde(default)]
-            error: Option<ApiError>,
-        }
-        match serde_json::from_slice::<Line<'_>>(line) {
-            Ok(Line { notification: Some(n), .. }) => output::notification(json, n.get()),
-            Ok(Line { result: Some(r), .. }) => outcome = Some(Ok(r.get().as_bytes().to_vec())),
-            Ok(Line { error: Some(e), .. }) => outcome = Some(Err(e)),
-            _ => {
-                outcome = Some(Err(ApiError::new(ErrorKind::Daemon, "the daemon sent a line mcpx does not understand")))
-            }
-        }
-    };
-    tokio::select! {
-        sent = client.call_lines("/v1/call", &req, on_line) => sent?,
-        _ = tokio::signal::ctrl_c() => {
-            // Leaving closes the connection; the daemon then cancels the request upstream.
-            eprintln!("mcpx: cancelled");
-            return Ok(130);
-        }
-    }
-    match outcome {
-        Some(Ok(body)) => output::call_result(json, &body),
-        Some(Err(e)) => Err(e),
-        None => Err(ApiError::new(ErrorKind::Daemon, "the daemon ended the call without a result; see `mcpx logs`")),
-    }
+    crate::call_stream::run(client, req, &shown, json, args.no_input).await
 }
 
 async fn stop(opened: &OpenDirs, all: bool, json: bool) -> Result<i32, ApiError> {

@@ -4,8 +4,10 @@
 
 mod args;
 mod auth;
+mod call_stream;
 mod cli;
 mod completions;
+mod elicit;
 mod foreground;
 mod import;
 mod logs;
@@ -15,6 +17,7 @@ mod secret;
 mod serve;
 mod service;
 mod show_config;
+mod status_line;
 mod trust;
 
 fn main() {

@@ -166,6 +166,7 @@ async fn forward(
         notify,
         roots: None,
         client,
+        shell: false,
     });
     let result = lease.instance.forward(upstream, timeout, ctx).await;
     drop(lease);
