@@ -115,3 +115,16 @@ for tool in $(jq -r '.[].name' <<<"$tools"); do
     esac
     with_login call "conformance.$tool" "$args" || exit 1
 done
+
+# With MCPX_CONFORMANCE_LOGOUT (a directory; the test suite sets it), the login is then
+# shown, logged out of and shown again (`status.json`, `logout.json`, `after.json`),
+# and a refresh must fail saying to log in (exit 4; what it said in `refresh.txt`).
+if [ -n "${MCPX_CONFORMANCE_LOGOUT:-}" ]; then
+    out="$MCPX_CONFORMANCE_LOGOUT"
+    step auth status --json >"$out/status.json" || exit 1
+    step auth logout conformance --json >"$out/logout.json" || exit 1
+    step auth status --json >"$out/after.json" || exit 1
+    refreshed=0
+    step refresh conformance 2>"$out/refresh.txt" >&2 || refreshed=$?
+    [ "$refreshed" = 4 ] || { echo "a refresh after the logout exited $refreshed, not 4" >&2; exit 1; }
+fi

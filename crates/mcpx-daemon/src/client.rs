@@ -321,6 +321,11 @@ pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiErro
     // daemon listens or exits.
     let (reader, writer) = mcpx_platform::process::inheritable_pipe().map_err(cannot)?;
     env.insert(START_FD.into(), writer.as_fd().as_raw_fd().to_string().into());
+    // Only the start pipe goes to the daemon: descriptors this CLI inherited (a
+    // shell's pipe) would otherwise stay open in it, and in every supervisor, for good.
+    if let Err(e) = mcpx_platform::process::close_inherited_on_exec(&[writer.as_fd().as_raw_fd()]) {
+        tracing::debug!("cannot mark inherited descriptors close-on-exec: {e}");
+    }
     let spawned = process::spawn(&SpawnSpec {
         program: exe.to_owned(),
         args: vec!["daemon".into()],

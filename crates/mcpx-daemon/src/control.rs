@@ -11,6 +11,7 @@ use mcpx_proto::{Message, response_result};
 use serde_json::value::RawValue;
 
 pub mod login;
+pub mod logins;
 
 use crate::adopt::replace_incompatible;
 use crate::api::{Answer, ApiError, Caller, ErrorKind, Request, SearchHit, ServerRow, Source};

@@ -122,6 +122,33 @@ pub fn keep_across_exec(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
     fcntl(fd, FcntlArg::F_SETFD(FdFlag::empty())).map(|_| ()).map_err(io::Error::from)
 }
 
+/// Marks every descriptor of this process above the standard streams close-on-exec,
+/// except `keep`: what a process inherited from whoever started it (a shell's
+/// process substitution, a build tool's jobserver pipe) must not follow it into a
+/// long-lived child such as the daemon, which would hold the caller's pipe open
+/// for its whole life (a `mcpx ls > >(tee log)` would never see `tee` end). This
+/// process keeps using them; only children lose them.
+///
+/// Reads the open descriptors from `/proc/self/fd` (Linux) or `/dev/fd` (macOS).
+///
+/// Errors: the `io::Error` of reading that directory.
+pub fn close_inherited_on_exec(keep: &[std::os::fd::RawFd]) -> io::Result<()> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    use std::os::fd::BorrowedFd;
+    let dir = if cfg!(target_os = "macos") { "/dev/fd" } else { "/proc/self/fd" };
+    let fds: Vec<std::os::fd::RawFd> =
+        std::fs::read_dir(dir)?.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
+    for fd in fds.into_iter().filter(|fd| *fd > 2 && !keep.contains(fd)) {
+        // Safety: the borrow lives only for this call; on a descriptor that closed
+        // since the listing (the listing's own), fcntl fails with EBADF, ignored.
+        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+        let _ = fcntl(borrowed, FcntlArg::F_GETFD)
+            .map(FdFlag::from_bits_truncate)
+            .and_then(|flags| fcntl(borrowed, FcntlArg::F_SETFD(flags | FdFlag::FD_CLOEXEC)));
+    }
+    Ok(())
+}
+
 /// A pipe whose write end a process about to be spawned inherits: `(read, write)`,
 /// the read end closed on `exec`, the write end kept across it (for the start pipe
 /// a CLI hands the daemon it starts). The caller closes its write end after the spawn.

@@ -1,14 +1,16 @@
 //! `mcpx auth login <server>`: the daemon runs the login (`POST /v1/auth/login`) and
 //! this command shows the user where to log in: `$BROWSER`, else the platform's
 //! opener, with the URL; with `--no-browser` (or no opener at all) the URL is printed
-//! on stderr, for a browser elsewhere. It waits for the daemon to say it is done. No
-//! token ever reaches this process.
+//! on stderr, for a browser elsewhere. It waits for the daemon to say it is done.
+//! `mcpx auth status` and `mcpx auth logout <server>` show and end logins
+//! (`POST /v1/auth/status`, `/v1/auth/logout`). No token ever reaches this process.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use mcpx_daemon::api::{ApiError, ErrorKind, Request};
-use mcpx_daemon::client::Client;
+use mcpx_daemon::client::{Client, Method};
 use mcpx_daemon::config::resolve_command;
 use mcpx_platform::process::{Detach, SpawnSpec, URL_OPENER};
 use serde_json::Value;
@@ -52,6 +54,144 @@ pub async fn login(client: &Client, req: Request, no_browser: bool, json: bool) 
     Ok(0)
 }
 
+/// `mcpx auth status`: a row per remote server of the caller's configuration (the
+/// daemon's `POST /v1/auth/status`), and where the tokens are kept; exit status 0.
+///
+/// Errors: the daemon's (`config` when the configuration cannot be read).
+pub async fn status(client: &Client, req: Request, json: bool) -> Result<i32, ApiError> {
+    let body = client.call(Method::POST, "/v1/auth/status", Some(&req)).await?;
+    if json {
+        output::say_json(&String::from_utf8_lossy(&body));
+        return Ok(0);
+    }
+    let answer: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("the daemon answered an unreadable status: {e}")))?;
+    let (text, warnings) = status_text(&answer, SystemTime::now());
+    output::say(text.trim_end());
+    for warning in warnings {
+        output::warn(&warning);
+    }
+    Ok(0)
+}
+
+/// `mcpx auth logout <server>`: what became of each kept login of the server (the
+/// daemon's `POST /v1/auth/logout`); exit status 0 once forgotten, even when the
+/// revocation failed (the message says so).
+///
+/// Errors: the daemon's (`usage` for a server that is not remote; `auth` when the
+/// secret store cannot be written).
+pub async fn logout(client: &Client, req: Request, json: bool) -> Result<i32, ApiError> {
+    let body = client.call(Method::POST, "/v1/auth/logout", Some(&req)).await?;
+    if json {
+        output::say_json(&String::from_utf8_lossy(&body));
+        return Ok(0);
+    }
+    let answer: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("the daemon answered an unreadable logout: {e}")))?;
+    output::say(&logout_text(&answer));
+    Ok(0)
+}
+
+/// The human lines of a logout's answer.
+fn logout_text(answer: &Value) -> String {
+    let server = answer["server"].as_str().unwrap_or("?");
+    let logins = answer["logins"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if logins.is_empty() {
+        return format!("no login is kept for `{server}`; there was nothing to forget");
+    }
+    let lines: Vec<String> = logins
+        .iter()
+        .map(|l| {
+            let issuer = l["issuer"].as_str().unwrap_or("?");
+            let what = match l["revocation"].as_str() {
+                Some("revoked") => format!("revoked at {issuer} and forgotten"),
+                Some("not_offered") => format!("forgotten; {issuer} offers no revocation"),
+                _ => format!("forgotten; revocation failed: {}", l["error"].as_str().unwrap_or("?")),
+            };
+            format!("logged out of `{server}`: {what}")
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// The human text of a status answer at `now`: the table and the store's line, and a
+/// warning per server whose row is an error.
+fn status_text(answer: &Value, now: SystemTime) -> (String, Vec<String>) {
+    let rows = answer["servers"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let mut warnings = Vec::new();
+    let mut table = Vec::new();
+    for row in rows {
+        let server = row["server"].as_str().unwrap_or("?");
+        let state = match row["state"].as_str().unwrap_or("?") {
+            "logged_in" => "logged in",
+            "expired" => "expired: log in again",
+            "not_logged_in" => "not logged in",
+            "client_credentials" => "client credentials",
+            "headers" => "uses headers",
+            "untrusted" => "untrusted",
+            "error" => {
+                warnings.push(format!("mcpx: server `{server}`: {}", row["error"].as_str().unwrap_or("?")));
+                "error"
+            }
+            other => other,
+        };
+        let expires = match (&row["expires_at"], row.get("issuer")) {
+            (_, None) => "-".to_owned(),
+            (Value::Number(at), _) => expiry(at.as_u64().unwrap_or(0), now, row["refreshable"] == true),
+            _ => "not given".to_owned(),
+        };
+        let scopes = row["scopes"].as_array().map(|s| s.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "));
+        let scopes = scopes.filter(|s| !s.is_empty()).unwrap_or_else(|| "-".to_owned());
+        let issuer = row["issuer"].as_str().unwrap_or("-").to_owned();
+        table.push(vec![server.to_owned(), state.to_owned(), expires, scopes, issuer]);
+    }
+    let store = answer["store"]["location"].as_str().unwrap_or("?");
+    let mut text = if table.is_empty() {
+        "no remote server is configured\n".to_owned()
+    } else {
+        output::table_text(&["SERVER", "LOGIN", "EXPIRES", "SCOPES", "AUTHORIZATION SERVER"], &table)
+    };
+    text.push_str(&format!(
+        "logins are kept in the secret store ({store}); `mcpx auth login <server>` logs in, `mcpx auth logout <server>` revokes and forgets\n"
+    ));
+    (text, warnings)
+}
+
+/// When a token expiring at `at` (seconds since the Unix epoch) does, from `now`:
+/// relative and absolute (UTC); an expired one that `refreshable` renews at the next
+/// call says so.
+fn expiry(at: u64, now: SystemTime, refreshable: bool) -> String {
+    let now = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+    let span = |s: u64| match s {
+        0..120 => format!("{s} s"),
+        120..7200 => format!("{} min", s / 60),
+        7200..172_800 => format!("{} h", s / 3600),
+        _ => format!("{} days", s / 86_400),
+    };
+    let when = utc(at);
+    match at.checked_sub(now) {
+        Some(left) if left > 0 => format!("in {} ({when})", span(left)),
+        _ if refreshable => format!("{} ago ({when}); renewed at the next call", span(now - at)),
+        _ => format!("{} ago ({when})", span(now - at)),
+    }
+}
+
+/// `secs` since the Unix epoch as `YYYY-MM-DD HH:MM UTC` (the proleptic Gregorian
+/// calendar; days to a date by Howard Hinnant's `civil_from_days`).
+fn utc(secs: u64) -> String {
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", rest / 3600, rest % 3600 / 60)
+}
+
 /// Shows the user the authorization URL: opens it in `$BROWSER` or with the
 /// platform's opener, and prints it when that is not wanted or not possible.
 fn show(url: &str, no_browser: bool) {
@@ -72,5 +212,70 @@ fn show(url: &str, no_browser: bool) {
             std::thread::spawn(move || child.wait());
         }
         Err(e) => eprintln!("cannot open a browser ({e}); open this URL to log in:\n{url}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Each state of a status answer, as a user reads it, an hour after 2026-12-01
+    /// 20:00 UTC.
+    #[test]
+    fn status_reads_as_a_table_with_the_store() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_796_155_200 + 3600);
+        let answer = serde_json::json!({
+            "store": { "kind": "file", "location": "file /home/u/.local/state/mcpx/secrets.json" },
+            "servers": [
+                { "server": "docs", "url": "https://docs.example.com/mcp", "state": "logged_in",
+                  "issuer": "https://auth.example.com", "resource": "https://docs.example.com/mcp",
+                  "scopes": ["read", "write"], "expires_at": 1_796_155_200 + 3600 + 3000, "refreshable": true },
+                { "server": "tracker", "url": "https://t.example.com/mcp", "state": "logged_in",
+                  "issuer": "https://t.example.com", "resource": "https://t.example.com/mcp",
+                  "scopes": [], "expires_at": 1_796_155_200, "refreshable": true },
+                { "server": "old", "url": "https://o.example.com/mcp", "state": "expired",
+                  "issuer": "https://o.example.com", "resource": "https://o.example.com/mcp",
+                  "scopes": ["x"], "expires_at": 1_796_155_200 - 3 * 86_400, "refreshable": false },
+                { "server": "forever", "url": "https://f.example.com/mcp", "state": "logged_in",
+                  "issuer": "https://f.example.com", "resource": "https://f.example.com/mcp",
+                  "scopes": [], "expires_at": null, "refreshable": false },
+                { "server": "new", "url": "https://n.example.com/mcp", "state": "not_logged_in" },
+                { "server": "machine", "url": "https://m.example.com/mcp", "state": "client_credentials" },
+                { "server": "gateway", "url": "https://g.example.com/mcp", "state": "headers" },
+                { "server": "project", "url": "https://p.example.com/mcp", "state": "untrusted" },
+                { "server": "broken", "url": "${HOST}/mcp", "state": "error", "error": "the variable HOST is not set" }
+            ]
+        });
+        let (text, warnings) = status_text(&answer, now);
+        insta::assert_snapshot!(text);
+        assert_eq!(warnings, ["mcpx: server `broken`: the variable HOST is not set"]);
+        let (empty, _) = status_text(&serde_json::json!({ "store": { "location": "file /s" }, "servers": [] }), now);
+        assert!(empty.starts_with("no remote server is configured\n"), "{empty}");
+    }
+
+    #[test]
+    fn logout_says_what_became_of_each_login() {
+        let answer = serde_json::json!({ "server": "docs", "stopped": 1, "logins": [
+            { "issuer": "https://a", "resource": "https://r", "revocation": "revoked" },
+            { "issuer": "https://b", "resource": "https://r", "revocation": "not_offered" },
+            { "issuer": "https://c", "resource": "https://r", "revocation": "failed", "error": "HTTP 503" },
+        ]});
+        assert_eq!(
+            logout_text(&answer),
+            "logged out of `docs`: revoked at https://a and forgotten\n\
+             logged out of `docs`: forgotten; https://b offers no revocation\n\
+             logged out of `docs`: forgotten; revocation failed: HTTP 503"
+        );
+        let none = serde_json::json!({ "server": "docs", "stopped": 0, "logins": [] });
+        assert_eq!(logout_text(&none), "no login is kept for `docs`; there was nothing to forget");
+    }
+
+    #[test]
+    fn dates_are_utc_calendar_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(utc(1_796_155_200 + 61), "2026-12-01 20:01 UTC");
     }
 }

@@ -204,6 +204,13 @@ enum AuthAction {
         #[arg(long)]
         no_browser: bool,
     },
+    /// Show each remote server's login: logged in or not, expiry, scopes, and where the tokens are kept.
+    Status,
+    /// Revoke a server's login at its authorization server (where offered) and forget it.
+    Logout {
+        /// The server.
+        server: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -449,6 +456,12 @@ async fn dispatch(
                 json,
             )
             .await
+        }
+        Command::Auth { action: AuthAction::Status } => {
+            crate::auth::status(client, request(Request::default()), json).await
+        }
+        Command::Auth { action: AuthAction::Logout { server } } => {
+            crate::auth::logout(client, request(Request { server: Some(server), ..Request::default() }), json).await
         }
         Command::Refresh { server } => {
             let body = client

@@ -43,6 +43,11 @@ pub fn say_json(text: &str) {
 /// Prints rows as aligned columns, each cell escaped first so that the columns
 /// align on what the terminal shows.
 pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    say(table_text(header, rows).trim_end());
+}
+
+/// [`table`]'s text, each line ending with a newline.
+pub fn table_text(header: &[&str], rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> =
         rows.iter().map(|row| row.iter().map(|cell| sanitize::text(cell).into_owned()).collect()).collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
@@ -51,7 +56,8 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
             widths[i] = widths[i].max(cell.chars().count());
         }
     }
-    let line = |cells: Vec<&str>| {
+    let mut text = String::new();
+    let mut line = |cells: Vec<&str>| {
         let mut out = String::new();
         for (i, cell) in cells.iter().enumerate() {
             if i + 1 == cells.len() {
@@ -60,12 +66,14 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
                 out.push_str(&format!("{cell:<w$}  ", w = widths[i]));
             }
         }
-        say(out.trim_end());
+        text.push_str(out.trim_end());
+        text.push('\n');
     };
     line(header.to_vec());
     for row in &rows {
         line(row.iter().map(String::as_str).collect());
     }
+    text
 }
 
 fn one_line(text: Option<&str>, max: usize) -> String {

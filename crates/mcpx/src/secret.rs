@@ -2,7 +2,8 @@
 //! needed; a running daemon reads the store afresh at each server start).
 //!
 //! A value is read hidden from the terminal, or as one line from stdin, and is never
-//! printed: only names and the store's location are.
+//! printed: only names and the store's location are. `ls` lists the logins to remote
+//! servers (`oauth-…`, kept by `mcpx auth login`) apart from the user's secrets.
 //!
 //! The first `set` chooses the store and records it (`SecretStore::choose`): the OS
 //! keychain when one answers, else the file, or what `MCPX_SECRET_STORE` (`file` or
@@ -12,6 +13,7 @@ use std::io::{BufRead, IsTerminal};
 use std::path::Path;
 
 use mcpx_daemon::api::{ApiError, ErrorKind};
+use mcpx_daemon::auth::tokens::PREFIX;
 use mcpx_daemon::paths::DirError;
 use mcpx_platform::fs::Dir;
 use mcpx_platform::secrets::{STORE_RECORD, STORE_VARIABLE, SecretError, SecretStore, SecretValue, Wanted, check_name};
@@ -39,8 +41,11 @@ struct Listing {
     /// Where it keeps the secrets: `file <path>`, `secret-service <bus address>`,
     /// `keychain <service>`, or `none` before the first `set`.
     location: String,
-    /// The names, sorted.
+    /// The names of the user's secrets, sorted.
     names: Vec<String>,
+    /// The names of the logins to remote servers kept in the same store (`oauth-…`,
+    /// written by `mcpx auth login`), sorted.
+    logins: Vec<String>,
 }
 
 /// Runs `action` on the store recorded in the state directory `state` and returns the
@@ -69,22 +74,32 @@ pub fn run(state: &Path, action: Action, json: bool) -> Result<i32, ApiError> {
         Action::Ls if !dir.contains(STORE_RECORD) => {
             // Nothing was ever set: the first `set` chooses the store.
             if json {
-                let listing = Listing { store: "none", location: "none".to_owned(), names: Vec::new() };
+                let listing =
+                    Listing { store: "none", location: "none".to_owned(), names: Vec::new(), logins: Vec::new() };
                 output::say_json(&serde_json::to_string(&listing).unwrap_or_default());
             } else {
                 output::say("no secrets set (the first `mcpx secret set` chooses the store)");
             }
         }
         Action::Ls => {
-            let names = store.list().map_err(store_error)?;
+            let (logins, names) = store.list().map_err(store_error)?.into_iter().partition(|n| n.starts_with(PREFIX));
             if json {
-                let listing = Listing { store: store.kind(), location: store.location(), names };
+                let listing = Listing { store: store.kind(), location: store.location(), names, logins };
                 output::say_json(&serde_json::to_string(&listing).unwrap_or_default());
-            } else if names.is_empty() {
+                return Ok(0);
+            }
+            if names.is_empty() {
                 output::say(&format!("no secrets set ({})", store.location()));
             } else {
                 let rows: Vec<Vec<String>> = names.into_iter().map(|n| vec![n, store.location()]).collect();
                 output::table(&["NAME", "KEPT IN"], &rows);
+            }
+            if !logins.is_empty() {
+                output::say(&format!(
+                    "and {} login(s) to remote servers ({}): `mcpx auth status` shows them, `mcpx auth logout <server>` forgets one",
+                    logins.len(),
+                    logins.join(" ")
+                ));
             }
         }
         Action::Rm(name) => {

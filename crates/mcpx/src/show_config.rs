@@ -6,13 +6,16 @@
 //! daemon's state directory. Since nothing is expanded, the daemon's environment would
 //! change only where the user file is (`HOME`, `XDG_CONFIG_HOME`), and the answer needs
 //! no daemon (it works, like `import`, with none running). Environment values, header
-//! values and secrets are never shown: `env` and `headers` list their names only.
+//! values and secrets are never shown: `env` and `headers` list their names only, and an
+//! `oauth` block's `clientSecret` and `privateKey` the `${...}` they come from.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use mcpx_daemon::api::{ApiError, ErrorKind};
-use mcpx_daemon::config::{ConfigCache, ConfigEnv, ResolveRequest, ServerEntry, TRUST_FILE, TransportSpec};
+use mcpx_daemon::config::{
+    ConfigCache, ConfigEnv, OAUTH_KEYS, OAuthSpec, ResolveRequest, ServerEntry, TRUST_FILE, TransportSpec,
+};
 use mcpx_daemon::policy;
 use serde_json::{Value, json};
 
@@ -88,7 +91,43 @@ fn entry_json(entry: &ServerEntry) -> Value {
     if let (Some(value), Value::Object(reach)) = (value.as_object_mut(), reach) {
         value.extend(reach);
     }
+    if let Some(oauth) = &entry.oauth {
+        value["oauth"] = oauth_json(oauth);
+    }
     value
+}
+
+/// An `oauth` block in the file's spelling, with its `grant` filled in; `clientSecret`
+/// and `privateKey` as their [`references`] only.
+fn oauth_json(oauth: &OAuthSpec) -> Value {
+    let mut block = serde_json::Map::new();
+    let mut put = |key: &str, value: Option<Value>| {
+        if let Some(value) = value {
+            block.insert(key.to_owned(), value);
+        }
+    };
+    put("clientId", oauth.client_id.clone().map(Value::from));
+    put("clientSecret", oauth.client_secret.as_deref().map(|s| references(s).into()));
+    put("privateKey", oauth.private_key.as_deref().map(|s| references(s).into()));
+    put("tokenEndpointAuthMethod", oauth.token_endpoint_auth_method.map(|m| m.as_str().into()));
+    put("scopes", oauth.scopes.clone().map(Value::from));
+    put("redirectPort", oauth.redirect_port.map(Value::from));
+    put("grant", Some(oauth.grant.as_str().into()));
+    put("clientMetadataUrl", oauth.client_metadata_url.clone().map(Value::from));
+    Value::Object(block)
+}
+
+/// The `${...}` references of a secret's template, space-separated (`${secret:NAME}`,
+/// `${VAR}`); a value written in the file itself shows as `(written in the file)`.
+fn references(template: &str) -> String {
+    let mut found = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("${") {
+        let Some(len) = rest[start..].find('}') else { break };
+        found.push(&rest[start..start + len + 1]);
+        rest = &rest[start + len + 1..];
+    }
+    if found.is_empty() { "(written in the file)".to_owned() } else { found.join(" ") }
 }
 
 /// One server as text: a heading line, then one aligned line per fact.
@@ -119,6 +158,19 @@ fn entry_text(entry: &ServerEntry, home: Option<&Path>) -> String {
             lines.push(("url", format!("{url} ({})", kind.as_str())));
             if !headers.is_empty() {
                 lines.push(("headers", headers.keys().cloned().collect::<Vec<_>>().join(" ")));
+            }
+            if let Some(Value::Object(block)) = entry.oauth.as_ref().map(oauth_json) {
+                let facts: Vec<String> = OAUTH_KEYS
+                    .iter()
+                    .filter_map(|key| block.get(*key).map(|value| (key, value)))
+                    .map(|(key, value)| match value {
+                        Value::Array(items) => {
+                            format!("{key} {}", items.iter().map(plain).collect::<Vec<_>>().join(" "))
+                        }
+                        value => format!("{key} {}", plain(value)),
+                    })
+                    .collect();
+                lines.push(("oauth", facts.join(", ")));
             }
         }
     }
@@ -158,4 +210,17 @@ fn quote(arg: &str) -> String {
 /// A JSON scalar as text: a string without its quotes.
 fn plain(value: &Value) -> String {
     value.as_str().map_or_else(|| value.to_string(), str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_shows_as_the_references_it_comes_from() {
+        assert_eq!(references("${secret:tracker}"), "${secret:tracker}");
+        assert_eq!(references("pre-${A}-mid-${secret:b}-post"), "${A} ${secret:b}");
+        assert_eq!(references("a-literal-secret"), "(written in the file)");
+        assert_eq!(references("${unclosed"), "(written in the file)");
+    }
 }

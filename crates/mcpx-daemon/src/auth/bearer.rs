@@ -83,16 +83,33 @@ pub fn step_up(state: &Dir, kept: &Kept, challenge: &Challenge) -> Result<Vec<St
 
 /// Renews `old`: a refresh, or the client credentials grant again; keeps the result.
 /// `oauth` is the entry's block, whose private key a `private_key_jwt` client signs
-/// with.
+/// with. Holds the login's lock ([`tokens::hold`]) from the load to the save: when
+/// another task renewed the login meanwhile, its tokens are used and none are asked
+/// for.
 ///
-/// Errors: [`BearerError::NeedsLogin`] when the server refuses (the login is over);
-/// [`BearerError::Failed`] when the result cannot be kept.
+/// Errors: [`BearerError::NeedsLogin`] when the server refuses (the login is over) or
+/// the user logged out meanwhile; [`BearerError::Failed`] when the store cannot be read
+/// or the result cannot be kept.
 pub async fn renew(
     http: &reqwest::Client,
     state: &Dir,
     old: &Kept,
     oauth: Option<&ExpandedOAuth>,
 ) -> Result<Kept, BearerError> {
+    let _held = tokens::hold(&old.issuer, &old.resource).await;
+    let current = tokens::load(state, &old.issuer, &old.resource).map_err(BearerError::Failed)?;
+    let old = match current {
+        Some(current) if current.access_token != old.access_token && !current.due(SystemTime::now()) => {
+            return Ok(current);
+        }
+        // The kept one may hold a newer refresh token than the caller's copy.
+        Some(current) => current,
+        // A machine-to-machine entry gets new tokens with no user; a login that is no
+        // longer kept was logged out.
+        None if old.grant == "client_credentials" => old.clone(),
+        None => return Err(BearerError::NeedsLogin("no login is kept for it".to_owned())),
+    };
+    let old = &old;
     let client = ClientInfo::of(old, oauth.and_then(|o| o.private_key.as_deref()));
     let new = if old.grant == "client_credentials" {
         let endpoint = Url::parse(&old.token_endpoint).map_err(|e| BearerError::Failed(e.to_string()))?;
@@ -110,35 +127,51 @@ pub async fn renew(
 
 #[cfg(test)]
 mod tests {
-    use mcpx_platform::secrets::{SecretStore, Wanted};
-
     use super::*;
+    use crate::auth::fixtures::{Endpoint, file_state, kept, token_answer};
 
     /// A 403 asking for `write` records it beside the granted `read`, once, so the
     /// next login asks for both.
     #[test]
     fn step_up_records_the_scopes_wanted_beyond_those_granted() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-        let state = Dir::open_private(dir.path(), false).unwrap();
-        SecretStore::choose(&state, Wanted::File).unwrap();
-        let kept = Kept {
-            issuer: "https://as".into(),
-            resource: "https://r/mcp".into(),
-            token_endpoint: "https://as/token".into(),
-            client_id: "c".into(),
-            client_secret: None,
-            auth_method: "none".into(),
-            grant: "authorization_code".into(),
-            access_token: "t".into(),
-            refresh_token: None,
-            expires_at: None,
-            scopes: vec!["read".into()],
-            step_up: Vec::new(),
-        };
+        let (_dir, state) = file_state();
+        let kept = Kept { expires_at: None, ..kept("https://as/token") };
         let challenge = Challenge::parse(r#"Bearer error="insufficient_scope", scope="read write""#).unwrap();
         assert_eq!(step_up(&state, &kept, &challenge).unwrap(), ["read", "write"]);
         let stored = tokens::load(&state, "https://as", "https://r/mcp").unwrap().unwrap();
         assert_eq!((stored.scopes, stored.step_up), (vec!["read".to_owned()], vec!["write".to_owned()]));
+    }
+
+    /// Eight requests that find the same login due renew it with one token request,
+    /// and all use its new token; the rotated refresh token is kept.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_renewals_ask_the_token_endpoint_once() {
+        let endpoint = Endpoint::start(|n, _| token_answer(&format!("at-{n}"), Some(&format!("rt-{n}")))).await;
+        let (_dir, state) = file_state();
+        let old = kept(endpoint.url.join("token").unwrap().as_str());
+        tokens::save(&state, &old).unwrap();
+        let http = reqwest::Client::new();
+        let renewals = (0..8).map(|_| {
+            let (http, state, old) = (http.clone(), state.clone(), old.clone());
+            tokio::spawn(async move { renew(&http, &state, &old, None).await })
+        });
+        for renewed in futures_util::future::join_all(renewals).await {
+            assert_eq!(renewed.unwrap().unwrap().access_token, "at-1");
+        }
+        assert_eq!(endpoint.seen().len(), 1);
+        let stored = tokens::load(&state, &old.issuer, &old.resource).unwrap().unwrap();
+        assert_eq!(stored.refresh_token.as_deref(), Some("rt-1"));
+    }
+
+    /// A login forgotten (logged out) while a request waited to renew it is not
+    /// renewed: the request needs a login, and the token endpoint hears nothing.
+    #[tokio::test]
+    async fn a_forgotten_login_is_not_renewed() {
+        let endpoint = Endpoint::start(|n, _| token_answer(&format!("at-{n}"), None)).await;
+        let (_dir, state) = file_state();
+        let old = kept(endpoint.url.join("token").unwrap().as_str());
+        let renewed = renew(&reqwest::Client::new(), &state, &old, None).await;
+        assert!(matches!(renewed, Err(BearerError::NeedsLogin(_))), "{renewed:?}");
+        assert!(endpoint.seen().is_empty());
     }
 }

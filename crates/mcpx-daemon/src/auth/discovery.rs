@@ -303,8 +303,13 @@ pub fn authorization_server_urls(issuer: &str) -> Result<Vec<(Url, Source)>, Dis
     })
 }
 
-/// The first metadata of `issuer` found, its `issuer` checked to be exactly `issuer`.
-async fn authorization_server(fetch: &dyn Fetch, issuer: &str) -> Result<(AuthServer, Source), DiscoveryError> {
+/// The first metadata of `issuer` found, its `issuer` checked to be exactly `issuer`
+/// (RFC 8414 §3.3).
+///
+/// Errors: [`DiscoveryError::NoMetadata`] when none is found at any URL of
+/// [`authorization_server_urls`]; any other when one cannot be read or is for another
+/// issuer.
+pub async fn authorization_server(fetch: &dyn Fetch, issuer: &str) -> Result<(AuthServer, Source), DiscoveryError> {
     let urls = authorization_server_urls(issuer)?;
     for (url, source) in &urls {
         let Some(json) = fetch.get_json(url).await? else { continue };
@@ -406,8 +411,9 @@ fn canonical(server: &Url) -> Url {
 }
 
 /// Whether the protected resource `resource` covers the server at `server`: the same
-/// origin, and `server`'s path is `resource`'s or below it.
-fn covers(resource: &Url, server: &Url) -> bool {
+/// origin, and `server`'s path is `resource`'s or below it (RFC 9728 §7.3: a token is
+/// for the resource that names it).
+pub fn covers(resource: &Url, server: &Url) -> bool {
     if resource.origin() != server.origin() {
         return false;
     }

@@ -274,7 +274,7 @@ fn token_client(
 /// `private_key_jwt` client's assertion (RFC 7523 §2.2), for the server `issuer`.
 ///
 /// Errors: the client has no key, or it cannot sign.
-fn client_auth(client: &ClientInfo, issuer: &str) -> Result<Vec<(&'static str, String)>, String> {
+pub(super) fn client_auth(client: &ClientInfo, issuer: &str) -> Result<Vec<(&'static str, String)>, String> {
     if client.auth_method != "private_key_jwt" {
         return Ok(Vec::new());
     }
@@ -333,5 +333,47 @@ fn oauth_error(body: &str) -> String {
         (Some(code), Some(d)) => format!(" ({code}: {d})"),
         (Some(code), None) => format!(" ({code})"),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+
+    use super::*;
+    use crate::auth::fixtures::{Endpoint, kept, token_answer};
+
+    /// The first refresh rotates the refresh token, and the new one is kept; the
+    /// second answer names none, and the one in hand is kept.
+    #[tokio::test]
+    async fn refresh_keeps_a_rotated_refresh_token_and_the_old_one_otherwise() {
+        let endpoint = Endpoint::start(|n, _| token_answer(&format!("at-{n}"), (n == 1).then_some("rt-1"))).await;
+        let old = kept(endpoint.url.join("token").unwrap().as_str());
+        let client = ClientInfo::of(&old, None);
+        let http = reqwest::Client::new();
+        let first = refresh(&http, &old, &client).await.unwrap();
+        assert_eq!((first.access_token.as_str(), first.refresh_token.as_deref()), ("at-1", Some("rt-1")));
+        assert!(first.expires_at.is_some_and(|at| at > 1));
+        let second = refresh(&http, &first, &client).await.unwrap();
+        assert_eq!((second.access_token.as_str(), second.refresh_token.as_deref()), ("at-2", Some("rt-1")));
+        let seen = endpoint.seen();
+        let spent: Vec<_> = seen.iter().map(|s| s.field("refresh_token")).collect();
+        assert_eq!(spent, [Some("rt-0"), Some("rt-1")]);
+        assert!(seen.iter().all(|s| s.path == "/token"
+            && s.field("grant_type") == Some("refresh_token")
+            && s.field("resource") == Some("https://r/mcp")
+            && s.authorization.as_deref().is_some_and(|a| a.starts_with("Basic "))));
+    }
+
+    /// A refused refresh quotes the server's error and no token.
+    #[tokio::test]
+    async fn a_refused_refresh_says_why_without_the_token() {
+        let endpoint = Endpoint::start(|_, _| {
+            (StatusCode::BAD_REQUEST, r#"{"error":"invalid_grant","error_description":"revoked"}"#.to_owned())
+        })
+        .await;
+        let old = kept(endpoint.url.join("token").unwrap().as_str());
+        let e = refresh(&reqwest::Client::new(), &old, &ClientInfo::of(&old, None)).await.unwrap_err();
+        assert!(e.contains("invalid_grant (revoked)") && !e.contains("rt-0"), "{e}");
     }
 }

@@ -2,12 +2,20 @@
 //! authorization server and resource, so every entry that names the same server shares
 //! the login, and a daemon restart or upgrade finds it.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mcpx_platform::fs::Dir;
 use mcpx_platform::secrets::{SecretStore, SecretValue, Wanted};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use tokio::sync::OwnedMutexGuard;
+use url::Url;
+
+use super::discovery::covers;
+
+use crate::sync::lock;
 
 /// How long before its expiry a token is refreshed rather than used.
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
@@ -87,6 +95,10 @@ pub fn expiry(now: SystemTime, expires_in: Option<Duration>) -> Option<u64> {
     expires_in.map(|d| (now + d).as_secs())
 }
 
+/// How the secret store names of logins begin; no user secret needs it, and
+/// `mcpx secret ls` shows the secrets that have it as logins.
+pub const PREFIX: &str = "oauth-";
+
 /// The secret store name of the login for `issuer` and `resource`:
 /// `oauth-<16 hex digits of SHA-256>`, a valid secret name whatever the URLs hold.
 pub fn secret_name(issuer: &str, resource: &str) -> String {
@@ -96,7 +108,27 @@ pub fn secret_name(issuer: &str, resource: &str) -> String {
     h.update(resource.as_bytes());
     let digest = h.finalize();
     let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    format!("oauth-{hex}")
+    format!("{PREFIX}{hex}")
+}
+
+/// Every kept login whose resource covers the server at `url` (the same origin, and
+/// `url`'s path at or below the resource's: [`covers`]), the most specific resource
+/// first. These are the logins a request to the server may use, without asking the
+/// network which authorization server it names. A damaged login is left out.
+///
+/// Errors: the store cannot be read (the store's message).
+pub fn covering(state: &Dir, url: &Url) -> Result<Vec<Kept>, String> {
+    let store = SecretStore::open(state).map_err(|e| e.to_string())?;
+    let mut found = Vec::new();
+    for name in store.list().map_err(|e| e.to_string())?.into_iter().filter(|n| n.starts_with(PREFIX)) {
+        let Some(value) = store.get(&name).map_err(|e| e.to_string())? else { continue };
+        let Ok(kept) = serde_json::from_str::<Kept>(value.expose()) else { continue };
+        if Url::parse(&kept.resource).is_ok_and(|resource| covers(&resource, url)) {
+            found.push(kept);
+        }
+    }
+    found.sort_by_key(|k| std::cmp::Reverse(k.resource.len()));
+    Ok(found)
 }
 
 /// Reads the login for `issuer` and `resource` from the store recorded in `state`.
@@ -110,6 +142,39 @@ pub fn load(state: &Dir, issuer: &str, resource: &str) -> Result<Option<Kept>, S
     serde_json::from_str(value.expose())
         .map(Some)
         .map_err(|_| format!("the kept login `{name}` is damaged; log in again (`mcpx auth login`)"))
+}
+
+/// Holds the renewal lock of the login for `issuer` and `resource` until the guard is
+/// dropped: one task of the daemon at a time loads, renews and saves a login, so two
+/// that both find it due (or both get a 401) refresh it once. With refresh token
+/// rotation (OAuth 2.1 §4.3.1) a second refresh would spend a revoked refresh token and
+/// lose the login. The holder re-loads the login after taking the lock.
+pub async fn hold(issuer: &str, resource: &str) -> OwnedMutexGuard<()> {
+    static LOCKS: OnceLock<Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>> = OnceLock::new();
+    let one = {
+        let mut locks = lock(LOCKS.get_or_init(Mutex::default));
+        // Locks nobody holds or waits for are dropped, so the map stays as small as the
+        // renewals under way.
+        locks.retain(|_, held| held.strong_count() > 0);
+        let name = secret_name(issuer, resource);
+        match locks.get(&name).and_then(Weak::upgrade) {
+            Some(one) => one,
+            None => {
+                let one = Arc::new(tokio::sync::Mutex::new(()));
+                locks.insert(name, Arc::downgrade(&one));
+                one
+            }
+        }
+    };
+    one.lock_owned().await
+}
+
+/// Forgets the login for `issuer` and `resource`; returns whether one was kept.
+///
+/// Errors: the store cannot be read or written (the store's message).
+pub fn forget(state: &Dir, issuer: &str, resource: &str) -> Result<bool, String> {
+    let store = SecretStore::open(state).map_err(|e| e.to_string())?;
+    store.remove(&secret_name(issuer, resource)).map_err(|e| e.to_string())
 }
 
 /// Keeps `kept` in the store recorded in `state` (choosing one, as `mcpx secret set`

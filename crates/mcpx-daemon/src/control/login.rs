@@ -11,7 +11,6 @@ use tokio::sync::mpsc;
 
 use crate::api::{ApiError, ErrorBody, ErrorKind, Request};
 use crate::auth::login::{LoginTarget, login};
-use crate::config::TransportSpec;
 use crate::daemon::Daemon;
 use crate::policy;
 
@@ -44,18 +43,8 @@ async fn run(d: &Daemon, req: &Request, tx: &mpsc::Sender<Vec<u8>>) -> Result<se
     let config = d.resolve(req)?;
     let entry = d.server(&config, name)?;
     policy::check_server(entry)?;
-    if !matches!(entry.transport, TransportSpec::Remote { .. }) {
-        let message = format!("server `{name}` is not a remote server (it has no `url`); only remote servers log in");
-        return Err(ApiError::new(ErrorKind::Usage, message));
-    }
-    let (url, oauth) = d.targets.login_parts(entry)?;
-    let http = reqwest::Client::builder()
-        .user_agent(concat!("mcpx/", env!("CARGO_PKG_VERSION")))
-        // Token and registration endpoints are not followed elsewhere (the `oauth2`
-        // crate's advice against SSRF).
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| ApiError::new(ErrorKind::Server, format!("cannot set up the HTTP client: {e}")))?;
+    let (url, oauth) = super::logins::remote_parts(d, entry, "log in")?;
+    let http = super::logins::oauth_http()?;
     let target = LoginTarget { http: &http, state: &d.dirs.state, server: name, url: &url, oauth: oauth.as_ref() };
     let mut open = |url: &url::Url| {
         let line = line_of(serde_json::json!({ "open": url.as_str() }).to_string());

@@ -101,6 +101,12 @@ fn config_shows_sources_defaults_and_trust_but_no_values() {
             "mcpx": { "scope": "repo", "idleTimeout": "10m", "excludeTools": ["delete"] },
         },
         "search": { "url": "https://example.com/mcp", "headers": { "Authorization": "Bearer ${DOCS_TOKEN}" } },
+        "tracker": { "url": "https://tracker.example.com/mcp", "oauth": {
+            "clientId": "mcpx-cli", "clientSecret": "${secret:tracker}", "scopes": ["issues:read"], "redirectPort": 8765,
+        } },
+        "machine": { "url": "https://m.example.com/mcp", "oauth": {
+            "clientId": "m", "clientSecret": "literal-value", "grant": "client_credentials",
+        } },
     }});
     std::fs::write(home.join(".config/mcpx/config.json"), user.to_string()).unwrap();
     let project = json!({ "mcpServers": { "local": { "command": "./serve.sh", "mcpx": { "disabled": true } } } });
@@ -130,6 +136,9 @@ fn config_shows_sources_defaults_and_trust_but_no_values() {
     assert_eq!(docs["mcpx"]["max"], 4);
     assert_eq!(docs["mcpx"]["idleTimeout"], "10m");
     assert_eq!(docs["mcpx"]["callTimeout"], "2m");
+    let tracker = servers.iter().find(|s| s["name"] == "tracker").unwrap();
+    assert_eq!(tracker["oauth"]["clientSecret"], "${secret:tracker}", "the secret's name only");
+    assert_eq!(tracker["oauth"]["grant"], "authorization_code");
     assert!(!listed.to_string().contains("value-of-the-variable") && !listed.to_string().contains("literal-value"));
     assert!(w.daemon_pid().is_none(), "config needs no daemon");
 

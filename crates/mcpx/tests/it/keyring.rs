@@ -199,7 +199,10 @@ fn the_secret_service_keeps_the_secret_and_nothing_falls_back_to_the_file() {
     let ls = w.run(&["secret", "ls", "--json"]);
     outputs.push(format!("{ls:?}"));
     let location = format!("secret-service {}", keyring.address);
-    assert_eq!(ls.json(), json!({ "store": "secret-service", "location": location, "names": ["API_TOKEN"] }));
+    assert_eq!(
+        ls.json(),
+        json!({ "store": "secret-service", "location": location, "names": ["API_TOKEN"], "logins": [] })
+    );
     assert_kept_in_the_keyring_only(&w, &mut outputs);
 
     keyring.stop();

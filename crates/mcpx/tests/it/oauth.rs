@@ -1,6 +1,7 @@
 //! OAuth for remote servers, beyond the conformance suite's scenarios
 //! (`conformance_client.rs`): what a call to a server that needs a login does when no
-//! one has logged in, and where the tokens of a login do not show.
+//! one has logged in, where the tokens of a login do not show, and `auth status` and
+//! `auth logout` of a login.
 
 use serde_json::json;
 
@@ -65,6 +66,12 @@ fn tokens_show_nowhere_but_the_secret_store() {
             places.push((entry.display().to_string(), String::from_utf8_lossy(&std::fs::read(&entry).unwrap()).into()));
         }
     }
+    let listed = w.run(&["secret", "ls", "--json"]).json();
+    assert_eq!(listed["logins"].as_array().map(Vec::len), Some(1), "{listed}");
+    assert!(listed["names"].as_array().unwrap().iter().all(|n| !n.as_str().unwrap().starts_with("oauth-")), "{listed}");
+    let table = w.run(&["secret", "ls"]).ok();
+    assert!(table.contains("1 login(s) to remote servers") && table.contains("`mcpx auth logout <server>`"), "{table}");
+    places.push(("secret ls".into(), table));
     places.push(("status --json".into(), w.run(&["status", "--json"]).stdout));
     places.push(("ls --json".into(), w.run(&["ls", "--json"]).stdout));
     for (place, text) in &places {
@@ -72,6 +79,43 @@ fn tokens_show_nowhere_but_the_secret_store() {
             assert!(!text.contains(secret.as_str()), "a token or client secret shows in {place}");
         }
     }
+}
+
+/// After a login (the suite's token-endpoint-auth-basic, whose server stays up while
+/// the driver runs), `auth status --json` shows it with its issuer, scopes and expiry
+/// and where it is kept, and no token; `auth logout` forgets it (the suite's server
+/// offers no revocation); then the status says `not_logged_in`, the store holds no
+/// login, and a refresh fails with the `auth` error saying to log in.
+#[test]
+fn status_shows_a_login_and_logout_forgets_it() {
+    let mut w = World::new(json!({}));
+    let out = w.path("logout");
+    std::fs::create_dir(&out).unwrap();
+    w.env.push(("MCPX_CONFORMANCE_LOGOUT".into(), out.display().to_string()));
+    let outcome = crate::conformance_client::run_scenario_in(&w, "auth/token-endpoint-auth-basic");
+    assert!(outcome.passed, "{}", outcome.text);
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(out.join(name)).unwrap()).unwrap()
+    };
+
+    let status = read("status.json");
+    let row = &status["servers"][0];
+    assert_eq!((&row["server"], &row["state"]), (&json!("conformance"), &json!("logged_in")), "{status}");
+    assert!(row["issuer"].is_string() && row["scopes"].is_array() && row["expires_at"].is_u64(), "{status}");
+    assert!(row.get("access_token").is_none() && row.get("refresh_token").is_none(), "{status}");
+    assert_eq!(status["store"]["kind"], "file", "{status}");
+
+    let logout = read("logout.json");
+    assert_eq!(logout["logins"].as_array().map(Vec::len), Some(1), "{logout}");
+    assert_eq!(logout["logins"][0]["issuer"], row["issuer"], "{logout}");
+    assert_eq!(logout["logins"][0]["revocation"], "not_offered", "{logout}");
+
+    let after = read("after.json");
+    assert_eq!(after["servers"][0]["state"], "not_logged_in", "{after}");
+    let store = std::fs::read_to_string(w.path("state/secrets.json")).unwrap();
+    assert!(!store.contains("oauth-"), "{store}");
+    let refresh = std::fs::read_to_string(out.join("refresh.txt")).unwrap();
+    assert!(refresh.contains("run `mcpx auth login conformance`"), "{refresh}");
 }
 
 /// Every file under `dir`, recursively.

@@ -76,7 +76,7 @@ fn secret_set_from_stdin_reaches_the_server_and_shows_nowhere() {
     outputs.push(format!("{ls:?}"));
     assert_eq!(
         ls.json(),
-        json!({ "store": "file", "location": format!("file {}", file.display()), "names": ["API_TOKEN"] })
+        json!({ "store": "file", "location": format!("file {}", file.display()), "names": ["API_TOKEN"], "logins": [] })
     );
     let table = w.run(&["secret", "ls"]).ok();
     assert!(table.contains("API_TOKEN") && table.contains(&format!("file {}", file.display())), "{table}");
