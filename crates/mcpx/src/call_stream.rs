@@ -27,6 +27,10 @@ pub async fn run(client: &Client, mut req: Request, what: &str, json: bool, no_i
     req.status = status.is_on();
     req.answers = if interactive { ANSWERS.iter().map(|m| (*m).to_owned()).collect() } else { Vec::new() };
     let (questions, mut asked) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
+    // A form puts the terminal in raw mode and hides the cursor while it waits for a
+    // key: should the call end meanwhile, both are put back before mcpx exits.
+    let terminal = if interactive { mcpx_platform::terminal::Saved::stdin() } else { None };
+    let prompting = std::cell::Cell::new(false);
     // Lines: status and notifications while the tool runs, questions, then the result
     // or the error. A line of a kind this CLI does not know is skipped (the daemon may
     // be newer); only a missing last line is an error.
@@ -64,7 +68,13 @@ pub async fn run(client: &Client, mut req: Request, what: &str, json: bool, no_i
     let answering = async {
         while let Some((call, request)) = asked.recv().await {
             status.pause();
-            let response = tokio::task::spawn_blocking(move || crate::elicit::answer(&request)).await;
+            prompting.set(true);
+            // A thread of its own, not the runtime's blocking pool: should the call end
+            // while the form waits for a key, mcpx exits without waiting for it.
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            std::thread::spawn(move || tx.send(crate::elicit::answer(&request)));
+            let response = rx.await;
+            prompting.set(false);
             status.resume();
             let Some(response) = response.ok().and_then(|r| RawValue::from_string(r).ok()) else { continue };
             if let Err(e) = client.call(Method::POST, "/v1/call/answer", Some(&Answer { call, response })).await {
@@ -85,6 +95,13 @@ pub async fn run(client: &Client, mut req: Request, what: &str, json: bool, no_i
         }
     };
     status.clear();
+    if prompting.get() {
+        if let Some(terminal) = &terminal {
+            terminal.restore();
+        }
+        eprintln!("\x1b[?25h");
+        output::warn("mcpx: the call ended before the server's question was answered");
+    }
     sent?;
     match outcome {
         Some(Ok(body)) => output::call_result(json, &body),

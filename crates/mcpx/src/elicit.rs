@@ -66,7 +66,8 @@ impl Action {
     }
 }
 
-/// The fields of `requestedSchema`, in the order of their names.
+/// The fields of `requestedSchema`, in the order of their names (see [`written_order`]
+/// for the server's order).
 ///
 /// Errors: a property of a kind a form cannot hold (an object, say), named.
 pub fn fields(schema: &Value) -> Result<Vec<Field>, String> {
@@ -203,14 +204,55 @@ fn is_date(text: &str) -> bool {
 /// the terminal (stderr, keys from stdin), and returns the JSON-RPC response to send
 /// back, with the request's id. Blocks while the person types.
 pub fn answer(request: &str) -> String {
+    let order = written_order(request);
     let request: Value = serde_json::from_str(request).unwrap_or_default();
     let params = &request["params"];
-    let action = ask(params);
+    let action = ask(params, &order);
     json!({ "jsonrpc": "2.0", "id": request["id"], "result": action.to_result() }).to_string()
 }
 
+/// The property names of the request's `requestedSchema`, in the order the server
+/// wrote them (the form asks in that order; a JSON object has none of its own).
+pub fn written_order(request: &str) -> Vec<String> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    #[derive(serde::Deserialize)]
+    struct Request {
+        params: Params,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "requestedSchema")]
+        schema: Schema,
+    }
+    #[derive(serde::Deserialize)]
+    struct Schema {
+        properties: Keys,
+    }
+    struct Keys(Vec<String>);
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Keys, D::Error> {
+            struct InOrder;
+            impl<'de> Visitor<'de> for InOrder {
+                type Value = Keys;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some((key, IgnoredAny)) = map.next_entry::<String, IgnoredAny>()? {
+                        keys.push(key);
+                    }
+                    Ok(Keys(keys))
+                }
+            }
+            d.deserialize_map(InOrder)
+        }
+    }
+    serde_json::from_str::<Request>(request).map(|r| r.params.schema.properties.0).unwrap_or_default()
+}
+
 /// Shows the form of `params` and takes the person's answer.
-fn ask(params: &Value) -> Action {
+fn ask(params: &Value, order: &[String]) -> Action {
     let term = Term::stderr();
     let say = |text: &str| {
         let _ = term.write_line(&sanitize::text(text));
@@ -222,7 +264,10 @@ fn ask(params: &Value) -> Action {
         return Action::Decline;
     }
     let fields = match fields(&params["requestedSchema"]) {
-        Ok(f) => f,
+        Ok(mut f) => {
+            f.sort_by_key(|f| order.iter().position(|n| *n == f.name));
+            f
+        }
         Err(e) => {
             say(&format!("mcpx: declined: {e}"));
             return Action::Decline;
@@ -358,6 +403,14 @@ mod tests {
         assert!(check(&int, "x").is_err());
         let num = Kind::Number { integer: false, min: None, max: None };
         assert_eq!(check(&num, "0.5"), Ok(json!(0.5)));
+    }
+
+    #[test]
+    fn the_form_keeps_the_servers_order() {
+        let request = r#"{"jsonrpc":"2.0","id":"mcpx-1","method":"elicitation/create","params":{"message":"m",
+            "requestedSchema":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"boolean"}}}}}"#;
+        assert_eq!(written_order(request), ["zeta", "alpha"]);
+        assert!(written_order("{}").is_empty());
     }
 
     #[test]

@@ -175,6 +175,20 @@ fn a_declined_form_tells_the_server_so() {
 }
 
 #[test]
+fn a_call_that_ends_during_the_form_gives_the_terminal_back() {
+    let w = world(json!({}));
+    let mut cmd = w.command();
+    cmd.args(["call", "fake.elicit", "--timeout", "1s"]);
+    let t = Terminal::spawn(cmd);
+    t.wait_for("Answer");
+    let (run, raw) = t.finish();
+    assert_eq!(run.code, 5, "the deadline passed: {run:?}\nterminal: {raw}");
+    let screen = final_screen(&raw);
+    assert!(screen.contains("mcpx: the call ended before the server's question was answered"), "{screen}");
+    assert!(raw.rfind("\u{1b}[?25h") > raw.rfind("\u{1b}[?25l"), "the cursor is shown again: {raw:?}");
+}
+
+#[test]
 fn without_a_terminal_or_with_no_input_the_question_is_declined_at_once() {
     let w = world(json!({}));
     let piped = w.call("fake.elicit", "{}");
