@@ -165,6 +165,36 @@ async fn call_says_what_it_waits_on_only_when_asked() {
 }
 
 #[tokio::test]
+async fn a_call_waiting_for_a_busy_exclusive_instance_says_so() {
+    let fx = Fixture::new(&[("fake", json!({ "sharing": "exclusive" }))]);
+    let daemon = fx.daemon.clone();
+    let mut slow = fx.call("fake.slow", json!({}));
+    slow.timeout_ms = Some(0);
+    let holder = tokio::spawn(async move { call(&daemon, &slow, None, None).await });
+    let busy = || status(&fx.daemon).instances.iter().any(|i| i.calls == 1);
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !busy() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the slow call holds the instance");
+    let mut req = fx.call("fake.echo", json!({ "message": "hi" }));
+    req.status = true;
+    req.timeout_ms = Some(200);
+    let (tx, mut rx) = crate::notices::channel(Arc::default());
+    let e = call(&fx.daemon, &req, Some(tx), None).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Timeout);
+    let first = rx.try_recv().map(|m| serde_json::from_str::<Value>(m.as_str()).unwrap()["params"].clone());
+    assert_eq!(
+        first,
+        Some(json!({ "phase": "waiting", "server": "fake",
+            "reason": "its instance is busy with another call (it is `exclusive`)" }))
+    );
+    holder.abort();
+}
+
+#[tokio::test]
 async fn call_errors_have_their_kinds() {
     let fx = Fixture::new(&[("fake", json!({})), ("off", json!({ "disabled": true }))]);
     let kind = |r: Result<Box<RawValue>, ApiError>| r.unwrap_err().kind;
