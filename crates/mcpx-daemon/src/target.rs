@@ -88,6 +88,16 @@ impl Targets {
     /// Errors: as [`Targets::target`]: an untrusted entry, an unset variable or secret,
     /// a malformed URL (`config`).
     pub fn login_parts(&self, entry: &ServerEntry) -> Result<(url::Url, Option<ExpandedOAuth>), ApiError> {
+        let url = self.remote_url(entry)?;
+        let config = |e: crate::config::ConfigError| ApiError::new(ErrorKind::Config, e.to_string());
+        Ok((url, entry.expand_oauth(&self.env, &self.secrets()).map_err(config)?))
+    }
+
+    /// The URL of the remote `entry`, expanded as a start would expand it (its `oauth`
+    /// block is not).
+    ///
+    /// Errors: as [`Targets::login_parts`].
+    pub fn remote_url(&self, entry: &ServerEntry) -> Result<url::Url, ApiError> {
         crate::policy::check_trusted(entry)?;
         let config = |e: crate::config::ConfigError| ApiError::new(ErrorKind::Config, e.to_string());
         let ExpandedTransport::Remote(remote) = entry.expand(&self.env, &self.secrets()).map_err(config)? else {
@@ -99,7 +109,7 @@ impl Targets {
                 format!("server `{}`: the `url` is not a URL ({e}); fix it in the entry", entry.name),
             )
         })?;
-        Ok((url, entry.expand_oauth(&self.env, &self.secrets()).map_err(config)?))
+        Ok(url)
     }
 
     /// Resolves how to start `entry`: `${VAR}`s and secrets expanded, the command found on the

@@ -130,7 +130,13 @@ fn status_text(answer: &Value, now: SystemTime) -> (String, Vec<String>) {
             "headers" => "uses headers",
             "untrusted" => "untrusted",
             "error" => {
-                warnings.push(format!("mcpx: server `{server}`: {}", row["error"].as_str().unwrap_or("?")));
+                let error = row["error"].as_str().unwrap_or("?");
+                let named = error.starts_with(&format!("server `{server}`"));
+                warnings.push(if named {
+                    format!("mcpx: {error}")
+                } else {
+                    format!("mcpx: server `{server}`: {error}")
+                });
                 "error"
             }
             other => other,

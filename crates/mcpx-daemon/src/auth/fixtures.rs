@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use mcpx_platform::fs::Dir;
 use mcpx_platform::secrets::{SecretStore, Wanted};
 use url::Url;
@@ -57,6 +57,10 @@ pub fn token_answer(access: &str, refresh: Option<&str>) -> (StatusCode, String)
 /// One request the endpoint got.
 #[derive(Debug, Clone)]
 pub struct Seen {
+    /// The request's method.
+    pub method: String,
+    /// Its `Mcp-Session-Id` header, if any.
+    pub session: Option<String>,
     /// The request's path.
     pub path: String,
     /// Its `Authorization` header, if any.
@@ -72,8 +76,9 @@ impl Seen {
     }
 }
 
-/// What the endpoint answers a request with: its number (from 1) and the request.
-pub type Answer = dyn Fn(usize, &Seen) -> (StatusCode, String) + Send + Sync;
+/// What the endpoint answers a request with (a status, headers and a JSON body), from
+/// its number (from 1) and the request.
+pub type Answer = dyn Fn(usize, &Seen) -> (StatusCode, Vec<(&'static str, String)>, String) + Send + Sync;
 
 /// A running endpoint; it stops when the test's runtime ends.
 pub struct Endpoint {
@@ -86,22 +91,44 @@ pub struct Endpoint {
 impl Endpoint {
     /// Serves `answer` on a free port of 127.0.0.1.
     pub async fn start(answer: impl Fn(usize, &Seen) -> (StatusCode, String) + Send + Sync + 'static) -> Endpoint {
+        Endpoint::start_with(move |n, seen| {
+            let (status, body) = answer(n, seen);
+            (status, Vec::new(), body)
+        })
+        .await
+    }
+
+    /// Serves `answer`, whose replies carry headers too, on a free port of 127.0.0.1.
+    pub async fn start_with(
+        answer: impl Fn(usize, &Seen) -> (StatusCode, Vec<(&'static str, String)>, String) + Send + Sync + 'static,
+    ) -> Endpoint {
         let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
         let answer: Arc<Answer> = Arc::new(answer);
         let record = seen.clone();
-        let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
+        let app = axum::Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
             let (record, answer) = (record.clone(), answer.clone());
             async move {
-                let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
+                let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
                 let form = url::form_urlencoded::parse(&body).into_owned().collect();
-                let request = Seen { path: uri.path().to_owned(), authorization, form };
+                let request = Seen {
+                    method: method.to_string(),
+                    session: header("mcp-session-id"),
+                    path: uri.path().to_owned(),
+                    authorization: header("authorization"),
+                    form,
+                };
                 let n = {
                     let mut seen = lock(&record);
                     seen.push(request.clone());
                     seen.len()
                 };
-                let (status, body) = answer(n, &request);
-                (status, [("content-type", "application/json")], body)
+                let (status, extra, body) = answer(n, &request);
+                let mut reply = HeaderMap::new();
+                reply.insert("content-type", HeaderValue::from_static("application/json"));
+                for (name, value) in extra {
+                    reply.insert(name, HeaderValue::from_str(&value).unwrap());
+                }
+                (status, reply, body)
             }
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

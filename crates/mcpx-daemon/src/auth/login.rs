@@ -21,6 +21,12 @@ use crate::config::{ExpandedOAuth, Grant as GrantKind, TokenAuthMethod};
 /// How long a login waits for the browser to come back.
 pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// How long ending the probe's MCP session may take.
+const END_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The MCP session header (MCP 2025-11-25, Transports, "Session Management").
+const SESSION_ID: &str = "mcp-session-id";
+
 /// The largest redirect request read, in bytes.
 const MAX_REDIRECT_REQUEST: usize = 16 * 1024;
 
@@ -86,6 +92,9 @@ pub async fn login(
     } else {
         authorization_code(target, &found, &resource, &scopes, open).await?
     };
+    // Under the renewal lock, so a renewal of the previous login under way does not
+    // save its tokens over these.
+    let _held = tokens::hold(&kept.issuer, &kept.resource).await;
     let location = tokens::save(target.state, &kept)?;
     Ok(LoggedIn {
         issuer: kept.issuer,
@@ -168,7 +177,7 @@ pub(super) fn configured_client(
 
 /// POSTs an `initialize` to the server without a token: whether it answered 401, and
 /// its challenge. A server may let `initialize` through and ask for a token only later
-/// (discovery then goes by the well-known URLs).
+/// (discovery then goes by the well-known URLs); the session it then opened is ended.
 ///
 /// Errors: the server cannot be reached.
 async fn probe(target: &LoginTarget<'_>) -> Result<(bool, Option<Challenge>), String> {
@@ -184,6 +193,16 @@ async fn probe(target: &LoginTarget<'_>) -> Result<(bool, Option<Challenge>), St
         .await
         .map_err(|e| format!("cannot reach {}: {}", target.url, super::fetch::chain(&e)))?;
     if answer.status() != reqwest::StatusCode::UNAUTHORIZED {
+        // A server that let `initialize` through may have opened a session for it: end
+        // it (MCP 2025-11-25, Transports, "Session Management": a client that no longer
+        // needs a session sends DELETE with its id; a 405 says the server keeps it).
+        if let Some(id) = answer.headers().get(SESSION_ID).cloned() {
+            drop(answer);
+            let delete = target.http.delete(target.url.clone()).header(SESSION_ID, id).timeout(END_TIMEOUT);
+            if let Err(e) = delete.send().await {
+                tracing::debug!(url = %target.url, error = %e, "could not end the login probe's MCP session");
+            }
+        }
         return Ok((false, None));
     }
     let challenge = answer
@@ -260,6 +279,7 @@ pub fn check_redirect(query: &[(String, String)], state: &str, server: &AuthServ
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::fixtures::{Endpoint, file_state};
 
     fn server(iss: bool) -> AuthServer {
         let mut s = AuthServer::token_only("https://as".into(), Url::parse("https://as/token").unwrap());
@@ -269,6 +289,24 @@ mod tests {
 
     fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    /// A server that answers the probe's `initialize` with a session gets a DELETE of
+    /// that session, so the probe leaves nothing open.
+    #[tokio::test]
+    async fn the_probe_ends_the_session_it_opened() {
+        let endpoint = Endpoint::start_with(|_, seen| match seen.method.as_str() {
+            "POST" => (reqwest::StatusCode::OK, vec![(SESSION_ID, "s-1".to_owned())], "{}".to_owned()),
+            _ => (reqwest::StatusCode::OK, Vec::new(), String::new()),
+        })
+        .await;
+        let (_dir, state) = file_state();
+        let http = reqwest::Client::new();
+        let url = endpoint.url.join("mcp").unwrap();
+        let target = LoginTarget { http: &http, state: &state, server: "docs", url: &url, oauth: None };
+        assert_eq!(probe(&target).await.unwrap(), (false, None));
+        let seen: Vec<_> = endpoint.seen().into_iter().map(|s| (s.method, s.path, s.session)).collect();
+        assert_eq!(seen, [("POST".into(), "/mcp".into(), None), ("DELETE".into(), "/mcp".into(), Some("s-1".into()))]);
     }
 
     #[test]

@@ -10,7 +10,7 @@ pub mod challenge;
 pub mod discovery;
 pub mod fetch;
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 pub mod flow;
 pub mod login;
 pub mod logout;

@@ -113,22 +113,38 @@ pub fn secret_name(issuer: &str, resource: &str) -> String {
 
 /// Every kept login whose resource covers the server at `url` (the same origin, and
 /// `url`'s path at or below the resource's: [`covers`]), the most specific resource
-/// first. These are the logins a request to the server may use, without asking the
-/// network which authorization server it names. A damaged login is left out.
+/// first. These are the logins a request to the server may use, found without asking
+/// the network which authorization server it names.
 ///
 /// Errors: the store cannot be read (the store's message).
 pub fn covering(state: &Dir, url: &Url) -> Result<Vec<Kept>, String> {
+    Ok(covering_in(&all(state)?, url))
+}
+
+/// Those of `logins` that cover the server at `url`, as [`covering`] orders them.
+pub fn covering_in(logins: &[Kept], url: &Url) -> Vec<Kept> {
+    let mut found: Vec<Kept> = logins
+        .iter()
+        .filter(|k| Url::parse(&k.resource).is_ok_and(|resource| covers(&resource, url)))
+        .cloned()
+        .collect();
+    found.sort_by_key(|k| std::cmp::Reverse(k.resource.len()));
+    found
+}
+
+/// Every login kept in the store recorded in `state`; a damaged one is left out.
+///
+/// Errors: the store cannot be read (the store's message).
+pub fn all(state: &Dir) -> Result<Vec<Kept>, String> {
     let store = SecretStore::open(state).map_err(|e| e.to_string())?;
-    let mut found = Vec::new();
+    let mut logins = Vec::new();
     for name in store.list().map_err(|e| e.to_string())?.into_iter().filter(|n| n.starts_with(PREFIX)) {
         let Some(value) = store.get(&name).map_err(|e| e.to_string())? else { continue };
-        let Ok(kept) = serde_json::from_str::<Kept>(value.expose()) else { continue };
-        if Url::parse(&kept.resource).is_ok_and(|resource| covers(&resource, url)) {
-            found.push(kept);
+        if let Ok(kept) = serde_json::from_str::<Kept>(value.expose()) {
+            logins.push(kept);
         }
     }
-    found.sort_by_key(|k| std::cmp::Reverse(k.resource.len()));
-    Ok(found)
+    Ok(logins)
 }
 
 /// Reads the login for `issuer` and `resource` from the store recorded in `state`.

@@ -7,6 +7,7 @@ use mcpx_platform::secrets::SecretStore;
 use serde_json::{Value, json};
 
 use crate::api::{ApiError, ErrorKind, Request};
+use crate::auth::discovery::covers;
 use crate::auth::logout::{Revocation, logout as log_out};
 use crate::auth::tokens::{self, Kept};
 use crate::config::{Grant, ServerEntry, TransportSpec};
@@ -26,6 +27,8 @@ use crate::policy;
 pub fn status(d: &Daemon, req: &Request) -> Result<Value, ApiError> {
     let config = d.resolve(req)?;
     let now = std::time::SystemTime::now();
+    // Read once: each get may be a round trip to a keychain.
+    let logins = tokens::all(&d.dirs.state).map_err(|m| ApiError::new(ErrorKind::Config, m));
     let mut servers = Vec::new();
     for entry in config.servers.values() {
         let TransportSpec::Remote { url, headers, .. } = &entry.transport else { continue };
@@ -36,7 +39,7 @@ pub fn status(d: &Daemon, req: &Request) -> Result<Value, ApiError> {
         } else if !policy::server_trusted(entry) {
             "untrusted"
         } else {
-            match kept_login(d, entry) {
+            match kept_login(d, entry, &logins) {
                 Err(e) => {
                     row["error"] = e.message.into();
                     "error"
@@ -63,8 +66,9 @@ pub fn status(d: &Daemon, req: &Request) -> Result<Value, ApiError> {
 }
 
 /// `POST /v1/auth/logout`: revokes (RFC 7009, where the authorization server offers
-/// it) and forgets the kept logins of `req.server`, then stops its running instances so
-/// none keeps using a forgotten token. Answers `{"server", "logins": [{"issuer",
+/// it) and forgets the kept logins of `req.server`, then stops its running instances,
+/// and those of the caller's other entries that shared a forgotten login, so none keeps
+/// using a forgotten token. Answers `{"server", "logins": [{"issuer",
 /// "resource", "revocation": "revoked" | "not_offered" | "failed", "error"?}],
 /// "stopped"}`; `logins` is empty when none was kept.
 ///
@@ -79,7 +83,18 @@ pub async fn logout(d: &Daemon, req: &Request) -> Result<Value, ApiError> {
     let done = log_out(&http, &d.dirs.state, &url, oauth.as_ref())
         .await
         .map_err(|m| ApiError::new(ErrorKind::Auth, format!("server `{name}`: {m}")))?;
-    let stopped = d.pool.stop_server(&d.targets.target(entry)?.fingerprint, None).await;
+    // The caller's other entries that share a forgotten login stop too.
+    let forgotten: Vec<url::Url> = done.iter().filter_map(|l| url::Url::parse(&l.resource).ok()).collect();
+    let mut stopped = 0;
+    for other in config.servers.values() {
+        let shares = other.name == entry.name
+            || (matches!(other.transport, TransportSpec::Remote { .. })
+                && policy::server_trusted(other)
+                && d.targets.remote_url(other).is_ok_and(|url| forgotten.iter().any(|r| covers(r, &url))));
+        if shares {
+            stopped += d.pool.stop_server(&d.targets.target(other)?.fingerprint, None).await;
+        }
+    }
     let logins: Vec<Value> = done
         .iter()
         .map(|l| {
@@ -123,9 +138,10 @@ pub(super) fn oauth_http() -> Result<reqwest::Client, ApiError> {
         .map_err(|e| ApiError::new(ErrorKind::Server, format!("cannot set up the HTTP client: {e}")))
 }
 
-/// The kept login `entry` uses: the most specific one covering its expanded URL.
-fn kept_login(d: &Daemon, entry: &ServerEntry) -> Result<Option<Kept>, ApiError> {
-    let (url, _) = d.targets.login_parts(entry)?;
-    let found = tokens::covering(&d.dirs.state, &url).map_err(|m| ApiError::new(ErrorKind::Config, m))?;
-    Ok(found.into_iter().next())
+/// The kept login `entry` uses, of `logins`: the most specific one covering its
+/// expanded URL.
+fn kept_login(d: &Daemon, entry: &ServerEntry, logins: &Result<Vec<Kept>, ApiError>) -> Result<Option<Kept>, ApiError> {
+    let url = d.targets.remote_url(entry)?;
+    let logins = logins.as_ref().map_err(Clone::clone)?;
+    Ok(tokens::covering_in(logins, &url).into_iter().next())
 }

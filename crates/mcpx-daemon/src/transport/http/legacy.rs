@@ -1,7 +1,9 @@
 //! The HTTP+SSE transport of MCP 2024-11-05 (Transports, "HTTP with SSE"): one SSE
 //! stream whose `endpoint` event names where to POST, and every answer on that
 //! stream. Used for `transport: "sse"`, and for servers that refuse a streamable
-//! HTTP `initialize` ("Backwards Compatibility").
+//! HTTP `initialize` ("Backwards Compatibility"). A 401 on the stream or a post is
+//! answered with the kept login, as on streamable HTTP, and without one fails with the
+//! same `auth` error saying to log in.
 
 use std::sync::Arc;
 
@@ -20,9 +22,8 @@ impl Remote {
         if lock(&self.state).legacy.is_some() {
             return Ok(());
         }
-        let request =
-            self.http.get(self.url.clone()).headers(self.request_headers()).header(ACCEPT, "text/event-stream");
-        let mut response = self.check(request.send().await.map_err(|e| self.transport_error(&e))?).await?;
+        let stream = |headers| self.http.get(self.url.clone()).headers(headers).header(ACCEPT, "text/event-stream");
+        let mut response = self.send_authorized(stream).await?;
         let mut decoder = SseDecoder::new(self.max);
         let mut events = Vec::new();
         let endpoint = loop {
@@ -71,13 +72,80 @@ impl Remote {
                 lock(&self.state).legacy.clone().ok_or_else(|| TransportError::exchange("no SSE endpoint".into()))?
             }
         };
-        let request = self
-            .http
-            .post(endpoint)
-            .headers(self.request_headers())
-            .header(CONTENT_TYPE, "application/json")
-            .body(m.as_str().to_owned());
-        self.check(request.send().await.map_err(|e| self.transport_error(&e))?).await?;
+        let post = |headers| {
+            self.http
+                .post(endpoint.clone())
+                .headers(headers)
+                .header(CONTENT_TYPE, "application/json")
+                .body(m.as_str().to_owned())
+        };
+        self.send_authorized(post).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use axum::http::StatusCode;
+    use mcpx_proto::attach::Identity;
+    use reqwest::header::HeaderMap;
+    use tokio::sync::mpsc;
+
+    use super::super::session::RemoteState;
+    use super::*;
+    use crate::auth::fixtures::{Endpoint, file_state};
+    use crate::config::RemoteKind;
+    use crate::transport::link::LinkInfo;
+
+    /// A 401 on the HTTP+SSE stream, with no login kept, fails at once with the `auth`
+    /// error saying to log in, as on streamable HTTP.
+    #[tokio::test]
+    async fn a_401_on_the_stream_says_to_log_in() {
+        let server = Endpoint::start(|_, seen| match seen.path.as_str() {
+            "/sse" => (StatusCode::UNAUTHORIZED, String::new()),
+            _ => (StatusCode::NOT_FOUND, String::new()),
+        })
+        .await;
+        let (_dir, state) = file_state();
+        let (inbound, _rx) = mpsc::channel(4);
+        let url = server.url.join("sse").unwrap();
+        let identity = Identity {
+            server: "docs".into(),
+            fingerprint: "fp".into(),
+            cache_key: "ck".into(),
+            key: "global".into(),
+            sharing: "shared".into(),
+        };
+        let remote = Arc::new(Remote {
+            http: reqwest::Client::new(),
+            url: url.clone(),
+            headers: HeaderMap::new(),
+            identity,
+            kind: RemoteKind::Sse,
+            written_url: url.to_string(),
+            max: 1 << 20,
+            inbound,
+            info: Arc::new(LinkInfo::remote(url.to_string())),
+            state_dir: state,
+            oauth: None,
+            store: None,
+            epoch: 1,
+            state: Mutex::new(RemoteState {
+                id: None,
+                protocol: None,
+                initialize: None,
+                session: None,
+                legacy: None,
+                login: None,
+            }),
+            connect: tokio::sync::Mutex::new(()),
+            background: Mutex::new(Vec::new()),
+        });
+        let init = Message::parse(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#.to_owned()).unwrap();
+        let e = remote.post_legacy(&init).await.unwrap_err();
+        assert!(e.needs_login(), "{e:?}");
+        assert!(e.to_string().contains("run `mcpx auth login docs`"), "{e}");
     }
 }

@@ -195,6 +195,30 @@ impl Remote {
         self.take_login(bearer::renew(&self.http, &self.state_dir, &old, self.oauth.as_ref()).await)
     }
 
+    /// Sends the request `build` makes from the request headers, as
+    /// [`Remote::renew_if_due`] left them; a 401 is answered once with the kept login
+    /// ([`Remote::authorize`]) and the request sent again with its bearer. For the
+    /// HTTP+SSE transport (MCP 2024-11-05), whose stream and posts a server may guard
+    /// as a streamable HTTP one's.
+    ///
+    /// Errors: as [`Remote::authorize`]; otherwise [`Remote::check`]'s.
+    pub(super) async fn send_authorized(
+        &self,
+        build: impl Fn(HeaderMap) -> reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, TransportError> {
+        self.renew_if_due().await?;
+        let mut authorized = false;
+        loop {
+            let response = build(self.request_headers()).send().await.map_err(|e| self.transport_error(&e))?;
+            if response.status() == StatusCode::UNAUTHORIZED && !authorized && self.uses_oauth() {
+                authorized = true;
+                self.authorize(header(&response, WWW_AUTHENTICATE).as_deref()).await?;
+                continue;
+            }
+            return self.check(response).await;
+        }
+    }
+
     /// Keeps a login for the requests that follow, or words why there is none.
     fn take_login(&self, found: Result<Kept, BearerError>) -> Result<(), TransportError> {
         let server = &self.identity.server;
