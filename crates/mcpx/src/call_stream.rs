@@ -72,7 +72,8 @@ pub async fn run(client: &Client, mut req: Request, what: &str, json: bool, no_i
             // A thread of its own, not the runtime's blocking pool: should the call end
             // while the form waits for a key, mcpx exits without waiting for it.
             let (tx, rx) = tokio::sync::oneshot::channel();
-            std::thread::spawn(move || tx.send(crate::elicit::answer(&request)));
+            let tool = what.to_owned();
+            std::thread::spawn(move || tx.send(crate::elicit::answer(&request, &tool)));
             let response = rx.await;
             prompting.set(false);
             status.resume();

@@ -515,10 +515,9 @@ async fn call(
     let named =
         request(Request { target: target.clone(), server: server.clone(), tool: tool.clone(), ..Request::default() });
     // Reading the definition may start a server never listed: say so on a terminal.
-    let looking = crate::status_line::StatusLine::new(!json, &format!("reading the definition of {shown}"));
-    let schema = crate::args::tool_schema(client, &named, input.needs_schema()).await;
-    looking.clear();
-    let schema = schema?;
+    let reading = crate::args::tool_schema(client, &named, input.needs_schema());
+    let what = format!("reading the definition of {shown}");
+    let schema = crate::status_line::StatusLine::during(!json, &what, reading).await?;
     let arguments = crate::args::build(input, schema.as_ref(), &shown)?;
     let timeout_ms = args
         .timeout

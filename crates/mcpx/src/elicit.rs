@@ -188,7 +188,8 @@ fn check_format(format: Option<&str>, typed: &str) -> Result<(), String> {
         Some("date-time") => typed.get(..10).is_some_and(is_date) && typed[10..].starts_with(['T', 't']),
         _ => true,
     };
-    if ok { Ok(()) } else { Err(format!("a valid {} (format `{}`)", format.unwrap_or("value"), format.unwrap_or(""))) }
+    let format = sanitize::text(format.unwrap_or("value"));
+    if ok { Ok(()) } else { Err(format!("a valid {format}")) }
 }
 
 /// `YYYY-MM-DD` (RFC 3339 full-date), by its shape.
@@ -200,14 +201,15 @@ fn is_date(text: &str) -> bool {
         && b.iter().enumerate().all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
 }
 
-/// Answers an `elicitation/create` request (the whole JSON-RPC request, as text) at
-/// the terminal (stderr, keys from stdin), and returns the JSON-RPC response to send
-/// back, with the request's id. Blocks while the person types.
-pub fn answer(request: &str) -> String {
+/// Answers an `elicitation/create` request (the whole JSON-RPC request, as text) of
+/// the call of `tool` (`fake.echo`, named so the person knows who asks) at the
+/// terminal (stderr, keys from stdin), and returns the JSON-RPC response to send back,
+/// with the request's id. Blocks while the person types.
+pub fn answer(request: &str, tool: &str) -> String {
     let order = written_order(request);
     let request: Value = serde_json::from_str(request).unwrap_or_default();
     let params = &request["params"];
-    let action = ask(params, &order);
+    let action = ask(params, &order, tool);
     json!({ "jsonrpc": "2.0", "id": request["id"], "result": action.to_result() }).to_string()
 }
 
@@ -252,14 +254,14 @@ pub fn written_order(request: &str) -> Vec<String> {
 }
 
 /// Shows the form of `params` and takes the person's answer.
-fn ask(params: &Value, order: &[String]) -> Action {
+fn ask(params: &Value, order: &[String], tool: &str) -> Action {
     let term = Term::stderr();
     let say = |text: &str| {
         let _ = term.write_line(&sanitize::text(text));
     };
     let message = params["message"].as_str().unwrap_or("The server asks for input.");
     if params["mode"].as_str().is_some_and(|m| m != "form") {
-        say(&format!("The server asks: {message}"));
+        say(&format!("{tool} asks: {message}"));
         say("mcpx: declined: the server asked to open a URL, and `mcpx call` answers forms only");
         return Action::Decline;
     }
@@ -273,7 +275,7 @@ fn ask(params: &Value, order: &[String]) -> Action {
             return Action::Decline;
         }
     };
-    say(&format!("The server asks: {message}"));
+    say(&format!("{tool} asks: {message}"));
     let choice = Select::with_theme(&SimpleTheme)
         .with_prompt("Answer")
         .items(["fill in the form", "decline", "cancel"])
@@ -331,22 +333,38 @@ fn ask_field(term: &Term, field: &Field) -> Result<Option<Value>, ()> {
             Ok(Some(Value::Array(picked.into_iter().map(|i| options[i].0.clone()).collect())))
         }
         Kind::Text { .. } | Kind::Number { .. } => {
-            let kind = field.kind.clone();
-            let required = field.required;
-            let mut input = Input::<String>::with_theme(&theme).with_prompt(prompt).allow_empty(!required);
-            if let Some(default) = &field.default {
-                input = input.default(default.as_str().map_or_else(|| default.to_string(), str::to_owned));
+            // The default is shown escaped in the prompt but sent as the server wrote it.
+            let default = field.default.as_ref().map(|d| d.as_str().map_or_else(|| d.to_string(), str::to_owned));
+            let prompt = match &default {
+                Some(d) => format!("{prompt} [{}]", sanitize::text(d)),
+                None => prompt,
+            };
+            loop {
+                let kind = field.kind.clone();
+                let required = field.required && default.is_none();
+                // Not dialoguer's default, which it would echo raw once taken: an empty
+                // answer takes it here.
+                let typed = Input::<String>::with_theme(&theme)
+                    .with_prompt(prompt.clone())
+                    .allow_empty(true)
+                    .validate_with(move |t: &String| -> Result<(), String> {
+                        if t.is_empty() && !required { Ok(()) } else { check(&kind, t).map(|_| ()) }
+                    })
+                    .interact_text_on(term)
+                    .map_err(|_| ())?;
+                let typed = match (typed.is_empty(), &default) {
+                    (false, _) => typed,
+                    (true, Some(d)) => d.clone(),
+                    (true, None) => return Ok(None),
+                };
+                // A default is not checked as it is taken: check it here, and ask again.
+                match check(&field.kind, &typed) {
+                    Ok(value) => return Ok(Some(value)),
+                    Err(e) => {
+                        let _ = term.write_line(&format!("error: {}", sanitize::text(&e)));
+                    }
+                }
             }
-            let typed = input
-                .validate_with(move |t: &String| -> Result<(), String> {
-                    if t.is_empty() && !required { Ok(()) } else { check(&kind, t).map(|_| ()) }
-                })
-                .interact_text_on(term)
-                .map_err(|_| ())?;
-            if typed.is_empty() {
-                return Ok(None);
-            }
-            check(&field.kind, &typed).map(Some).map_err(|_| ())
         }
     }
 }

@@ -49,6 +49,16 @@ impl StatusLine {
         line
     }
 
+    /// Runs `work` with a status line saying `text` (see [`StatusLine::new`]), erased
+    /// when it ends: for a command that waits on a request the daemon does not stream
+    /// (a server listed first, say).
+    pub async fn during<T>(enabled: bool, text: &str, work: impl std::future::Future<Output = T>) -> T {
+        let line = StatusLine::new(enabled, text);
+        let out = work.await;
+        line.clear();
+        out
+    }
+
     /// Whether anything is drawn (stderr is a terminal and the line is enabled).
     pub fn is_on(&self) -> bool {
         self.bar.is_some()

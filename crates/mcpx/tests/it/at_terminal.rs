@@ -13,7 +13,8 @@ use serde_json::json;
 
 use crate::harness::{Run, World, fake_server, wait_until};
 
-/// A command running with stdin and stderr on a new pseudo-terminal, stdout piped:
+/// A command running with stdin and stderr on a new pseudo-terminal (output not
+/// processed), stdout piped:
 /// what reaches the terminal is collected as it comes, and keys are typed into it.
 struct Terminal {
     child: Option<Child>,
@@ -23,7 +24,12 @@ struct Terminal {
 
 impl Terminal {
     fn spawn(mut cmd: Command) -> Terminal {
+        use nix::sys::termios::{OutputFlags, SetArg, tcgetattr, tcsetattr};
         let pty = nix::pty::openpty(None, None).unwrap();
+        // Output not processed (no newline to CR LF), so every CR seen is one mcpx wrote.
+        let mut attrs = tcgetattr(&pty.slave).unwrap();
+        attrs.output_flags.remove(OutputFlags::OPOST);
+        tcsetattr(&pty.slave, SetArg::TCSANOW, &attrs).unwrap();
         let slave = std::fs::File::from(pty.slave);
         cmd.stdin(Stdio::from(slave.try_clone().unwrap())).stderr(Stdio::from(slave)).stdout(Stdio::piped());
         let child = cmd.spawn().unwrap();
@@ -159,6 +165,38 @@ fn a_form_at_the_terminal_sends_the_typed_answers_to_the_server() {
         "what the server received"
     );
     insta::assert_snapshot!("elicitation_form", final_screen(&raw));
+}
+
+#[test]
+fn a_form_escapes_what_the_server_wrote() {
+    let w = world(json!({}));
+    let hostile = "\u{1b}]0;pwned\u{7} \u{1b}[2J hidden\roverwritten \u{9b}31m é";
+    let schema = json!({ "type": "object", "properties": {
+        "pick": { "type": "string", "title": format!("T {hostile}"), "default": "b",
+                  "enum": ["a", "b"], "enumNames": [hostile, "B"] },
+        "text": { "type": "string", "description": hostile, "default": hostile, "format": hostile },
+    } });
+    let mut cmd = w.command();
+    cmd.args(["call", "fake.elicit", "--json", &json!({ "schema": schema }).to_string()]);
+    let mut t = Terminal::spawn(cmd);
+    t.wait_for("Answer");
+    t.type_keys("\r");
+    t.wait_for("(optional)");
+    t.type_keys("\r"); // The default choice, B.
+    t.wait_for("[\\e]0;pwned");
+    t.type_keys("\r"); // The default text, shown escaped.
+    let (run, raw) = t.finish();
+    assert_eq!(run.code, 0, "{run:?}\nterminal: {raw}");
+    assert_eq!(
+        elicited(&run),
+        json!({ "action": "accept", "content": { "pick": "b", "text": hostile } }),
+        "the default is sent as the server wrote it"
+    );
+    let text = crate::terminal::without_status_line(&raw);
+    if let Some((at, c)) = crate::terminal::raw_control(&text) {
+        panic!("a raw {c:?} reached the terminal at byte {at}:\n{text}");
+    }
+    assert!(text.contains("T \\e]0;pwned\\x07 \\e[2J hidden\\roverwritten \\u{9b}31m é"), "{text}");
 }
 
 #[test]

@@ -29,7 +29,7 @@ fn hostile_world() -> World {
 
 /// The first control character in `text` that a terminal would act on: C0 but
 /// newline and tab, DEL, or C1.
-fn raw_control(text: &str) -> Option<(usize, char)> {
+pub fn raw_control(text: &str) -> Option<(usize, char)> {
     text.char_indices().find(|&(_, c)| {
         (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c) || c == '\u{7f}'
     })
@@ -134,10 +134,10 @@ fn progress_and_log_messages_on_a_terminal_are_escaped() {
     }
 }
 
-/// `text` without the sequences the status line draws with (`mcpx call` on a
-/// terminal): erase line (`CR ESC[2K`), cursor up and down (`ESC[<n>A`, `ESC[<n>B`),
-/// cursor hidden and shown (`ESC[?25l`, `ESC[?25h`).
-fn without_status_line(text: &str) -> String {
+/// `text` without the sequences the status line and the elicitation form draw with
+/// (`mcpx call` on a terminal): erase line (`CR ESC[2K`, `ESC[2K`), cursor up and down
+/// (`ESC[<n>A`, `ESC[<n>B`), cursor hidden and shown (`ESC[?25l`, `ESC[?25h`).
+pub fn without_status_line(text: &str) -> String {
     let mut out = String::new();
     let mut rest = text;
     while !rest.is_empty() {
@@ -148,6 +148,7 @@ fn without_status_line(text: &str) -> String {
             let n = digits(after);
             match after[n..].chars().next() {
                 Some('A' | 'B') if n > 0 => 2 + n + 1,
+                Some('K') if &after[..n] == "2" => 4,
                 _ if after.starts_with("?25l") || after.starts_with("?25h") => 6,
                 _ => 0,
             }
