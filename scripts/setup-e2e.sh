@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real MCP servers used by the end-to-end tests and the quickstart, inside e2e/:
 #   - e2e/node_modules: server-everything, server-memory, the conformance suite, the Inspector,
-#     the TypeScript SDK (for e2e/sdk_client.mjs), supergateway (for scripts/bench.sh), Claude
+#     the TypeScript SDK (for e2e/sdk_client.mjs), oidc-provider (the authorization server of
+#     e2e/oidc-provider.mjs), supergateway (for scripts/bench.sh), Claude
 #     Code's CLI (`claude`, a native binary its postinstall copies from a per-platform package)
 #     and Node 22 (npm install from e2e/package-lock.json; needs Node >= 20 and npm);
 #   - e2e/.venv: mcp-server-time (pip install -r e2e/requirements.txt; needs Python >= 3.10 with
@@ -74,7 +75,8 @@ if [[ -f "$node_stamp" && "$(cat "$node_stamp")" == "$node_want" \
     && -x "$e2e/node_modules/.bin/mcp-server-everything" && -x "$e2e/node_modules/.bin/mcp-server-memory" \
     && -x "$e2e/node_modules/.bin/claude" \
     && -f "$e2e/node_modules/supergateway/dist/index.js" \
-    && -f "$e2e/node_modules/@modelcontextprotocol/sdk/package.json" ]]; then
+    && -f "$e2e/node_modules/@modelcontextprotocol/sdk/package.json" \
+    && -f "$e2e/node_modules/oidc-provider/package.json" ]]; then
     check_claude
     say "node servers up to date (e2e/node_modules)"
 else
@@ -90,6 +92,8 @@ else
         || die "npm install finished but e2e/node_modules/supergateway/dist/index.js is missing"
     [[ -f "$e2e/node_modules/@modelcontextprotocol/sdk/package.json" ]] \
         || die "npm install finished but e2e/node_modules/@modelcontextprotocol/sdk is missing"
+    [[ -f "$e2e/node_modules/oidc-provider/package.json" ]] \
+        || die "npm install finished but e2e/node_modules/oidc-provider is missing"
     check_claude
     printf '%s\n' "$node_want" >"$node_stamp"
 fi

@@ -31,25 +31,38 @@ pub struct Caller {
     pub ppid: Option<u32>,
 }
 
-/// `POST /v1/ls`, `/v1/search`, `/v1/tools`, `/v1/call`, `/v1/restart`, `/v1/refresh`.
+/// `POST /v1/ls`, `/v1/search`, `/v1/tools`, `/v1/call`, `/v1/resources`, `/v1/read`,
+/// `/v1/prompts`, `/v1/prompt`, `/v1/restart`, `/v1/refresh`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Request {
     /// The caller.
     #[serde(default)]
     pub caller: Caller,
-    /// A server name (`tools`, `restart`, `refresh`, `call` with `tool`).
+    /// A server name (`tools`, `resources`, `read`, `prompts`, `restart`, `refresh`,
+    /// `call` with `tool`, `prompt` with `prompt`).
     #[serde(default)]
     pub server: Option<String>,
     /// A tool name (`tools`, `call`).
     #[serde(default)]
     pub tool: Option<String>,
-    /// `call`: `<server>.<tool>`, split after the longest configured server name.
+    /// `prompts`, `prompt`: a prompt name (with `server`).
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// `read`: the resource's URI.
+    #[serde(default)]
+    pub uri: Option<String>,
+    /// `call`: `<server>.<tool>`; `prompts`, `prompt`: `<server>.<prompt>`; split after the
+    /// longest configured server name.
     #[serde(default)]
     pub target: Option<String>,
-    /// `call`: the tool's arguments, a JSON object.
+    /// `tools`, `resources`, `prompts` of one server never listed: start it and list it
+    /// first, instead of failing (`server`).
+    #[serde(default)]
+    pub start: bool,
+    /// `call`: the tool's arguments, a JSON object; `prompt`: the prompt's, an object of strings.
     #[serde(default)]
     pub arguments: Option<Box<RawValue>>,
-    /// `call`: a deadline in milliseconds, replacing the server's `callTimeout`; 0 means none.
+    /// `call`, `read`, `prompt`: a deadline in milliseconds, replacing the server's `callTimeout`; 0 means none.
     #[serde(default)]
     pub timeout_ms: Option<u64>,
     /// `call`: answer as a stream of JSON lines (`application/x-ndjson`): one
@@ -80,6 +93,9 @@ pub struct Request {
     /// `upgrade`: the binary to re-execute (default: the daemon's own).
     #[serde(default)]
     pub binary: Option<PathBuf>,
+    /// `auth/login`: log in by the device authorization grant (RFC 8628).
+    #[serde(default)]
+    pub device: bool,
 }
 
 /// `POST /v1/call/answer`: a shell caller's answer to a server request its call's
@@ -110,7 +126,8 @@ pub struct ServerRow {
     /// `unread`, `ready`, `running`, `error`, `crash-loop` or `disabled`; `warning` for a
     /// row named by a file's path whose `warnings` say what is wrong with that file.
     pub state: String,
-    /// The `mcpx.description`, else the server's instructions' first line.
+    /// The `mcpx.description`, else the server's instructions' first paragraph (up to
+    /// the first blank line, at most 1000 characters).
     pub description: Option<String>,
     /// Why the state is `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -285,7 +302,8 @@ pub enum ErrorKind {
     Config,
     /// No server of that name is configured (exit 2, HTTP 404).
     UnknownServer,
-    /// The server has no tool of that name (exit 2, HTTP 404).
+    /// The server has no tool (or, for `prompts` and `prompt`, no prompt) of that name
+    /// (exit 2, HTTP 404).
     UnknownTool,
     /// The daemon could not be reached or started, or died during the call (exit 3, HTTP 503).
     Daemon,

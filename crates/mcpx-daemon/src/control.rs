@@ -4,29 +4,26 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use mcpx_platform::exec::Executable;
-use mcpx_proto::{Message, response_result};
 use serde_json::value::RawValue;
 
 pub mod login;
 pub mod logins;
 
 use crate::adopt::replace_incompatible;
-use crate::api::{Answer, ApiError, Caller, ErrorKind, Request, SearchHit, ServerRow, Source};
-use crate::config::{Client, ConfigEnv, EntryError, ResolvedConfig, ServerEntry, TransportSpec};
-use crate::daemon::{Daemon, Exit, unknown_server};
-use crate::instance::{CallContext, CallError, ClientReplies};
+use crate::api::{Answer, ApiError, ErrorKind, Request, SearchHit, ServerRow, Source};
+use crate::config::{Client, ConfigEnv, EntryError, ServerEntry};
+use crate::daemon::{Daemon, Exit};
+use crate::instance::ClientReplies;
 use crate::notices::NoticeSender;
 use crate::policy;
-use crate::pool::{Target, Wait};
+use crate::pool::Target;
 use crate::schema::{CacheEntry, SchemaCache, ToolSummary};
 use crate::scope::PoolKey;
-
-/// The method of the notifications [`call`] sends its caller about what it waits on;
-/// the control API streams them as `{"status": <params>}` lines, never to a server.
-pub const STATUS_METHOD: &str = "mcpx/status";
+pub use reach::STATUS_METHOD;
+use reach::{Hearing, listed, server_error, through_pool};
+use split::{TOOL, split_target};
 
 /// `GET /v1/health`: the daemon's pid, build and start time (milliseconds since the
 /// Unix epoch), so a client tells a re-executed daemon from the one before, and its
@@ -81,11 +78,7 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
             "unread"
         };
         let instructions = cached.as_ref().and_then(|c| c.session.as_ref()).and_then(|s| s.instructions.clone());
-        let description = entry
-            .options
-            .description
-            .clone()
-            .or_else(|| instructions.and_then(|i| i.lines().next().map(str::to_owned)));
+        let description = entry.options.description.clone().or_else(|| instructions.as_deref().map(first_paragraph));
         let tools = cached.as_ref().and_then(|c| c.tools.as_ref()).map(|_| {
             cached
                 .as_ref()
@@ -121,6 +114,13 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
     Ok(rows)
 }
 
+/// The first paragraph of a server's instructions (up to the first blank line, at most
+/// 1000 characters), from which `mcpx ls` takes its first sentence.
+fn first_paragraph(text: &str) -> String {
+    let lines: Vec<&str> = text.trim_start().lines().take_while(|l| !l.trim().is_empty()).collect();
+    lines.join("\n").chars().take(1000).collect()
+}
+
 /// The `ls` row of an entry (named `name`) or a file (named by its path) that does not
 /// parse: state `error`, its message, and `-` for the sharing and scope it could not be given.
 fn config_error_row(name: &str, error: &EntryError, env: &ConfigEnv) -> ServerRow {
@@ -147,14 +147,17 @@ fn file_row(name: &str, file: &Path, env: &ConfigEnv) -> ServerRow {
 /// `POST /v1/tools`: a server's tool objects exactly as it sent them, or one tool
 /// (named by `server` and `tool`, or by `target` as `POST /v1/call` takes it).
 ///
+/// A server never listed is started and listed first when `start` asks.
+///
 /// Errors: no server named (`usage`); an unknown server (`unknown_server`) or tool
 /// (`unknown_tool`); one the policy refuses ([`policy::check_tool`]: a disabled server
-/// is `config`, an excluded tool `unknown_tool`); a server never listed (`server`).
-pub fn tools(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
+/// is `config`, an excluded tool `unknown_tool`); a server never listed without
+/// `start`, or whose start or listing failed (`server`, `timeout`).
+pub async fn tools(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
     let config = d.resolve(req)?;
     // A `target` (`<server>.<tool>`, as `POST /v1/call` takes it) names one tool.
     let split = match (&req.target, &req.server) {
-        (Some(_), None) => Some(split_target(&config, req)?),
+        (Some(_), None) => Some(split_target(&config, req, &TOOL)?),
         _ => None,
     };
     let req = &match split {
@@ -168,15 +171,8 @@ pub fn tools(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
         Some(tool) => policy::check_tool(entry, tool)?,
         None => policy::check_server(entry)?,
     }
-    let cached = d.schema.get(&entry.cache_key());
-    let Some(tools) = cached.as_ref().and_then(|c| c.tools.as_ref()) else {
-        return Err(ApiError::new(
-            ErrorKind::Server,
-            format!(
-                "server `{name}` has not been listed yet; run `mcpx refresh {name}` to start it and read its tools"
-            ),
-        ));
-    };
+    let cached = Some(listed(d, req, entry).await?);
+    let tools = cached.as_ref().and_then(|c| c.tools.as_ref()).map_or(&[][..], Vec::as_slice);
     let allowed: Vec<&RawValue> = tools
         .iter()
         .filter(|t| {
@@ -235,11 +231,12 @@ pub fn search(d: &Daemon, req: &Request) -> Result<Vec<SearchHit>, ApiError> {
 ///
 /// With `req.status`, `notify` also gets a [`STATUS_METHOD`] notification each time
 /// the call starts waiting on something else: `{"phase":"starting","server","command"}`
-/// (the server starts; `command` is the program, or the URL of a remote server),
-/// `{"phase":"waiting","server","reason"}` (no instance is free), then
+/// (the server starts; `command` is the program without its directory, or a remote
+/// server's host), `{"phase":"waiting","server","reason"}` (no instance is free), then
 /// `{"phase":"calling","server","tool"}` (the request is with the server). With
-/// `answers`, the server's `elicitation/create` requests go to `notify` too, and their
-/// answers come back there (a shell caller on a terminal, `POST /v1/call/answer`).
+/// `answers`, the server's requests of the methods in `req.answers` go to `notify`
+/// too, and their answers come back there (a shell caller on a terminal answers
+/// `elicitation/create` through `POST /v1/call/answer`).
 pub async fn call(
     d: &Daemon,
     req: &Request,
@@ -247,7 +244,7 @@ pub async fn call(
     answers: Option<Arc<ClientReplies>>,
 ) -> Result<Box<RawValue>, ApiError> {
     let config = d.resolve(req)?;
-    let (server, tool) = split_target(&config, req)?;
+    let (server, tool) = split_target(&config, req, &TOOL)?;
     let entry = d.server(&config, &server)?;
     policy::check_tool(entry, &tool)?;
     let arguments = match &req.arguments {
@@ -260,73 +257,12 @@ pub async fn call(
         }
         None => "{}".to_owned(),
     };
-    let target = d.targets.target(entry)?;
-    check_tool_listed(&d.schema, &target, &tool)?;
-    let timeout = match req.timeout_ms {
-        Some(0) => None,
-        Some(ms) => Some(Duration::from_millis(ms)),
-        None => entry.options.call_timeout,
-    };
-    let key = d.targets.pool_key(entry, &req.caller);
-    let status = |fields: serde_json::Value| {
-        if let (true, Some(notify)) = (req.status, &notify) {
-            let mut params = serde_json::json!({ "server": server });
-            if let (Some(p), serde_json::Value::Object(f)) = (params.as_object_mut(), fields) {
-                p.extend(f);
-            }
-            notify.send(Message::notification(STATUS_METHOD, Some(&params.to_string())));
-        }
-    };
-    let report = |wait: Wait| {
-        status(match wait {
-            Wait::Starting => serde_json::json!({ "phase": "starting", "command": program(entry) }),
-            Wait::Full(max) => serde_json::json!({ "phase": "waiting",
-                "reason": format!("all {max} instances are busy (its `max`)") }),
-            Wait::Exclusive => serde_json::json!({ "phase": "waiting",
-                "reason": "its instance is busy with another call (it is `exclusive`)" }),
-        });
-    };
-    let lease =
-        d.pool.acquire_reporting(&target, &key, timeout, &report).await.map_err(|e| server_error(&server, e))?;
-    status(serde_json::json!({ "phase": "calling", "tool": tool }));
-    let inst = lease.instance.clone();
-    check_tool_listed(&d.schema, &target, &tool)?;
     let name = serde_json::to_string(&tool).unwrap_or_default();
     // Every call asks for progress; the token is the caller's own in what it sees.
     let params = format!(r#"{{"name":{name},"arguments":{arguments},"_meta":{{"progressToken":"mcpx-call"}}}}"#);
-    let ctx = Arc::new(CallContext {
-        label: caller_label(&req.caller),
-        notify,
-        roots: req.caller.cwd.clone().map(|cwd| vec![cwd]),
-        client: answers.map(|replies| (req.answers.clone(), replies)),
-        shell: true,
-    });
-    let response = inst.request_for(Message::request("0", "tools/call", Some(&params)), timeout, ctx).await;
-    drop(lease);
-    if key.is_call() {
-        d.pool.release(&inst, &key).await;
-    } else {
-        d.pool.notify_changed();
-    }
-    let response = response.map_err(|e| server_error(&server, e))?;
-    response_result(&response).map_err(|e| ApiError {
-        kind: ErrorKind::Rpc,
-        message: format!("server `{server}` answered tools/call with an error: {}", e.message),
-        code: Some(e.code),
-    })
-}
-
-/// What a status line names as what starts: a stdio server's program without its
-/// directory (`npx`), or a remote server's host (its URL as written may hold a secret).
-fn program(entry: &ServerEntry) -> String {
-    match &entry.transport {
-        TransportSpec::Stdio { command, .. } => {
-            Path::new(command).file_name().map_or_else(|| command.clone(), |n| n.to_string_lossy().into_owned())
-        }
-        TransportSpec::Remote { url, .. } => {
-            url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_else(|| "remote".into())
-        }
-    }
+    let check = |target: &Target| check_tool_listed(&d.schema, target, &tool);
+    let hear = Hearing { notify, answers, calling: serde_json::json!({ "tool": tool }) };
+    through_pool(d, req, entry, "tools/call", &params, hear, check).await
 }
 
 /// `POST /v1/call/answer`: a shell caller's answer to a server request relayed on its
@@ -398,7 +334,7 @@ pub async fn refresh(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
     let config = d.resolve(req)?;
     // The server of a `target` (`<server>.<tool>`, as `POST /v1/call` takes it) names it too.
     let named = match (&req.server, &req.target) {
-        (None, Some(_)) => Some(split_target(&config, req)?.0),
+        (None, Some(_)) => Some(split_target(&config, req, &TOOL)?.0),
         (server, _) => server.clone(),
     };
     let entries: Vec<&ServerEntry> = match named.as_deref() {
@@ -518,18 +454,10 @@ async fn pause_after_probe() {
     let mut probed = go.clone().into_os_string();
     probed.push(".probed");
     let _ = std::fs::write(&probed, b"probed");
+    use std::time::Duration;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while !go.exists() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// How `status` names a caller: its session, else its parent process.
-fn caller_label(caller: &Caller) -> String {
-    match (&caller.session, caller.ppid) {
-        (Some(s), _) => format!("session:{s}"),
-        (None, Some(p)) => format!("pid:{p}"),
-        (None, None) => String::new(),
     }
 }
 
@@ -562,57 +490,6 @@ fn unknown_tool(entry: &ServerEntry, tool: &str, cached: Option<&CacheEntry>) ->
     )
 }
 
-/// Splits `<server>.<tool>` after the longest configured server name followed by a
-/// dot, or takes `server` and `tool` as given.
-fn split_target(config: &ResolvedConfig, req: &Request) -> Result<(String, String), ApiError> {
-    if let (Some(s), Some(t)) = (&req.server, &req.tool) {
-        return Ok((s.clone(), t.clone()));
-    }
-    let target = req.target.as_deref().ok_or_else(|| {
-        ApiError::new(ErrorKind::Usage, "name the tool as <server>.<tool>, like `mcpx call everything.echo '{}'`")
-    })?;
-    let best = config
-        .servers
-        .keys()
-        .filter(|name| {
-            target.len() > name.len() + 1 && target.starts_with(name.as_str()) && target.as_bytes()[name.len()] == b'.'
-        })
-        .max_by_key(|name| name.len());
-    match best {
-        Some(name) => Ok((name.clone(), target[name.len() + 1..].to_owned())),
-        None => Err(target_hint(config, target)),
-    }
-}
-
-/// The error for a target no configured server name and dot begins: the dotted form
-/// of `server/tool` and of `server__tool` (the name `mcpx serve` gives MCP clients),
-/// a tool to add after a bare server name, else the unknown server with the closest
-/// names.
-fn target_hint(config: &ResolvedConfig, target: &str) -> ApiError {
-    let usage = |text: String| ApiError::new(ErrorKind::Usage, text);
-    let known = |name: &str| config.servers.contains_key(name);
-    let name = target.strip_suffix('.').unwrap_or(target);
-    if known(name) {
-        return usage(format!("name a tool after the dot: `mcpx call {name}.<tool>` (see `mcpx tools {name}`)"));
-    }
-    if let Some((server, tool)) = target.split_once('/').filter(|(s, t)| known(s) && !t.is_empty()) {
-        return usage(format!("write `{server}.{tool}`, with a dot: `mcpx call {server}.{tool}`"));
-    }
-    let exposed = config
-        .servers
-        .keys()
-        .filter(|s| target.len() > s.len() + 2 && target.starts_with(s.as_str()))
-        .filter(|s| target[s.len()..].starts_with(crate::names::SEPARATOR))
-        .max_by_key(|s| s.len());
-    if let Some(server) = exposed {
-        let tool = &target[server.len() + crate::names::SEPARATOR.len()..];
-        return usage(format!(
-            "`{target}` is the name MCP clients see; in the shell write `{server}.{tool}`: `mcpx call {server}.{tool}`"
-        ));
-    }
-    unknown_server(config, target.split_once('.').map_or(target, |(s, _)| s))
-}
-
 /// Scores a tool against lowercase search words; `None` unless every word matches.
 fn score(words: &[String], server: &str, tool: &str, description: Option<&str>) -> Option<u32> {
     let tool_l = tool.to_lowercase();
@@ -637,30 +514,12 @@ fn score(words: &[String], server: &str, tool: &str, description: Option<&str>) 
     Some(total)
 }
 
-/// The API error for a failed request to `server`, its kind following the failure.
-fn server_error(server: &str, e: CallError) -> ApiError {
-    let kind = match e {
-        CallError::Timeout(_) | CallError::Busy(_) | CallError::StartTimeout(_) => ErrorKind::Timeout,
-        CallError::Transport(ref e) if e.timed_out() => ErrorKind::Timeout,
-        CallError::Transport(ref e) if e.needs_login() => ErrorKind::Auth,
-        CallError::Protocol(_) | CallError::TooLarge { .. } | CallError::RequestTooLarge { .. } => ErrorKind::Protocol,
-        CallError::Exited { .. }
-        | CallError::Launch(_)
-        | CallError::Lost(_)
-        | CallError::Cancelled
-        | CallError::Transport(_) => ErrorKind::Server,
-    };
-    let hint = match e {
-        CallError::Exited { .. } | CallError::Launch(_) => {
-            format!(" (see `mcpx status` and `mcpx logs {server}`)")
-        }
-        _ => String::new(),
-    };
-    ApiError::new(kind, format!("server `{server}`: {e}{hint}"))
-}
-
+mod offers;
+mod reach;
+mod split;
 mod status;
 #[cfg(test)]
 mod tests;
 
+pub use offers::{prompt, prompts, read, resources};
 pub use status::status;

@@ -57,7 +57,23 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
         .route("/v1/status", get(|State(d): S| async move { Json(control::status(&d)) }))
         .route("/v1/ls", post(|State(d): S, Body(r): Body| async move { control::ls(&d, &r).map(Json) }))
         .route("/v1/search", post(|State(d): S, Body(r): Body| async move { control::search(&d, &r).map(Json) }))
-        .route("/v1/tools", post(|State(d): S, Body(r): Body| async move { control::tools(&d, &r).map(raw_json) }))
+        .route(
+            "/v1/tools",
+            post(|State(d): S, Body(r): Body| async move { control::tools(&d, &r).await.map(raw_json) }),
+        )
+        .route(
+            "/v1/resources",
+            post(|State(d): S, Body(r): Body| async move { control::resources(&d, &r).await.map(raw_json) }),
+        )
+        .route("/v1/read", post(|State(d): S, Body(r): Body| async move { control::read(&d, &r).await.map(raw_json) }))
+        .route(
+            "/v1/prompts",
+            post(|State(d): S, Body(r): Body| async move { control::prompts(&d, &r).await.map(raw_json) }),
+        )
+        .route(
+            "/v1/prompt",
+            post(|State(d): S, Body(r): Body| async move { control::prompt(&d, &r).await.map(raw_json) }),
+        )
         .route(
             "/v1/call",
             post(|State(d): S, Body(r): Body| async move {

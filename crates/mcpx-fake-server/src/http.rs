@@ -37,6 +37,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Config;
+use crate::protect::{self, Protection};
 use crate::protocol::{self, INVALID_REQUEST, Output, PARSE_ERROR, Sink};
 use crate::record::Recorder;
 use crate::server::{self, SUPPORTED_VERSIONS, Server};
@@ -80,8 +81,14 @@ pub fn serve(addr: &str, config: Config) -> Result<(), String> {
             .map_err(|err| format!("cannot print the URL: {err}"))?;
         drop(stdout);
         let recorder = config.record.clone().map(|path| Arc::new(Recorder::new(path)));
-        let app = Arc::new(App { config, recorder, sessions: Mutex::new(HashMap::new()) });
-        let router = Router::new().route("/mcp", any(handle)).layer(DefaultBodyLimit::disable()).with_state(app);
+        let protection = Protection::from_env()?.map(|p| (p, format!("http://{local}")));
+        let metadata = protection.clone();
+        let app = Arc::new(App { config, recorder, sessions: Mutex::new(HashMap::new()), protection });
+        let router = Router::new()
+            .route("/mcp", any(handle))
+            .route(protect::METADATA_PATH, any(move || std::future::ready(protect::metadata(metadata.as_ref()))))
+            .layer(DefaultBodyLimit::disable())
+            .with_state(app);
         // Without TCP_NODELAY an SSE answer's second write waits for the client's
         // delayed ACK (about 40 ms), as with most servers that set it.
         let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
@@ -99,6 +106,9 @@ struct App {
     recorder: Option<Arc<Recorder>>,
     /// Live sessions by id; a DELETEd session is removed.
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// `FAKE_AUTH_SERVER`: every request needs a token (see `protect.rs`), and the
+    /// server's origin (`http://127.0.0.1:<port>`).
+    protection: Option<(Protection, String)>,
 }
 
 impl App {
@@ -434,6 +444,11 @@ async fn handle(State(app): State<Arc<App>>, method: Method, headers: HeaderMap,
     }
     if !origin_allowed(&headers) {
         return rpc_error(StatusCode::FORBIDDEN, TRANSPORT_ERROR, "Forbidden: Origin is not localhost");
+    }
+    if let Some((protection, origin)) = &app.protection {
+        if let Err(refused) = protection.check(&headers, origin, &format!("{origin}/mcp")).await {
+            return refused;
+        }
     }
     let result = match (method, message) {
         (Method::POST, Some(message)) => post(&app, &headers, &body, message).await,

@@ -124,12 +124,14 @@
 //! | `FAKE_HOSTILE=1` | the hostile fixture: the instructions, and two more tools `trap` and ``evil<ESC>[31m<CR><U+009B>é<BEL>`` (descriptions too), carry ESC, OSC 0 and OSC 8, CR, BEL, U+009B and `é`; `trap {}` writes that text to stderr, sends it as progress (with a token) and as a `warning` log message, and returns it as text and in an image's MIME type; `trap {fail: true}` answers a `-32603` error with it; the other echoes it |
 //! | `FAKE_HTTP_PRIMING=1` | HTTP: every SSE response to a POST is a priming event (an id, `retry: 50`, empty data), then the server closes it; the client must resume with `GET` + `Last-Event-ID` to get the rest (progress, the response) |
 //! | `FAKE_HTTP_REDIRECT=<url>` | HTTP: every request answers `307 Temporary Redirect` to `url` (recorded first) |
+//! | `FAKE_AUTH_SERVER=<issuer>` | HTTP: an OAuth protected resource of that authorization server (see `protect.rs`): protected resource metadata (RFC 9728) at `/.well-known/oauth-protected-resource/mcp`, and every `/mcp` request without a bearer token that the server's introspection endpoint (`FAKE_AUTH_INTROSPECTION=<url>`, as the client `FAKE_AUTH_CLIENT=<id>:<secret>`) finds active for `http://<addr>/mcp` answers 401 with `WWW-Authenticate: Bearer resource_metadata="...", scope="mcp"` |
 
 mod config;
 mod conformance;
 mod fake_daemon;
 mod hostile;
 mod http;
+mod protect;
 mod protocol;
 mod record;
 mod server;

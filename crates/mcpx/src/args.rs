@@ -66,8 +66,8 @@ impl Input {
 /// The arguments object for `tool` (its `tools/list` entry, `None` when no schema
 /// is known), checked against its `inputSchema`: required arguments present, each
 /// given one of its types (and `enum` values), no unknown one in the `key=value`
-/// form or under `additionalProperties: false`. `shown` is the tool as the user
-/// named it, for the usage.
+/// form or under `additionalProperties: false`. `shown` is the command and the tool
+/// as the user named them (`call everything.echo`), for the usage.
 ///
 /// Errors (`usage`): a file that cannot be read, a value that is not of its type or
 /// not JSON, or a failed check; each failed check's message ends with the tool's
@@ -159,7 +159,8 @@ pub async fn tool_schema(client: &Client, req: &Request, list: bool) -> Result<O
     }
 }
 
-/// The tool's usage, several lines: `usage: mcpx call <shown> key=TYPE [key=TYPE]`
+/// The tool's usage, several lines: `usage: mcpx <shown> key=TYPE [key=TYPE]` (`shown`
+/// is the command and the tool as the user named them: `call everything.echo`)
 /// (the required parameters first),
 /// the tool's description's first line, then one line per parameter with its name,
 /// type, whether it is required, and its description (with its default and allowed
@@ -171,7 +172,7 @@ pub fn usage(shown: &str, tool: &Value) -> String {
         schema["properties"].as_object().map(|p| p.iter().collect()).unwrap_or_default();
     // The required ones first, in the order `required` lists them; then by name.
     params.sort_by_key(|(name, _)| required.iter().position(|r| r == name).unwrap_or(usize::MAX));
-    let mut line = format!("usage: mcpx call {shown}");
+    let mut line = format!("usage: mcpx {shown}");
     let params: Vec<(&String, Value)> = params.into_iter().map(|(n, p)| (n, flatten(p, schema))).collect();
     for (name, prop) in &params {
         let word = format!("{name}={}", type_label(prop).to_uppercase());
@@ -450,7 +451,7 @@ mod tests {
     fn built_for(tool: &Value, words: &[&str]) -> Result<Value, String> {
         let words: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
         let input = Input::parse(&words, Some("x.t")).map_err(|e| e.message)?;
-        let raw = build(input, Some(tool), "x.t").map_err(|e| e.message)?;
+        let raw = build(input, Some(tool), "call x.t").map_err(|e| e.message)?;
         Ok(raw.map(|r| serde_json::from_str(r.get()).unwrap()).unwrap_or(Value::Null))
     }
 

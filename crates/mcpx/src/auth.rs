@@ -1,7 +1,8 @@
 //! `mcpx auth login <server>`: the daemon runs the login (`POST /v1/auth/login`) and
 //! this command shows the user where to log in: `$BROWSER`, else the platform's
 //! opener, with the URL; with `--no-browser` (or no opener at all) the URL is printed
-//! on stderr, for a browser elsewhere. It waits for the daemon to say it is done.
+//! on stderr, for a browser elsewhere. With `--device` (RFC 8628) it prints the code
+//! to enter and where, for any device. It waits for the daemon to say it is done.
 //! `mcpx auth status` and `mcpx auth logout <server>` show and end logins
 //! (`POST /v1/auth/status`, `/v1/auth/logout`). No token ever reaches this process.
 
@@ -27,6 +28,8 @@ pub async fn login(client: &Client, req: Request, no_browser: bool, json: bool) 
             let Ok(value) = serde_json::from_slice::<Value>(line) else { return };
             if let Some(url) = value["open"].as_str() {
                 show(url, no_browser);
+            } else if let Some(code) = value.get("device") {
+                eprint!("{}", device_prompt(code));
             } else if let Some(error) = value.get("error") {
                 let error = serde_json::from_value(error.clone())
                     .unwrap_or_else(|_| ApiError::new(ErrorKind::Daemon, "the daemon answered an unreadable error"));
@@ -221,6 +224,24 @@ fn show(url: &str, no_browser: bool) {
     }
 }
 
+/// What a device login (RFC 8628 §3.3) asks of the user, from the daemon's `device`
+/// line: where to go and the code to enter there, and the link with the code in it
+/// when the server gives one.
+fn device_prompt(code: &Value) -> String {
+    let field = |name: &str| code[name].as_str().unwrap_or("?");
+    let mut text = format!(
+        "to log in, open {} on any device and enter the code\n\n    {}\n\n",
+        field("verification_uri"),
+        field("user_code")
+    );
+    if let Some(complete) = code["verification_uri_complete"].as_str() {
+        text.push_str(&format!("(or open {complete}, which has the code in it)\n"));
+    }
+    let minutes = code["expires_in"].as_u64().map(|s| s.div_ceil(60)).unwrap_or(0);
+    text.push_str(&format!("waiting for the login; the code expires in {minutes} min (Ctrl-C to give up)\n"));
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -283,5 +304,20 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01 00:00 UTC");
         assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
         assert_eq!(utc(1_796_155_200 + 61), "2026-12-01 20:01 UTC");
+    }
+
+    #[test]
+    fn a_device_login_shows_where_to_go_and_the_code() {
+        let code = serde_json::json!({
+            "user_code": "WDJB-MJHT",
+            "verification_uri": "https://as.example/device",
+            "verification_uri_complete": "https://as.example/device?user_code=WDJB-MJHT",
+            "expires_in": 600,
+        });
+        insta::assert_snapshot!(device_prompt(&code));
+        let mut bare = code;
+        bare["verification_uri_complete"] = Value::Null;
+        bare["expires_in"] = 90.into();
+        insta::assert_snapshot!("without_a_complete_uri", device_prompt(&bare));
     }
 }

@@ -15,12 +15,20 @@ use crate::status_line::StatusLine;
 const ANSWERS: &[&str] = &["elicitation/create"];
 
 /// Sends `req` (a `POST /v1/call`) as a stream and prints its outcome; returns the exit
-/// status. `what` names the call for the status line (`fake.echo`). With `no_input`,
+/// status, the result printed as `render` says (`--out`). `what` names the call for
+/// the status line (`fake.echo`). With `no_input`,
 /// or without a terminal on stdin and stderr, nothing is asked at the terminal: the
 /// daemon declines the server's questions itself.
 ///
 /// Errors: those of the call (its `error` line), or a broken daemon connection.
-pub async fn run(client: &Client, mut req: Request, what: &str, json: bool, no_input: bool) -> Result<i32, ApiError> {
+pub async fn run(
+    client: &Client,
+    mut req: Request,
+    what: &str,
+    json: bool,
+    no_input: bool,
+    mut render: output::Render,
+) -> Result<i32, ApiError> {
     let interactive = !no_input && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let status = StatusLine::new(!json, &format!("calling {what}"));
     req.stream = true;
@@ -105,7 +113,7 @@ pub async fn run(client: &Client, mut req: Request, what: &str, json: bool, no_i
     }
     sent?;
     match outcome {
-        Some(Ok(body)) => output::call_result(json, &body),
+        Some(Ok(body)) => output::call_result(json, &body, &mut render),
         Some(Err(e)) => Err(e),
         None => Err(ApiError::new(ErrorKind::Daemon, "the daemon ended the call without a result; see `mcpx logs`")),
     }

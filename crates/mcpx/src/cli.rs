@@ -46,6 +46,28 @@ enum Command {
         /// One tool: print its whole definition.
         tool: Option<String>,
     },
+    /// List resources and resource templates, of one server or of all (a named server never listed is started).
+    Resources {
+        /// The server (all when omitted; then nothing is started).
+        server: Option<String>,
+    },
+    /// Read a resource: text to stdout; blobs saved with --out, else described.
+    Read {
+        /// The server.
+        server: String,
+        /// The resource's URI (see `mcpx resources <server>`).
+        uri: String,
+        /// Save binary contents here: a file, or an existing directory (named after the URI).
+        #[arg(long, value_name = "PATH")]
+        out: Option<PathBuf>,
+    },
+    /// List prompts and their arguments, of one server or of all (a named server never listed is started).
+    Prompts {
+        /// The server (all when omitted; then nothing is started).
+        server: Option<String>,
+    },
+    /// Get a prompt's messages: `mcpx prompt <server>.<prompt> key=value ...`, or with a JSON object (`-`: from stdin).
+    Prompt(crate::offers::PromptArgs),
     /// Find tools by name and description, best first.
     Search {
         /// Words that must all match.
@@ -203,6 +225,9 @@ enum AuthAction {
         /// Print the URL instead of opening a browser (for a browser on another machine).
         #[arg(long)]
         no_browser: bool,
+        /// Log in with a code entered on any device (RFC 8628 device flow; over SSH, in a container).
+        #[arg(long, conflicts_with = "no_browser")]
+        device: bool,
     },
     /// Show each remote server's login: logged in or not, expiry, scopes, and where the tokens are kept.
     Status,
@@ -244,6 +269,9 @@ struct CallArgs {
     /// Never ask at the terminal: the server's questions (elicitation) are declined.
     #[arg(long)]
     no_input: bool,
+    /// Save image, audio and blob content into this directory (made when missing) and print the paths.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
 /// Parses the command line, runs the command, prints, and returns the exit status.
@@ -419,12 +447,11 @@ async fn dispatch(
             output::ls(json, &rows, long, hint.as_deref());
             Ok(0)
         }
-        Command::Tools { server, tool } => {
-            let req = request(Request { server: Some(server.clone()), tool: tool.clone(), ..Request::default() });
-            let body = client.call(Method::POST, "/v1/tools", Some(&req)).await?;
-            output::tools(json, &server, tool.is_some(), &body)?;
-            Ok(0)
-        }
+        Command::Tools { server, tool } => crate::offers::tools(client, request, server, tool, json).await,
+        Command::Resources { server } => crate::offers::resources(client, request, server, json).await,
+        Command::Read { server, uri, out } => crate::offers::read(client, request, server, uri, out, json).await,
+        Command::Prompts { server } => crate::offers::prompts(client, request, server, json).await,
+        Command::Prompt(args) => crate::offers::prompt(client, request, args, json).await,
         Command::Search { words } => {
             let body = client
                 .call(Method::POST, "/v1/search", Some(&request(Request { words, ..Request::default() })))
@@ -448,10 +475,10 @@ async fn dispatch(
         }
         Command::Upgrade { binary } => upgrade(client, binary, json).await,
         Command::Serve { .. } => unreachable!("serve runs without dispatch"),
-        Command::Auth { action: AuthAction::Login { server, no_browser } } => {
+        Command::Auth { action: AuthAction::Login { server, no_browser, device } } => {
             crate::auth::login(
                 client,
-                request(Request { server: Some(server), ..Request::default() }),
+                request(Request { server: Some(server), device, ..Request::default() }),
                 no_browser,
                 json,
             )
@@ -518,7 +545,8 @@ async fn call(
     let reading = crate::args::tool_schema(client, &named, input.needs_schema());
     let what = format!("reading the definition of {shown}");
     let schema = crate::status_line::StatusLine::during(!json, &what, reading).await?;
-    let arguments = crate::args::build(input, schema.as_ref(), &shown)?;
+    let arguments = crate::args::build(input, schema.as_ref(), &format!("call {shown}"))?;
+    let render = output::Render::for_call(args.out.clone(), tool.as_deref(), target.as_deref());
     let timeout_ms = args
         .timeout
         .as_deref()
@@ -531,7 +559,7 @@ async fn call(
     if let Some(session) = args.session.filter(|s| !s.is_empty()) {
         req.caller.session = Some(session);
     }
-    crate::call_stream::run(client, req, &shown, json, args.no_input).await
+    crate::call_stream::run(client, req, &shown, json, args.no_input, render).await
 }
 
 async fn stop(opened: &OpenDirs, all: bool, json: bool) -> Result<i32, ApiError> {

@@ -11,6 +11,7 @@ mod elicit;
 mod foreground;
 mod import;
 mod logs;
+mod offers;
 mod output;
 mod sanitize;
 mod secret;

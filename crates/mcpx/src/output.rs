@@ -13,6 +13,15 @@ use serde_json::value::RawValue;
 
 use crate::sanitize;
 
+mod content;
+mod offers;
+mod print;
+
+pub use content::{Out, Render};
+pub use offers::{prompt, prompts, read, resources};
+use print::one_line;
+pub use print::{say, say_json, table, table_text, warn};
+
 /// Prints an error (one line on stderr, or `{"error":{...}}` on stdout with
 /// `--json`) and returns its exit status.
 pub fn error(json: bool, e: &ApiError) -> i32 {
@@ -24,65 +33,58 @@ pub fn error(json: bool, e: &ApiError) -> i32 {
     e.exit_code()
 }
 
-/// Prints one line (or several) of human output on stdout, control characters
-/// escaped.
-pub fn say(text: &str) {
-    println!("{}", sanitize::text(text));
-}
-
-/// [`say`] on stderr.
-pub fn warn(text: &str) {
-    eprintln!("{}", sanitize::text(text));
-}
-
-/// Prints JSON text on stdout, with the same value but no raw control character.
-pub fn say_json(text: &str) {
-    println!("{}", sanitize::json(text));
-}
-
-/// Prints rows as aligned columns, each cell escaped first so that the columns
-/// align on what the terminal shows.
-pub fn table(header: &[&str], rows: &[Vec<String>]) {
-    say(table_text(header, rows).trim_end());
-}
-
-/// [`table`]'s text, each line ending with a newline.
-pub fn table_text(header: &[&str], rows: &[Vec<String>]) -> String {
-    let rows: Vec<Vec<String>> =
-        rows.iter().map(|row| row.iter().map(|cell| sanitize::text(cell).into_owned()).collect()).collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (i, cell) in row.iter().enumerate() {
-            widths[i] = widths[i].max(cell.chars().count());
+/// The first sentence of a description or a server's instructions, as one plain line:
+/// a heading ends it, as does a blank line or `.`, `!` or `?` followed by a space;
+/// Markdown marks are removed (`#` headings, list and quote markers, `**`, `__`,
+/// backticks, and links and images `[text](url)` kept as their text).
+pub fn first_sentence(text: &str) -> String {
+    let mut words: Vec<String> = Vec::new();
+    for line in text.trim_start().lines() {
+        let line = line.trim();
+        if line.is_empty() {
+            break;
         }
+        let heading = line.trim_start_matches('#');
+        if heading.len() < line.len() && (heading.is_empty() || heading.starts_with(' ')) {
+            if words.is_empty() {
+                return plain(heading.trim());
+            }
+            break;
+        }
+        let line = line.trim_start_matches(['>', ' ']);
+        let line = line.strip_prefix("- ").or_else(|| line.strip_prefix("* ")).unwrap_or(line);
+        words.push(plain(line));
     }
-    let mut text = String::new();
-    let mut line = |cells: Vec<&str>| {
-        let mut out = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                out.push_str(cell);
-            } else {
-                out.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+    let joined = words.join(" ");
+    let end = joined
+        .char_indices()
+        .find(|&(i, c)| matches!(c, '.' | '!' | '?') && joined[i + 1..].starts_with(' '))
+        .map_or(joined.len(), |(i, _)| i + 1);
+    joined[..end].to_owned()
+}
+
+/// `line` without Markdown's inline marks: links and images as their text, no `**`,
+/// `__` or backticks.
+fn plain(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(open) = rest.find('[') {
+        let (before, after) = rest.split_at(open);
+        let link = after[1..].split_once("](").and_then(|(text, tail)| Some((text, tail.split_once(')')?.1)));
+        match link {
+            Some((text, tail)) => {
+                out.push_str(before.strip_suffix('!').unwrap_or(before));
+                out.push_str(text);
+                rest = tail;
+            }
+            None => {
+                out.push_str(&rest[..open + 1]);
+                rest = &rest[open + 1..];
             }
         }
-        text.push_str(out.trim_end());
-        text.push('\n');
-    };
-    line(header.to_vec());
-    for row in &rows {
-        line(row.iter().map(String::as_str).collect());
     }
-    text
-}
-
-fn one_line(text: Option<&str>, max: usize) -> String {
-    let first = text.unwrap_or_default().lines().next().unwrap_or_default().trim();
-    if first.chars().count() > max {
-        format!("{}…", first.chars().take(max - 1).collect::<String>())
-    } else {
-        first.to_owned()
-    }
+    out.push_str(rest);
+    out.replace("**", "").replace("__", "").replace('`', "")
 }
 
 /// `mcpx ls`: a row per server; with `long`, a SOURCE column (the client of an imported
@@ -107,7 +109,7 @@ pub fn ls(json: bool, rows: &[ServerRow], long: bool, hint: Option<&str>) {
             .map(|r| {
                 let about = match &r.error {
                     Some(e) => one_line(Some(e), 100),
-                    None => one_line(r.description.as_deref(), 60),
+                    None => one_line(r.description.as_deref().map(first_sentence).as_deref(), 60),
                 };
                 let mut row = vec![
                     r.name.clone(),
@@ -222,28 +224,16 @@ pub fn search(json: bool, hits: &[SearchHit]) {
     println!("\nnext: `mcpx tools <server> <tool>` shows a tool's schema");
 }
 
-/// `mcpx call`: text blocks as text; with none, the structured content as JSON;
-/// other blocks one line each. `isError` results exit 1.
-pub fn call_result(json: bool, body: &[u8]) -> Result<i32, ApiError> {
-    #[derive(Deserialize)]
-    struct Block {
-        #[serde(rename = "type")]
-        kind: String,
-        #[serde(default)]
-        text: Option<String>,
-        #[serde(default)]
-        data: Option<String>,
-        #[serde(rename = "mimeType", default)]
-        mime_type: Option<String>,
-        #[serde(default)]
-        resource: Option<serde_json::Value>,
-        #[serde(default)]
-        uri: Option<String>,
-    }
+/// `mcpx call`: each content block in order ([`Render::block`]: text as text, a
+/// resource link as its name and URI, binary content saved with `--out` or described);
+/// with no text block, the structured content as JSON first. `isError` results exit 1.
+///
+/// Errors: a malformed result (`protocol`), or content that cannot be saved (`usage`).
+pub fn call_result(json: bool, body: &[u8], render: &mut Render) -> Result<i32, ApiError> {
     #[derive(Deserialize)]
     struct CallToolResult {
         #[serde(default)]
-        content: Vec<Block>,
+        content: Vec<serde_json::Value>,
         #[serde(rename = "structuredContent", default)]
         structured: Option<Box<RawValue>>,
         #[serde(rename = "isError", default)]
@@ -254,25 +244,12 @@ pub fn call_result(json: bool, body: &[u8]) -> Result<i32, ApiError> {
     if json {
         say_json(&String::from_utf8_lossy(body));
     } else {
-        let texts: Vec<&str> =
-            result.content.iter().filter_map(|b| b.text.as_deref().filter(|_| b.kind == "text")).collect();
-        if !texts.is_empty() {
-            for t in &texts {
-                say(t);
-            }
-        } else if let Some(s) = &result.structured {
+        if let Some(s) = result.structured.as_ref().filter(|_| !result.content.iter().any(|b| b["type"] == "text")) {
             let v: serde_json::Value = serde_json::from_str(s.get()).unwrap_or_default();
             say_json(&serde_json::to_string_pretty(&v).unwrap_or_default());
         }
-        for b in result.content.iter().filter(|b| b.kind != "text") {
-            let size = b.data.as_ref().map(|d| format!(", {} bytes base64", d.len())).unwrap_or_default();
-            let what = b
-                .mime_type
-                .clone()
-                .or_else(|| b.uri.clone())
-                .or_else(|| b.resource.as_ref().and_then(|r| r.get("uri")).and_then(|u| u.as_str()).map(str::to_owned))
-                .unwrap_or_default();
-            say(&format!("[{} {what}{size}]", b.kind));
+        for block in &result.content {
+            render.block(block)?.iter().for_each(|line| say(line));
         }
     }
     if result.is_error {
@@ -409,5 +386,23 @@ pub fn notification(json: bool, message: &str) {
             warn(&format!("log {}: {data}", p["level"].as_str().unwrap_or("info")));
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_description_is_its_first_plain_sentence() {
+        let everything = "# Everything Server – Server Instructions\n\nAudience: these are for an LLM.";
+        assert_eq!(first_sentence(everything), "Everything Server – Server Instructions");
+        assert_eq!(first_sentence("Reads **files** from `disk`. Also writes."), "Reads files from disk.");
+        assert_eq!(
+            first_sentence("See [the docs](https://x.dev/a.b) and\n![logo](l.png) here\n\nMore."),
+            "See the docs and logo here"
+        );
+        assert_eq!(first_sentence("- a list item? yes"), "a list item?");
+        assert_eq!(first_sentence("Version 1.2 is out"), "Version 1.2 is out");
     }
 }

@@ -79,14 +79,18 @@ pub fn registration_auth_method(server: &AuthServer) -> &'static str {
         .unwrap_or("client_secret_basic")
 }
 
-/// Registers mcpx as a client (RFC 7591 §3.1) for `redirect_uri` (none for the client
-/// credentials grant) and `scopes`.
+/// The device authorization grant's `grant_type` (RFC 8628 §3.4).
+pub const DEVICE_CODE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
+
+/// Registers mcpx as a client (RFC 7591 §3.1) and `scopes`: of the authorization code
+/// grant for `redirect_uri`, or, with `None`, of the device authorization grant
+/// (RFC 8628 §3.4), which has no redirect.
 ///
 /// Errors: the server refused or cannot be reached, or its answer has no `client_id`.
 pub async fn register(
     http: &reqwest::Client,
     server: &AuthServer,
-    redirect_uri: &str,
+    redirect_uri: Option<&str>,
     scopes: &[String],
 ) -> Result<ClientInfo, String> {
     let Some(endpoint) = &server.registration_endpoint else {
@@ -96,13 +100,20 @@ pub async fn register(
         ));
     };
     let method = registration_auth_method(server);
-    let mut body = serde_json::json!({
-        "client_name": "mcpx",
-        "redirect_uris": [redirect_uri],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "response_types": ["code"],
-        "token_endpoint_auth_method": method,
-    });
+    let mut body = match redirect_uri {
+        Some(uri) => serde_json::json!({
+            "redirect_uris": [uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+        }),
+        None => serde_json::json!({
+            "redirect_uris": [],
+            "grant_types": [DEVICE_CODE_GRANT, "refresh_token"],
+            "response_types": [],
+        }),
+    };
+    body["client_name"] = "mcpx".into();
+    body["token_endpoint_auth_method"] = method.into();
     if !scopes.is_empty() {
         body["scope"] = scopes.join(" ").into();
     }
@@ -249,7 +260,7 @@ pub async fn refresh(http: &reqwest::Client, old: &Kept, client: &ClientInfo) ->
 }
 
 /// An `oauth2` client for the token endpoint, authenticating as `client` says.
-fn token_client(
+pub(super) fn token_client(
     endpoint: Url,
     client: &ClientInfo,
 ) -> Result<
@@ -286,7 +297,7 @@ pub(super) fn client_auth(client: &ClientInfo, issuer: &str) -> Result<Vec<(&'st
 }
 
 /// What a token answer gives, with the facts of the login.
-fn kept(grant: &Grant<'_>, kind: &str, answer: &BasicTokenResponse, refresh: Option<String>) -> Kept {
+pub(super) fn kept(grant: &Grant<'_>, kind: &str, answer: &BasicTokenResponse, refresh: Option<String>) -> Kept {
     Kept {
         issuer: grant.server.issuer.clone(),
         resource: grant.resource.to_owned(),
@@ -319,11 +330,22 @@ fn token_error<RE: std::error::Error + 'static, T: oauth2::ErrorResponse + 'stat
             let description = json["error_description"].as_str().map(|d| format!(" ({d})")).unwrap_or_default();
             format!("the server answered {code}{description}")
         }
+        other => request_failure(other),
+    };
+    format!("the token request to {endpoint} failed: {what}")
+}
+
+/// What kept a request from a usable answer other than the server's refusal: the
+/// request failed, or the answer was not what the grant returns.
+pub(super) fn request_failure<RE: std::error::Error + 'static, T: oauth2::ErrorResponse + 'static>(
+    e: &RequestTokenError<RE, T>,
+) -> String {
+    match e {
+        RequestTokenError::ServerResponse(_) => "the server refused".to_owned(),
         RequestTokenError::Request(e) => format!("the request failed: {e}"),
         RequestTokenError::Parse(..) => "the answer is not a token response".to_owned(),
         RequestTokenError::Other(m) => m.clone(),
-    };
-    format!("the token request to {endpoint} failed: {what}")
+    }
 }
 
 /// ` (error: description)` from an OAuth error body (RFC 6749 §5.2), or nothing.

@@ -1,8 +1,9 @@
 //! A user's login to a remote server (`mcpx auth login`): a probe for the 401 and its
 //! challenge, discovery, the client (configured, or registered), then the
 //! authorization code flow with a loopback redirect listener on 127.0.0.1 (RFC 8252
-//! §7.3), or the client credentials grant for a machine-to-machine entry. The tokens
-//! go to the secret store; the caller only learns where, and for what.
+//! §7.3), the device authorization grant (RFC 8628, [`super::device`]) when asked, or
+//! the client credentials grant for a machine-to-machine entry. The tokens go to the
+//! secret store; the caller only learns where, and for what.
 
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use tokio::net::TcpListener;
 use url::Url;
 
 use super::challenge::Challenge;
+use super::device::{self, DevicePrompt};
 use super::discovery::{AuthServer, Discovered, discover};
 use super::fetch::HttpFetch;
 use super::flow::{self, ClientInfo, Grant};
@@ -42,6 +44,19 @@ pub struct LoginTarget<'a> {
     pub url: &'a Url,
     /// The entry's `oauth` block, expanded.
     pub oauth: Option<&'a ExpandedOAuth>,
+    /// Log in by the device authorization grant (RFC 8628) instead of a browser
+    /// redirect.
+    pub device: bool,
+}
+
+/// What the user has to do for a login to go on.
+#[derive(Debug, Clone, Copy)]
+pub enum Prompt<'a> {
+    /// Open the authorization URL in a browser (the redirect comes back to this
+    /// machine's loopback listener).
+    Open(&'a Url),
+    /// Enter the code at the verification URI, on any device.
+    Device(&'a DevicePrompt),
 }
 
 /// A finished login: what it is for, never the tokens.
@@ -59,13 +74,13 @@ pub struct LoggedIn {
     pub location: String,
 }
 
-/// Logs in to `target`; `open` shows the user the authorization URL (a browser, or a
-/// printed line) and returns at once.
+/// Logs in to `target`; `show` shows the user what to do (a browser, or a printed URL
+/// or code) and returns at once.
 ///
 /// Errors: one line saying what failed and what to do.
 pub async fn login(
     target: &LoginTarget<'_>,
-    open: &mut (dyn FnMut(&Url) -> Result<(), String> + Send),
+    show: &mut (dyn FnMut(Prompt<'_>) -> Result<(), String> + Send),
 ) -> Result<LoggedIn, String> {
     let (unauthorized, challenge) = probe(target).await?;
     let found =
@@ -89,8 +104,21 @@ pub async fn login(
             .ok_or_else(|| "the client credentials grant needs `oauth.clientId`".to_owned())?;
         let grant = Grant { server: &found.server, client: &client, resource: &resource, scopes: &scopes };
         flow::client_credentials(target.http, &grant).await?
+    } else if target.device {
+        if found.server.device_authorization_endpoint.is_none() {
+            return Err(format!(
+                "{} offers no device login (its metadata has no `device_authorization_endpoint`, RFC 8628); log in with a browser: `mcpx auth login {}` (with `--no-browser`, open the URL on another machine)",
+                found.server.issuer, target.server
+            ));
+        }
+        let client = match configured_client(target.oauth, &found.server)? {
+            Some(client) => client,
+            None => flow::register(target.http, &found.server, None, &scopes).await?,
+        };
+        let grant = Grant { server: &found.server, client: &client, resource: &resource, scopes: &scopes };
+        device::login(target.http, &grant, &mut |prompt| show(Prompt::Device(prompt))).await?
     } else {
-        authorization_code(target, &found, &resource, &scopes, open).await?
+        authorization_code(target, &found, &resource, &scopes, show).await?
     };
     // Under the renewal lock, so a renewal of the previous login under way does not
     // save its tokens over these.
@@ -111,7 +139,7 @@ async fn authorization_code(
     found: &Discovered,
     resource: &str,
     scopes: &[String],
-    open: &mut (dyn FnMut(&Url) -> Result<(), String> + Send),
+    show: &mut (dyn FnMut(Prompt<'_>) -> Result<(), String> + Send),
 ) -> Result<tokens::Kept, String> {
     if !found.server.supports_s256(found.source) {
         return Err(format!(
@@ -127,10 +155,10 @@ async fn authorization_code(
     let redirect_uri = format!("http://127.0.0.1:{port}/callback");
     let client = match configured_client(target.oauth, &found.server)? {
         Some(client) => client,
-        None => flow::register(target.http, &found.server, &redirect_uri, scopes).await?,
+        None => flow::register(target.http, &found.server, Some(&redirect_uri), scopes).await?,
     };
     let pending = flow::authorize(&found.server, &client, &redirect_uri, resource, scopes)?;
-    open(&pending.url)?;
+    show(Prompt::Open(&pending.url))?;
     let query = tokio::time::timeout(LOGIN_TIMEOUT, redirect(&listener)).await.map_err(|_| {
         format!(
             "no login came back within {} s; run `mcpx auth login {}` again",
@@ -303,7 +331,7 @@ mod tests {
         let (_dir, state) = file_state();
         let http = reqwest::Client::new();
         let url = endpoint.url.join("mcp").unwrap();
-        let target = LoginTarget { http: &http, state: &state, server: "docs", url: &url, oauth: None };
+        let target = LoginTarget { http: &http, state: &state, server: "docs", url: &url, oauth: None, device: false };
         assert_eq!(probe(&target).await.unwrap(), (false, None));
         let seen: Vec<_> = endpoint.seen().into_iter().map(|s| (s.method, s.path, s.session)).collect();
         assert_eq!(seen, [("POST".into(), "/mcp".into(), None), ("DELETE".into(), "/mcp".into(), Some("s-1".into()))]);

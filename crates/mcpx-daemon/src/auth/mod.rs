@@ -1,12 +1,13 @@
 //! OAuth for remote servers (MCP 2025-11-25, Authorization): what a 401's challenge
 //! says ([`challenge`]), where the authorization server is ([`discovery`], over
 //! [`fetch`]), the exchanges with it ([`flow`]), the tokens kept in the secret store
-//! ([`tokens`]), a user's login ([`login`]) and logout ([`logout`]), and the bearer of
-//! a daemon's requests ([`bearer`]).
+//! ([`tokens`]), a user's login ([`login`], by a browser or a device code: [`device`])
+//! and logout ([`logout`]), and the bearer of a daemon's requests ([`bearer`]).
 
 pub mod assertion;
 pub mod bearer;
 pub mod challenge;
+pub mod device;
 pub mod discovery;
 pub mod fetch;
 #[cfg(test)]

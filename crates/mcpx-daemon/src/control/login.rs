@@ -1,16 +1,18 @@
 //! `POST /v1/auth/login`: a user's login to a remote server, run by the daemon (which
 //! resolves the caller's entry, holds the secret store and later uses the tokens),
 //! answered as JSON lines: `{"open": <url>}` when the user has to open the
-//! authorization URL, then `{"result": {...}}` or `{"error": {...}}`. The CLI opens
-//! the browser; the daemon's loopback listener on 127.0.0.1 takes the redirect. A
-//! client that goes away ends the login.
+//! authorization URL, or, for a device login (`"device": true`, RFC 8628),
+//! `{"device": {"user_code", "verification_uri", "verification_uri_complete",
+//! "expires_in"}}` while the daemon polls; then `{"result": {...}}` or
+//! `{"error": {...}}`. The CLI opens the browser; the daemon's loopback listener on
+//! 127.0.0.1 takes the redirect. A client that goes away ends the login.
 
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
 use crate::api::{ApiError, ErrorBody, ErrorKind, Request};
-use crate::auth::login::{LoginTarget, login};
+use crate::auth::login::{LoginTarget, Prompt, login};
 use crate::daemon::Daemon;
 use crate::policy;
 
@@ -45,13 +47,23 @@ async fn run(d: &Daemon, req: &Request, tx: &mpsc::Sender<Vec<u8>>) -> Result<se
     policy::check_server(entry)?;
     let (url, oauth) = super::logins::remote_parts(d, entry, "log in")?;
     let http = super::logins::oauth_http()?;
-    let target = LoginTarget { http: &http, state: &d.dirs.state, server: name, url: &url, oauth: oauth.as_ref() };
-    let mut open = |url: &url::Url| {
-        let line = line_of(serde_json::json!({ "open": url.as_str() }).to_string());
-        tx.try_send(line).map_err(|_| "the command that asked for the login went away".to_owned())
+    let target = LoginTarget {
+        http: &http,
+        state: &d.dirs.state,
+        server: name,
+        url: &url,
+        oauth: oauth.as_ref(),
+        device: req.device,
+    };
+    let mut show = |prompt: Prompt<'_>| {
+        let line = match prompt {
+            Prompt::Open(url) => serde_json::json!({ "open": url.as_str() }),
+            Prompt::Device(code) => serde_json::json!({ "device": code }),
+        };
+        tx.try_send(line_of(line.to_string())).map_err(|_| "the command that asked for the login went away".to_owned())
     };
     let done =
-        login(&target, &mut open).await.map_err(|m| ApiError::new(ErrorKind::Auth, format!("server `{name}`: {m}")))?;
+        login(&target, &mut show).await.map_err(|m| ApiError::new(ErrorKind::Auth, format!("server `{name}`: {m}")))?;
     tracing::info!(server = %name, issuer = %done.issuer, resource = %done.resource, "logged in");
     Ok(serde_json::json!({
         "server": name,

@@ -34,7 +34,8 @@ async fn ls_answers_from_the_schema_cache_and_never_starts_a_server() {
     let rows = ls(&fx.daemon, &fx.request()).unwrap();
     let fake = row(&rows, "fake");
     assert_eq!((fake.state.as_str(), fake.tools, fake.live), ("running", Some(6), 1));
-    assert_eq!(fake.description.as_deref(), Some("A server on channels."), "the instructions' first line");
+    let paragraph = Some("A server on channels.\nSecond line.");
+    assert_eq!(fake.description.as_deref(), paragraph, "the instructions' first paragraph");
     assert_eq!((fake.sharing.as_str(), fake.scope.as_str()), ("shared", "global"));
 }
 
@@ -53,25 +54,27 @@ async fn tools_before_and_after_a_refresh() {
     let fx = fake();
     let server =
         |tool: Option<&str>| Request { server: Some("fake".into()), tool: tool.map(str::to_owned), ..fx.request() };
-    let e = tools(&fx.daemon, &server(None)).unwrap_err();
+    let e = tools(&fx.daemon, &server(None)).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Server);
-    assert!(e.message.contains("mcpx refresh fake"), "{e}");
+    assert!(e.message.contains("`mcpx tools fake` starts it"), "{e}");
+    let started = value(&tools(&fx.daemon, &Request { start: true, ..server(None) }).await.unwrap());
+    assert_eq!(started.as_array().unwrap().len(), 6, "started and listed: {started}");
 
     let refreshed = refresh(&fx.daemon, &Request { server: Some("fake".into()), ..fx.request() }).await.unwrap();
     assert_eq!(refreshed, json!({ "fake": { "ok": true } }));
-    let all = value(&tools(&fx.daemon, &server(None)).unwrap());
+    let all = value(&tools(&fx.daemon, &server(None)).await.unwrap());
     let names: Vec<&str> = all.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["echo", "progress", "fail", "slow", "ask", "exit"]);
-    let one = value(&tools(&fx.daemon, &server(Some("echo"))).unwrap());
+    let one = value(&tools(&fx.daemon, &server(Some("echo"))).await.unwrap());
     assert_eq!(one["description"], "Echoes the message back");
 
-    let e = tools(&fx.daemon, &server(Some("nope"))).unwrap_err();
+    let e = tools(&fx.daemon, &server(Some("nope"))).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::UnknownTool);
     assert!(e.message.contains("its tools: echo, progress"), "{e}");
-    let e = tools(&fx.daemon, &Request { server: Some("other".into()), ..fx.request() }).unwrap_err();
+    let e = tools(&fx.daemon, &Request { server: Some("other".into()), ..fx.request() }).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::UnknownServer);
     assert!(e.message.contains("configured servers: fake"), "{e}");
-    let e = tools(&fx.daemon, &fx.request()).unwrap_err();
+    let e = tools(&fx.daemon, &fx.request()).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Usage);
 }
 
@@ -79,7 +82,7 @@ async fn tools_before_and_after_a_refresh() {
 async fn tools_hides_what_include_and_exclude_leave_out() {
     let fx = Fixture::new(&[("fake", json!({ "excludeTools": ["exit", "fail"] }))]);
     refresh(&fx.daemon, &fx.request()).await.unwrap();
-    let listed = value(&tools(&fx.daemon, &Request { server: Some("fake".into()), ..fx.request() }).unwrap());
+    let listed = value(&tools(&fx.daemon, &Request { server: Some("fake".into()), ..fx.request() }).await.unwrap());
     assert_eq!(listed.as_array().unwrap().len(), 4);
     let rows = ls(&fx.daemon, &fx.request()).unwrap();
     assert_eq!(row(&rows, "fake").tools, Some(4));
@@ -172,7 +175,7 @@ async fn a_call_waiting_for_a_busy_exclusive_instance_says_so() {
     slow.timeout_ms = Some(0);
     let holder = tokio::spawn(async move { call(&daemon, &slow, None, None).await });
     let busy = || status(&fx.daemon).instances.iter().any(|i| i.calls == 1);
-    tokio::time::timeout(Duration::from_secs(10), async {
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
         while !busy() {
             tokio::task::yield_now().await;
         }
@@ -347,9 +350,9 @@ async fn split_target_takes_the_longest_configured_server_name() {
     let fx = Fixture::new(&[("a", json!({})), ("a.b", json!({}))]);
     let config = fx.daemon.resolve(&fx.request()).unwrap();
     let target = |t: &str| Request { target: Some(t.into()), ..fx.request() };
-    assert_eq!(split_target(&config, &target("a.b.c")).unwrap(), ("a.b".into(), "c".into()));
-    assert_eq!(split_target(&config, &target("a.x")).unwrap(), ("a".into(), "x".into()));
-    assert_eq!(split_target(&config, &target("z.x")).unwrap_err().kind, ErrorKind::UnknownServer);
+    assert_eq!(split_target(&config, &target("a.b.c"), &TOOL).unwrap(), ("a.b".into(), "c".into()));
+    assert_eq!(split_target(&config, &target("a.x"), &TOOL).unwrap(), ("a".into(), "x".into()));
+    assert_eq!(split_target(&config, &target("z.x"), &TOOL).unwrap_err().kind, ErrorKind::UnknownServer);
     let named = Request { server: Some("s".into()), tool: Some("t".into()), ..fx.request() };
-    assert_eq!(split_target(&config, &named).unwrap(), ("s".into(), "t".into()));
+    assert_eq!(split_target(&config, &named, &TOOL).unwrap(), ("s".into(), "t".into()));
 }

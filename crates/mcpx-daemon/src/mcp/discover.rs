@@ -68,7 +68,7 @@ pub(crate) async fn answer(
                         // A server never listed is started and listed first.
                         let _ = listed(d, session, entry).await;
                     }
-                    let described = control::tools(d, &req(Some(&server), s("tool").as_deref()));
+                    let described = control::tools(d, &req(Some(&server), s("tool").as_deref())).await;
                     described.map_or_else(
                         |e| tool_error(&e.message),
                         |raw| json!({ "content": [{ "type": "text", "text": raw.get() }] }),

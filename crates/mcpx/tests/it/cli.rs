@@ -212,12 +212,14 @@ fn racing_clis_start_one_daemon() {
 }
 
 #[test]
-fn refresh_reads_an_unread_server_and_tools_says_how_before() {
+fn refresh_reads_an_unread_server_and_tools_starts_one_never_listed() {
     let w = World::new(json!({ "fake": { "command": fake_server(), "env": { "FAKE_PAGE_SIZE": "4" } } }));
-    let before = w.run(&["tools", "fake"]);
-    assert_eq!(before.code, 4, "{before:?}");
-    assert!(before.stderr.contains("mcpx refresh fake"), "{}", before.stderr);
-    assert!(w.status()["instances"].as_array().unwrap().is_empty(), "tools must not start a server");
+    w.run(&["ls"]).ok();
+    assert!(w.status()["instances"].as_array().unwrap().is_empty(), "ls must not start a server");
+    // Named, a server never listed is started and listed (design: "Discovery").
+    let before = w.run(&["tools", "fake", "--json"]).json();
+    assert!(before.as_array().unwrap().len() > 8, "{before}");
+    assert_eq!(w.status()["instances"].as_array().unwrap().len(), 1, "tools started the server it named");
     w.run(&["refresh", "fake"]).ok();
     // Every page of the paginated tools/list is in the cache.
     let tools = w.run(&["tools", "fake", "--json"]).json();

@@ -169,7 +169,7 @@ pub fn without_status_line(text: &str) -> String {
 /// Runs `cmd` with its stderr on a new pseudo-terminal whose output is not
 /// processed (no newline to CR LF), its stdout piped; returns what it printed and
 /// what reached the terminal.
-fn with_stderr_on_a_terminal(mut cmd: Command) -> (Run, String) {
+pub(crate) fn with_stderr_on_a_terminal(mut cmd: Command) -> (Run, String) {
     use nix::sys::termios::{OutputFlags, SetArg, tcgetattr, tcsetattr};
     let pty = nix::pty::openpty(None, None).unwrap();
     let mut attrs = tcgetattr(&pty.slave).unwrap();

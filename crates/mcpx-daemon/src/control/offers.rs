@@ -1,0 +1,248 @@
+//! The control API's routes for what a server offers besides tools (`docs/api.md`):
+//! its resources, resource templates and prompts from the schema cache (`POST
+//! /v1/resources`, `/v1/prompts`), and `resources/read` and `prompts/get` sent through
+//! the caller's pool (`POST /v1/read`, `/v1/prompt`), the one path `POST /v1/call`
+//! takes to a tool.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::reach::{Hearing, listed, through_pool};
+use super::split::{PROMPT, split_target};
+use crate::api::{ApiError, ErrorKind, Request};
+use crate::config::ServerEntry;
+use crate::daemon::Daemon;
+use crate::policy;
+use crate::pool::Target;
+use crate::schema::CacheEntry;
+
+/// One server's row of `POST /v1/resources` and `/v1/prompts`: its items exactly as
+/// it listed them; `listed` is false for a server never listed (no items then).
+#[derive(Serialize)]
+struct Offers<'a> {
+    /// The server's name.
+    server: &'a str,
+    /// Whether the schema cache has its listing.
+    listed: bool,
+    /// `resources/list` (`POST /v1/resources` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resources: Option<&'a [Box<RawValue>]>,
+    /// `resources/templates/list` (`POST /v1/resources` only).
+    #[serde(rename = "resourceTemplates", skip_serializing_if = "Option::is_none")]
+    resource_templates: Option<&'a [Box<RawValue>]>,
+    /// `prompts/list` (`POST /v1/prompts` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompts: Option<&'a [Box<RawValue>]>,
+}
+
+/// The parts of a listed resource, template or prompt that names it.
+#[derive(Deserialize)]
+struct Named {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    uri: Option<String>,
+    #[serde(rename = "uriTemplate", default)]
+    uri_template: Option<String>,
+}
+
+/// `POST /v1/resources`: the resources and resource templates of one server
+/// (`server`), or of every enabled one, from the schema cache: an array of
+/// `{"server", "listed", "resources": [...], "resourceTemplates": [...]}`, the items
+/// exactly as the servers sent them. A server named but never listed is started and
+/// listed first when `start` asks; without a server, nothing is started.
+///
+/// Errors: an unknown server (`unknown_server`); a disabled one (`config`); a server
+/// named, never listed, without `start`, or whose start failed (`server`, `timeout`).
+pub async fn resources(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
+    let rows = listings(d, req).await?;
+    let offers: Vec<Offers<'_>> = rows
+        .iter()
+        .map(|(name, cached)| Offers {
+            server: name,
+            listed: cached.is_some(),
+            resources: Some(cached.as_ref().and_then(|c| c.resources.as_deref()).unwrap_or_default()),
+            resource_templates: Some(cached.as_ref().and_then(|c| c.resource_templates.as_deref()).unwrap_or_default()),
+            prompts: None,
+        })
+        .collect();
+    raw(&offers)
+}
+
+/// `POST /v1/prompts`: the prompts of one server (`server`) or of every enabled one,
+/// as [`resources`] lists resources (`{"server", "listed", "prompts": [...]}`); or,
+/// with `prompt` (and `server`) or `target` (`<server>.<prompt>`), that one prompt's
+/// object as the server listed it, the server started and listed first when `start`
+/// asks.
+///
+/// Errors: as [`resources`]; a malformed target (`usage`); no such prompt
+/// (`unknown_tool`, with the closest names).
+pub async fn prompts(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
+    if req.prompt.is_some() || req.target.is_some() {
+        let config = d.resolve(req)?;
+        let (server, name) = split_target(&config, req, &PROMPT)?;
+        let entry = d.server(&config, &server)?;
+        policy::check_server(entry)?;
+        let cached = listed(d, req, entry).await?;
+        let found = cached.prompts.iter().flatten().find(|p| name_of(p).name.as_deref() == Some(name.as_str()));
+        return match found {
+            Some(p) => Ok(p.clone()),
+            None => Err(unknown_prompt(entry, &name, Some(&cached))),
+        };
+    }
+    let rows = listings(d, req).await?;
+    let offers: Vec<Offers<'_>> = rows
+        .iter()
+        .map(|(name, cached)| Offers {
+            server: name,
+            listed: cached.is_some(),
+            resources: None,
+            resource_templates: None,
+            prompts: Some(cached.as_ref().and_then(|c| c.prompts.as_deref()).unwrap_or_default()),
+        })
+        .collect();
+    raw(&offers)
+}
+
+/// `POST /v1/read`: `resources/read` of `uri` on `server`, through the caller's pool
+/// as `POST /v1/call` goes (MCP 2025-11-25, Server Features, "Resources"); answers the
+/// `ReadResourceResult` exactly as the server sent it.
+///
+/// Errors: no server or URI (`usage`); an unknown server (`unknown_server`); a
+/// disabled one (`config`); the server failed (`server`, `protocol`, `timeout`) or
+/// answered an error (`rpc`: the message adds the closest listed URIs, "did you mean").
+pub async fn read(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
+    let usage = || ApiError::new(ErrorKind::Usage, "name a server and a URI: `mcpx read <server> <uri>`");
+    let (Some(server), Some(uri)) = (&req.server, &req.uri) else { return Err(usage()) };
+    let config = d.resolve(req)?;
+    let entry = d.server(&config, server)?;
+    policy::check_server(entry)?;
+    let params = serde_json::json!({ "uri": uri }).to_string();
+    through_pool(d, req, entry, "resources/read", &params, Hearing::default(), |_| Ok(())).await.map_err(|mut e| {
+        if e.kind == ErrorKind::Rpc {
+            e.message.push_str(&resource_hint(d.schema.get(&entry.cache_key()).as_ref(), server, uri));
+        }
+        e
+    })
+}
+
+/// `POST /v1/prompt`: `prompts/get` of the prompt named by `target`
+/// (`<server>.<prompt>`) or by `server` and `prompt`, with `arguments` (an object of
+/// strings), through the caller's pool as `POST /v1/call` goes (MCP 2025-11-25, Server
+/// Features, "Prompts"); answers the `GetPromptResult` exactly as the server sent it.
+///
+/// Errors: a malformed target or arguments (`usage`); an unknown server
+/// (`unknown_server`); a disabled one (`config`); a prompt not in the server's cached
+/// listing (`unknown_tool`, checked before and after a start); the server failed
+/// (`server`, `protocol`, `timeout`) or answered an error (`rpc`).
+pub async fn prompt(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
+    let config = d.resolve(req)?;
+    let (server, name) = split_target(&config, req, &PROMPT)?;
+    let entry = d.server(&config, &server)?;
+    policy::check_server(entry)?;
+    let arguments = match &req.arguments {
+        Some(a) if a.get().trim_start().starts_with('{') => a.get().to_owned(),
+        Some(_) => {
+            return Err(ApiError::new(
+                ErrorKind::Usage,
+                "the prompt's arguments must be a JSON object of strings, like '{\"city\":\"Paris\"}'",
+            ));
+        }
+        None => "{}".to_owned(),
+    };
+    let quoted = serde_json::to_string(&name).unwrap_or_default();
+    let params = format!(r#"{{"name":{quoted},"arguments":{arguments}}}"#);
+    let check = |target: &Target| check_prompt_listed(d, target, &name);
+    through_pool(d, req, entry, "prompts/get", &params, Hearing::default(), check).await
+}
+
+/// The server named (`server`, started and listed first when `start` asks), or every
+/// enabled one, each with its cache entry when listed.
+async fn listings(d: &Daemon, req: &Request) -> Result<Vec<(String, Option<CacheEntry>)>, ApiError> {
+    let config = d.resolve(req)?;
+    if let Some(name) = &req.server {
+        let entry = d.server(&config, name)?;
+        policy::check_server(entry)?;
+        return Ok(vec![(entry.name.clone(), Some(listed(d, req, entry).await?))]);
+    }
+    Ok(policy::offered(&config)
+        .map(|entry| (entry.name.clone(), d.schema.get(&entry.cache_key()).filter(|c| c.tools.is_some())))
+        .collect())
+}
+
+/// Fails when the schema cache lists the server's prompts and `name` is not among them.
+fn check_prompt_listed(d: &Daemon, target: &Target, name: &str) -> Result<(), ApiError> {
+    let Some(cached) = d.schema.get(&target.cache_key) else { return Ok(()) };
+    let Some(prompts) = cached.prompts.as_ref().filter(|_| cached.error.is_none()) else { return Ok(()) };
+    if prompts.iter().any(|p| name_of(p).name.as_deref() == Some(name)) {
+        return Ok(());
+    }
+    Err(unknown_prompt(&target.entry, name, Some(&cached)))
+}
+
+/// The `unknown_tool` error for prompt `name` of `entry`, with the closest names ("did
+/// you mean", [`crate::suggest`]) and the prompts it offers.
+fn unknown_prompt(entry: &ServerEntry, name: &str, cached: Option<&CacheEntry>) -> ApiError {
+    let server = &entry.name;
+    let names: Vec<String> =
+        cached.and_then(|c| c.prompts.as_ref()).into_iter().flatten().filter_map(|p| name_of(p).name).collect();
+    let list = if names.is_empty() { String::from("(none listed)") } else { names.join(", ") };
+    let dym = crate::suggest::did_you_mean(name, names.iter().map(String::as_str));
+    ApiError::new(
+        ErrorKind::UnknownTool,
+        format!("server `{server}` has no prompt `{name}`;{dym} its prompts: {list} (see `mcpx prompts {server}`)"),
+    )
+}
+
+/// What to add to the server's error about `uri`: the listed URIs (or templates) whose
+/// URI or name is closest to it, and where to see them; for a template written as it
+/// is listed, that its `{...}` parts are to be filled in.
+fn resource_hint(cached: Option<&CacheEntry>, server: &str, uri: &str) -> String {
+    let see = format!(" (see `mcpx resources {server}`)");
+    if uri.contains('{') {
+        return format!("; `{uri}` is a resource template: replace each {{...}} with a value{see}");
+    }
+    // Each listed URI or template under its URI and its name, mapped to what to write.
+    let mut names: Vec<(String, String)> = Vec::new();
+    let listed = cached.map(|c| (c.resources.iter().flatten(), c.resource_templates.iter().flatten()));
+    if let Some((resources, templates)) = listed {
+        for item in resources.chain(templates) {
+            let n = name_of(item);
+            let Some(to) = n.uri.or(n.uri_template) else { continue };
+            names.push((to.clone(), to.clone()));
+            if let Some(name) = n.name {
+                names.push((name, to));
+            }
+        }
+    }
+    if let Some((_, to)) = names.iter().find(|(name, to)| name == uri && to != uri) {
+        return format!("; `{uri}` is the name of `{to}`: read it by its URI{see}");
+    }
+    // URIs share long prefixes, so a third of their length is a loose bound: only the
+    // nearest of the close ones are offered.
+    let close = crate::suggest::closest(uri, names.iter().map(|(k, _)| k.as_str()));
+    let best = close.iter().map(|k| strsim::damerau_levenshtein(uri, k)).min().unwrap_or(0);
+    let mut near: Vec<&str> = Vec::new();
+    for key in close.into_iter().filter(|k| strsim::damerau_levenshtein(uri, k) == best) {
+        if let Some((_, to)) = names.iter().find(|(k, _)| k == key).filter(|(_, to)| !near.contains(&to.as_str())) {
+            near.push(to);
+        }
+    }
+    match near.as_slice() {
+        [] => see,
+        near => {
+            let near: Vec<String> = near.iter().map(|n| format!("`{n}`")).collect();
+            format!("; did you mean {}?{see}", near.join(" or "))
+        }
+    }
+}
+
+/// The name, URI and URI template of a listed item; empty for one that is malformed.
+fn name_of(item: &RawValue) -> Named {
+    serde_json::from_str(item.get()).unwrap_or(Named { name: None, uri: None, uri_template: None })
+}
+
+/// `value` as raw JSON for the answer.
+fn raw(value: &impl Serialize) -> Result<Box<RawValue>, ApiError> {
+    serde_json::value::to_raw_value(value).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))
+}

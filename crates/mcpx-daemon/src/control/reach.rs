@@ -1,0 +1,194 @@
+//! How a control-API request reaches a server for its caller: the schema cache entry,
+//! with a server never listed started and listed first when the request asks
+//! ([`listed`]), and one request sent through the caller's pool ([`through_pool`]),
+//! the one path of `call`, `read` and `prompt`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpx_proto::{Message, response_result};
+use serde_json::value::RawValue;
+
+use crate::api::{ApiError, Caller, ErrorKind, Request};
+use crate::config::{ServerEntry, TransportSpec};
+use crate::daemon::Daemon;
+use crate::instance::{CallContext, CallError, ClientReplies};
+use crate::notices::NoticeSender;
+use crate::pool::{Target, Wait};
+
+/// The method of the notifications [`super::call`] sends its caller about what it
+/// waits on; the control API streams them as `{"status": <params>}` lines, never to a
+/// server.
+pub const STATUS_METHOD: &str = "mcpx/status";
+
+/// Who hears about a request on its way, besides its answer.
+#[derive(Default)]
+pub(super) struct Hearing {
+    /// The caller's queue: the request's notifications and, when the request asks
+    /// (`status`), where it waits ([`STATUS_METHOD`]).
+    pub notify: Option<NoticeSender>,
+    /// Where the answers to the server requests the caller takes (`answers`) arrive.
+    pub answers: Option<Arc<ClientReplies>>,
+    /// What the `calling` status line adds (`{"tool": "echo"}`).
+    pub calling: serde_json::Value,
+}
+use crate::schema::CacheEntry;
+
+/// Sends the request `method` with `params` (JSON text) to an instance of `entry` in
+/// the caller's pool, started when there is none, and returns the server's `result`
+/// exactly as sent: the one path of `POST /v1/call`, `/v1/read` and `/v1/prompt`.
+/// `check` runs before the instance is acquired and again after, since a start lists
+/// the server. The deadline is `timeout_ms`, else the server's `callTimeout`; a
+/// `call`-scoped instance is stopped after.
+///
+/// Errors: `check`'s; the server failed (`server`, `protocol`, `timeout`) or answered
+/// a JSON-RPC error (`rpc`, with its code).
+pub(super) async fn through_pool(
+    d: &Daemon,
+    req: &Request,
+    entry: &ServerEntry,
+    method: &str,
+    params: &str,
+    hear: Hearing,
+    check: impl Fn(&Target) -> Result<(), ApiError>,
+) -> Result<Box<RawValue>, ApiError> {
+    let server = &entry.name;
+    let target = d.targets.target(entry)?;
+    check(&target)?;
+    let timeout = match req.timeout_ms {
+        Some(0) => None,
+        Some(ms) => Some(Duration::from_millis(ms)),
+        None => entry.options.call_timeout,
+    };
+    let key = d.targets.pool_key(entry, &req.caller);
+    let status = |fields: serde_json::Value| {
+        if let (true, Some(notify)) = (req.status, &hear.notify) {
+            let mut params = serde_json::json!({ "server": server });
+            if let (Some(p), serde_json::Value::Object(f)) = (params.as_object_mut(), fields) {
+                p.extend(f);
+            }
+            notify.send(Message::notification(STATUS_METHOD, Some(&params.to_string())));
+        }
+    };
+    let report = |wait: Wait| {
+        status(match wait {
+            Wait::Starting => serde_json::json!({ "phase": "starting", "command": program(entry) }),
+            Wait::Full(max) => serde_json::json!({ "phase": "waiting",
+                "reason": format!("all {max} instances are busy (its `max`)") }),
+            Wait::Exclusive => serde_json::json!({ "phase": "waiting",
+                "reason": "its instance is busy with another call (it is `exclusive`)" }),
+        });
+    };
+    let lease = d.pool.acquire_reporting(&target, &key, timeout, &report).await.map_err(|e| server_error(server, e))?;
+    let inst = lease.instance.clone();
+    check(&target)?;
+    let mut calling = serde_json::json!({ "phase": "calling" });
+    if let (Some(c), serde_json::Value::Object(f)) = (calling.as_object_mut(), hear.calling) {
+        c.extend(f);
+    }
+    status(calling);
+    let ctx = Arc::new(CallContext {
+        label: caller_label(&req.caller),
+        notify: hear.notify,
+        roots: req.caller.cwd.clone().map(|cwd| vec![cwd]),
+        client: hear.answers.map(|replies| (req.answers.clone(), replies)),
+        shell: true,
+    });
+    let response = inst.request_for(Message::request("0", method, Some(params)), timeout, ctx).await;
+    drop(lease);
+    if key.is_call() {
+        d.pool.release(&inst, &key).await;
+    } else {
+        d.pool.notify_changed();
+    }
+    let response = response.map_err(|e| server_error(server, e))?;
+    response_result(&response).map_err(|e| ApiError {
+        kind: ErrorKind::Rpc,
+        message: format!("server `{server}` answered {method} with an error: {}", e.message),
+        code: Some(e.code),
+    })
+}
+
+/// The schema cache entry of `entry`, with its tools listed. A server never listed (or
+/// whose listing failed before it ever succeeded) is started in the caller's pool and
+/// listed first when `req.start` asks (design: `tools <server>` of a server never
+/// listed starts it, since the user named it); a `call`-scoped instance is stopped after.
+///
+/// Errors: never listed and no `start` (`server`); the start or the listing failed
+/// (`server`, `protocol`, `timeout`).
+pub(super) async fn listed(d: &Daemon, req: &Request, entry: &ServerEntry) -> Result<CacheEntry, ApiError> {
+    let name = &entry.name;
+    let key = entry.cache_key();
+    if let Some(cached) = d.schema.get(&key).filter(|c| c.tools.is_some()) {
+        return Ok(cached);
+    }
+    if !req.start {
+        return Err(ApiError::new(
+            ErrorKind::Server,
+            format!("server `{name}` has not been listed yet; `mcpx tools {name}` starts it and lists it"),
+        ));
+    }
+    let target = d.targets.target(entry)?;
+    let pool_key = d.targets.pool_key(entry, &req.caller);
+    let lease =
+        d.pool.acquire(&target, &pool_key, entry.options.start_timeout).await.map_err(|e| server_error(name, e))?;
+    let inst = lease.instance.clone();
+    drop(lease);
+    if pool_key.is_call() {
+        d.pool.release(&inst, &pool_key).await;
+    }
+    match d.schema.get(&key) {
+        Some(cached) if cached.tools.is_some() => Ok(cached),
+        cached => {
+            let why = cached.and_then(|c| c.error).unwrap_or_else(|| "it sent no listing".to_owned());
+            Err(ApiError::new(
+                ErrorKind::Server,
+                format!("server `{name}` started but could not be listed: {why} (see `mcpx logs {name}`)"),
+            ))
+        }
+    }
+}
+
+/// What a status line names as what starts: a stdio server's program without its
+/// directory (`npx`), or a remote server's host (its URL as written may hold a secret).
+fn program(entry: &ServerEntry) -> String {
+    match &entry.transport {
+        TransportSpec::Stdio { command, .. } => std::path::Path::new(command)
+            .file_name()
+            .map_or_else(|| command.clone(), |n| n.to_string_lossy().into_owned()),
+        TransportSpec::Remote { url, .. } => {
+            url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_else(|| "remote".into())
+        }
+    }
+}
+
+/// How `status` names a caller: its session, else its parent process.
+fn caller_label(caller: &Caller) -> String {
+    match (&caller.session, caller.ppid) {
+        (Some(s), _) => format!("session:{s}"),
+        (None, Some(p)) => format!("pid:{p}"),
+        (None, None) => String::new(),
+    }
+}
+
+/// The API error for a failed request to `server`, its kind following the failure.
+pub(super) fn server_error(server: &str, e: CallError) -> ApiError {
+    let kind = match e {
+        CallError::Timeout(_) | CallError::Busy(_) | CallError::StartTimeout(_) => ErrorKind::Timeout,
+        CallError::Transport(ref e) if e.timed_out() => ErrorKind::Timeout,
+        CallError::Transport(ref e) if e.needs_login() => ErrorKind::Auth,
+        CallError::Protocol(_) | CallError::TooLarge { .. } | CallError::RequestTooLarge { .. } => ErrorKind::Protocol,
+        CallError::Exited { .. }
+        | CallError::Launch(_)
+        | CallError::Lost(_)
+        | CallError::Cancelled
+        | CallError::Transport(_) => ErrorKind::Server,
+    };
+    let hint = match e {
+        CallError::Exited { .. } | CallError::Launch(_) => {
+            format!(" (see `mcpx status` and `mcpx logs {server}`)")
+        }
+        _ => String::new(),
+    };
+    ApiError::new(kind, format!("server `{server}`: {e}{hint}"))
+}
