@@ -70,6 +70,17 @@ pub struct Request {
     /// then `{"result": <CallToolResult>}` or `{"error": {...}}`.
     #[serde(default)]
     pub stream: bool,
+    /// `call` with `stream`: also send `{"status": {...}}` lines saying what the call
+    /// waits on (the server starting, a free instance, the server's answer), for a
+    /// status line. Without it no such line is sent, as before the field existed.
+    #[serde(default)]
+    pub status: bool,
+    /// `call` with `stream`: the server-to-client requests the caller answers itself
+    /// (only `elicitation/create` so far). Such a request comes as a
+    /// `{"request": <JSON-RPC request>, "call": "<call id>"}` line, and its answer goes
+    /// to `POST /v1/call/answer` ([`Answer`]). Others get mcpx's own answer.
+    #[serde(default)]
+    pub answers: Vec<String>,
     /// `search`: the words to look for.
     #[serde(default)]
     pub words: Vec<String>,
@@ -85,6 +96,18 @@ pub struct Request {
     /// `auth/login`: log in by the device authorization grant (RFC 8628).
     #[serde(default)]
     pub device: bool,
+}
+
+/// `POST /v1/call/answer`: a shell caller's answer to a server request its call's
+/// stream relayed (see [`Request::answers`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Answer {
+    /// The call, as the request's line names it (`"call"`).
+    pub call: String,
+    /// The JSON-RPC response, with the id of the relayed request (JSON-RPC 2.0,
+    /// "Response object"), for instance
+    /// `{"jsonrpc":"2.0","id":"mcpx-1","result":{"action":"decline"}}`.
+    pub response: Box<RawValue>,
 }
 
 /// One row of `mcpx ls --json`.

@@ -13,16 +13,18 @@ pub mod login;
 pub mod logins;
 
 use crate::adopt::replace_incompatible;
-use crate::api::{ApiError, ErrorKind, Request, SearchHit, ServerRow, Source};
+use crate::api::{Answer, ApiError, ErrorKind, Request, SearchHit, ServerRow, Source};
 use crate::config::{Client, ConfigEnv, EntryError, ServerEntry};
 use crate::daemon::{Daemon, Exit};
+use crate::instance::ClientReplies;
 use crate::notices::NoticeSender;
 use crate::policy;
 use crate::pool::Target;
 use crate::schema::{CacheEntry, SchemaCache, ToolSummary};
 use crate::scope::PoolKey;
 use crate::search::ToolText;
-use reach::{listed, server_error, through_pool};
+pub use reach::STATUS_METHOD;
+use reach::{Hearing, listed, server_error, through_pool};
 use split::{TOOL, split_target};
 
 /// `GET /v1/health`: the daemon's pid, build and start time (milliseconds since the
@@ -236,7 +238,21 @@ pub const SEARCH_HITS: usize = 20;
 /// Errors: a malformed target or arguments (`usage`); an unknown server or tool
 /// (`unknown_server`, `unknown_tool`); one the policy refuses ([`policy::check_tool`]:
 /// a disabled server is `config`, an excluded tool `unknown_tool`); the server failed (`server`, `protocol`, `timeout`) or answered a JSON-RPC error (`rpc`).
-pub async fn call(d: &Daemon, req: &Request, notify: Option<NoticeSender>) -> Result<Box<RawValue>, ApiError> {
+///
+/// With `req.status`, `notify` also gets a [`STATUS_METHOD`] notification each time
+/// the call starts waiting on something else: `{"phase":"starting","server","command"}`
+/// (the server starts; `command` is the program without its directory, or a remote
+/// server's host), `{"phase":"waiting","server","reason"}` (no instance is free), then
+/// `{"phase":"calling","server","tool"}` (the request is with the server). With
+/// `answers`, the server's requests of the methods in `req.answers` go to `notify`
+/// too, and their answers come back there (a shell caller on a terminal answers
+/// `elicitation/create` through `POST /v1/call/answer`).
+pub async fn call(
+    d: &Daemon,
+    req: &Request,
+    notify: Option<NoticeSender>,
+    answers: Option<Arc<ClientReplies>>,
+) -> Result<Box<RawValue>, ApiError> {
     let config = d.resolve(req)?;
     let (server, tool) = split_target(&config, req, &TOOL)?;
     let entry = d.server(&config, &server)?;
@@ -255,7 +271,15 @@ pub async fn call(d: &Daemon, req: &Request, notify: Option<NoticeSender>) -> Re
     // Every call asks for progress; the token is the caller's own in what it sees.
     let params = format!(r#"{{"name":{name},"arguments":{arguments},"_meta":{{"progressToken":"mcpx-call"}}}}"#);
     let check = |target: &Target| check_tool_listed(&d.schema, target, &tool);
-    through_pool(d, req, entry, "tools/call", &params, notify, check).await
+    let hear = Hearing { notify, answers, calling: serde_json::json!({ "tool": tool }) };
+    through_pool(d, req, entry, "tools/call", &params, hear, check).await
+}
+
+/// `POST /v1/call/answer`: a shell caller's answer to a server request relayed on its
+/// call's stream ([`crate::shell_calls::ShellCalls::answer`]). Answers `{}`.
+pub fn answer(d: &Daemon, answer: &Answer) -> Result<serde_json::Value, ApiError> {
+    d.shell_calls.answer(&answer.call, answer.response.get())?;
+    Ok(serde_json::json!({}))
 }
 
 /// `POST /v1/restart`: restarts the server's instances (those of `key` only, when

@@ -73,6 +73,8 @@ pub struct Daemon {
     /// Progress and log notifications lost, over the daemon's life, because their
     /// caller read too slowly; every caller's queue adds to it (`status`).
     dropped_notifications: Arc<AtomicU64>,
+    /// The shell calls in flight that answer server requests themselves.
+    pub shell_calls: crate::shell_calls::ShellCalls,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -120,6 +122,7 @@ impl Daemon {
             http_url: OnceLock::new(),
             warnings,
             dropped_notifications: Arc::default(),
+            shell_calls: Default::default(),
             untrusted_logged: Mutex::new(HashSet::new()),
         });
         for w in &daemon.warnings {

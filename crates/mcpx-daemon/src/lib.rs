@@ -24,6 +24,7 @@ pub mod scope;
 pub mod search;
 pub mod server;
 pub mod service_check;
+pub mod shell_calls;
 pub mod stream;
 pub mod suggest;
 mod sync;

@@ -159,6 +159,17 @@ impl std::fmt::Debug for Pool {
     }
 }
 
+/// What [`Pool::acquire_reporting`] starts waiting on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// The server is starting: this call starts it, or waits for a start under way.
+    Starting,
+    /// Every instance the server may run (its `max`, the number) is busy.
+    Full(usize),
+    /// The server is `exclusive` and its instance is busy with another call.
+    Exclusive,
+}
+
 impl Pool {
     /// A pool that starts instances through `launchers` and keeps schemas in
     /// `schema`. Instance events (list changes, exits) are sent to `events`.
@@ -296,10 +307,25 @@ impl Pool {
     /// and stderr tail when it exited; it is also recorded in the schema cache so `ls`
     /// shows `error`); the server is in a backoff or `crash-loop`; or `wait` passed.
     pub async fn acquire(&self, target: &Target, key: &PoolKey, wait: Option<Duration>) -> Result<Lease, CallError> {
+        self.acquire_reporting(target, key, wait, &|_| {}).await
+    }
+
+    /// [`Pool::acquire`], calling `report` each time it starts waiting on something
+    /// ([`Wait`]), so a caller can say what it waits for (`mcpx call`'s status line).
+    pub async fn acquire_reporting(
+        &self,
+        target: &Target,
+        key: &PoolKey,
+        wait: Option<Duration>,
+        report: &(dyn Fn(Wait) + Send + Sync),
+    ) -> Result<Lease, CallError> {
         let deadline = wait.map(|w| Instant::now() + w);
         let slot = self.slot(&target.entry.name, &target.fingerprint, key);
-        let instance = self.instance(target, &slot, deadline).await?;
+        let instance = self.instance(target, &slot, deadline, report).await?;
         let permit = if lock(&slot.settings).sharing == Sharing::Exclusive {
+            if slot.exclusive.available_permits() == 0 {
+                report(Wait::Exclusive);
+            }
             let acquire = slot.exclusive.clone().acquire_owned();
             let permit = match deadline {
                 Some(d) => tokio::time::timeout_at(d.into(), acquire).await.map_err(|_| CallError::Busy(1))?,
@@ -317,12 +343,20 @@ impl Pool {
         target: &Target,
         slot: &Arc<Slot>,
         deadline: Option<Instant>,
+        report: &(dyn Fn(Wait) + Send + Sync),
     ) -> Result<Arc<Instance>, CallError> {
         if let Some(inst) = live(slot) {
             return Ok(inst);
         }
         let seen = lock(&slot.failures).0;
-        let _starting = slot.starting.lock().await;
+        let _starting = match slot.starting.try_lock() {
+            Ok(guard) => guard,
+            Err(_) => {
+                // Another call is starting it: this one waits for that start.
+                report(Wait::Starting);
+                slot.starting.lock().await
+            }
+        };
         if let Some(inst) = live(slot) {
             return Ok(inst);
         }
@@ -335,7 +369,8 @@ impl Pool {
             }
         }
         self.check_health(&target.cache_key, &target.entry.name)?;
-        self.make_room(target, deadline).await?;
+        self.make_room(target, deadline, report).await?;
+        report(Wait::Starting);
         match self.start(target, &slot.key.to_string()).await {
             Ok(inst) => {
                 *lock(&slot.settings) = Settings::new(&target.entry.options, &slot.key);
@@ -357,8 +392,14 @@ impl Pool {
 
     /// At `max` live instances of the server, stops the least recently used idle one,
     /// or waits for one to become idle until `deadline`.
-    async fn make_room(&self, target: &Target, deadline: Option<Instant>) -> Result<(), CallError> {
+    async fn make_room(
+        &self,
+        target: &Target,
+        deadline: Option<Instant>,
+        report: &(dyn Fn(Wait) + Send + Sync),
+    ) -> Result<(), CallError> {
         let max = target.entry.options.max.max(1) as usize;
+        let mut reported = false;
         loop {
             let changed = self.changed.notified();
             let live: Vec<(Arc<Slot>, Arc<Instance>)> =
@@ -375,6 +416,9 @@ impl Pool {
                 lock(&slot.current).take();
                 inst.terminate().await;
                 continue;
+            }
+            if !std::mem::replace(&mut reported, true) {
+                report(Wait::Full(max));
             }
             let Some(deadline) = deadline else {
                 changed.await;

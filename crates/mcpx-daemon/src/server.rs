@@ -12,14 +12,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
+use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use mcpx_proto::MessageKind;
 use serde_json::value::RawValue;
 use tokio::net::{TcpListener, UnixListener};
 
-use crate::api::{ApiError, ErrorBody, ErrorKind, Request};
+use crate::api::{Answer, ApiError, ErrorBody, ErrorKind, Request};
 use crate::control;
 use crate::daemon::{Daemon, Exit};
 use crate::mcp::{Endpoint, TcpGuard, tcp_routes};
@@ -79,7 +81,15 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
         .route(
             "/v1/call",
             post(|State(d): S, Body(r): Body| async move {
-                if r.stream { Ok(call_stream(d, r)) } else { control::call(&d, &r, None).await.map(raw_json) }
+                if r.stream { Ok(call_stream(d, r)) } else { control::call(&d, &r, None, None).await.map(raw_json) }
+            }),
+        )
+        .route(
+            "/v1/call/answer",
+            post(|State(d): S, body: Result<Json<Answer>, JsonRejection>| async move {
+                let Json(answer) =
+                    body.map_err(|e| ApiError::new(ErrorKind::Usage, format!("bad answer body: {}", e.body_text())))?;
+                control::answer(&d, &answer).map(Json)
             }),
         )
         .route(
@@ -238,18 +248,37 @@ impl<St: Send + Sync> axum::extract::FromRequest<St> for Body {
 }
 
 /// `POST /v1/call` with `stream`: notifications as they come, then the outcome,
-/// one JSON object per line (`application/x-ndjson`). A client that goes away drops
-/// the call, which cancels it upstream.
+/// one JSON object per line (`application/x-ndjson`); with `status`, status lines; with
+/// `answers`, the server requests the caller answers, each with the call's id. A client
+/// that goes away drops the call, which cancels it upstream.
 fn call_stream(daemon: Arc<Daemon>, req: Request) -> Response {
     fn line(body: String) -> Vec<u8> {
         let mut b = body.into_bytes();
         b.push(b'\n');
         b
     }
+    // Registered for as long as the call runs (the future owns it), so an answer
+    // reaches this call's request and no other.
+    let open = (!req.answers.is_empty()).then(|| daemon.shell_calls.open());
+    let call_id = serde_json::to_string(&open.as_ref().map(|o| o.id.clone())).unwrap_or_default();
     let lines = stream_call(
         daemon.dropped_notifications(),
-        move |notify| async move { control::call(&daemon, &req, Some(notify)).await },
-        |n| line(format!(r#"{{"notification":{}}}"#, n.as_str())),
+        move |notify| async move {
+            let replies = open.as_ref().map(|o| o.replies.clone());
+            let outcome = control::call(&daemon, &req, Some(notify), replies).await;
+            drop(open);
+            outcome
+        },
+        move |n| {
+            line(match (n.kind(), n.method()) {
+                (MessageKind::Request, _) => format!(r#"{{"request":{},"call":{call_id}}}"#, n.as_str()),
+                (_, Some(control::STATUS_METHOD)) => {
+                    let v: serde_json::Value = serde_json::from_str(n.as_str()).unwrap_or_default();
+                    format!(r#"{{"status":{}}}"#, v["params"])
+                }
+                _ => format!(r#"{{"notification":{}}}"#, n.as_str()),
+            })
+        },
         |outcome| {
             line(match outcome {
                 Ok(result) => format!(r#"{{"result":{}}}"#, result.get()),

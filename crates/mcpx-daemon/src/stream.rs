@@ -40,7 +40,7 @@ pub fn channel_body(rx: mpsc::Receiver<Vec<u8>>) -> Body {
 pub fn stream_call<T, F>(
     tally: Arc<AtomicU64>,
     call: impl FnOnce(NoticeSender) -> F + Send + 'static,
-    notice: fn(&Message) -> Vec<u8>,
+    notice: impl Fn(&Message) -> Vec<u8> + Send + 'static,
     last: impl FnOnce(T) -> Vec<u8> + Send + 'static,
 ) -> mpsc::Receiver<Vec<u8>>
 where

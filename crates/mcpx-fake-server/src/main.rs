@@ -103,6 +103,7 @@
 //! | `duplicate {message}` | sends the echo response twice, same id |
 //! | `roots {}` | asks the client `roots/list` (id `srv-N`), returns the result's JSON, or `isError` with the error message (10 s timeout) |
 //! | `sample {}` | same with `sampling/createMessage` |
+//! | `elicit {schema?, url?}` | same with `elicitation/create`: a form of `schema`, by default name (string, 2 to 20 characters, required), email (`format: email`), age (integer 0 to 150, required), ratio (number 0 to 1, default 0.5), subscribe (boolean, default true), size (`oneOf` s/m/l titled Small/Medium/Large, default m); with `url`, a URL-mode request |
 //! | `notify {method, params={}}` | sends the notification `method` with `params` (a resource update, a log message at some level), then `sent <method>` |
 //! | `stdout_flood {bytes}` | writes `bytes` bytes of ~1 KiB `notifications/message` lines, then `wrote <n> bytes` (exact, newlines included) |
 //!

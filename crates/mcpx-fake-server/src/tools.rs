@@ -119,6 +119,12 @@ fn builtin_specs() -> Vec<(&'static str, &'static str, Value, &'static [&'static
         ("roots", "Asks the client for roots/list and returns its answer.", json!({}), &[]),
         ("sample", "Asks the client for sampling/createMessage and returns its answer.", json!({}), &[]),
         (
+            "elicit",
+            "Asks the client for elicitation/create (form mode; `schema` replaces the default form) and returns its answer.",
+            json!({ "schema": { "type": "object" }, "url": { "type": "string" } }),
+            &[],
+        ),
+        (
             "stdout_flood",
             "Writes `bytes` bytes of logging notifications to stdout, then replies.",
             json!({ "bytes": { "type": "integer", "minimum": 0 } }),
@@ -246,6 +252,7 @@ pub fn call(server: &Server, id: &Value, params: &Value) -> Reply {
                 "maxTokens": 16,
             }),
         ),
+        "elicit" => ask_client(server, "elicitation/create", elicitation(&args)),
         "stdout_flood" => stdout_flood(server, &args),
         "flood_later" => Ok(flood_later(server, id, &args)),
         "notify" => notify(server, &args),
@@ -540,6 +547,34 @@ fn add_tool(server: &Server, args: &Args<'_>) -> ToolResult {
 fn ask_client(server: &Server, method: &str, params: Value) -> ToolResult {
     let result = ask_client_raw(server, method, params)?;
     Ok(text(protocol::to_line(&result)))
+}
+
+/// `elicit`'s request (MCP 2025-11-25, "Elicitation"): with `url`, a URL-mode request;
+/// else a form of `schema`, by default one field of each kind the specification
+/// allows (string with format and length, integer and number with bounds, boolean,
+/// an enum with titles, defaults).
+fn elicitation(args: &Args<'_>) -> Value {
+    if let Some(Value::String(url)) = args.0.get("url") {
+        return json!({ "mode": "url", "message": "Open the page to connect your account.",
+                       "url": url, "elicitationId": "fake-1" });
+    }
+    let schema = args.0.get("schema").cloned().unwrap_or_else(|| {
+        json!({
+            "type": "object",
+            "properties": {
+                "name": { "type": "string", "title": "Your name", "minLength": 2, "maxLength": 20 },
+                "email": { "type": "string", "format": "email", "description": "Where to write" },
+                "age": { "type": "integer", "minimum": 0, "maximum": 150 },
+                "ratio": { "type": "number", "minimum": 0, "maximum": 1, "default": 0.5 },
+                "subscribe": { "type": "boolean", "default": true },
+                "size": { "type": "string", "title": "Size", "default": "m",
+                          "oneOf": [ { "const": "s", "title": "Small" }, { "const": "m", "title": "Medium" },
+                                     { "const": "l", "title": "Large" } ] },
+            },
+            "required": ["name", "age"],
+        })
+    });
+    json!({ "mode": "form", "message": "Tell the fake server about you.", "requestedSchema": schema })
 }
 
 /// Sends `method` to the client and waits for its response: its `result`, or

@@ -41,6 +41,7 @@ pub mod secrets;
 #[allow(unsafe_code)]
 mod signal;
 pub mod systemd;
+pub mod terminal;
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};

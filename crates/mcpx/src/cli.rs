@@ -268,6 +268,9 @@ struct CallArgs {
     /// Give up after this long (500ms, 30s, 5m; 0 for never); default: the server's callTimeout.
     #[arg(long, value_name = "DUR")]
     timeout: Option<String>,
+    /// Never ask at the terminal: the server's questions (elicitation) are declined.
+    #[arg(long)]
+    no_input: bool,
     /// Save image, audio and blob content into this directory (made when missing) and print the paths.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -551,7 +554,10 @@ async fn call(
     });
     let named =
         request(Request { target: target.clone(), server: server.clone(), tool: tool.clone(), ..Request::default() });
-    let schema = crate::args::tool_schema(client, &named, input.needs_schema()).await?;
+    // Reading the definition may start a server never listed: say so on a terminal.
+    let reading = crate::args::tool_schema(client, &named, input.needs_schema());
+    let what = format!("reading the definition of {shown}");
+    let schema = crate::status_line::StatusLine::during(!json, &what, reading).await?;
     let arguments = crate::args::build(input, schema.as_ref(), &format!("call {shown}"))?;
     let render = output::Render::for_call(args.out.clone(), tool.as_deref(), target.as_deref());
     let timeout_ms = args
@@ -566,41 +572,7 @@ async fn call(
     if let Some(session) = args.session.filter(|s| !s.is_empty()) {
         req.caller.session = Some(session);
     }
-    req.stream = true;
-    // Lines: notifications while the tool runs, then the result or the error.
-    let mut outcome: Option<Result<Vec<u8>, ApiError>> = None;
-    let on_line = |line: &[u8]| {
-        #[derive(serde::Deserialize)]
-        struct Line<'a> {
-            #[serde(borrow, default)]
-            notification: Option<&'a serde_json::value::RawValue>,
-            #[serde(borrow, default)]
-            result: Option<&'a serde_json::value::RawValue>,
-            #[serde(default)]
-            error: Option<ApiError>,
-        }
-        match serde_json::from_slice::<Line<'_>>(line) {
-            Ok(Line { notification: Some(n), .. }) => output::notification(json, n.get()),
-            Ok(Line { result: Some(r), .. }) => outcome = Some(Ok(r.get().as_bytes().to_vec())),
-            Ok(Line { error: Some(e), .. }) => outcome = Some(Err(e)),
-            _ => {
-                outcome = Some(Err(ApiError::new(ErrorKind::Daemon, "the daemon sent a line mcpx does not understand")))
-            }
-        }
-    };
-    tokio::select! {
-        sent = client.call_lines("/v1/call", &req, on_line) => sent?,
-        _ = tokio::signal::ctrl_c() => {
-            // Leaving closes the connection; the daemon then cancels the request upstream.
-            eprintln!("mcpx: cancelled");
-            return Ok(130);
-        }
-    }
-    match outcome {
-        Some(Ok(body)) => output::call_result(json, &body, &mut { render }),
-        Some(Err(e)) => Err(e),
-        None => Err(ApiError::new(ErrorKind::Daemon, "the daemon ended the call without a result; see `mcpx logs`")),
-    }
+    crate::call_stream::run(client, req, &shown, json, args.no_input, render).await
 }
 
 async fn stop(opened: &OpenDirs, all: bool, json: bool) -> Result<i32, ApiError> {

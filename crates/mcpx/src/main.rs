@@ -4,9 +4,11 @@
 
 mod args;
 mod auth;
+mod call_stream;
 mod cli;
 mod completions;
 mod doctor;
+mod elicit;
 mod foreground;
 mod import;
 mod logs;
@@ -17,6 +19,7 @@ mod secret;
 mod serve;
 mod service;
 mod show_config;
+mod status_line;
 mod trust;
 
 fn main() {

@@ -137,7 +137,7 @@ fn as_tool(prompt: &Value) -> Value {
 }
 
 /// `POST path` with `req`; when the server it names was never listed (a `server`
-/// error), says so on stderr (on a terminal) and asks again with `start`, which starts
+/// error), asks again, with a status line on stderr (on a terminal), with `start`, which starts
 /// the server and lists it (design: `tools <server>` of a server never listed starts it).
 ///
 /// Errors: the route's; with `start`, a failed start or listing (`server`, `timeout`).
@@ -147,11 +147,8 @@ pub async fn listing(client: &Client, path: &str, req: Request) -> Result<Vec<u8
         req.server.clone().or_else(|| req.target.as_deref().map(|t| t.split('.').next().unwrap_or(t).to_owned()));
     match call(req.clone()).await {
         Err(e) if e.kind == ErrorKind::Server && named.is_some() => {
-            use std::io::IsTerminal;
-            if std::io::stderr().is_terminal() {
-                output::warn(&format!("mcpx: starting {} to list it...", named.unwrap_or_default()));
-            }
-            call(Request { start: true, ..req }).await
+            let what = format!("starting {} to list it", named.unwrap_or_default());
+            crate::status_line::StatusLine::during(true, &what, call(Request { start: true, ..req })).await
         }
         answer => answer,
     }

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::reach::{listed, through_pool};
+use super::reach::{Hearing, listed, through_pool};
 use super::split::{PROMPT, split_target};
 use crate::api::{ApiError, ErrorKind, Request};
 use crate::config::ServerEntry;
@@ -118,7 +118,7 @@ pub async fn read(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> 
     let entry = d.server(&config, server)?;
     policy::check_server(entry)?;
     let params = serde_json::json!({ "uri": uri }).to_string();
-    through_pool(d, req, entry, "resources/read", &params, None, |_| Ok(())).await.map_err(|mut e| {
+    through_pool(d, req, entry, "resources/read", &params, Hearing::default(), |_| Ok(())).await.map_err(|mut e| {
         if e.kind == ErrorKind::Rpc {
             e.message.push_str(&resource_hint(d.schema.get(&entry.cache_key()).as_ref(), server, uri));
         }
@@ -153,7 +153,7 @@ pub async fn prompt(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError
     let quoted = serde_json::to_string(&name).unwrap_or_default();
     let params = format!(r#"{{"name":{quoted},"arguments":{arguments}}}"#);
     let check = |target: &Target| check_prompt_listed(d, target, &name);
-    through_pool(d, req, entry, "prompts/get", &params, None, check).await
+    through_pool(d, req, entry, "prompts/get", &params, Hearing::default(), check).await
 }
 
 /// The server named (`server`, started and listed first when `start` asks), or every

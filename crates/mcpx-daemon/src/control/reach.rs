@@ -10,11 +10,28 @@ use mcpx_proto::{Message, response_result};
 use serde_json::value::RawValue;
 
 use crate::api::{ApiError, Caller, ErrorKind, Request};
-use crate::config::ServerEntry;
+use crate::config::{ServerEntry, TransportSpec};
 use crate::daemon::Daemon;
-use crate::instance::{CallContext, CallError};
+use crate::instance::{CallContext, CallError, ClientReplies};
 use crate::notices::NoticeSender;
-use crate::pool::Target;
+use crate::pool::{Target, Wait};
+
+/// The method of the notifications [`super::call`] sends its caller about what it
+/// waits on; the control API streams them as `{"status": <params>}` lines, never to a
+/// server.
+pub const STATUS_METHOD: &str = "mcpx/status";
+
+/// Who hears about a request on its way, besides its answer.
+#[derive(Default)]
+pub(super) struct Hearing {
+    /// The caller's queue: the request's notifications and, when the request asks
+    /// (`status`), where it waits ([`STATUS_METHOD`]).
+    pub notify: Option<NoticeSender>,
+    /// Where the answers to the server requests the caller takes (`answers`) arrive.
+    pub answers: Option<Arc<ClientReplies>>,
+    /// What the `calling` status line adds (`{"tool": "echo"}`).
+    pub calling: serde_json::Value,
+}
 use crate::schema::CacheEntry;
 
 /// Sends the request `method` with `params` (JSON text) to an instance of `entry` in
@@ -32,7 +49,7 @@ pub(super) async fn through_pool(
     entry: &ServerEntry,
     method: &str,
     params: &str,
-    notify: Option<NoticeSender>,
+    hear: Hearing,
     check: impl Fn(&Target) -> Result<(), ApiError>,
 ) -> Result<Box<RawValue>, ApiError> {
     let server = &entry.name;
@@ -44,14 +61,38 @@ pub(super) async fn through_pool(
         None => entry.options.call_timeout,
     };
     let key = d.targets.pool_key(entry, &req.caller);
-    let lease = d.pool.acquire(&target, &key, timeout).await.map_err(|e| server_error(server, e))?;
+    let status = |fields: serde_json::Value| {
+        if let (true, Some(notify)) = (req.status, &hear.notify) {
+            let mut params = serde_json::json!({ "server": server });
+            if let (Some(p), serde_json::Value::Object(f)) = (params.as_object_mut(), fields) {
+                p.extend(f);
+            }
+            notify.send(Message::notification(STATUS_METHOD, Some(&params.to_string())));
+        }
+    };
+    let report = |wait: Wait| {
+        status(match wait {
+            Wait::Starting => serde_json::json!({ "phase": "starting", "command": program(entry) }),
+            Wait::Full(max) => serde_json::json!({ "phase": "waiting",
+                "reason": format!("all {max} instances are busy (its `max`)") }),
+            Wait::Exclusive => serde_json::json!({ "phase": "waiting",
+                "reason": "its instance is busy with another call (it is `exclusive`)" }),
+        });
+    };
+    let lease = d.pool.acquire_reporting(&target, &key, timeout, &report).await.map_err(|e| server_error(server, e))?;
     let inst = lease.instance.clone();
     check(&target)?;
+    let mut calling = serde_json::json!({ "phase": "calling" });
+    if let (Some(c), serde_json::Value::Object(f)) = (calling.as_object_mut(), hear.calling) {
+        c.extend(f);
+    }
+    status(calling);
     let ctx = Arc::new(CallContext {
         label: caller_label(&req.caller),
-        notify,
+        notify: hear.notify,
         roots: req.caller.cwd.clone().map(|cwd| vec![cwd]),
-        client: None,
+        client: hear.answers.map(|replies| (req.answers.clone(), replies)),
+        shell: true,
     });
     let response = inst.request_for(Message::request("0", method, Some(params)), timeout, ctx).await;
     drop(lease);
@@ -104,6 +145,19 @@ pub(super) async fn listed(d: &Daemon, req: &Request, entry: &ServerEntry) -> Re
                 ErrorKind::Server,
                 format!("server `{name}` started but could not be listed: {why} (see `mcpx logs {name}`)"),
             ))
+        }
+    }
+}
+
+/// What a status line names as what starts: a stdio server's program without its
+/// directory (`npx`), or a remote server's host (its URL as written may hold a secret).
+fn program(entry: &ServerEntry) -> String {
+    match &entry.transport {
+        TransportSpec::Stdio { command, .. } => std::path::Path::new(command)
+            .file_name()
+            .map_or_else(|| command.clone(), |n| n.to_string_lossy().into_owned()),
+        TransportSpec::Remote { url, .. } => {
+            url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_else(|| "remote".into())
         }
     }
 }

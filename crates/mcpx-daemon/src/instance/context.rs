@@ -31,6 +31,9 @@ pub struct CallContext {
     /// (`sampling/createMessage`, `elicitation/create`, `roots/list`) and where its
     /// answers arrive. Requests go to it over `notify`.
     pub client: Option<(Vec<String>, Arc<ClientReplies>)>,
+    /// A caller of the control API (`mcpx call`, a script): what it does not answer
+    /// is refused with a message for a person at a shell.
+    pub shell: bool,
 }
 
 /// Where an MCP client's answers to forwarded server requests are matched up, by
@@ -53,7 +56,7 @@ impl ClientReplies {
     }
 
     /// A new id for a request forwarded to the client, and where its answer arrives.
-    pub(super) fn register(&self) -> (String, oneshot::Receiver<Message>) {
+    pub(crate) fn register(&self) -> (String, oneshot::Receiver<Message>) {
         let id = format!("\"mcpx-{}\"", self.next.fetch_add(1, Ordering::Relaxed) + 1);
         let (tx, rx) = oneshot::channel();
         lock(&self.waiting).insert(id.clone(), tx);

@@ -13,7 +13,8 @@ use super::context::CallContext;
 /// The answer to server request `method` with id `id` (raw JSON), given the callers
 /// of the requests in flight:
 /// - with exactly one, `roots/list` gets its roots (or -32003 when it offers none),
-///   and any other method -32003 (`CALLER_CANNOT_ANSWER`);
+///   and any other method -32003 (`CALLER_CANNOT_ANSWER`), whose message tells a shell
+///   caller why its `elicitation/create` or `sampling/createMessage` was declined;
 /// - with none or several, -32002 (`NO_CALLER`): the request cannot be routed.
 pub(super) fn local_answer(id: &str, method: &str, callers: &[Arc<CallContext>]) -> Message {
     match (callers, method) {
@@ -27,6 +28,16 @@ pub(super) fn local_answer(id: &str, method: &str, callers: &[Arc<CallContext>])
             }
             None => Message::error_response(id, error_code::CALLER_CANNOT_ANSWER, "mcpx: the caller offers no roots"),
         },
+        ([ctx], "elicitation/create") if ctx.shell => Message::error_response(
+            id,
+            error_code::CALLER_CANNOT_ANSWER,
+            "mcpx: declined: `mcpx call` ran without a terminal (or with --no-input), so nobody could answer the server's question",
+        ),
+        ([ctx], "sampling/createMessage") if ctx.shell => Message::error_response(
+            id,
+            error_code::CALLER_CANNOT_ANSWER,
+            "mcpx: declined: mcpx cannot sample a model from the shell; use an MCP client (`mcpx serve`, or /mcp) that offers sampling",
+        ),
         ([_], _) => Message::error_response(
             id,
             error_code::CALLER_CANNOT_ANSWER,
@@ -94,5 +105,15 @@ mod tests {
         let answer = local_answer("\"x\"", "roots/list", &two);
         assert_eq!((answer.id(), code(&answer)), (Some("\"x\""), error_code::NO_CALLER));
         assert!(response_result(&answer).unwrap_err().message.contains("2 requests are in flight"));
+    }
+
+    #[test]
+    fn a_shell_caller_is_told_why_its_question_was_declined() {
+        let shell = Arc::new(CallContext { shell: true, ..CallContext::default() });
+        let message = |method: &str| {
+            response_result(&local_answer("1", method, std::slice::from_ref(&shell))).unwrap_err().message
+        };
+        assert!(message("elicitation/create").contains("ran without a terminal (or with --no-input)"));
+        assert!(message("sampling/createMessage").contains("mcpx cannot sample a model from the shell"));
     }
 }

@@ -146,5 +146,6 @@ pub(crate) fn context(session: &ClientSession, notify: Option<NoticeSender>) -> 
         notify,
         roots: None,
         client: Some((session.can_answer.clone(), session.replies.clone())),
+        shell: false,
     })
 }

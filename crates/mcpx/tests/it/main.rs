@@ -7,6 +7,7 @@
 mod harness;
 
 mod args;
+mod at_terminal;
 mod cases;
 mod claude_code;
 mod cli;

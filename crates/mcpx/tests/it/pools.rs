@@ -213,7 +213,7 @@ fn c05_server_requests_mid_call() {
     assert_eq!(roots["roots"][0]["uri"], format!("file://{}", dir.display()));
     let sample = w.run(&["call", "fake.sample", "{}"]);
     assert_eq!(sample.code, 1, "{sample:?}");
-    assert!(sample.stdout.contains("cannot answer `sampling/createMessage`"), "{sample:?}");
+    assert!(sample.stdout.contains("mcpx cannot sample a model from the shell"), "{sample:?}");
 }
 
 /// C12: a server that exits before `initialize`, and one that exits mid-call: the
