@@ -17,6 +17,7 @@ mod conformance;
 mod conformance_client;
 mod doctor;
 mod errors;
+mod fake_modern;
 mod flood;
 mod hostile;
 mod ids;
