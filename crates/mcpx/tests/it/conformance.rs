@@ -171,24 +171,25 @@ fn stdio_gateway(w: &World, command: &str) -> (Spawned, String) {
     (child, format!("http://127.0.0.1:{port}/mcp"))
 }
 
-/// `mcpx serve --server fake` and `mcpx serve` (the aggregate, over stdio) pass every
-/// scenario the fake server passes on stdio itself, each behind the same stdio to
-/// HTTP gateway (which answers dns-rebinding-protection for all three alike).
-#[test]
-fn conformance_server_scenarios_pass_through_serve() {
-    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+/// `mcpx serve --server <name>` and `mcpx serve` (the aggregate, over stdio, holding
+/// that one server) pass every scenario the server passes on stdio itself, each
+/// behind the same stdio to HTTP gateway (which answers dns-rebinding-protection for
+/// all three alike). `command` is the server's command line, as the gateway runs it.
+fn serve_passes_what_the_server_passes(name: &str, command: &str, args: &[&str], at_least: usize) {
+    let w = World::new(json!({ name: { "command": command, "args": args } }));
     let mcpx = crate::harness::mcpx_bin().display().to_string();
-    let (_direct_gateway, direct_url) = stdio_gateway(&w, &fake_server());
+    let (_direct_gateway, direct_url) =
+        stdio_gateway(&w, &[command].iter().chain(args).copied().collect::<Vec<_>>().join(" "));
     let directly = std::thread::spawn(move || run_suite(&direct_url));
     // One after the other: a server request (sampling) finds its client only while
     // its call is the one in flight on the shared instance.
-    let (one_gateway, one_url) = stdio_gateway(&w, &format!("{mcpx} serve --server fake"));
+    let (one_gateway, one_url) = stdio_gateway(&w, &format!("{mcpx} serve --server {name}"));
     let through_one = run_suite(&one_url);
     drop(one_gateway);
     let (_all_gateway, all_url) = stdio_gateway(&w, &format!("{mcpx} serve"));
     let through_all = run_suite(&all_url);
     let directly = directly.join().unwrap();
-    assert!(directly.values().filter(|p| **p).count() >= 20, "too few pass directly: {directly:?}");
+    assert!(directly.values().filter(|p| **p).count() >= at_least, "too few pass directly: {directly:?}");
     for (what, results) in [("through serve --server", &through_one), ("through serve's aggregate", &through_all)] {
         let lost: Vec<&String> = directly
             .iter()
@@ -197,6 +198,17 @@ fn conformance_server_scenarios_pass_through_serve() {
             .collect();
         assert!(lost.is_empty(), "passes directly but not {what}: {lost:?}\ndirect: {directly:?}\n{what}: {results:?}");
     }
+}
+
+#[test]
+fn conformance_server_scenarios_pass_through_serve() {
+    serve_passes_what_the_server_passes("fake", &fake_server(), &[], 29);
+}
+
+#[test]
+fn server_everything_passes_through_serve_what_it_passes_on_stdio() {
+    let everything = e2e_dir().join("node_modules/.bin/mcp-server-everything").display().to_string();
+    serve_passes_what_the_server_passes("everything", &everything, &["stdio"], 5);
 }
 
 /// The fake server in its streamable HTTP mode, killed on drop (pass or fail).
