@@ -23,6 +23,7 @@ mod hostile;
 mod ids;
 mod import;
 mod keyring;
+mod listen_modern;
 mod messy;
 mod oauth;
 mod offers;
