@@ -23,12 +23,14 @@
 //! The parts: `routes` (HTTP: the [`Endpoint`], sessions by header, SSE), `sessions`
 //! (client sessions and the broadcast, with no dependency on the daemon), `dispatch`
 //! (one request answered), `catalog` (the servers and lists a session sees) and
-//! `discover` (discovery mode's tools), and `subscriptions` (a modern client's
-//! `subscriptions/listen` stream).
+//! `discover` (discovery mode's tools), `era` (legacy or 2026-07-28, and the modern
+//! routing headers), and `subscriptions` (a modern client's `subscriptions/listen`
+//! stream).
 
 mod catalog;
 mod discover;
 mod dispatch;
+pub mod era;
 mod listen;
 mod owner;
 mod routes;

@@ -21,6 +21,7 @@ use crate::api::Caller;
 use crate::daemon::Daemon;
 use crate::mcp::catalog::{listed, servers};
 use crate::mcp::dispatch::cancellable;
+use crate::mcp::era;
 use crate::mcp::listen::subscribe_listed;
 use crate::mcp::sessions::{ClientSession, ClientSessions, sse_event};
 use crate::mcp::subscriptions::{self, Listening};
@@ -387,7 +388,7 @@ fn caller(d: &Daemon, tcp: Option<Stranger>, headers: &HeaderMap, session_id: &s
 /// A modern client's `subscriptions/listen` (MCP 2026-07-28, "Subscriptions"): a
 /// session of its own, whose id the client never sees, subscribed to the resources it
 /// asked for; its stream is the POST's SSE answer, acknowledged first, and the session
-/// ends when the client closes it. A legacy request still needs its session.
+/// ends when the client closes it. Headers that do not match the body: 400, -32020.
 async fn listen_stream(
     e: &Arc<Endpoint>,
     server: Option<String>,
@@ -396,7 +397,12 @@ async fn listen_stream(
     request: &Message,
 ) -> Response {
     let id = request.id().unwrap_or("null").to_owned();
-    let params: Value = serde_json::from_str(request.as_str()).map(|v: Value| v["params"].clone()).unwrap_or_default();
+    let body: Value = serde_json::from_str(request.as_str()).unwrap_or_default();
+    if let Err(mismatch) = era::check_headers(headers, &body, era::LATEST_MODERN) {
+        let refusal = Message::error_response(&id, era::HEADER_MISMATCH, &mismatch);
+        return json_response(StatusCode::BAD_REQUEST, refusal.into_string(), None);
+    }
+    let params = body["params"].clone();
     let unavailable = |message: String| {
         let refusal = Message::error_response(&id, error_code::INTERNAL_ERROR, &message);
         json_response(StatusCode::SERVICE_UNAVAILABLE, refusal.into_string(), None)
@@ -405,9 +411,9 @@ async fn listen_stream(
         Ok(s) => s,
         Err(err) => return unavailable(format!("cannot make a session for the listen stream: {err}; try again")),
     };
-    let capabilities = &params["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+    let capabilities = &params["_meta"][era::META_CLIENT_CAPABILITIES];
     let caller = caller(&e.daemon, tcp, headers, &session_id);
-    let session = ClientSession::new(server, caller, "2026-07-28".to_owned(), capabilities, false);
+    let session = ClientSession::new(server, caller, era::LATEST_MODERN.to_owned(), capabilities, false);
     *lock(&session.listening) = Some(Listening::new(&id, &params));
     if let Err(full) = e.sessions.insert(session_id.clone(), session) {
         return unavailable(full.to_string());

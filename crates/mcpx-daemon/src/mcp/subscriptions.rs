@@ -12,6 +12,8 @@
 use mcpx_proto::Message;
 use serde_json::{Map, Value, json};
 
+use crate::mcp::era::{self, Era};
+
 /// `_meta` key of the stream a notification belongs to: the listen request's id.
 pub(crate) const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
@@ -107,13 +109,11 @@ impl Listening {
     }
 }
 
-/// Whether `request` is a modern `subscriptions/listen`: the method, and the protocol
-/// version of 2026-07-28 in its `_meta`.
+/// Whether `request` is a modern `subscriptions/listen`: the method, and a modern
+/// protocol version in its `_meta` ([`era::of`]).
 pub(crate) fn is_listen(request: &Message) -> bool {
     request.method() == Some("subscriptions/listen")
-        && serde_json::from_str::<Value>(request.as_str()).is_ok_and(|v| {
-            v["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str() == Some("2026-07-28")
-        })
+        && serde_json::from_str::<Value>(request.as_str()).is_ok_and(|v| matches!(era::of(&v, None), Era::Modern(_)))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `subscriptions/listen` for modern clients (MCP 2026-07-28) on `/mcp`: the stream
 //! is the POST's SSE answer, acknowledged first, carrying a server's `list_changed`
 //! and the updates of the resources it asked for, each stamped with its
-//! `subscriptionId`; closing it unsubscribes the server.
+//! `subscriptionId`; closing it unsubscribes the server; its headers must match it.
 
 use std::time::Duration;
 
@@ -61,4 +61,16 @@ fn a_modern_listen_stream_hears_what_it_asked_for() {
     wait_until("a closed stream unsubscribes the server", Duration::from_secs(20), || {
         std::fs::read_to_string(&record).unwrap_or_default().contains("resources/unsubscribe")
     });
+
+    // Headers that do not match the body: 400 with -32020, no stream.
+    #[allow(clippy::disallowed_methods)] // Reason: curl posts to the control socket.
+    let refused = std::process::Command::new("curl")
+        .args(["-s", "-w", "\n%{http_code}", "--unix-socket"])
+        .arg(w.path("run/daemon.sock"))
+        .args(["-H", "content-type: application/json", "-H", "accept: application/json, text/event-stream"])
+        .args(["-H", "mcp-method: tools/list", "-d", &listen.to_string(), "http://localhost/mcp"])
+        .output()
+        .unwrap();
+    let refused = String::from_utf8_lossy(&refused.stdout).into_owned();
+    assert!(refused.ends_with("\n400") && refused.contains("-32020"), "{refused}");
 }
