@@ -28,6 +28,7 @@ mod discover;
 mod dispatch;
 pub mod era;
 mod listen;
+mod modern;
 mod owner;
 mod routes;
 mod sessions;

@@ -23,6 +23,7 @@ mod ids;
 mod import;
 mod keyring;
 mod messy;
+mod modern;
 mod oauth;
 mod offers;
 mod oidc;
