@@ -2,8 +2,8 @@
 //! legacy session's answers: `server/discover` (MCP 2026-07-28, Server,
 //! "server/discover"), the identity `initialize` shares with it, the envelope taken
 //! off a request before it goes to a legacy server, and the fields a modern result
-//! carries: `resultType` (Basic, "Results"), `ttlMs` and `cacheScope` on lists and
-//! discovery (Server, Utilities, "Caching"), tools in a deterministic order.
+//! carries: `resultType` (Basic, "Results"), `ttlMs` and `cacheScope` on lists, reads
+//! and discovery (Server, Utilities, "Caching"), tools in a deterministic order.
 
 use mcpx_proto::Message;
 use serde_json::{Value, json};
@@ -25,8 +25,8 @@ pub(crate) const TTL_MS: u64 = 0;
 pub(crate) const CACHE_SCOPE: &str = "private";
 
 /// The methods whose results are cacheable (2026-07-28, Server, Utilities, "Caching").
-const CACHEABLE: [&str; 5] =
-    ["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list"];
+const CACHEABLE: [&str; 6] =
+    ["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
 
 /// What mcpx presents as itself to a session: its capabilities, `serverInfo` and
 /// instructions, and the revisions it serves; a passed-through server's own.
