@@ -153,3 +153,55 @@ fn discover_headers_and_sessions_on_http() {
     let (status, _, body) = post(&addr, &token, &[("mcp-protocol-version", "2025-11-25")], &legacy);
     assert_eq!(status, 400, "{body}");
 }
+
+/// One 2026-07-28 request at `path` on the control socket, its routing headers as the
+/// body implies: (status, body).
+fn modern_on_socket(w: &World, path: &str, method: &str, params: Value) -> (u16, String) {
+    let mut p = params;
+    let meta = p.get("_meta").cloned().unwrap_or_else(|| json!({}));
+    p["_meta"] = envelope();
+    for (k, v) in meta.as_object().into_iter().flatten() {
+        p["_meta"][k] = v.clone();
+    }
+    let body = json!({ "jsonrpc": "2.0", "id": 9, "method": method, "params": p });
+    let name = p["name"].as_str().unwrap_or_default().to_owned();
+    let mut headers = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+    if !name.is_empty() {
+        headers.push(("mcp-name", &name));
+    }
+    let (status, _, answer) = crate::serve::http(w, "POST", path, &headers, &body.to_string());
+    (status, answer)
+}
+
+#[test]
+fn passed_through_discovery_and_per_request_log_levels() {
+    let (w, _, _) = modern_world();
+    // /mcp/<server>: the revision the server negotiated with mcpx, and 2026-07-28.
+    let (status, body) = modern_on_socket(&w, "/mcp/fake", "server/discover", json!({}));
+    assert_eq!(status, 200, "{body}");
+    let found: Value = serde_json::from_str(&body).unwrap();
+    let versions = found["result"]["supportedVersions"].as_array().unwrap();
+    assert_eq!(versions.len(), 2, "{found}");
+    assert_eq!(versions[1], "2026-07-28");
+    assert!(versions[0].as_str().unwrap().starts_with("202"), "{found}");
+    let (status, body) = modern_on_socket(
+        &w,
+        "/mcp/fake",
+        "tools/call",
+        json!({ "name": "echo", "arguments": { "message": "through" } }),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("through") && body.contains("\"resultType\":\"complete\""), "{body}");
+
+    // Log messages of an SSE call: none unless asked for, and only at or above the level.
+    let flood = |meta: Value| {
+        let params = json!({ "name": "fake__stdout_flood", "arguments": { "bytes": 600 }, "_meta": meta });
+        let (status, body) = modern_on_socket(&w, "/mcp", "tools/call", params);
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("wrote"), "{body}");
+        body.contains("notifications/message")
+    };
+    assert!(!flood(json!({})), "log messages reached a request that asked for none");
+    assert!(flood(json!({ "io.modelcontextprotocol/logLevel": "info" })));
+    assert!(!flood(json!({ "io.modelcontextprotocol/logLevel": "error" })));
+}
