@@ -239,6 +239,7 @@ impl Instance {
         }
         let session = self.initialize(start_timeout).await?;
         self.running(session).await;
+        self.resume_listeners(start_timeout).await;
         Ok(())
     }
 

@@ -192,6 +192,32 @@ fn subscriptions_and_log_levels_are_counted_per_instance_through_mcp() {
     });
 }
 
+/// A server restarted in place (`mcpx restart`) is subscribed again to what its
+/// clients still hold and set to their level, and its updates reach them.
+#[test]
+fn a_server_restarted_in_place_is_subscribed_and_set_again() {
+    let w = world();
+    let (a, _) = initialize(&w, "/mcp", "2025-11-25");
+    let sa = Stream::open(&w, "/mcp", &a, "a.sse");
+    let aggregate = json!({ "uri": "mcpx://fake/test://watched-resource" });
+    let own = json!({ "uri": "test://watched-resource" });
+    rpc(&w, "/mcp", &a, request("resources/subscribe", aggregate.clone()));
+    rpc(&w, "/mcp", &a, request("logging/setLevel", json!({ "level": "debug" })));
+    let pid = w.instance("fake").unwrap()["pid"].clone();
+    w.run(&["restart", "fake"]).ok();
+    assert_ne!(w.instance("fake").unwrap()["pid"], pid, "a new process");
+    assert_eq!(upstream(&w, "resources/subscribe"), [own.clone(), own.clone()], "subscribed again");
+    let levels: Vec<Value> = upstream(&w, "logging/setLevel").into_iter().map(|p| p["level"].clone()).collect();
+    assert_eq!(levels, ["debug", "debug"], "set again");
+    let (p, _) = initialize(&w, "/mcp/fake", "2025-11-25");
+    let params = json!({ "method": "notifications/resources/updated", "params": own });
+    rpc(&w, "/mcp/fake", &p, call("notify", params));
+    wait_until("the update of the new process reaches a", Duration::from_secs(10), || {
+        sa.heard("notifications/resources/updated").len() == 1
+    });
+    assert_eq!(sa.heard("notifications/resources/updated")[0]["params"], aggregate);
+}
+
 /// The same through `mcpx serve` and `mcpx serve --server fake`: completion, URIs,
 /// updates and log messages arrive on stdout (serve holds the GET stream).
 #[test]
