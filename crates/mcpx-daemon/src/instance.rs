@@ -239,7 +239,13 @@ impl Instance {
         }
         let session = self.initialize(start_timeout).await?;
         self.running(session).await;
-        self.resume_listeners(start_timeout).await;
+        // The new process knows nothing of what the old one was asked; a failure is
+        // logged, and the next subscriber or level change asks again.
+        for request in self.listeners.resumed() {
+            if let Err(e) = self.request(request, start_timeout).await {
+                tracing::warn!(server = %self.identity.server, "cannot resume a subscription or log level after the restart: {e}");
+            }
+        }
         Ok(())
     }
 

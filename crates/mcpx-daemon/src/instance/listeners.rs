@@ -48,26 +48,6 @@ impl ClientHandle {
     }
 }
 
-impl super::Instance {
-    /// After a restart in place, the new process knows nothing of what the old one
-    /// was asked: it is subscribed again to every URI a live client still holds and
-    /// set to the clients' most verbose log level. A failure is logged; the clients
-    /// keep their subscriptions (the next subscriber or level change asks again).
-    pub(super) async fn resume_listeners(&self, timeout: Option<std::time::Duration>) {
-        let (uris, level) = self.listeners.held();
-        let requests = uris
-            .into_iter()
-            .map(|uri| ("resources/subscribe", serde_json::json!({ "uri": uri })))
-            .chain(level.map(|level| ("logging/setLevel", serde_json::json!({ "level": level }))));
-        for (method, params) in requests {
-            let request = Message::request("0", method, Some(&params.to_string()));
-            if let Err(e) = self.request(request, timeout).await {
-                tracing::warn!(server = %self.identity.server, "cannot send {method} again after the restart: {e}");
-            }
-        }
-    }
-}
-
 /// The key of the client a request comes from, when an MCP client sent it.
 fn caller_key(ctx: &CallContext) -> Option<usize> {
     ctx.client.as_ref().map(|(_, replies)| key_of(replies))
@@ -140,16 +120,22 @@ impl Listeners {
         Ok(Some(LOG_LEVELS[most_verbose]))
     }
 
-    /// What the server must be told again after a restart: the URIs some live client
-    /// is subscribed to, and the level it was last set to.
-    fn held(&self) -> (Vec<String>, Option<&'static str>) {
+    /// The requests that tell a server restarted in place what the old process was
+    /// asked: `resources/subscribe` for every URI a live client is subscribed to, and
+    /// `logging/setLevel` with the level it was last set to.
+    pub fn resumed(&self) -> Vec<Message> {
         let mut inner = lock(&self.inner);
         inner.subscriptions.retain(|_, subscribers| {
             subscribers.retain(|(c, _)| c.sink.strong_count() > 0);
             !subscribers.is_empty()
         });
-        let uris = inner.subscriptions.keys().cloned().collect();
-        (uris, inner.server_level.map(|l| LOG_LEVELS[l]))
+        let subscribe =
+            inner.subscriptions.keys().map(|uri| ("resources/subscribe", serde_json::json!({ "uri": uri })));
+        let level = inner.server_level.map(|l| ("logging/setLevel", serde_json::json!({ "level": LOG_LEVELS[l] })));
+        subscribe
+            .chain(level)
+            .map(|(method, params)| Message::request("0", method, Some(&params.to_string())))
+            .collect()
     }
 
     /// Forgets the level the server was set to (setting it failed), so the next
