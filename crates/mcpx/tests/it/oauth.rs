@@ -29,6 +29,20 @@ fn a_call_that_needs_a_login_fails_at_once_saying_to_log_in() {
     assert!(local.stderr.contains("server `local` is not a remote server"), "{local:?}");
 }
 
+/// The `key=value` form lists a server never listed before the call, to type the
+/// values: a server that needs a login fails that listing with the error kind `auth`
+/// too, not `server`.
+#[test]
+fn a_key_value_call_that_needs_a_login_fails_with_kind_auth() {
+    let (_server, url) = fake_http("127.0.0.1:0", &[("FAKE_HTTP_STATUS", "401")]);
+    let w = World::new(json!({ "docs": { "url": url } }));
+    let run = w.run(&["--json", "call", "docs.echo", "message=hi"]);
+    assert_eq!(run.code, 4, "{run:?}");
+    let error = &run.json()["error"];
+    assert_eq!(error["kind"], "auth", "{run:?}");
+    assert!(error["message"].as_str().unwrap().contains("run `mcpx auth login docs`"), "{run:?}");
+}
+
 /// After a login with a registered confidential client (the suite's
 /// token-endpoint-auth-basic), its access token, refresh token and client secret are
 /// in the secret store's file only: not in what mcpx printed, the daemon's log, any
