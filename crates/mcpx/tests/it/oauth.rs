@@ -43,6 +43,23 @@ fn a_key_value_call_that_needs_a_login_fails_with_kind_auth() {
     assert!(error["message"].as_str().unwrap().contains("run `mcpx auth login docs`"), "{run:?}");
 }
 
+/// A missing login is not a crash: calls in a row each fail with the error kind
+/// `auth` and the login hint, never a restart backoff or `crash-loop` that would
+/// outlast the login.
+#[test]
+fn calls_that_need_a_login_in_a_row_are_not_counted_as_crashes() {
+    let (_server, url) = fake_http("127.0.0.1:0", &[("FAKE_HTTP_STATUS", "401")]);
+    let w = World::new(json!({ "docs": { "url": url } }));
+    for _ in 0..6 {
+        let run = w.run(&["--json", "call", "docs.echo", r#"{"message":"hi"}"#]);
+        assert_eq!(run.code, 4, "{run:?}");
+        let error = &run.json()["error"];
+        assert_eq!(error["kind"], "auth", "{run:?}");
+        let message = error["message"].as_str().unwrap();
+        assert!(!message.contains("backing off") && !message.contains("crash-loop"), "{message}");
+    }
+}
+
 /// After a login with a registered confidential client (the suite's
 /// token-endpoint-auth-basic), its access token, refresh token and client secret are
 /// in the secret store's file only: not in what mcpx printed, the daemon's log, any
