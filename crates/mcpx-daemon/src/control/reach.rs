@@ -190,5 +190,9 @@ pub(super) fn server_error(server: &str, e: CallError) -> ApiError {
         }
         _ => String::new(),
     };
-    ApiError::new(kind, format!("server `{server}`: {e}{hint}"))
+    // A login's error names the server already ("server `docs` needs a login").
+    let named = format!("server `{server}`");
+    let message = e.to_string();
+    let prefix = if message.starts_with(&named) { String::new() } else { format!("{named}: ") };
+    ApiError::new(kind, format!("{prefix}{message}{hint}"))
 }

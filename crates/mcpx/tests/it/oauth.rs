@@ -43,6 +43,18 @@ fn a_key_value_call_that_needs_a_login_fails_with_kind_auth() {
     assert!(error["message"].as_str().unwrap().contains("run `mcpx auth login docs`"), "{run:?}");
 }
 
+/// The error of a call that needs a login names the server once, as the user reads it:
+/// "server `docs` needs a login", not "server `docs`: server `docs` needs a login".
+#[test]
+fn a_login_error_names_the_server_once() {
+    let (_server, url) = fake_http("127.0.0.1:0", &[("FAKE_HTTP_STATUS", "401")]);
+    let w = World::new(json!({ "docs": { "url": url } }));
+    let run = w.call("docs.echo", r#"{"message":"hi"}"#);
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(run.stderr.contains("mcpx: server `docs` needs a login"), "{run:?}");
+    assert_eq!(run.stderr.matches("server `docs`").count(), 1, "{run:?}");
+}
+
 /// A missing login is not a crash: calls in a row each fail with the error kind
 /// `auth` and the login hint, never a restart backoff or `crash-loop` that would
 /// outlast the login.
