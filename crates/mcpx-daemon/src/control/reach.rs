@@ -190,9 +190,5 @@ pub(super) fn server_error(server: &str, e: CallError) -> ApiError {
         }
         _ => String::new(),
     };
-    // A login's error names the server already ("server `docs` needs a login").
-    let named = format!("server `{server}`");
-    let message = e.to_string();
-    let prefix = if message.starts_with(&named) { String::new() } else { format!("{named}: ") };
-    ApiError::new(kind, format!("{prefix}{message}{hint}"))
+    ApiError::new(kind, format!("{}{hint}", e.of_server(server)))
 }

@@ -129,7 +129,7 @@ async fn send(session: &ClientSession, held: &Held, id: &str, method: &str, para
     let request = Message::request(id, method, Some(&params.to_string()));
     match held.lease.instance.forward(request, held.timeout, owner::context(session, None)).await {
         Ok(answer) => answer,
-        Err(e) => Message::error_response(id, error_code::INTERNAL_ERROR, &format!("server `{server}`: {e}")),
+        Err(e) => Message::error_response(id, error_code::INTERNAL_ERROR, &e.of_server(server)),
     }
 }
 

@@ -174,3 +174,23 @@ pub(crate) fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+/// Through `/mcp/<server>`, a request to a server that needs a login is answered with
+/// the login hint, naming the server once.
+#[test]
+fn the_endpoint_names_a_server_that_needs_a_login_once() {
+    let (_server, url) = fake_http("127.0.0.1:0", &[("FAKE_HTTP_STATUS", "401")]);
+    let w = World::new(json!({ "docs": { "url": url } }));
+    w.run(&["ls"]).ok();
+    let (session, _) = crate::serve::initialize(&w, "/mcp/docs", "2025-06-18");
+    for (method, params) in [
+        ("tools/call", json!({ "name": "echo", "arguments": { "message": "hi" } })),
+        ("logging/setLevel", json!({ "level": "debug" })),
+    ] {
+        let body = json!({ "jsonrpc": "2.0", "id": 3, "method": method, "params": params });
+        let answer = crate::serve::rpc(&w, "/mcp/docs", &session, body);
+        let message = answer["error"]["message"].as_str().unwrap_or_default().to_owned();
+        assert!(message.contains("run `mcpx auth login docs`"), "{method}: {answer}");
+        assert_eq!(message.matches("server `docs`").count(), 1, "{method}: {answer}");
+    }
+}
