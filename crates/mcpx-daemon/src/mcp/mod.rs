@@ -20,11 +20,13 @@
 //! The parts: `routes` (HTTP: the [`Endpoint`], sessions by header, SSE), `sessions`
 //! (client sessions and the broadcast, with no dependency on the daemon), `dispatch`
 //! (one request answered), `catalog` (the servers and lists a session sees) and
-//! `discover` (discovery mode's tools).
+//! `discover` (discovery mode's tools), `era` (legacy or 2026-07-28, and the modern
+//! routing headers).
 
 mod catalog;
 mod discover;
 mod dispatch;
+pub mod era;
 mod listen;
 mod owner;
 mod routes;
