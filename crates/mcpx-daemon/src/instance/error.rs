@@ -67,7 +67,7 @@ pub enum CallError {
 }
 
 impl CallError {
-    /// The error as the user reads it of `server`: "server `<server>`: <error>", or the
+    /// The error as the user reads it of `server`: "server `SERVER`: ERROR", or the
     /// error alone when it names the server already (a login's: "server `docs` needs
     /// a login").
     pub fn of_server(&self, server: &str) -> String {
