@@ -4,6 +4,8 @@
 
 use std::env;
 
+use crate::modern::Era;
+
 /// Settings that shape the server's behaviour for a whole run.
 #[derive(Debug, Default, Clone)]
 pub struct Config {
@@ -32,6 +34,20 @@ pub struct Config {
     /// `FAKE_HOSTILE=1`: the hostile fixture (see `hostile.rs`): terminal control
     /// sequences in the instructions, in two more tools and in all they send.
     pub hostile: bool,
+    /// `FAKE_ERA` (or `--era`): the protocol eras served (see `modern.rs`).
+    pub era: Era,
+    /// `FAKE_DISCOVER_DELAY_MS`: answer `server/discover` only after this long.
+    pub discover_delay_ms: Option<u64>,
+    /// `FAKE_INPUT_REPEAT=1`: a modern request that asks for input never takes the
+    /// answers of its retry (it asks again, forever).
+    pub input_repeat: bool,
+    /// `FAKE_HEADER_FAULT=1`: HTTP, every modern request is refused as a header
+    /// mismatch (400, `-32020`).
+    pub header_fault: bool,
+    /// `FAKE_TTL_MS`: the `ttlMs` of modern list results (default 60000).
+    pub ttl_ms: u64,
+    /// `FAKE_CACHE_SCOPE`: the `cacheScope` of modern list results (default `public`).
+    pub cache_scope: String,
 }
 
 impl Config {
@@ -64,6 +80,10 @@ impl Config {
             }
         };
         let http_priming = non_empty("FAKE_HTTP_PRIMING").is_some_and(|v| v != "0");
+        let era = non_empty("FAKE_ERA").map_or(Ok(Era::Legacy), |raw| Era::parse(&raw)).unwrap_or_else(|message| {
+            eprintln!("mcpx-fake-server: ignoring FAKE_ERA: {message}");
+            Era::Legacy
+        });
         Self {
             protocol_version: non_empty("FAKE_PROTOCOL_VERSION"),
             page_size,
@@ -74,6 +94,12 @@ impl Config {
             http_priming,
             http_redirect: non_empty("FAKE_HTTP_REDIRECT"),
             hostile: non_empty("FAKE_HOSTILE").is_some_and(|v| v != "0"),
+            era,
+            discover_delay_ms: number("FAKE_DISCOVER_DELAY_MS"),
+            input_repeat: non_empty("FAKE_INPUT_REPEAT").is_some_and(|v| v != "0"),
+            header_fault: non_empty("FAKE_HEADER_FAULT").is_some_and(|v| v != "0"),
+            ttl_ms: number("FAKE_TTL_MS").unwrap_or(60_000),
+            cache_scope: non_empty("FAKE_CACHE_SCOPE").unwrap_or_else(|| "public".to_owned()),
         }
     }
 }

@@ -24,7 +24,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io::{Read, Write};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use axum::Router;
@@ -37,6 +37,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Config;
+use crate::modern::{self, Era};
 use crate::protect::{self, Protection};
 use crate::protocol::{self, INVALID_REQUEST, Output, PARSE_ERROR, Sink};
 use crate::record::Recorder;
@@ -83,7 +84,8 @@ pub fn serve(addr: &str, config: Config) -> Result<(), String> {
         let recorder = config.record.clone().map(|path| Arc::new(Recorder::new(path)));
         let protection = Protection::from_env()?.map(|p| (p, format!("http://{local}")));
         let metadata = protection.clone();
-        let app = Arc::new(App { config, recorder, sessions: Mutex::new(HashMap::new()), protection });
+        let sessions = Mutex::new(HashMap::new());
+        let app = Arc::new(App { config, recorder, sessions, protection, modern: OnceLock::new() });
         let router = Router::new()
             .route("/mcp", any(handle))
             .route(protect::METADATA_PATH, any(move || std::future::ready(protect::metadata(metadata.as_ref()))))
@@ -109,6 +111,8 @@ struct App {
     /// `FAKE_AUTH_SERVER`: every request needs a token (see `protect.rs`), and the
     /// server's origin (`http://127.0.0.1:<port>`).
     protection: Option<(Protection, String)>,
+    /// The engine of modern requests (no session; its id is empty).
+    modern: OnceLock<Arc<Session>>,
 }
 
 impl App {
@@ -119,12 +123,31 @@ impl App {
 
     /// Creates and registers a new session with its own engine.
     fn new_session(&self) -> Arc<Session> {
+        let session = self.engine(new_session_id());
+        self.sessions().insert(session.id.clone(), Arc::clone(&session));
+        session
+    }
+
+    /// A session `id` with its own engine, not registered.
+    fn engine(&self, id: String) -> Arc<Session> {
         let streams = Arc::new(Streams::default());
         let out = Output::with_sink(Box::new(SessionSink(Arc::clone(&streams))));
         let engine = Arc::new(Server::with_output(self.config.clone(), out, self.recorder.clone()));
-        let session = Arc::new(Session { id: new_session_id(), engine, streams });
-        self.sessions().insert(session.id.clone(), Arc::clone(&session));
-        session
+        Arc::new(Session { id, engine, streams })
+    }
+
+    /// The one engine of every modern (session-less) request, once its headers
+    /// match its body (`modern::header_mismatch`; `FAKE_HEADER_FAULT`: never).
+    fn modern(&self, headers: &HeaderMap, message: &Value) -> Result<Arc<Session>, Refusal> {
+        let mismatch = match self.config.header_fault {
+            true => Some("Mcp-Method header does not match the request body's method (FAKE_HEADER_FAULT)".to_owned()),
+            false if modern::is_modern(message) => modern::header_mismatch(message, |name| header(headers, name)),
+            false => None,
+        };
+        if let Some(mismatch) = mismatch {
+            return Err(Refusal::new(StatusCode::BAD_REQUEST, modern::HEADER_MISMATCH, mismatch));
+        }
+        Ok(Arc::clone(self.modern.get_or_init(|| self.engine(String::new()))))
     }
 
     /// The session named by the request's `Mcp-Session-Id`: 400 without one, 404
@@ -486,7 +509,9 @@ async fn post(
     }
     let message =
         message.map_err(|err| Refusal::new(StatusCode::BAD_REQUEST, PARSE_ERROR, format!("Parse error: {err}")))?;
-    if let Some(version) = header(headers, VERSION_HEADER).filter(|v| !SUPPORTED_VERSIONS.contains(v)) {
+    let modern_ok = |v: &str| app.config.era != Era::Legacy && v == modern::MODERN_VERSION;
+    if let Some(version) = header(headers, VERSION_HEADER).filter(|v| !SUPPORTED_VERSIONS.contains(v) && !modern_ok(v))
+    {
         return Err(Refusal::new(
             StatusCode::BAD_REQUEST,
             TRANSPORT_ERROR,
@@ -504,7 +529,10 @@ async fn post(
     }
     let session_id = header(headers, SESSION_HEADER);
     let session = match (method, &request_id, session_id) {
-        (Some("initialize"), Some(_), None) => app.new_session(),
+        (Some("initialize"), Some(_), None) if app.config.era != Era::Modern => app.new_session(),
+        (_, _, None) if app.config.era == Era::Modern || app.config.era == Era::Dual && modern::is_modern(&message) => {
+            app.modern(headers, &message)?
+        }
         _ => app.session(session_id)?,
     };
     if body.contains(&b'\n') {
@@ -602,8 +630,11 @@ fn sse_response(rx: mpsc::UnboundedReceiver<Bytes>, session_id: &str) -> Respons
     response
 }
 
-/// Adds `Mcp-Session-Id` to a response.
+/// Adds `Mcp-Session-Id` to a response (none for a modern request).
 fn set_session_header(response: &mut Response, session_id: &str) {
+    if session_id.is_empty() {
+        return;
+    }
     if let Ok(value) = HeaderValue::from_str(session_id) {
         response.headers_mut().insert(SESSION_HEADER, value);
     }

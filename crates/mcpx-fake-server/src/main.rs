@@ -13,6 +13,8 @@
 //!   (MCP 2025-11-25) on `/mcp`. Once bound it prints exactly one line,
 //!   `http://127.0.0.1:<port>/mcp`, on stdout, and serves until killed.
 //!   stdin is not read.
+//! - `--era ERA` (with either of the above): the protocol eras served, as
+//!   `FAKE_ERA` (which it overrides): `legacy` (the default), `2026-07-28`, `dual`.
 //! - `mcpx-fake-server --fake-daemon SOCKET`: not an MCP server but an impostor
 //!   of the mcpx daemon on a unix socket, for the security tests (see
 //!   `fake_daemon.rs`). It prints `listening` once bound.
@@ -47,6 +49,41 @@
 //! - The conformance tool `test_reconnection` (SEP-1699) sends a priming event
 //!   (an id, `retry: 50`, empty data) and closes its stream, then replies 100 ms
 //!   later: the client must resume to get the answer (on stdio it just replies).
+//!
+//! # The modern era (`FAKE_ERA=2026-07-28` or `dual`; see `modern.rs`)
+//!
+//! After MCP 2026-07-28. `2026-07-28` serves that revision only; `dual` serves a
+//! request carrying the `_meta` envelope as 2026-07-28 and any other as before.
+//!
+//! - `server/discover` answers `supportedVersions` (`dual`: 2026-07-28, then the
+//!   legacy ones, newest first), the capabilities, the instructions, `ttlMs` and
+//!   `cacheScope`. It needs no envelope.
+//! - Every other request needs `_meta` `io.modelcontextprotocol/protocolVersion` and
+//!   `clientCapabilities` (else `-32602`); a version other than 2026-07-28 is
+//!   `-32022` with `data.supported`. `initialize` is `-32022` too (`dual`: answered
+//!   as before); `ping`, `logging/setLevel`, `resources/subscribe` and
+//!   `resources/unsubscribe` are `-32601`.
+//! - Every result carries `resultType` and `_meta` `io.modelcontextprotocol/serverInfo`;
+//!   list results carry `ttlMs` and `cacheScope`.
+//! - A tool that asks the client (`roots`, `sample`, `elicit`, `test_sampling`,
+//!   `test_elicitation*`) answers an `InputRequiredResult` instead: `inputRequests`
+//!   keyed `<kind>-<n>` (`elicitation-1`, `sampling-1`, `roots-1`) and a
+//!   `requestState` `fake-state:<n>`. The retry carrying `inputResponses` under those
+//!   keys gets the tool's answer; an altered `requestState` is `-32602`. A client
+//!   without the capability (`elicitation`, `sampling`, `roots`) gets `-32021` with
+//!   `data.requiredCapabilities`.
+//! - `subscriptions/listen` sends `notifications/subscriptions/acknowledged` (the
+//!   kinds asked for: `toolsListChanged`, `resourcesListChanged`,
+//!   `promptsListChanged`, `resourceSubscriptions`) and then, stamped with `_meta`
+//!   `io.modelcontextprotocol/subscriptionId` (the listen request's id), the changes
+//!   of `add_tool` and `notify` it asked for; no response until stdin's EOF, when it
+//!   gets its `SubscriptionsListenResult`. `notifications/cancelled` of its id ends
+//!   it. In `dual`, once a client initialized, changes also go out as before.
+//! - HTTP: a modern POST needs no session (one engine serves them all, and no
+//!   `Mcp-Session-Id` is sent back); `Mcp-Method` must be the body's method,
+//!   `MCP-Protocol-Version` the envelope's version and `Mcp-Name` the tool or prompt
+//!   name or resource URI (a `=?base64?` name is not checked), else 400 with
+//!   `-32020`. A listen stream is the SSE response of its POST.
 //!
 //! # Protocol
 //!
@@ -125,6 +162,11 @@
 //! | `FAKE_HOSTILE=1` | the hostile fixture: the instructions, and two more tools `trap` and ``evil<ESC>[31m<CR><U+009B>é<BEL>`` (descriptions too), carry ESC, OSC 0 and OSC 8, CR, BEL, U+009B and `é`; `trap {}` writes that text to stderr, sends it as progress (with a token) and as a `warning` log message, and returns it as text and in an image's MIME type; `trap {fail: true}` answers a `-32603` error with it; the other echoes it |
 //! | `FAKE_HTTP_PRIMING=1` | HTTP: every SSE response to a POST is a priming event (an id, `retry: 50`, empty data), then the server closes it; the client must resume with `GET` + `Last-Event-ID` to get the rest (progress, the response) |
 //! | `FAKE_HTTP_REDIRECT=<url>` | HTTP: every request answers `307 Temporary Redirect` to `url` (recorded first) |
+//! | `FAKE_ERA=<era>` | the protocol eras served: `legacy` (default), `2026-07-28`, `dual` (see the modern era above) |
+//! | `FAKE_DISCOVER_DELAY_MS=<ms>` | modern: answer `server/discover` only after `ms` milliseconds (a discover that times out) |
+//! | `FAKE_INPUT_REPEAT=1` | modern: a tool that asks for input never takes the retry's answers, and asks again forever |
+//! | `FAKE_HEADER_FAULT=1` | modern, HTTP: every modern POST is refused as a header mismatch (400, `-32020`) |
+//! | `FAKE_TTL_MS=<ms>`, `FAKE_CACHE_SCOPE=<scope>` | modern: the `ttlMs` (default 60000) and `cacheScope` (default `public`) of list results |
 //! | `FAKE_AUTH_SERVER=<issuer>` | HTTP: an OAuth protected resource of that authorization server (see `protect.rs`): protected resource metadata (RFC 9728) at `/.well-known/oauth-protected-resource/mcp`, and every `/mcp` request without a bearer token that the server's introspection endpoint (`FAKE_AUTH_INTROSPECTION=<url>`, as the client `FAKE_AUTH_CLIENT=<id>:<secret>`) finds active for `http://<addr>/mcp` answers 401 with `WWW-Authenticate: Bearer resource_metadata="...", scope="mcp"` |
 
 mod config;
@@ -132,6 +174,7 @@ mod conformance;
 mod fake_daemon;
 mod hostile;
 mod http;
+mod modern;
 mod protect;
 mod protocol;
 mod record;
@@ -142,10 +185,12 @@ mod tools;
 use std::sync::Arc;
 
 fn main() {
-    let mode = match parse_args(std::env::args().skip(1)) {
-        Ok(mode) => mode,
+    let (mode, era) = match parse_args(std::env::args().skip(1)) {
+        Ok(parsed) => parsed,
         Err(message) => {
-            eprintln!("mcpx-fake-server: {message}\nusage: mcpx-fake-server [--http ADDR | --fake-daemon SOCKET]");
+            eprintln!(
+                "mcpx-fake-server: {message}\nusage: mcpx-fake-server [--http ADDR | --fake-daemon SOCKET] [--era ERA]"
+            );
             std::process::exit(2);
         }
     };
@@ -157,7 +202,10 @@ fn main() {
         return;
     }
     config::run_startup_faults();
-    let config = config::Config::from_env();
+    let mut config = config::Config::from_env();
+    if let Some(era) = era {
+        config.era = era;
+    }
     match mode {
         Mode::Http(addr) => {
             if let Err(message) = http::serve(&addr, config) {
@@ -180,11 +228,17 @@ enum Mode {
 }
 
 /// The command line: `--http ADDR` (or `--http=ADDR`), `--fake-daemon SOCKET`, or
-/// nothing (stdio). Other arguments are ignored, as they always were (tests run the
-/// fake in place of commands such as `npx -y some-server`).
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Mode, String> {
+/// nothing (stdio), and `--era ERA` (which overrides `FAKE_ERA`). Other arguments
+/// are ignored, as they always were (tests run the fake in place of commands such
+/// as `npx -y some-server`).
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Option<modern::Era>), String> {
     let mut mode = Mode::Stdio;
+    let mut era = None;
     while let Some(arg) = args.next() {
+        if arg == "--era" {
+            era = Some(modern::Era::parse(&args.next().ok_or("--era needs an era, e.g. 2026-07-28")?)?);
+            continue;
+        }
         if arg == "--http" {
             mode = Mode::Http(args.next().ok_or("--http needs an address, e.g. 127.0.0.1:0")?);
         } else if let Some(addr) = arg.strip_prefix("--http=") {
@@ -193,5 +247,5 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Mode, String> {
             mode = Mode::FakeDaemon(args.next().ok_or("--fake-daemon needs a socket path")?);
         }
     }
-    Ok(mode)
+    Ok((mode, era))
 }

@@ -76,7 +76,12 @@ pub enum Incoming {
         params: Value,
     },
     /// A notification: has `method` but no `id`. Nothing to answer.
-    Notification,
+    Notification {
+        /// The method name.
+        method: String,
+        /// The params (`Value::Null` if absent).
+        params: Value,
+    },
     /// A response to one of *our* server-to-client requests.
     Response {
         /// The id of the request being answered.
@@ -100,7 +105,10 @@ pub fn classify(message: Value) -> Incoming {
             method: method.to_owned(),
             params: map.get("params").cloned().unwrap_or(Value::Null),
         },
-        (Some(_), None) => Incoming::Notification,
+        (Some(method), None) => Incoming::Notification {
+            method: method.to_owned(),
+            params: map.get("params").cloned().unwrap_or(Value::Null),
+        },
         (None, Some(id)) if map.contains_key("result") || map.contains_key("error") => {
             Incoming::Response { id, message }
         }

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::config::Config;
 use crate::conformance;
+use crate::modern::{self, Era};
 use crate::protocol::{
     self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Output, PARSE_ERROR, RESOURCE_NOT_FOUND,
 };
@@ -80,6 +81,8 @@ pub struct Server {
     requests: Gauge,
     /// Server-to-client requests awaiting the client's response.
     pub pending: Pending,
+    /// The open `subscriptions/listen` streams (modern era).
+    pub listens: modern::Listens,
     /// The `FAKE_RECORD` transcript, if enabled (shared by every HTTP session).
     recorder: Option<Arc<Recorder>>,
 }
@@ -103,6 +106,7 @@ impl Server {
             calls: Gauge::default(),
             requests: Gauge::default(),
             pending: Pending::default(),
+            listens: modern::Listens::default(),
             recorder,
         }
     }
@@ -142,7 +146,9 @@ pub fn run(server: Arc<Server>) -> ! {
             }
         }
     }
-    // EOF: give in-flight requests a moment to answer, then leave.
+    // EOF: end the listen streams, give in-flight requests a moment to answer, then
+    // leave.
+    modern::end_listens(&server);
     server.requests.wait_until(EOF_GRACE, |n| n == 0);
     std::process::exit(0)
 }
@@ -165,9 +171,13 @@ pub fn dispatch(server: &Arc<Server>, message: Value) {
                 eprintln!("mcpx-fake-server: cannot spawn a handler thread: {err}");
             }
         }
-        // `notifications/initialized`, `notifications/cancelled`, ...:
-        // nothing to do for a fake.
-        Incoming::Notification => {}
+        // A cancelled listen stream ends; `notifications/initialized`, other
+        // cancellations...: nothing to do for a fake.
+        Incoming::Notification { method, params } => {
+            if method == "notifications/cancelled" {
+                modern::cancelled(server, &params);
+            }
+        }
         Incoming::Response { id, message } => {
             if !server.pending.deliver(&id, message) {
                 eprintln!("mcpx-fake-server: ignoring response to unknown request id {id}");
@@ -197,9 +207,16 @@ impl Drop for RequestGuard {
     }
 }
 
-/// Handles one request and writes its answer.
+/// Handles one request and writes its answer (in the modern era, see `modern.rs`).
 fn handle_request(server: &Server, id: &Value, method: &str, params: &Value) {
-    let reply = match method {
+    let modern = (server.config.era != Era::Legacy).then(|| modern::handle(server, id, method, params)).flatten();
+    let reply = modern.unwrap_or_else(|| answer(server, id, method, params));
+    send_reply(server, id, reply);
+}
+
+/// The answer to one request, as in the legacy era.
+pub fn answer(server: &Server, id: &Value, method: &str, params: &Value) -> Reply {
+    match method {
         "initialize" => Reply::Result(initialize(server, params)),
         "ping" | "logging/setLevel" => Reply::Result(json!({})),
         "tools/list" => tools_list(server, params),
@@ -237,8 +254,7 @@ fn handle_request(server: &Server, id: &Value, method: &str, params: &Value) {
         "prompts/get" => prompts_get(params),
         "completion/complete" => Reply::Result(conformance::complete(params)),
         _ => Reply::Error(METHOD_NOT_FOUND, format!("Method not found: {method}")),
-    };
-    send_reply(server, id, reply);
+    }
 }
 
 /// Writes a handler's [`Reply`] for request `id`.

@@ -524,7 +524,7 @@ fn barrier(server: &Server, args: &Args<'_>) -> ToolResult {
 fn notify(server: &Server, args: &Args<'_>) -> ToolResult {
     let method = args.str("method")?;
     let params = args.0.get("params").cloned().unwrap_or_else(|| json!({}));
-    server.out.send(&protocol::notification(method, params));
+    crate::modern::publish(server, &protocol::notification(method, params));
     Ok(text(format!("sent {method}")))
 }
 
@@ -538,7 +538,7 @@ fn add_tool(server: &Server, args: &Args<'_>) -> ToolResult {
             extra.push(name.to_owned());
         }
     }
-    server.out.send(&protocol::notification("notifications/tools/list_changed", json!({})));
+    crate::modern::publish(server, &protocol::notification("notifications/tools/list_changed", json!({})));
     Ok(text(format!("added tool {name}")))
 }
 
@@ -579,7 +579,13 @@ fn elicitation(args: &Args<'_>) -> Value {
 
 /// Sends `method` to the client and waits for its response: its `result`, or
 /// its error message (also on timeout) as `Err`.
+///
+/// On a modern request the question becomes part of an `InputRequiredResult`
+/// instead, and the retry's answer is the result (see `modern::ask`).
 pub fn ask_client_raw(server: &Server, method: &str, params: Value) -> Result<Value, String> {
+    if let Some(answer) = crate::modern::ask(method, &params) {
+        return answer;
+    }
     let (id, answer) = server.pending.register();
     server.out.send(&protocol::request(&json!(id), method, params));
     let Ok(message) = answer.recv_timeout(CLIENT_REPLY_TIMEOUT) else {

@@ -16,6 +16,8 @@ use crate::instance::{Instance, LOG_LEVELS};
 use crate::mcp::catalog::servers;
 use crate::mcp::owner::{self, Held, by_uri, hold};
 use crate::mcp::sessions::ClientSession;
+use crate::mcp::subscriptions::Listening;
+use crate::sync::lock;
 
 /// `resources/subscribe` or `resources/unsubscribe` (`method`) of request `id`, on
 /// the instance of the server that owns the URI: sent upstream for the URI's first
@@ -64,6 +66,26 @@ pub(crate) async fn subscription(
         session.subscribed(&held.lease.instance, &original, false);
     }
     answer
+}
+
+/// The resource subscriptions of a modern client's `subscriptions/listen` request `id`
+/// (MCP 2026-07-28, "Subscriptions"): each URI of its [`Listening`] subscribed as
+/// `resources/subscribe` would, and only those that succeeded kept in what the stream
+/// agrees to. Updates then reach the session's stream with the URI asked for.
+pub(crate) async fn subscribe_listed(d: &Daemon, session: &Arc<ClientSession>, id: &str) {
+    let uris = lock(&session.listening).as_ref().map(Listening::uris).unwrap_or_default();
+    let mut kept = Vec::new();
+    for uri in uris {
+        let answer = subscription(d, session, id, "resources/subscribe", &json!({ "uri": uri })).await;
+        if is_error(&answer) {
+            tracing::info!(%uri, "a listen stream's resource subscription failed: {}", answer.as_str());
+        } else {
+            kept.push(uri);
+        }
+    }
+    if let Some(listening) = lock(&session.listening).as_mut() {
+        listening.keep_uris(kept);
+    }
 }
 
 /// `logging/setLevel` of request `id`: recorded on the instance of every server the

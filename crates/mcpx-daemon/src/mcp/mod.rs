@@ -16,12 +16,16 @@
 //!   its progress notifications before the response.
 //! - One GET stream per session carries what the daemon sends on its own: a server's
 //!   `list_changed` becomes one to every session with a stream.
+//! - A modern client (MCP 2026-07-28) hears the same on a `subscriptions/listen`
+//!   stream instead: the SSE answer of its POST, with no session header, carrying
+//!   only what it asked for, stamped with its `subscriptionId`.
 //!
 //! The parts: `routes` (HTTP: the [`Endpoint`], sessions by header, SSE), `sessions`
 //! (client sessions and the broadcast, with no dependency on the daemon), `dispatch`
 //! (one request answered), `catalog` (the servers and lists a session sees) and
 //! `discover` (discovery mode's tools), `era` (legacy or 2026-07-28, and the modern
-//! routing headers).
+//! routing headers), and `subscriptions` (a modern client's `subscriptions/listen`
+//! stream).
 
 mod catalog;
 mod discover;
@@ -31,6 +35,7 @@ mod listen;
 mod owner;
 mod routes;
 mod sessions;
+mod subscriptions;
 mod uris;
 
 #[cfg(test)]

@@ -21,8 +21,12 @@ use crate::api::Caller;
 use crate::daemon::Daemon;
 use crate::mcp::catalog::{listed, servers};
 use crate::mcp::dispatch::cancellable;
+use crate::mcp::era;
+use crate::mcp::listen::subscribe_listed;
 use crate::mcp::sessions::{ClientSession, ClientSessions, sse_event};
+use crate::mcp::subscriptions::{self, Listening};
 use crate::stream::{channel_body, stream_call};
+use crate::sync::lock;
 
 /// The session header (Transports, "Session Management").
 pub const SESSION_HEADER: &str = "mcp-session-id";
@@ -240,6 +244,9 @@ pub(crate) async fn handle_post(
     if !batch && first.method() == Some("initialize") && first.kind() == MessageKind::Request {
         return initialize(&e, server, tcp, &headers, first).await;
     }
+    if !batch && first.kind() == MessageKind::Request && subscriptions::is_listen(first) {
+        return listen_stream(&e, server, tcp, &headers, first).await;
+    }
     let Some(id) = session_id(&headers) else {
         let refusal = Message::error_response("null", -32000, "Bad Request: Mcp-Session-Id header is required");
         return json_response(StatusCode::BAD_REQUEST, refusal.into_string(), None);
@@ -310,23 +317,7 @@ async fn initialize(
             return json_response(StatusCode::SERVICE_UNAVAILABLE, refusal.into_string(), None);
         }
     };
-    let caller = match tcp {
-        Some(stranger) => Caller {
-            cwd: None,
-            config: stranger.config,
-            session: Some(session_id.clone()),
-            parent_session: None,
-            ppid: None,
-        },
-        None => Caller {
-            cwd: header(headers, CWD_HEADER).map(Into::into),
-            // Without a working directory, the daemon's own MCPX_CONFIG (design: Configuration).
-            config: header(headers, CONFIG_HEADER).or_else(|| d.env().get("MCPX_CONFIG").cloned()).map(Into::into),
-            session: header(headers, CALLER_SESSION_HEADER).or_else(|| Some(session_id.clone())),
-            parent_session: None,
-            ppid: header(headers, PPID_HEADER).and_then(|p| p.parse().ok()),
-        },
-    };
+    let caller = caller(d, tcp, headers, &session_id);
     let discover = header(headers, MODE_HEADER).as_deref() == Some("discover");
     let instructions = match &server {
         _ if discover => "mcpx: every configured MCP server, discovered on demand: mcpx_list_servers, mcpx_search, mcpx_describe, then mcpx_call.".to_owned(),
@@ -371,6 +362,79 @@ async fn initialize(
     json_response(StatusCode::OK, Message::response(&id, &result.to_string()).into_string(), Some(&session_id))
 }
 
+/// The caller of a new MCP session `session_id`: what `mcpx serve`'s headers say, with
+/// the MCP session as the pool session when none is named; a TCP client (`tcp`) gets
+/// the daemon's own configuration, no directory and always its MCP session.
+fn caller(d: &Daemon, tcp: Option<Stranger>, headers: &HeaderMap, session_id: &str) -> Caller {
+    match tcp {
+        Some(stranger) => Caller {
+            cwd: None,
+            config: stranger.config,
+            session: Some(session_id.to_owned()),
+            parent_session: None,
+            ppid: None,
+        },
+        None => Caller {
+            cwd: header(headers, CWD_HEADER).map(Into::into),
+            // Without a working directory, the daemon's own MCPX_CONFIG (design: Configuration).
+            config: header(headers, CONFIG_HEADER).or_else(|| d.env().get("MCPX_CONFIG").cloned()).map(Into::into),
+            session: header(headers, CALLER_SESSION_HEADER).or_else(|| Some(session_id.to_owned())),
+            parent_session: None,
+            ppid: header(headers, PPID_HEADER).and_then(|p| p.parse().ok()),
+        },
+    }
+}
+
+/// A modern client's `subscriptions/listen` (MCP 2026-07-28, "Subscriptions"): a
+/// session of its own, whose id the client never sees, subscribed to the resources it
+/// asked for; its stream is the POST's SSE answer, acknowledged first, and the session
+/// ends when the client closes it. Headers that do not match the body: 400, -32020.
+async fn listen_stream(
+    e: &Arc<Endpoint>,
+    server: Option<String>,
+    tcp: Option<Stranger>,
+    headers: &HeaderMap,
+    request: &Message,
+) -> Response {
+    let id = request.id().unwrap_or("null").to_owned();
+    let body: Value = serde_json::from_str(request.as_str()).unwrap_or_default();
+    if let Err(mismatch) = era::check_headers(headers, &body, era::LATEST_MODERN) {
+        let refusal = Message::error_response(&id, era::HEADER_MISMATCH, &mismatch);
+        return json_response(StatusCode::BAD_REQUEST, refusal.into_string(), None);
+    }
+    let params = body["params"].clone();
+    let unavailable = |message: String| {
+        let refusal = Message::error_response(&id, error_code::INTERNAL_ERROR, &message);
+        json_response(StatusCode::SERVICE_UNAVAILABLE, refusal.into_string(), None)
+    };
+    let session_id = match ClientSessions::new_id() {
+        Ok(s) => s,
+        Err(err) => return unavailable(format!("cannot make a session for the listen stream: {err}; try again")),
+    };
+    let capabilities = &params["_meta"][era::META_CLIENT_CAPABILITIES];
+    let caller = caller(&e.daemon, tcp, headers, &session_id);
+    let session = ClientSession::new(server, caller, era::LATEST_MODERN.to_owned(), capabilities, false);
+    *lock(&session.listening) = Some(Listening::new(&id, &params));
+    if let Err(full) = e.sessions.insert(session_id.clone(), session) {
+        return unavailable(full.to_string());
+    }
+    let opened = e.sessions.get(&session_id);
+    if let Some(session) = &opened {
+        subscribe_listed(&e.daemon, session, &id).await;
+    }
+    let Some((rx, closed)) = opened.and_then(|s| s.open_listen_stream()) else {
+        return unavailable("the listen stream's session ended before it opened: listen again".to_owned());
+    };
+    let endpoint = Arc::downgrade(e);
+    tokio::spawn(async move {
+        closed.await;
+        if let Some(e) = endpoint.upgrade() {
+            e.sessions.remove(&session_id);
+        }
+    });
+    sse_response(rx, "")
+}
+
 /// A `tools/call` answered as server-sent events: its notifications, then the response.
 fn sse_call(d: Arc<Daemon>, session: Arc<ClientSession>, request: Message, session_id: &str) -> Response {
     let events = stream_call(
@@ -382,14 +446,15 @@ fn sse_call(d: Arc<Daemon>, session: Arc<ClientSession>, request: Message, sessi
     sse_response(events, session_id)
 }
 
-/// An SSE response streaming what `rx` yields, with the session's `Mcp-Session-Id`.
+/// An SSE response streaming what `rx` yields, with the session's `Mcp-Session-Id`
+/// (none when `session_id` is empty).
 fn sse_response(rx: mpsc::Receiver<Vec<u8>>, session_id: &str) -> Response {
     let mut response = (
         [(axum::http::header::CONTENT_TYPE, "text/event-stream"), (axum::http::header::CACHE_CONTROL, "no-cache")],
         channel_body(rx),
     )
         .into_response();
-    if let Ok(v) = HeaderValue::from_str(session_id) {
+    if let Some(v) = Some(session_id).filter(|s| !s.is_empty()).and_then(|s| HeaderValue::from_str(s).ok()) {
         response.headers_mut().insert(SESSION_HEADER, v);
     }
     response

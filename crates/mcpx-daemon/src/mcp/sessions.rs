@@ -20,6 +20,7 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::api::Caller;
 use crate::instance::{ClientHandle, ClientReplies, ClientSink, Instance};
+use crate::mcp::subscriptions::Listening;
 use crate::names::NameMap;
 use crate::sync::lock;
 
@@ -67,6 +68,9 @@ pub struct ClientSession {
     /// The resources it subscribed to: the instance and the server's URI, so that a
     /// session that ends unsubscribes (the server too, after its last subscriber).
     subscribed: Mutex<Vec<(Weak<Instance>, String)>>,
+    /// A modern client's `subscriptions/listen` stream: what its stream carries, and
+    /// how (`None`: a legacy session, whose GET stream carries everything).
+    pub(crate) listening: Mutex<Option<Listening>>,
 }
 
 impl ClientSession {
@@ -100,6 +104,7 @@ impl ClientSession {
             discover,
             last_used: Mutex::new(Instant::now()),
             subscribed: Mutex::default(),
+            listening: Mutex::default(),
         }
     }
 
@@ -129,11 +134,36 @@ impl ClientSession {
         Some(rx)
     }
 
-    /// Sends `message` on the GET stream, when one is open and has room.
+    /// Sends `message` on the GET stream, when one is open and has room; on a listen
+    /// stream, only what it agreed to carry, stamped ([`Listening::stamp`]).
     fn send_event(&self, message: &Message) {
+        let stamped = match lock(&self.listening).as_ref() {
+            Some(listening) => match listening.stamp(message) {
+                Some(stamped) => Some(stamped),
+                None => return,
+            },
+            None => None,
+        };
         if let Some(tx) = lock(&self.stream).as_ref() {
-            let _ = tx.try_send(sse_event(message.as_str()));
+            let _ = tx.try_send(sse_event(stamped.as_ref().unwrap_or(message).as_str()));
         }
+    }
+
+    /// Opens a listen session's stream (MCP 2026-07-28, "Subscriptions"): like
+    /// [`ClientSession::open_stream`], with the acknowledgement of its [`Listening`]
+    /// as the stream's first message, and a future that completes when the client
+    /// closes it. `None` when a stream is open already.
+    pub(crate) fn open_listen_stream(
+        &self,
+    ) -> Option<(mpsc::Receiver<Vec<u8>>, impl std::future::Future<Output = ()> + use<>)> {
+        let rx = self.open_stream()?;
+        let stream = lock(&self.stream);
+        let tx = stream.as_ref()?.clone();
+        if let Some(listening) = lock(&self.listening).as_ref() {
+            let _ = tx.try_send(sse_event(listening.acknowledgement().as_str()));
+        }
+        drop(stream);
+        Some((rx, async move { tx.closed().await }))
     }
 
     /// The session as the instances it reaches know it, for its subscriptions and
