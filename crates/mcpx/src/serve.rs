@@ -10,6 +10,10 @@
 //! initializes again with the client's own `initialize`, by itself; a request in
 //! flight at that moment fails with a JSON-RPC error, never hangs.
 //!
+//! A client of MCP 2026-07-28 sends no `initialize`: each of its requests goes on its
+//! own, with the routing headers its body implies (`Mcp-Method`, `Mcp-Name`) and no
+//! session.
+//!
 //! It also holds the session's GET stream open, so what the daemon sends on its
 //! own (list changes, resource updates, log messages) reaches the client.
 
@@ -18,7 +22,9 @@ use std::sync::Arc;
 use http_body_util::BodyExt;
 use mcpx_daemon::api::ApiError;
 use mcpx_daemon::client::{Answer, Client, ClientError, Method};
-use mcpx_daemon::mcp::{CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, MODE_HEADER, PPID_HEADER, SESSION_HEADER};
+use mcpx_daemon::mcp::{
+    CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, MODE_HEADER, PPID_HEADER, SESSION_HEADER, era,
+};
 use mcpx_proto::mcp::error_code;
 use mcpx_proto::{Message, MessageKind};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -98,11 +104,15 @@ impl Bridge {
             .ok()
             .and_then(|m| m.into_iter().find(|m| m.kind() == MessageKind::Request))
             .and_then(|m| m.id().map(str::to_owned));
-        let mut outcome = self.send(&body, initialize).await;
-        if matches!(outcome, Err(Failure::SessionGone)) && !initialize {
+        let routing = serde_json::from_slice(&body).map(|v| era::routing_headers(&v)).unwrap_or_default();
+        let mut outcome = self.send(&body, initialize, &routing).await;
+        if matches!(outcome, Err(Failure::SessionGone)) && !routing.is_empty() {
+            // A 2026-07-28 request has no session: the daemon came back, send it again.
+            outcome = self.send(&body, false, &routing).await;
+        } else if matches!(outcome, Err(Failure::SessionGone)) && !initialize {
             // The daemon restarted (or forgot the session): initialize again, retry once.
             outcome = match self.reinitialize().await {
-                Ok(()) => self.send(&body, false).await,
+                Ok(()) => self.send(&body, false, &routing).await,
                 Err(e) => Err(e),
             };
         }
@@ -122,14 +132,19 @@ impl Bridge {
         }
     }
 
-    async fn send(&self, body: &[u8], initialize: bool) -> Result<(), Failure> {
+    /// Posts `body` with the caller's headers and `routing` (a 2026-07-28 request's
+    /// routing headers, [`era::routing_headers`]; such a request goes without a
+    /// session, the others with the session, initializing again when there is none).
+    async fn send(&self, body: &[u8], initialize: bool, routing: &[(&str, String)]) -> Result<(), Failure> {
+        let modern = !routing.is_empty();
         let session = self.session.lock().await.clone();
-        if session.is_none() && !initialize {
+        if session.is_none() && !initialize && !modern {
             self.reinitialize().await?;
         }
-        let session = self.session.lock().await.clone();
+        let session = if modern { None } else { self.session.lock().await.clone() };
         let mut headers: Vec<(&str, &str)> = vec![("accept", "application/json, text/event-stream")];
         headers.extend(self.caller.iter().map(|(k, v)| (*k, v.as_str())));
+        headers.extend(routing.iter().map(|(k, v)| (*k, v.as_str())));
         if let Some(s) = &session {
             headers.push((SESSION_HEADER, s));
         }

@@ -2,7 +2,8 @@
 //! ([`crate::mcp::catalog`]); `tools/call`, `prompts/get`, `resources/read` and
 //! `completion/complete` mapped back to their server ([`crate::mcp::owner`]) and
 //! forwarded through `Instance::forward`, their resource URIs made readable back
-//! ([`crate::mcp::uris`]); subscriptions and log levels ([`crate::mcp::listen`]). A
+//! ([`crate::mcp::uris`]); subscriptions and log levels ([`crate::mcp::listen`]);
+//! `server/discover`, and what a 2026-07-28 request changes ([`crate::mcp::modern`]). A
 //! request the client cancels is dropped, which cancels it upstream. What
 //! [`crate::policy`] refuses is answered -32602 before anything is forwarded, and a
 //! passed-through server's own `tools/list` is filtered by it.
@@ -17,7 +18,7 @@ use crate::daemon::Daemon;
 use crate::mcp::catalog::list;
 use crate::mcp::owner::{Refusal, by_name, by_uri, context, hold};
 use crate::mcp::sessions::ClientSession;
-use crate::mcp::{discover, listen, uris};
+use crate::mcp::{discover, era, listen, modern, uris};
 use crate::notices::NoticeSender;
 use crate::policy;
 
@@ -32,13 +33,14 @@ pub(crate) async fn cancellable(
     notify: Option<NoticeSender>,
 ) -> Message {
     let id = request.id().unwrap_or("null").to_owned();
+    let method = request.method().unwrap_or_default().to_owned();
     let stop = session.begin(&id);
     let response = tokio::select! {
         response = answer(d, session, &id, request, notify) => response,
         () = stop.notified() => Message::error_response(&id, error_code::INTERNAL_ERROR, "cancelled by the client"),
     };
     session.end(&id);
-    response
+    if era::is_modern(&session.version) { modern::finish(&method, response) } else { response }
 }
 
 /// Answers one request of a session; the response carries the request's own `id`.
@@ -50,8 +52,20 @@ async fn answer(
     notify: Option<NoticeSender>,
 ) -> Message {
     let method = request.method().unwrap_or_default().to_owned();
+    let is_modern = era::is_modern(&session.version);
+    // A modern request reaches a legacy server without the 2026-07-28 envelope.
+    let request = if is_modern { modern::strip_envelope(request) } else { request };
     let params: Value =
         serde_json::from_str::<Value>(request.as_str()).map(|v| v["params"].clone()).unwrap_or(Value::Null);
+    match method.as_str() {
+        "server/discover" => return modern::discover(d, session, id).await,
+        // Removed in 2026-07-28 (Changelog): liveness is the transport's, log levels are per request.
+        "ping" | "logging/setLevel" if is_modern => {
+            let message = format!("`{method}` is not part of MCP {}; see its changelog", session.version);
+            return Message::error_response(id, error_code::METHOD_NOT_FOUND, &message);
+        }
+        _ => {}
+    }
     if session.discover {
         if let Some(response) = discover::answer(d, session, id, &method, &params).await {
             return response;
@@ -77,7 +91,6 @@ async fn answer(
         "tools/call" | "prompts/get" | "resources/read" | "completion/complete" => {
             return forward(d, session, request, &params, notify).await;
         }
-        // The 2026-07-28 revision's discovery: not offered, so such clients fall back to initialize.
         _ => Err((error_code::METHOD_NOT_FOUND, format!("method `{method}` is not offered by mcpx"))),
     };
     match result {

@@ -3,7 +3,10 @@
 //! server as one MCP server, and `/mcp/<server>` passing one server through.
 //!
 //! - `initialize` creates a session (`Mcp-Session-Id`); later requests without the
-//!   header get 400, with an unknown one 404; `DELETE` ends a session.
+//!   header get 400, with an unknown one 404; `DELETE` ends a session. A request of
+//!   MCP 2026-07-28 needs none ([`era`], `modern`): it is answered on a session of its
+//!   own, after its routing headers are checked; `server/discover` is answered in
+//!   both eras.
 //! - The client's revision is echoed when supported, else the newest is answered;
 //!   JSON-RPC batches are processed only under 2025-03-26, else refused with -32600.
 //! - Tools and prompts are named `<server>__<name>` ([`crate::names`]); resource URIs
@@ -32,6 +35,7 @@ mod discover;
 mod dispatch;
 pub mod era;
 mod listen;
+mod modern;
 mod owner;
 mod routes;
 mod sessions;

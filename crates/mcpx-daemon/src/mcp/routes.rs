@@ -19,10 +19,10 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::api::Caller;
 use crate::daemon::Daemon;
-use crate::mcp::catalog::{listed, servers};
 use crate::mcp::dispatch::cancellable;
-use crate::mcp::era;
+use crate::mcp::era::{self, Era};
 use crate::mcp::listen::subscribe_listed;
+use crate::mcp::modern;
 use crate::mcp::sessions::{ClientSession, ClientSessions, sse_event};
 use crate::mcp::subscriptions::{self, Listening};
 use crate::stream::{channel_body, stream_call};
@@ -206,7 +206,7 @@ pub(crate) async fn get_stream(State(e): S, headers: HeaderMap) -> Response {
         return StatusCode::NOT_FOUND.into_response();
     };
     match session.open_stream() {
-        Some(rx) => sse_response(rx, &id),
+        Some(rx) => sse_response(rx, Some(&id)),
         None => (StatusCode::CONFLICT, "this session already has a GET stream open").into_response(),
     }
 }
@@ -246,6 +246,18 @@ pub(crate) async fn handle_post(
     }
     if !batch && first.kind() == MessageKind::Request && subscriptions::is_listen(first) {
         return listen_stream(&e, server, tcp, &headers, first).await;
+    }
+    // A request of the 2026-07-28 era carries no session (Transports, "Streamable HTTP").
+    if !batch && first.kind() == MessageKind::Request && session_id(&headers).is_none() {
+        let body: Value = serde_json::from_str(first.as_str()).unwrap_or_default();
+        match era::of(&body, Some(&headers)) {
+            Era::Modern(modern) => {
+                let request = messages.into_iter().next().unwrap_or_else(|| Message::request("null", "", None));
+                return modern_request(&e, server, tcp, &headers, request, &body, modern).await;
+            }
+            Era::Unsupported(requested) => return unsupported(first.id().unwrap_or("null"), &requested),
+            Era::Legacy => {}
+        }
     }
     let Some(id) = session_id(&headers) else {
         let refusal = Message::error_response("null", -32000, "Bad Request: Mcp-Session-Id header is required");
@@ -317,44 +329,23 @@ async fn initialize(
             return json_response(StatusCode::SERVICE_UNAVAILABLE, refusal.into_string(), None);
         }
     };
-    let caller = caller(d, tcp, headers, &session_id);
+    let caller = caller(d, tcp, headers, Some(session_id.clone()));
     let discover = header(headers, MODE_HEADER).as_deref() == Some("discover");
-    let instructions = match &server {
-        _ if discover => "mcpx: every configured MCP server, discovered on demand: mcpx_list_servers, mcpx_search, mcpx_describe, then mcpx_call.".to_owned(),
-        Some(s) => format!("mcpx passes the server `{s}` through."),
-        None => "mcpx: every configured MCP server behind one endpoint. Tools are named <server>__<tool>.".to_owned(),
-    };
-    let mut result = json!({
-        "protocolVersion": version,
-        "capabilities": { "tools": { "listChanged": true }, "resources": { "listChanged": true, "subscribe": true }, "prompts": { "listChanged": true }, "logging": {}, "completions": {} },
-        "serverInfo": { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") },
-        "instructions": instructions,
-    });
-    let session = ClientSession::new(server, caller, version, &params["capabilities"], discover);
-    if let Some(name) = &session.server {
-        // Passed through: the server's own capabilities, info and instructions.
-        // A server not configured, or one the policy refuses, opens no session.
-        let found = servers(d, &session).and_then(|e| {
-            let no_server = || (error_code::INVALID_PARAMS, format!("no server `{name}` is configured"));
-            e.into_iter().find(|e| &e.name == name).ok_or_else(no_server)
-        });
-        let entry = match found {
-            Ok(entry) => entry,
-            Err((code, message)) => {
-                let refusal = Message::error_response(&id, code, &message);
-                return json_response(StatusCode::OK, refusal.into_string(), None);
-            }
-        };
-        if let Some(upstream) = listed(d, &session, &entry).await.and_then(|c| c.session) {
-            result["capabilities"] = serde_json::from_str(upstream.capabilities.get()).unwrap_or_default();
-            if let Some(info) = &upstream.server_info {
-                result["serverInfo"] = serde_json::from_str(info.get()).unwrap_or_default();
-            }
-            if let Some(text) = &upstream.instructions {
-                result["instructions"] = Value::String(text.clone());
-            }
+    let session = ClientSession::new(server, caller, version.clone(), &params["capabilities"], discover);
+    // A server passed through that is not configured, or that the policy refuses, opens no session.
+    let identity = match modern::identity(d, &session).await {
+        Ok(identity) => identity,
+        Err((code, message)) => {
+            let refusal = Message::error_response(&id, code, &message);
+            return json_response(StatusCode::OK, refusal.into_string(), None);
         }
-    }
+    };
+    let result = json!({
+        "protocolVersion": version,
+        "capabilities": identity.capabilities,
+        "serverInfo": identity.server_info,
+        "instructions": identity.instructions,
+    });
     if let Err(full) = e.sessions.insert(session_id.clone(), session) {
         let refusal = Message::error_response(&id, error_code::INTERNAL_ERROR, &full.to_string());
         return json_response(StatusCode::SERVICE_UNAVAILABLE, refusal.into_string(), None);
@@ -362,23 +353,20 @@ async fn initialize(
     json_response(StatusCode::OK, Message::response(&id, &result.to_string()).into_string(), Some(&session_id))
 }
 
-/// The caller of a new MCP session `session_id`: what `mcpx serve`'s headers say, with
-/// the MCP session as the pool session when none is named; a TCP client (`tcp`) gets
-/// the daemon's own configuration, no directory and always its MCP session.
-fn caller(d: &Daemon, tcp: Option<Stranger>, headers: &HeaderMap, session_id: &str) -> Caller {
+/// The caller of a request: what `mcpx serve`'s headers say, with `pool_session` as
+/// the pool session when none is named; a TCP client (`tcp`) gets the daemon's own
+/// configuration, no directory (so directory scopes degrade to `call`) and
+/// `pool_session` always (design: Configuration, Pools).
+fn caller(d: &Daemon, tcp: Option<Stranger>, headers: &HeaderMap, pool_session: Option<String>) -> Caller {
     match tcp {
-        Some(stranger) => Caller {
-            cwd: None,
-            config: stranger.config,
-            session: Some(session_id.to_owned()),
-            parent_session: None,
-            ppid: None,
-        },
+        Some(stranger) => {
+            Caller { cwd: None, config: stranger.config, session: pool_session, parent_session: None, ppid: None }
+        }
         None => Caller {
             cwd: header(headers, CWD_HEADER).map(Into::into),
             // Without a working directory, the daemon's own MCPX_CONFIG (design: Configuration).
             config: header(headers, CONFIG_HEADER).or_else(|| d.env().get("MCPX_CONFIG").cloned()).map(Into::into),
-            session: header(headers, CALLER_SESSION_HEADER).or_else(|| Some(session_id.to_owned())),
+            session: header(headers, CALLER_SESSION_HEADER).or(pool_session),
             parent_session: None,
             ppid: header(headers, PPID_HEADER).and_then(|p| p.parse().ok()),
         },
@@ -412,7 +400,7 @@ async fn listen_stream(
         Err(err) => return unavailable(format!("cannot make a session for the listen stream: {err}; try again")),
     };
     let capabilities = &params["_meta"][era::META_CLIENT_CAPABILITIES];
-    let caller = caller(&e.daemon, tcp, headers, &session_id);
+    let caller = caller(&e.daemon, tcp, headers, Some(session_id.clone()));
     let session = ClientSession::new(server, caller, era::LATEST_MODERN.to_owned(), capabilities, false);
     *lock(&session.listening) = Some(Listening::new(&id, &params));
     if let Err(full) = e.sessions.insert(session_id.clone(), session) {
@@ -432,7 +420,58 @@ async fn listen_stream(
             e.sessions.remove(&session_id);
         }
     });
-    sse_response(rx, "")
+    sse_response(rx, None)
+}
+
+/// A 2026-07-28 request (MCP 2026-07-28, Transports, "Streamable HTTP"): no session;
+/// its routing headers checked against the body first (400 with -32020 when they
+/// disagree), then answered on a session of its own that ends with it, its caller
+/// from the headers (a pool session only when `mcpx serve` names one). A `tools/call`
+/// whose client accepts SSE is answered as SSE, with the log messages the request
+/// asked for (`_meta` `io.modelcontextprotocol/logLevel`).
+async fn modern_request(
+    e: &Endpoint,
+    server: Option<String>,
+    tcp: Option<Stranger>,
+    headers: &HeaderMap,
+    request: Message,
+    body: &Value,
+    modern: era::Modern,
+) -> Response {
+    let d = &e.daemon;
+    let id = request.id().unwrap_or("null").to_owned();
+    if let Err(message) = era::check_headers(headers, body, &modern.version) {
+        let refusal = Message::error_response(&id, era::HEADER_MISMATCH, &message);
+        return json_response(StatusCode::BAD_REQUEST, refusal.into_string(), None);
+    }
+    let caller = caller(d, tcp, headers, None);
+    let discover = header(headers, MODE_HEADER).as_deref() == Some("discover");
+    let session = Arc::new(ClientSession::new(server, caller, modern.version, &modern.capabilities, discover));
+    let wants_sse = header(headers, "accept").is_some_and(|a| a.contains("text/event-stream"));
+    if wants_sse && request.method() == Some("tools/call") {
+        let level = modern.log_level;
+        let events = stream_call(
+            d.dropped_notifications(),
+            {
+                let d = d.clone();
+                move |notify| async move { cancellable(&d, &session, request, Some(notify)).await }
+            },
+            move |n| if modern::wants(level.as_deref(), n) { sse_event(n.as_str()) } else { Vec::new() },
+            |response: Message| sse_event(response.as_str()),
+        );
+        return sse_response(events, None);
+    }
+    json_response(StatusCode::OK, cancellable(d, &session, request, None).await.into_string(), None)
+}
+
+/// An unsupported revision in a request's `_meta`: 400 with -32022 and the revisions
+/// mcpx serves (MCP 2026-07-28, Basic, "Versioning").
+fn unsupported(id: &str, requested: &str) -> Response {
+    let supported = era::all_versions();
+    let message = format!("mcpx does not serve MCP revision {requested}; use one of {}", supported.join(", "));
+    let error = json!({ "code": era::UNSUPPORTED_PROTOCOL_VERSION, "message": message, "data": { "supported": supported, "requested": requested } });
+    let id: Value = serde_json::from_str(id).unwrap_or(Value::Null);
+    json_response(StatusCode::BAD_REQUEST, json!({ "jsonrpc": "2.0", "id": id, "error": error }).to_string(), None)
 }
 
 /// A `tools/call` answered as server-sent events: its notifications, then the response.
@@ -443,18 +482,18 @@ fn sse_call(d: Arc<Daemon>, session: Arc<ClientSession>, request: Message, sessi
         |n| sse_event(n.as_str()),
         |response: Message| sse_event(response.as_str()),
     );
-    sse_response(events, session_id)
+    sse_response(events, Some(session_id))
 }
 
 /// An SSE response streaming what `rx` yields, with the session's `Mcp-Session-Id`
-/// (none when `session_id` is empty).
-fn sse_response(rx: mpsc::Receiver<Vec<u8>>, session_id: &str) -> Response {
+/// when there is one.
+fn sse_response(rx: mpsc::Receiver<Vec<u8>>, session_id: Option<&str>) -> Response {
     let mut response = (
         [(axum::http::header::CONTENT_TYPE, "text/event-stream"), (axum::http::header::CACHE_CONTROL, "no-cache")],
         channel_body(rx),
     )
         .into_response();
-    if let Some(v) = Some(session_id).filter(|s| !s.is_empty()).and_then(|s| HeaderValue::from_str(s).ok()) {
+    if let Some(v) = session_id.and_then(|s| HeaderValue::from_str(s).ok()) {
         response.headers_mut().insert(SESSION_HEADER, v);
     }
     response

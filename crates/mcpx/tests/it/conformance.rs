@@ -90,6 +90,20 @@ fn assert_suite_passed(results: &BTreeMap<String, bool>, allowed: &[(&str, &str)
     assert!(failed.is_empty(), "conformance scenarios failed {what}: {failed:?}\nall: {results:?}");
 }
 
+/// Fails unless every scenario that passed `directly` passed in each of `runs` too
+/// (what each run is, its results).
+#[track_caller]
+fn assert_nothing_lost(directly: &BTreeMap<String, bool>, runs: &[(&str, &BTreeMap<String, bool>)]) {
+    for (what, results) in runs {
+        let lost: Vec<&String> = directly
+            .iter()
+            .filter(|(name, passed)| **passed && results.get(*name) != Some(&true))
+            .map(|(n, _)| n)
+            .collect();
+        assert!(lost.is_empty(), "passes directly but not {what}: {lost:?}\ndirect: {directly:?}\n{what}: {results:?}");
+    }
+}
+
 #[test]
 fn conformance_server_scenarios_pass_through_mcpx() {
     suite_passes_through_mcpx(json!({ "command": fake_server() }));
@@ -137,14 +151,7 @@ fn server_everything_passes_through_mcpx_what_it_passes_directly() {
     let _ = direct.kill();
     let _ = direct.wait();
     assert!(directly.values().filter(|p| **p).count() >= 5, "too few pass directly: {directly:?}");
-    for (what, results) in [("through mcpx", &through), ("through mcpx's aggregate /mcp", &aggregate)] {
-        let lost: Vec<&String> = directly
-            .iter()
-            .filter(|(name, passed)| **passed && results.get(*name) != Some(&true))
-            .map(|(n, _)| n)
-            .collect();
-        assert!(lost.is_empty(), "passes directly but not {what}: {lost:?}\ndirect: {directly:?}\n{what}: {results:?}");
-    }
+    assert_nothing_lost(&directly, &[("through mcpx", &through), ("through mcpx's aggregate /mcp", &aggregate)]);
 }
 
 /// A stdio MCP server made reachable over streamable HTTP by `supergateway` (pinned in
@@ -190,14 +197,10 @@ fn serve_passes_what_the_server_passes(name: &str, command: &str, args: &[&str],
     let through_all = run_suite(&all_url);
     let directly = directly.join().unwrap();
     assert!(directly.values().filter(|p| **p).count() >= at_least, "too few pass directly: {directly:?}");
-    for (what, results) in [("through serve --server", &through_one), ("through serve's aggregate", &through_all)] {
-        let lost: Vec<&String> = directly
-            .iter()
-            .filter(|(name, passed)| **passed && results.get(*name) != Some(&true))
-            .map(|(n, _)| n)
-            .collect();
-        assert!(lost.is_empty(), "passes directly but not {what}: {lost:?}\ndirect: {directly:?}\n{what}: {results:?}");
-    }
+    assert_nothing_lost(
+        &directly,
+        &[("through serve --server", &through_one), ("through serve's aggregate", &through_all)],
+    );
 }
 
 #[test]

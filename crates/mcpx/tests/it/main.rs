@@ -25,6 +25,7 @@ mod import;
 mod keyring;
 mod listen_modern;
 mod messy;
+mod modern;
 mod oauth;
 mod offers;
 mod oidc;

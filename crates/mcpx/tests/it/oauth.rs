@@ -84,16 +84,8 @@ fn tokens_show_nowhere_but_the_secret_store() {
     let outcome = crate::conformance_client::run_scenario_in(&w, "auth/token-endpoint-auth-basic");
     assert!(outcome.passed, "{}", outcome.text);
 
-    let store: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(w.path("state/secrets.json")).unwrap()).unwrap();
-    let logins: Vec<serde_json::Value> = store["secrets"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(name, _)| name.starts_with("oauth-"))
-        .map(|(_, value)| serde_json::from_str(value.as_str().unwrap()).unwrap())
-        .collect();
-    assert_eq!(logins.len(), 1, "{store}");
+    let logins = kept_logins(&w);
+    assert_eq!(logins.len(), 1, "{logins:?}");
     let secrets: Vec<String> = ["access_token", "refresh_token", "client_secret"]
         .iter()
         .filter_map(|field| logins[0][field].as_str())
@@ -193,4 +185,17 @@ fn the_endpoint_names_a_server_that_needs_a_login_once() {
         assert!(message.contains("run `mcpx auth login docs`"), "{method}: {answer}");
         assert_eq!(message.matches("server `docs`").count(), 1, "{method}: {answer}");
     }
+}
+
+/// The logins kept in the world's secret store file (`oauth-…` secrets), parsed.
+pub(crate) fn kept_logins(w: &World) -> Vec<serde_json::Value> {
+    let store: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(w.path("state/secrets.json")).unwrap()).unwrap();
+    store["secrets"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(name, _)| name.starts_with("oauth-"))
+        .map(|(_, value)| serde_json::from_str(value.as_str().unwrap()).unwrap())
+        .collect()
 }

@@ -79,15 +79,8 @@ fn setup(env: &[(&str, &str)]) -> Setup {
 
 /// The login kept in the world's secret store file (one, for `docs`).
 fn kept(w: &World) -> Value {
-    let store: Value = serde_json::from_str(&std::fs::read_to_string(w.path("state/secrets.json")).unwrap()).unwrap();
-    let logins: Vec<Value> = store["secrets"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(name, _)| name.starts_with("oauth-"))
-        .map(|(_, value)| serde_json::from_str(value.as_str().unwrap()).unwrap())
-        .collect();
-    assert_eq!(logins.len(), 1, "{store}");
+    let logins = crate::oauth::kept_logins(w);
+    assert_eq!(logins.len(), 1, "{logins:?}");
     logins.into_iter().next().unwrap()
 }
 

@@ -69,10 +69,10 @@ fn c09_sessions_unknown_missing_and_deleted() {
     assert_eq!(rpc(&w, "/mcp", &session, json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" }))["result"], json!({}));
     assert_eq!(http(&w, "DELETE", "/mcp", &[("mcp-session-id", &session)], "").0, 204);
     assert_eq!(http(&w, "POST", "/mcp", &[("mcp-session-id", &session)], &ping).0, 404);
-    // server/discover (2026-07-28) is not offered: -32601, so clients fall back to initialize.
+    // server/discover (2026-07-28) is answered in a legacy session too.
     let (session, _) = initialize(&w, "/mcp", "2025-11-25");
     let answer = rpc(&w, "/mcp", &session, json!({ "jsonrpc": "2.0", "id": 3, "method": "server/discover" }));
-    assert_eq!(answer["error"]["code"], -32601);
+    assert!(answer["result"]["supportedVersions"].as_array().unwrap().contains(&json!("2026-07-28")), "{answer}");
 }
 
 /// C16: a batch of tools/call is processed under 2025-03-26 and refused with -32600 later.

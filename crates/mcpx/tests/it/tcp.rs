@@ -14,7 +14,7 @@ use crate::harness::{Run, World, fake_server, free_port, mcpx_bin, wait_until};
 
 /// One exchange with `/mcp` on TCP at `addr`, with the bearer `token` and `headers`,
 /// on a connection of its own: (status, lowercased head, body).
-fn post(addr: &str, token: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String, String) {
+pub(crate) fn post(addr: &str, token: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String, String) {
     let body = body.to_string();
     let mut request = format!(
         "POST /mcp HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\n\
