@@ -172,10 +172,38 @@ fn collect(cmd: &clap::Command, pages: &mut Vec<clap::Command>) {
     }
 }
 
+/// The EXIT STATUS section every page ends with: the exit codes of README's table
+/// and `docs/api.md` "Errors", in roff.
+const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
+.TP
+\fB0\fR
+Success.
+.TP
+\fB1\fR
+The tool (or prompt) answered with \fBisError\fR; for \fBmcpx doctor\fR, a finding is an error.
+.TP
+\fB2\fR
+A usage or configuration error: a malformed command or argument, a config file that does not parse, an unknown server, tool or prompt.
+.TP
+\fB3\fR
+The daemon could not be reached or started, or it died during the request.
+.TP
+\fB4\fR
+The server failed: it did not start, exited, broke MCP, answered with a JSON-RPC error, or needs a login (\fBmcpx auth login\fR).
+.TP
+\fB5\fR
+No reply within the deadline (\fB--timeout\fR), or no instance became free before it.
+.TP
+\fB130\fR
+Interrupted (Ctrl-C): the call was cancelled.
+"#;
+
 fn render(cmd: clap::Command, out: &mut Vec<u8>) -> Result<(), ApiError> {
     clap_mangen::Man::new(cmd)
         .render(out)
-        .map_err(|e| ApiError::new(ErrorKind::Usage, format!("cannot render the man page: {e}")))
+        .map_err(|e| ApiError::new(ErrorKind::Usage, format!("cannot render the man page: {e}")))?;
+    out.extend_from_slice(EXIT_STATUS.as_bytes());
+    Ok(())
 }
 
 /// `mcpx __complete`: prints the names, one a line; prints nothing (and succeeds) when

@@ -58,7 +58,7 @@ pub fn run(state: &Path, action: Action, json: bool) -> Result<i32, ApiError> {
     let store = SecretStore::open(&dir).map_err(store_error)?;
     match action {
         Action::Set(name) => {
-            check_name(&name).map_err(|e| ApiError::new(ErrorKind::Usage, e.to_string()))?;
+            user_name(&name, "choose another name")?;
             let wanted = std::env::var(STORE_VARIABLE).ok();
             let wanted =
                 Wanted::parse(wanted.as_deref()).map_err(|e| ApiError::new(ErrorKind::Usage, e.to_string()))?;
@@ -103,7 +103,7 @@ pub fn run(state: &Path, action: Action, json: bool) -> Result<i32, ApiError> {
             }
         }
         Action::Rm(name) => {
-            check_name(&name).map_err(|e| ApiError::new(ErrorKind::Usage, e.to_string()))?;
+            user_name(&name, "`mcpx auth logout <server>` revokes and forgets one")?;
             if !store.remove(&name).map_err(store_error)? {
                 return Err(ApiError::new(
                     ErrorKind::Usage,
@@ -118,6 +118,21 @@ pub fn run(state: &Path, action: Action, json: bool) -> Result<i32, ApiError> {
         }
     }
     Ok(0)
+}
+
+/// Checks that `name` is a valid name for a user's secret: not an `oauth-…` name,
+/// which belong to the logins `mcpx auth login` keeps (`instead` says what to do).
+///
+/// Errors (`usage`): an invalid name, or a login's name.
+fn user_name(name: &str, instead: &str) -> Result<(), ApiError> {
+    check_name(name).map_err(|e| ApiError::new(ErrorKind::Usage, e.to_string()))?;
+    if name.starts_with(PREFIX) {
+        return Err(ApiError::new(
+            ErrorKind::Usage,
+            format!("`{PREFIX}…` names are the logins to remote servers that `mcpx auth login` keeps: {instead}"),
+        ));
+    }
+    Ok(())
 }
 
 /// The value: typed hidden on a terminal, else the first line of stdin, its line end

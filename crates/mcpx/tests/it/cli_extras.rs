@@ -79,6 +79,7 @@ fn man_pages_render_and_name_every_subcommand() {
     for sub in subcommands.iter().map(|s| format!("mcpx-{s}.1")).chain(["mcpx.1".to_owned()]) {
         let text = std::fs::read_to_string(out.join(&sub)).unwrap_or_else(|e| panic!("{sub}: {e}"));
         assert!(text.lines().take(5).any(|l| l.starts_with(".TH")), "{sub}: {text}");
+        assert!(text.contains(".SH \"EXIT STATUS\"") && text.contains("needs a login"), "{sub}: no exit codes");
         assert!(written.contains(&sub), "{written}");
     }
     assert!(!Path::new(&out.join("mcpx-supervise.1")).exists(), "hidden subcommands have no page");

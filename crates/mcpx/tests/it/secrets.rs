@@ -177,7 +177,7 @@ fn secret_set_on_a_terminal_reads_the_value_with_echo_off() {
 
 /// A bad name and an empty value are refused with exit 2, saying what is allowed.
 #[test]
-fn a_bad_name_or_an_empty_value_is_refused() {
+fn a_bad_name_a_logins_name_or_an_empty_value_is_refused() {
     let w = World::new(json!({}));
     let bad = set(&w, w.dir.path(), "a b", VALUE);
     assert_eq!(bad.code, 2, "{bad:?}");
@@ -185,5 +185,12 @@ fn a_bad_name_or_an_empty_value_is_refused() {
     let empty = set(&w, w.dir.path(), "EMPTY", "");
     assert_eq!(empty.code, 2, "{empty:?}");
     assert!(empty.stderr.contains("is empty"), "{empty:?}");
+    // `oauth-…` names belong to the logins `mcpx auth login` keeps.
+    let login = set(&w, w.dir.path(), "oauth-0123", VALUE);
+    assert_eq!(login.code, 2, "{login:?}");
+    assert!(login.stderr.contains("`mcpx auth login` keeps"), "{login:?}");
+    let rm = w.run(&["secret", "rm", "oauth-0123"]);
+    assert_eq!(rm.code, 2, "{rm:?}");
+    assert!(rm.stderr.contains("mcpx auth logout <server>"), "{rm:?}");
     assert_eq!(w.run(&["secret", "ls", "--json"]).json()["names"], json!([]));
 }
