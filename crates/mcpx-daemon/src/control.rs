@@ -378,7 +378,7 @@ pub async fn refresh(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
         .await;
         let value = match outcome {
             Ok(()) => serde_json::json!({ "ok": true }),
-            Err(e) => serde_json::json!({ "ok": false, "error": e.message }),
+            Err(e) => serde_json::json!({ "ok": false, "error": e.message, "kind": e.kind }),
         };
         results.insert(entry.name.clone(), value);
     }

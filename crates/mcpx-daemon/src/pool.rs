@@ -383,7 +383,11 @@ impl Pool {
                     failures.0 += 1;
                     failures.1 = Some(e.clone());
                 }
-                self.record_crash(&target.cache_key, e.clone());
+                // A missing login is not a crash: no backoff or `crash-loop` outlasts
+                // the login that fixes it.
+                if !matches!(&e, CallError::Transport(t) if t.needs_login()) {
+                    self.record_crash(&target.cache_key, e.clone());
+                }
                 self.schema.record_error(&target.cache_key, &target.entry.name, &e.to_string());
                 Err(e)
             }

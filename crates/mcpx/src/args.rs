@@ -140,7 +140,8 @@ pub fn build(
 /// call itself then reports it.
 ///
 /// Errors (with `list`): those of `/v1/tools` and `/v1/refresh` (`unknown_server`,
-/// `unknown_tool`, `server` when the listing fails, `daemon`).
+/// `unknown_tool`, `server` (or `auth`, `timeout`...: the kind the daemon gave) when
+/// the listing fails, `daemon`).
 pub async fn tool_schema(client: &Client, req: &Request, list: bool) -> Result<Option<Value>, ApiError> {
     let parse = |body: &[u8]| serde_json::from_slice::<Value>(body).ok();
     match client.call(Method::POST, "/v1/tools", Some(req)).await {
@@ -149,9 +150,11 @@ pub async fn tool_schema(client: &Client, req: &Request, list: bool) -> Result<O
         Err(e) if e.kind == ErrorKind::Server => {
             let body = client.call(Method::POST, "/v1/refresh", Some(req)).await?;
             let results = parse(&body).unwrap_or_default();
-            let failed = results.as_object().and_then(|r| r.values().find_map(|v| v["error"].as_str()));
-            if let Some(error) = failed {
-                return Err(ApiError::new(ErrorKind::Server, error));
+            let failed = results.as_object().and_then(|r| r.values().find(|v| v["error"].is_string()));
+            if let Some(failed) = failed {
+                // The kind the daemon gave (`auth` for a missing login), else `server`.
+                let kind = serde_json::from_value(failed["kind"].clone()).unwrap_or(ErrorKind::Server);
+                return Err(ApiError::new(kind, failed["error"].as_str().unwrap_or_default()));
             }
             Ok(parse(&client.call(Method::POST, "/v1/tools", Some(req)).await?))
         }

@@ -239,11 +239,14 @@ impl Report {
                 Some("expired") => {
                     self.add("logins", Level::Error, format!("server `{server}`: the login has expired: {login}"));
                 }
-                Some("error") => self.add(
-                    "logins",
-                    Level::Error,
-                    format!("server `{server}`: {}", row["error"].as_str().unwrap_or("the login cannot be read")),
-                ),
+                Some("error") => {
+                    let error = row["error"].as_str().unwrap_or("the login cannot be read");
+                    // The daemon's error may name the server already.
+                    let named = format!("server `{server}`");
+                    let finding =
+                        if error.starts_with(&named) { error.to_owned() } else { format!("{named}: {error}") };
+                    self.add("logins", Level::Error, finding);
+                }
                 Some("logged_in") => {
                     kept += 1;
                     let expires = row["expires_at"].as_u64();
@@ -359,13 +362,17 @@ mod tests {
             { "server": "renews", "state": "logged_in", "expires_at": 1_000_000 + 3600, "refreshable": true },
             { "server": "later", "state": "logged_in", "expires_at": 1_000_000 + 30 * 24 * 3600, "refreshable": false },
             { "server": "never", "state": "not_logged_in" },
+            { "server": "bad", "state": "error", "error": "server `bad`: the `url` is not a URL; fix it in the entry" },
+            { "server": "worse", "state": "error", "error": "the store cannot be read" },
         ] });
         let mut report = Report::default();
         report.logins(&answer, now);
         insta::assert_snapshot!(text(&report.findings), @r"
         error  logins       server `old`: the login has expired: run `mcpx auth login old`
         warn   logins       server `soon`: the login expires in 49 h and cannot renew itself: run `mcpx auth login soon`
-        1 error(s), 1 warning(s)
+        error  logins       server `bad`: the `url` is not a URL; fix it in the entry
+        error  logins       server `worse`: the store cannot be read
+        3 error(s), 1 warning(s)
         ");
         let mut report = Report::default();
         report.logins(&serde_json::json!({ "servers": [] }), now);

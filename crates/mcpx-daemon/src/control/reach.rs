@@ -190,5 +190,5 @@ pub(super) fn server_error(server: &str, e: CallError) -> ApiError {
         }
         _ => String::new(),
     };
-    ApiError::new(kind, format!("server `{server}`: {e}{hint}"))
+    ApiError::new(kind, format!("{}{hint}", e.of_server(server)))
 }

@@ -66,6 +66,17 @@ pub enum CallError {
     Transport(TransportError),
 }
 
+impl CallError {
+    /// The error as the user reads it of `server`: "server `SERVER`: ERROR", or the
+    /// error alone when it names the server already (a login's: "server `docs` needs
+    /// a login").
+    pub fn of_server(&self, server: &str) -> String {
+        let named = format!("server `{server}`");
+        let message = self.to_string();
+        if message.starts_with(&named) { message } else { format!("{named}: {message}") }
+    }
+}
+
 /// A duration as people write it: `250ms`, `1.5s`, `2m`.
 fn human(d: Duration) -> String {
     let ms = d.as_millis();

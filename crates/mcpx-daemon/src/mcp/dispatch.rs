@@ -146,7 +146,7 @@ async fn forward(
         Ok(response) if session.server.is_some() => response,
         // The server's answer, with the client's id, and URIs the aggregate reads back.
         Ok(response) => uris::rewrite(&method, &server, &asked, &original, response),
-        Err(e) => Message::error_response(&id, error_code::INTERNAL_ERROR, &format!("server `{server}`: {e}")),
+        Err(e) => Message::error_response(&id, error_code::INTERNAL_ERROR, &e.of_server(&server)),
     }
 }
 

@@ -12,7 +12,7 @@ use mcpx_proto::mcp::error_code;
 use serde_json::{Value, json};
 
 use crate::daemon::Daemon;
-use crate::instance::Instance;
+use crate::instance::{Instance, LOG_LEVELS};
 use crate::mcp::catalog::servers;
 use crate::mcp::owner::{self, Held, by_uri, hold};
 use crate::mcp::sessions::ClientSession;
@@ -91,21 +91,37 @@ pub(crate) async fn subscribe_listed(d: &Daemon, session: &Arc<ClientSession>, i
 /// `logging/setLevel` of request `id`: recorded on the instance of every server the
 /// session sees (those that offer logging), each of which is sent the most verbose
 /// level of its clients when that changes. Answered `{}`, or with the first error.
+/// A level not in [`LOG_LEVELS`] is refused (-32602) before any server is reached;
+/// in the aggregate, a server that cannot be started is logged and left out, so
+/// one broken server does not fail the request for the others.
 pub(crate) async fn set_level(d: &Daemon, session: &Arc<ClientSession>, id: &str, params: &Value) -> Message {
     let level = params["level"].as_str().unwrap_or_default();
+    if !LOG_LEVELS.contains(&level) {
+        let message = format!("unknown log level `{level}`: use one of {}", LOG_LEVELS.join(", "));
+        return Message::error_response(id, error_code::INVALID_PARAMS, &message);
+    }
+    let aggregate = session.server.is_none();
     let names: Vec<String> = match &session.server {
         Some(server) => vec![server.clone()],
         None => servers(d, session).unwrap_or_default().into_iter().map(|e| e.name).collect(),
     };
     let client = session.handle();
-    let each = names.iter().map(|server| async {
-        let held = hold(d, session, id, server).await?;
+    let client = &client;
+    let each = names.iter().map(|server| async move {
+        let held = match hold(d, session, id, server).await {
+            Ok(held) => held,
+            Err(refusal) if aggregate => {
+                tracing::warn!(server = %server, error = %refusal.as_str(), "logging/setLevel left out a server that cannot start");
+                return Ok(());
+            }
+            Err(refusal) => return Err(refusal),
+        };
         if !offers_logging(&held.lease.instance) {
             return Ok(());
         }
         let listeners = &held.lease.instance.listeners;
         let most_verbose = listeners
-            .set_level(&client, level)
+            .set_level(client, level)
             .map_err(|message| Box::new(Message::error_response(id, error_code::INVALID_PARAMS, &message)))?;
         let Some(most_verbose) = most_verbose else { return Ok(()) };
         let answer = send(session, &held, id, "logging/setLevel", &json!({ "level": most_verbose }), server).await;
@@ -135,7 +151,7 @@ async fn send(session: &ClientSession, held: &Held, id: &str, method: &str, para
     let request = Message::request(id, method, Some(&params.to_string()));
     match held.lease.instance.forward(request, held.timeout, owner::context(session, None)).await {
         Ok(answer) => answer,
-        Err(e) => Message::error_response(id, error_code::INTERNAL_ERROR, &format!("server `{server}`: {e}")),
+        Err(e) => Message::error_response(id, error_code::INTERNAL_ERROR, &e.of_server(server)),
     }
 }
 

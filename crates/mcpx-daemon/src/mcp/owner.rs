@@ -134,7 +134,7 @@ pub(crate) async fn hold(d: &Daemon, session: &ClientSession, id: &str, server: 
     let timeout = entry.options.call_timeout;
     match d.pool.acquire(&target, &key, timeout).await {
         Ok(lease) => Ok(Held { lease, entry, timeout }),
-        Err(e) => Err(fail(error_code::INTERNAL_ERROR, format!("server `{server}`: {e}"))),
+        Err(e) => Err(fail(error_code::INTERNAL_ERROR, e.of_server(server))),
     }
 }
 

@@ -29,6 +29,49 @@ fn a_call_that_needs_a_login_fails_at_once_saying_to_log_in() {
     assert!(local.stderr.contains("server `local` is not a remote server"), "{local:?}");
 }
 
+/// The `key=value` form lists a server never listed before the call, to type the
+/// values: a server that needs a login fails that listing with the error kind `auth`
+/// too, not `server`.
+#[test]
+fn a_key_value_call_that_needs_a_login_fails_with_kind_auth() {
+    let (_server, url) = fake_http("127.0.0.1:0", &[("FAKE_HTTP_STATUS", "401")]);
+    let w = World::new(json!({ "docs": { "url": url } }));
+    let run = w.run(&["--json", "call", "docs.echo", "message=hi"]);
+    assert_eq!(run.code, 4, "{run:?}");
+    let error = &run.json()["error"];
+    assert_eq!(error["kind"], "auth", "{run:?}");
+    assert!(error["message"].as_str().unwrap().contains("run `mcpx auth login docs`"), "{run:?}");
+}
+
+/// The error of a call that needs a login names the server once, as the user reads it:
+/// "server `docs` needs a login", not "server `docs`: server `docs` needs a login".
+#[test]
+fn a_login_error_names_the_server_once() {
+    let (_server, url) = fake_http("127.0.0.1:0", &[("FAKE_HTTP_STATUS", "401")]);
+    let w = World::new(json!({ "docs": { "url": url } }));
+    let run = w.call("docs.echo", r#"{"message":"hi"}"#);
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(run.stderr.contains("mcpx: server `docs` needs a login"), "{run:?}");
+    assert_eq!(run.stderr.matches("server `docs`").count(), 1, "{run:?}");
+}
+
+/// A missing login is not a crash: calls in a row each fail with the error kind
+/// `auth` and the login hint, never a restart backoff or `crash-loop` that would
+/// outlast the login.
+#[test]
+fn calls_that_need_a_login_in_a_row_are_not_counted_as_crashes() {
+    let (_server, url) = fake_http("127.0.0.1:0", &[("FAKE_HTTP_STATUS", "401")]);
+    let w = World::new(json!({ "docs": { "url": url } }));
+    for _ in 0..6 {
+        let run = w.run(&["--json", "call", "docs.echo", r#"{"message":"hi"}"#]);
+        assert_eq!(run.code, 4, "{run:?}");
+        let error = &run.json()["error"];
+        assert_eq!(error["kind"], "auth", "{run:?}");
+        let message = error["message"].as_str().unwrap();
+        assert!(!message.contains("backing off") && !message.contains("crash-loop"), "{message}");
+    }
+}
+
 /// After a login with a registered confidential client (the suite's
 /// token-endpoint-auth-basic), its access token, refresh token and client secret are
 /// in the secret store's file only: not in what mcpx printed, the daemon's log, any
@@ -122,6 +165,26 @@ pub(crate) fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     files
+}
+
+/// Through `/mcp/<server>`, a request to a server that needs a login is answered with
+/// the login hint, naming the server once.
+#[test]
+fn the_endpoint_names_a_server_that_needs_a_login_once() {
+    let (_server, url) = fake_http("127.0.0.1:0", &[("FAKE_HTTP_STATUS", "401")]);
+    let w = World::new(json!({ "docs": { "url": url } }));
+    w.run(&["ls"]).ok();
+    let (session, _) = crate::serve::initialize(&w, "/mcp/docs", "2025-06-18");
+    for (method, params) in [
+        ("tools/call", json!({ "name": "echo", "arguments": { "message": "hi" } })),
+        ("logging/setLevel", json!({ "level": "debug" })),
+    ] {
+        let body = json!({ "jsonrpc": "2.0", "id": 3, "method": method, "params": params });
+        let answer = crate::serve::rpc(&w, "/mcp/docs", &session, body);
+        let message = answer["error"]["message"].as_str().unwrap_or_default().to_owned();
+        assert!(message.contains("run `mcpx auth login docs`"), "{method}: {answer}");
+        assert_eq!(message.matches("server `docs`").count(), 1, "{method}: {answer}");
+    }
 }
 
 /// The logins kept in the world's secret store file (`oauth-…` secrets), parsed.

@@ -274,3 +274,28 @@ fn completion_subscriptions_levels_and_uris_through_serve() {
     let update = by_direct.iter().find(|m| m["method"] == "notifications/resources/updated").unwrap();
     assert_eq!(update["params"]["uri"], own);
 }
+
+/// In the aggregate, `logging/setLevel` is not failed by a configured server that
+/// cannot start (here a command that does not exist): the servers that run get the
+/// level and the answer is `{}`. A level that does not exist is still refused
+/// (-32602), before any server is started. Through `/mcp/<server>` of the broken
+/// server, its start error is the answer.
+#[test]
+fn set_level_in_the_aggregate_skips_a_server_that_cannot_start() {
+    let w = World::new(json!({}));
+    w.set_servers(json!({
+        "fake": { "command": fake_server(), "env": { "FAKE_RECORD": w.path("record").display().to_string() } },
+        "broken": { "command": "mcpx-no-such-command" },
+    }));
+    w.run(&["ls"]).ok();
+    let (session, _) = initialize(&w, "/mcp", "2025-06-18");
+    let refused = rpc(&w, "/mcp", &session, request("logging/setLevel", json!({ "level": "loud" })));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let answer = rpc(&w, "/mcp", &session, request("logging/setLevel", json!({ "level": "debug" })));
+    assert_eq!(answer["result"], json!({}), "{answer}");
+    let levels: Vec<Value> = upstream(&w, "logging/setLevel").into_iter().map(|p| p["level"].clone()).collect();
+    assert_eq!(levels, ["debug"]);
+    let (own, _) = initialize(&w, "/mcp/broken", "2025-06-18");
+    let failed = rpc(&w, "/mcp/broken", &own, request("logging/setLevel", json!({ "level": "debug" })));
+    assert!(failed["error"]["message"].as_str().unwrap().contains("mcpx-no-such-command"), "{failed}");
+}
