@@ -229,6 +229,7 @@ impl<'a> Translator<'a> {
         }
         let ty = match parts.len() {
             0 if s.contains_key("not") => unknown("`not` is not expressible"),
+            0 if s.contains_key("if") => unknown("`if`/`then`/`else` is not expressible"),
             0 => "unknown".to_owned(),
             _ => intersection(parts),
         };
@@ -464,12 +465,49 @@ fn intersection(parts: Vec<String>) -> String {
     }
 }
 
-/// `ty` in parentheses when it is a union or an intersection (so `[]` or `&` binds right).
+/// `ty` in parentheses when it is a union or an intersection at its top level (so `[]` or
+/// `&` binds right).
 fn parenthesized(ty: String) -> String {
-    match ty.contains('|') || ty.contains('&') || ty.contains("/*") {
+    match has_top_level_operator(&ty) {
         true => format!("({ty})"),
         false => ty,
     }
+}
+
+/// Whether `ty` has a `|` or `&` outside brackets, string literals and comments.
+fn has_top_level_operator(ty: &str) -> bool {
+    let mut depth = 0usize;
+    let mut chars = ty.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' | '[' | '(' => depth += 1,
+            '}' | ']' | ')' => depth = depth.saturating_sub(1),
+            '"' => {
+                // A JSON string literal: skip to its closing quote, escapes included.
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+            }
+            '|' | '&' if depth == 0 => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// `parts` with later duplicates removed, order kept.

@@ -305,7 +305,28 @@ pub fn declarations(servers: &[ServerTools]) -> Declarations {
         }
         text.push_str("}\n");
     }
-    Declarations { text, names }
+    Declarations { text: escape_controls(&text), names }
+}
+
+/// `text` with every control character but newline and tab, and every invisible format
+/// character that can reorder or hide text (Unicode "Cf": bidirectional overrides,
+/// zero-width characters), written as a `\uXXXX` escape. Servers' descriptions cannot then
+/// drive a terminal the declarations are printed on, nor hide code from a reader (CVE-2021-42574).
+/// Outside string literals the escape is plain comment text; inside them it means the same
+/// character; identifiers hold none.
+fn escape_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let hidden =
+            matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}');
+        match (c.is_control() && c != '\n' && c != '\t') || hidden {
+            true => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            false => out.push(c),
+        }
+    }
+    out
 }
 
 /// Writes one tool's function and its namespace of types (at one level of indentation) and
@@ -326,8 +347,7 @@ fn write_tool(out: &mut String, function: &str, tool: &str, schema: &Value) -> b
     let taken: Vec<&str> = ["Input", "Output"].into_iter().chain(input_names).collect();
     let output = output_schema.map(|s| translate(s, "Output", &taken, 2));
 
-    let requires = input_schema.get("required").and_then(Value::as_array).is_some_and(|r| !r.is_empty());
-    let args = if requires { "args" } else { "args?" };
+    let args = if requires_something(&input_schema) { "args" } else { "args?" };
     let _ = writeln!(out, "  export function {function}({args}: {function}.Input): Promise<{function}.Output>;");
     let _ = writeln!(out, "  export namespace {function} {{");
     write_alias(out, "Input", &input);
@@ -346,6 +366,13 @@ fn write_tool(out: &mut String, function: &str, tool: &str, schema: &Value) -> b
     }
     out.push_str("  }\n");
     output.is_some()
+}
+
+/// Whether a schema requires a property, by its own `required` or one of its `allOf`'s (so a
+/// tool whose arguments can all be left out takes `args?`).
+fn requires_something(schema: &Value) -> bool {
+    schema.get("required").and_then(Value::as_array).is_some_and(|r| !r.is_empty())
+        || schema.get("allOf").and_then(Value::as_array).is_some_and(|all| all.iter().any(requires_something))
 }
 
 /// Writes `export type <name> = <root>;` with the root's JSDoc, at two levels.

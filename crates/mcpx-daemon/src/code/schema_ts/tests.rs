@@ -171,6 +171,10 @@ fn unsupported_degrades_to_commented_unknown() {
     assert_eq!(ts(json!({"$ref": "#/nowhere"})), "unknown /* $ref \"#/nowhere\" leads nowhere */");
     assert_eq!(ts(json!({"not": {"type": "string"}})), "unknown /* `not` is not expressible */");
     assert_eq!(ts(json!({"type": "strange"})), "unknown /* unknown type \"strange\" */");
+    assert_eq!(
+        ts(json!({"if": {"type": "string"}, "then": {}})),
+        "unknown /* `if`/`then`/`else` is not expressible */"
+    );
     // A comment cannot be closed from inside the schema.
     assert!(!ts(json!({"$ref": "x*/y"})).contains("x*/"));
 }
@@ -195,4 +199,16 @@ fn jsdoc_from_annotations() {
     assert!(out.contains("D *\\/ x"), "{out}");
     assert!(out.starts_with("  /**\n  * T\n") || out.starts_with("  /**\n   * T\n"), "{out}");
     assert_eq!(doc_text(&json!({"type": "string"})), None);
+}
+
+#[test]
+fn parentheses_only_around_top_level_operators() {
+    assert!(has_top_level_operator("a | b"));
+    assert!(!has_top_level_operator("{\n  a: b | c;\n}"));
+    assert!(!has_top_level_operator("\"a|b\""));
+    assert!(!has_top_level_operator("unknown /* a | b */"));
+    assert_eq!(
+        ts(json!({"type": "array", "items": {"type": "object", "properties": {"a": {"type": ["string", "null"]}}}})),
+        "{\n  a?: string | null;\n}[]"
+    );
 }

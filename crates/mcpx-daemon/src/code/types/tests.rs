@@ -70,3 +70,20 @@ fn input_and_output_defs_stay_apart() {
     assert!(d.text.contains("export type Item_ = string;"), "{}", d.text);
     assert!(d.text.contains("i?: Item_;"), "{}", d.text);
 }
+
+#[test]
+fn control_and_hidden_characters_are_escaped() {
+    let hostile = "evil\u{1b}[31m\r\u{9b}\u{202e}é\u{7}";
+    let d = declarations(&[server(
+        "s",
+        vec![
+            json!({"name": hostile, "description": hostile, "inputSchema": {"properties": {hostile: {"const": hostile}}}}),
+        ],
+    )]);
+    for c in ['\u{1b}', '\r', '\u{9b}', '\u{202e}', '\u{7}'] {
+        assert!(!d.text.contains(c), "{:?} in {}", c, d.text);
+    }
+    assert!(d.text.contains("@tool evil\\u001b[31m\\u000d\\u009b\\u202eé\\u0007"), "{}", d.text);
+    assert_eq!(d.names[0].tool, hostile);
+    assert_eq!(d.names[0].function, "evil__31m_____");
+}
