@@ -255,7 +255,7 @@ const GLOBALS: &[&str] = &[
     "unescape",
 ];
 
-/// The declarations of `servers`' tools: [`PREAMBLE`], then one `declare namespace` per
+/// The declarations of `servers`' tools: the MCP result types, then one `declare namespace` per
 /// server (sorted by name), one function per tool (sorted by name):
 ///
 /// ```ts
