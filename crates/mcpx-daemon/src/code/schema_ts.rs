@@ -279,7 +279,9 @@ impl<'a> Translator<'a> {
             Some(Value::String(t)) => vec![t.as_str()],
             Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
             _ => {
-                let object = ["properties", "additionalProperties", "patternProperties", "required"];
+                // `required` alone (as in `anyOf: [{"required": ["a"]}, ...]`) only says which
+                // properties are present: it makes no type, so the object beside it stays closed.
+                let object = ["properties", "additionalProperties", "patternProperties"];
                 let array = ["items", "prefixItems"];
                 if object.iter().any(|k| s.contains_key(*k)) {
                     vec!["object"]
@@ -446,9 +448,10 @@ fn literal(value: &Value) -> String {
     }
 }
 
-/// The union of `parts` (duplicates removed), without parentheses unless needed.
+/// The union of `parts` (unions among them flattened, duplicates removed).
 fn union(parts: Vec<String>) -> String {
-    let parts = dedup(parts);
+    let flat = parts.iter().flat_map(|p| top_level_parts(p, '|')).map(str::to_owned).collect();
+    let parts = dedup(flat);
     if parts.iter().any(|p| p == "unknown") {
         return "unknown".to_owned();
     }
@@ -476,15 +479,23 @@ fn parenthesized(ty: String) -> String {
 
 /// Whether `ty` has a `|` or `&` outside brackets, string literals and comments.
 fn has_top_level_operator(ty: &str) -> bool {
+    top_level_parts(ty, '|').len() > 1 || top_level_parts(ty, '&').len() > 1
+}
+
+/// `ty` split at each `separator` outside brackets, string literals and comments, each part
+/// trimmed.
+fn top_level_parts(ty: &str, separator: char) -> Vec<&str> {
+    let mut parts = Vec::new();
     let mut depth = 0usize;
-    let mut chars = ty.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut start = 0;
+    let mut chars = ty.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
         match c {
             '{' | '[' | '(' => depth += 1,
             '}' | ']' | ')' => depth = depth.saturating_sub(1),
             '"' => {
                 // A JSON string literal: skip to its closing quote, escapes included.
-                while let Some(c) = chars.next() {
+                while let Some((_, c)) = chars.next() {
                     match c {
                         '\\' => {
                             chars.next();
@@ -494,20 +505,24 @@ fn has_top_level_operator(ty: &str) -> bool {
                     }
                 }
             }
-            '/' if chars.peek() == Some(&'*') => {
+            '/' if chars.peek().is_some_and(|(_, c)| *c == '*') => {
                 let mut last = ' ';
-                for c in chars.by_ref() {
+                for (_, c) in chars.by_ref() {
                     if last == '*' && c == '/' {
                         break;
                     }
                     last = c;
                 }
             }
-            '|' | '&' if depth == 0 => return true,
+            c if c == separator && depth == 0 => {
+                parts.push(ty[start..i].trim());
+                start = i + c.len_utf8();
+            }
             _ => {}
         }
     }
-    false
+    parts.push(ty[start..].trim());
+    parts
 }
 
 /// `parts` with later duplicates removed, order kept.

@@ -112,7 +112,7 @@ fn combinations() {
     // An `anyOf` of `required` lists only narrows presence: the object's type stands.
     assert_eq!(
         ts(json!({"type": "object", "properties": {"a": {"type": "string"}}, "anyOf": [{"required": ["a"]}]})),
-        "{\n  a?: string;\n} & {\n  [key: string]: unknown;\n}"
+        "{\n  a?: string;\n}"
     );
 }
 
@@ -207,6 +207,9 @@ fn parentheses_only_around_top_level_operators() {
     assert!(!has_top_level_operator("{\n  a: b | c;\n}"));
     assert!(!has_top_level_operator("\"a|b\""));
     assert!(!has_top_level_operator("unknown /* a | b */"));
+    assert_eq!(top_level_parts("a | { b: c | d } | \"|\"", '|'), ["a", "{ b: c | d }", "\"|\""]);
+    // Unions are flattened, so a type met twice is written once.
+    assert_eq!(ts(json!({"anyOf": [{"type": ["string", "null"]}, {"type": "string"}]})), "string | null");
     assert_eq!(
         ts(json!({"type": "array", "items": {"type": "object", "properties": {"a": {"type": ["string", "null"]}}}})),
         "{\n  a?: string | null;\n}[]"
