@@ -34,6 +34,7 @@ mod catalog;
 mod discover;
 mod dispatch;
 pub mod era;
+mod input;
 mod listen;
 mod modern;
 mod owner;
