@@ -10,7 +10,7 @@
 use serde_json::{Value, json};
 
 use crate::harness::{World, e2e_dir, fake_http, free_port, mcpx_bin, wait_until};
-use crate::tcp::post;
+use crate::tcp::post_to;
 
 /// A world with `servers`, its daemon serving `/mcp` on TCP with `env`: the world, the
 /// address and the token.
@@ -31,6 +31,19 @@ fn world(servers: Value, env: &[(&str, &str)]) -> (World, String, String) {
 /// `inputResponses` and `requestState`), from a client with `capabilities`: the
 /// JSON-RPC response.
 fn call(addr: &str, token: &str, tool: &str, arguments: Value, capabilities: Value, more: Value) -> Value {
+    call_on("/mcp", addr, token, tool, arguments, capabilities, more)
+}
+
+/// [`call`] on the endpoint at `path` (`/mcp/<server>`).
+fn call_on(
+    path: &str,
+    addr: &str,
+    token: &str,
+    tool: &str,
+    arguments: Value,
+    capabilities: Value,
+    more: Value,
+) -> Value {
     let mut params = json!({ "name": tool, "arguments": arguments, "_meta": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": capabilities } });
@@ -39,7 +52,7 @@ fn call(addr: &str, token: &str, tool: &str, arguments: Value, capabilities: Val
     }
     let request = json!({ "jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": params });
     let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", tool)];
-    let (status, head, body) = post(addr, token, &headers, &request);
+    let (status, head, body) = post_to(addr, path, token, &headers, &request);
     assert_eq!(status, 200, "{head}\n{body}");
     serde_json::from_str(&body).unwrap()
 }
@@ -112,6 +125,13 @@ fn a_legacy_servers_elicitation_and_sampling_reach_a_modern_client_and_its_answe
     assert!(other["error"]["message"].as_str().unwrap().contains("does not repeat"), "{other}");
     let done = call(&addr, &token, "fake__elicit", json!({}), answers(), accept(&key, "Bob", &state));
     assert!(text(&done).contains("Bob"), "{done}");
+
+    // One server passed through (`/mcp/<server>`) the same; its retry belongs there.
+    let on = |tool: &str, more: Value| call_on("/mcp/fake", &addr, &token, tool, json!({}), answers(), more);
+    let (key, _, state) = asked(&on("elicit", json!({})));
+    let elsewhere = call(&addr, &token, "fake__elicit", json!({}), answers(), accept(&key, "Cy", &state));
+    assert!(elsewhere["error"]["message"].as_str().unwrap().contains("does not repeat"), "{elsewhere}");
+    assert!(text(&on("elicit", accept(&key, "Cy", &state))).contains("Cy"));
 
     // A client without the capability: the server's request is not routed to it, and
     // the server is told why (-32003), which the fake reports as its tool's error.
