@@ -356,6 +356,74 @@ impl Running {
 mod tests {
     use super::*;
 
+    /// A call that never ends, asked `method` under key `<kind>-1`, and where the
+    /// client's answer to that request arrives.
+    fn waiting(method: &str) -> (Running, tokio::sync::oneshot::Receiver<Message>) {
+        let replies = Arc::new(ClientReplies::default());
+        let (id, answer) = replies.register();
+        let (_notify, notices) = notices::channel(Arc::default());
+        let kind = method.split('/').next().unwrap_or_default();
+        let mut asked = BTreeMap::new();
+        asked.insert(format!("{kind}-1"), (id, json!({ "method": method })));
+        let running = Running {
+            call: Box::pin(std::future::pending()),
+            notices,
+            replies,
+            asked,
+            count: 1,
+            server: None,
+            method: "tools/call".into(),
+            params: json!({ "name": "fake__elicit" }),
+            level: None,
+        };
+        (running, answer)
+    }
+
+    fn state_of(answer: &Message) -> Value {
+        let v: Value = serde_json::from_str(answer.as_str()).unwrap();
+        v["result"]["requestState"].clone()
+    }
+
+    #[tokio::test]
+    async fn a_parked_call_is_taken_up_once_by_a_retry_that_repeats_it() {
+        let parked = Arc::new(Parked::default());
+        let (running, mut answer) = waiting("elicitation/create");
+        let irr = parked.park(running, "7");
+        let v: Value = serde_json::from_str(irr.as_str()).unwrap();
+        assert_eq!(v["id"], 7);
+        assert_eq!(v["result"]["inputRequests"]["elicitation-1"]["method"], "elicitation/create");
+        let state = state_of(&irr);
+        let params = |name: &str| json!({ "name": name, "requestState": state, "inputResponses": { "elicitation-1": { "action": "decline" } } });
+        // Another tool, or another endpoint: refused, and the call keeps waiting.
+        let refused = parked.resume(&state, &None, "tools/call", &params("fake__other")).err().unwrap();
+        assert!(refused.contains("does not repeat"), "{refused}");
+        assert!(parked.resume(&state, &Some("fake".into()), "tools/call", &params("fake__elicit")).is_err());
+        assert!(answer.try_recv().is_err(), "nothing was delivered");
+        // The retry: the answer reaches the server's request, under mcpx's id for it.
+        let running = parked.resume(&state, &None, "tools/call", &params("fake__elicit")).unwrap();
+        assert!(running.asked.is_empty());
+        assert_eq!(
+            answer.try_recv().unwrap().as_str(),
+            Message::response("\"mcpx-1\"", r#"{"action":"decline"}"#).as_str()
+        );
+        // Spent.
+        let gone = parked.resume(&state, &None, "tools/call", &params("fake__elicit")).err().unwrap();
+        assert!(gone.contains("unknown or expired requestState"), "{gone}");
+    }
+
+    #[tokio::test]
+    async fn at_most_max_parked_calls_wait() {
+        let parked = Arc::new(Parked::default());
+        for _ in 0..MAX_PARKED {
+            assert!(state_of(&parked.park(waiting("sampling/createMessage").0, "1")).is_string());
+        }
+        let refused = parked.park(waiting("sampling/createMessage").0, "2");
+        let v: Value = serde_json::from_str(refused.as_str()).unwrap();
+        assert_eq!(v["error"]["code"], error_code::INTERNAL_ERROR, "{v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains("256 calls already wait"), "{v}");
+        assert_eq!(lock(&parked.calls).len(), MAX_PARKED);
+    }
+
     #[test]
     fn a_retry_repeats_the_params_without_the_rounds_fields() {
         let first = json!({ "name": "fake__elicit", "arguments": { "a": 1 }, "_meta": { "x": 1 } });
