@@ -37,6 +37,7 @@
 //!   up, ends with its daemon).
 
 mod legacy;
+mod modern;
 mod session;
 mod store;
 mod streamable;
@@ -146,7 +147,7 @@ impl RemoteLauncher {
             drop(remote.clone().start_listening());
         }
         tokio::spawn(run(remote, out_rx));
-        Ok(Link { tx: out_tx, rx: in_rx, info, epoch, resumed })
+        Ok(Link { tx: out_tx, rx: in_rx, info, epoch, resumed, era: None })
     }
 }
 
@@ -182,6 +183,8 @@ async fn run(remote: Arc<Remote>, mut out: mpsc::Receiver<Outbound>) {
                     lock(&remote.state).session = Some(json);
                     remote.save();
                 }
+                // A modern remote server has no session to keep: nothing to store.
+                Some(Outbound::StoreEra(_)) => {}
                 Some(Outbound::Restart) => {
                     tracing::warn!(server = %remote.identity.server, "a remote instance cannot be restarted in place; stop it instead");
                 }

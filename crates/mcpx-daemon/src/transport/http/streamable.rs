@@ -10,6 +10,7 @@ use mcpx_proto::{Message, MessageKind, SseDecoder};
 use reqwest::StatusCode;
 use reqwest::header::WWW_AUTHENTICATE;
 
+use super::modern;
 use super::session::{CONNECT_TIMEOUT, DEFAULT_RETRY_MS, MAX_RESUMES, Remote, SESSION_ID, Sink, header};
 use crate::config::RemoteKind;
 use crate::sync::lock;
@@ -34,6 +35,23 @@ impl Remote {
     /// Delivers one message over streamable HTTP (or HTTP+SSE, when configured or
     /// fallen back to): re-initializes once when the server forgot the session.
     async fn deliver(self: &Arc<Self>, m: &Message) -> Result<(), TransportError> {
+        if let Some(routing) = modern::routing(m) {
+            if self.kind == RemoteKind::Sse {
+                return Err(TransportError::exchange(format!(
+                    "{} is configured as an HTTP+SSE server (MCP 2024-11-05), which has no {} requests",
+                    self.written_url,
+                    m.method().unwrap_or_default()
+                )));
+            }
+            return self.deliver_modern(m, &routing).await;
+        }
+        if m.kind() == MessageKind::Notification && lock(&self.state).initialize.is_none() {
+            // No session: the server is modern (or not yet started), and the modern
+            // era defines no client notifications over HTTP (2026-07-28, Transports,
+            // "Streamable HTTP"; a cancellation would close the request's stream).
+            tracing::debug!(server = %self.identity.server, method = m.method().unwrap_or_default(), "not sending a notification to a server without a session");
+            return Ok(());
+        }
         let is_init = m.method() == Some("initialize");
         if is_init {
             let mut state = lock(&self.state);
