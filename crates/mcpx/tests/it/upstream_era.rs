@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 use std::path::Path;
 
-use crate::harness::{Serve, World, fake_http, fake_server, start_time};
+use crate::harness::{Serve, Spawned, World, e2e_dir, fake_http, fake_server, free_port, start_time, wait_for_port};
 
 /// Every message the fake recorded (`FAKE_RECORD`), parsed.
 fn recorded(record: &Path) -> Vec<Value> {
@@ -156,4 +156,44 @@ fn a_legacy_client_sees_no_modern_fields() {
     assert!(read["result"].get("resultType").is_none(), "{read}");
     // A ping to mcpx is answered by mcpx; none reaches the server.
     assert_eq!(serve.request("ping", json!({}))["result"], json!({}));
+}
+
+/// The Python SDK 2.3's server (`e2e/sdk_modern_server.py`), which answers
+/// `server/discover`: `(python, script)`.
+fn python_sdk_server() -> (String, String) {
+    let python = e2e_dir().join(".venv/bin/python").display().to_string();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../e2e/sdk_modern_server.py");
+    (python, script.canonicalize().unwrap().display().to_string())
+}
+
+/// A modern server built with the official Python SDK, on stdio (supervised) and over
+/// streamable HTTP: settled as modern, then called, read and prompted through the
+/// CLI; after `kill -9` of the daemon the stdio one answers from the same process.
+#[test]
+fn python_sdk_servers_are_served_as_modern() {
+    let (python, script) = python_sdk_server();
+    let port = free_port();
+    #[allow(clippy::disallowed_methods)] // Reason: a real remote MCP server under test.
+    let mut http = std::process::Command::new(&python);
+    http.args([script.as_str(), &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _http = Spawned(http.spawn().unwrap());
+    wait_for_port(port);
+    let w = World::new(json!({
+        "py": { "command": python, "args": [script, "stdio"] },
+        "pyweb": { "url": format!("http://127.0.0.1:{port}/mcp") },
+    }));
+    for server in ["py", "pyweb"] {
+        assert_eq!(w.call(&format!("{server}.echo"), r#"{"message":"hi"}"#).ok(), "sdk echo: hi\n");
+        assert_eq!(w.run(&["read", server, "sdk://greeting"]).ok(), "hello from the sdk\n");
+        assert!(w.run(&["prompt", &format!("{server}.greet"), "name=Ada"]).ok().contains("Hello, Ada!"));
+    }
+    let log = w.log();
+    let modern = log.lines().filter(|l| l.contains("server initialized") && l.contains("modern")).count();
+    assert_eq!(modern, 2, "both settled as modern: {log}");
+    let pid = w.call("py.pid", "{}").ok();
+    w.kill_daemon();
+    assert_eq!(w.call("py.pid", "{}").ok(), pid, "the same process answers after the daemon's kill -9");
+    w.assert_log_has("adopted a running server");
 }
