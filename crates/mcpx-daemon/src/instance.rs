@@ -343,6 +343,7 @@ impl Instance {
             Some(_) => message.with_progress_token(&upstream),
             None => message,
         };
+        let ctx_headers = ctx.param_headers.clone();
         self.calls.insert(seq, Pending { reply: reply_tx, ctx, progress });
         let _guard = InFlight::new(self);
         let mut cancel = CancelOnDrop { inst: self, seq, upstream: &upstream, armed: true };
@@ -351,7 +352,13 @@ impl Instance {
             self.calls.remove(seq);
             return Err(self.exited_error(exit));
         }
-        if self.tx.send(Outbound::Message(message.with_id(&upstream))).await.is_err() {
+        let headed = !ctx_headers.is_empty() && self.info.remote.is_some();
+        let out = if headed {
+            Outbound::Headed(message.with_id(&upstream), ctx_headers)
+        } else {
+            Outbound::Message(message.with_id(&upstream))
+        };
+        if self.tx.send(out).await.is_err() {
             cancel.armed = false;
             self.calls.remove(seq);
             return Err(self.exited_error(ExitInfo::ENDED));

@@ -192,7 +192,7 @@ impl ChannelServer {
         let mut asked: HashMap<String, String> = HashMap::new();
         while let Some(item) = out.recv().await {
             let m = match item {
-                Outbound::Message(m) => m,
+                Outbound::Message(m) | Outbound::Headed(m, _) => m,
                 Outbound::Terminate => {
                     self.record("terminate".into());
                     let _ = inbound.send(Inbound::Exited(ExitInfo { code: Some(0), signal: None })).await;

@@ -156,7 +156,7 @@ async fn call(
 /// A caller context with a notify channel, and its receiving end.
 fn notified(roots: Option<Vec<std::path::PathBuf>>) -> (CallContext, crate::notices::NoticeReceiver) {
     let (notify, rx) = crate::notices::channel(Arc::default());
-    (CallContext { label: "session:t".into(), notify: Some(notify), roots, client: None, shell: false }, rx)
+    (CallContext { label: "session:t".into(), notify: Some(notify), roots, ..CallContext::default() }, rx)
 }
 
 #[tokio::test]

@@ -91,6 +91,10 @@ pub enum Outbound {
     /// finds it. Supervised and remote links keep it; a direct child cannot outlive
     /// the daemon, so its link ignores it.
     StoreSession(String),
+    /// A modern request for a remote server with the `Mcp-Param-*` headers its caller
+    /// sent (MCP 2026-07-28, Transports, "Streamable HTTP", "Custom headers"), passed
+    /// on with it; only remote links receive it.
+    Headed(Message, Vec<(String, String)>),
     /// Keep the era of a modern server (its `server/discover` session, JSON) where a
     /// later daemon finds it: a supervisor keeps it (attach protocol 1.1); the other
     /// links ignore it (the schema cache remembers the era per server).

@@ -101,7 +101,7 @@ async fn write_stdin(
     let mut stdin = Some(stdin);
     while let Some(out) = rx.recv().await {
         match out {
-            Outbound::Message(m) => {
+            Outbound::Message(m) | Outbound::Headed(m, _) => {
                 let Some(w) = stdin.as_mut() else { continue };
                 let mut bytes = m.into_string().into_bytes();
                 bytes.push(b'\n');

@@ -386,7 +386,7 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                 let _ = out.queue(&frame);
             }
             item = rx.recv() => match item {
-                Some(Outbound::Message(m)) => {
+                Some(Outbound::Message(m) | Outbound::Headed(m, _)) => {
                     let mut bytes = m.into_string().into_bytes();
                     bytes.push(b'\n');
                     for frame in stdin_frames(&bytes) {

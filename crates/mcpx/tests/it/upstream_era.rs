@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 
 use crate::harness::{Serve, Spawned, World, e2e_dir, fake_http, fake_server, free_port, start_time, wait_for_port};
+use crate::tcp::post;
 
 /// Every message the fake recorded (`FAKE_RECORD`), parsed.
 fn recorded(record: &Path) -> Vec<Value> {
@@ -221,4 +222,40 @@ fn a_typescript_sdk_v2_server_is_served_as_modern() {
     let pid = w.call("ts.pid", "{}").ok();
     w.kill_daemon();
     assert_eq!(w.call("ts.pid", "{}").ok(), pid, "the same process answers after the daemon's kill -9");
+}
+
+/// A modern client's `tools/call` on `/mcp` with an `Mcp-Param-*` header reaches a
+/// modern remote server with that header (2026-07-28, Transports, "Custom headers"),
+/// beside the routing headers mcpx sets for the server's own names.
+#[test]
+fn a_modern_clients_param_headers_reach_a_modern_remote_server() {
+    let w = World::new(json!({}));
+    let record = w.path("http.jsonl");
+    let env = [("FAKE_ERA", "2026-07-28"), ("FAKE_RECORD", record.to_str().unwrap())];
+    let (_server, url) = fake_http("127.0.0.1:0", &env);
+    w.set_servers(json!({ "web": { "url": url } }));
+    let addr = format!("127.0.0.1:{}", free_port());
+    w.run_with(&["ls"], |c| {
+        c.env("MCPX_HTTP_ADDR", &addr);
+    })
+    .ok();
+    let token = std::fs::read_to_string(w.path("state/token")).unwrap().trim().to_owned();
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
+    let call = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": { "name": "web__echo", "arguments": { "message": "eu" }, "_meta": meta } });
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "web__echo"),
+        ("mcp-param-region", "eu"),
+    ];
+    let (status, _, body) = post(&addr, &token, &headers, &call);
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], "eu", "{answer}");
+    assert_eq!(answer["result"]["resultType"], "complete", "a modern client's answer carries it: {answer}");
+    let seen = std::fs::read_to_string(format!("{}.headers", record.display())).unwrap();
+    let http = std::fs::read_to_string(format!("{}.http", record.display())).unwrap();
+    let call_headers = http.lines().zip(seen.lines()).find(|(h, _)| h.ends_with("tools/call")).map(|(_, s)| s);
+    assert!(call_headers.is_some_and(|h| h.contains("mcp-param-region") && h.contains("mcp-name")), "{http}\n{seen}");
 }

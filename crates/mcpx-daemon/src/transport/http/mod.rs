@@ -174,10 +174,13 @@ async fn run(remote: Arc<Remote>, mut out: mpsc::Receiver<Outbound>) {
                 // `initialized` goes before anything after it: the server may only
                 // then offer some tools, and say so on the GET stream.
                 Some(Outbound::Message(m)) if m.method() == Some("notifications/initialized") => {
-                    remote.clone().send(m).await;
+                    remote.clone().send(m, Vec::new()).await;
                 }
                 Some(Outbound::Message(m)) => {
-                    tasks.spawn(remote.clone().send(m));
+                    tasks.spawn(remote.clone().send(m, Vec::new()));
+                }
+                Some(Outbound::Headed(m, headers)) => {
+                    tasks.spawn(remote.clone().send(m, headers));
                 }
                 Some(Outbound::StoreSession(json)) => {
                     lock(&remote.state).session = Some(json);

@@ -28,7 +28,8 @@ pub(super) fn routing(m: &Message) -> Option<Vec<(&'static str, String)>> {
 }
 
 impl Remote {
-    /// Delivers a modern request: one POST with `routing`, no session id; a `401` is
+    /// Delivers a modern request: one POST with `routing` and the caller's `params`
+    /// (its `Mcp-Param-*` headers, passed on as they came), no session id; a `401` is
     /// answered once with the kept login, as for a legacy request.
     ///
     /// Errors: the POST fails, or the server answers an HTTP error whose body is not
@@ -37,6 +38,7 @@ impl Remote {
         self: &Arc<Self>,
         m: &Message,
         routing: &[(&'static str, String)],
+        params: &[(String, String)],
     ) -> Result<(), TransportError> {
         self.renew_if_due().await?;
         let mut authorized = false;
@@ -50,6 +52,9 @@ impl Remote {
                 .body(m.as_str().to_owned());
             for (name, value) in routing {
                 request = request.header(*name, value);
+            }
+            for (name, value) in params.iter().filter(|(n, _)| n.starts_with(era::PARAM_HEADER_PREFIX)) {
+                request = request.header(name.as_str(), value);
             }
             let response = request.send().await.map_err(|e| self.transport_error(&e))?;
             let status = response.status();

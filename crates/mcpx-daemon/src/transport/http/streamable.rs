@@ -17,11 +17,12 @@ use crate::sync::lock;
 use crate::transport::link::{Inbound, TransportError};
 
 impl Remote {
-    /// Delivers one message and reports a failure to the waiting request.
-    pub(super) async fn send(self: Arc<Self>, m: Message) {
+    /// Delivers one message (a modern request with the caller's `Mcp-Param-*`
+    /// headers, `params`) and reports a failure to the waiting request.
+    pub(super) async fn send(self: Arc<Self>, m: Message, params: Vec<(String, String)>) {
         let id = (m.kind() == MessageKind::Request).then(|| m.id().unwrap_or("null").to_owned());
         let method = m.method().unwrap_or("").to_owned();
-        let Err(error) = self.deliver(&m).await else { return };
+        let Err(error) = self.deliver(&m, &params).await else { return };
         tracing::warn!(server = %self.identity.server, method = %method, error = %error, "a message to the remote server failed");
         let unreachable = error.unreachable();
         if let Some(id) = id {
@@ -34,7 +35,7 @@ impl Remote {
 
     /// Delivers one message over streamable HTTP (or HTTP+SSE, when configured or
     /// fallen back to): re-initializes once when the server forgot the session.
-    async fn deliver(self: &Arc<Self>, m: &Message) -> Result<(), TransportError> {
+    async fn deliver(self: &Arc<Self>, m: &Message, params: &[(String, String)]) -> Result<(), TransportError> {
         if let Some(routing) = modern::routing(m) {
             if self.kind == RemoteKind::Sse {
                 return Err(TransportError::exchange(format!(
@@ -43,7 +44,7 @@ impl Remote {
                     m.method().unwrap_or_default()
                 )));
             }
-            return self.deliver_modern(m, &routing).await;
+            return self.deliver_modern(m, &routing, params).await;
         }
         if m.kind() == MessageKind::Notification && lock(&self.state).initialize.is_none() {
             // No session: the server is modern (or not yet started), and the modern
