@@ -46,3 +46,4 @@ mod tcp;
 mod terminal;
 mod tidy;
 mod trust;
+mod upstream_era;
