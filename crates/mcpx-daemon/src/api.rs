@@ -29,6 +29,11 @@ pub struct Caller {
     /// The CLI's parent process (the agent's shell or script), for `pid` scopes.
     #[serde(default)]
     pub ppid: Option<u32>,
+    /// A client of MCP 2026-07-28 over HTTP that names no pool session: the revision
+    /// has none (Basic, "Statelessness"), so a `session` scope degrades to `call`, and
+    /// the note in the log says how to get one. Never sent; set by the daemon.
+    #[serde(skip)]
+    pub sessionless: bool,
 }
 
 /// `POST /v1/ls`, `/v1/search`, `/v1/tools`, `/v1/call`, `/v1/resources`, `/v1/read`,

@@ -383,6 +383,7 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
         parent_session: env.get("MCPX_PARENT_SESSION_ID").filter(|s| !s.is_empty()).cloned(),
         // The process that ran this command: the agent's shell or script (`pid` scope).
         ppid: u32::try_from(nix::unistd::getppid().as_raw()).ok(),
+        ..Caller::default()
     };
     let request = |r: Request| Request { caller: caller.clone(), ..r };
     match cli.command {
