@@ -43,6 +43,9 @@ pub struct Options {
     /// Session id for session-scoped servers (else MCPX_SESSION_ID).
     #[arg(long, env = "MCPX_SESSION_ID")]
     pub session: Option<String>,
+    /// Run under Node's permission model instead of Deno: no type check, and the network stays open.
+    #[arg(long)]
+    pub unsafe_node: bool,
 }
 
 /// `mcpx run`'s arguments.
@@ -121,8 +124,8 @@ pub struct Context {
     pub caller: Caller,
     /// The runtime directory, where the run's private directory goes.
     pub runtime: Dir,
-    /// Deno.
-    pub deno: PathBuf,
+    /// Deno, or Node with `--unsafe-node`.
+    pub engine: sandbox::Engine,
     /// `DENO_DIR`: Deno's cache, under mcpx's cache directory.
     pub deno_dir: PathBuf,
     /// Only this server's tools (`serve --code --server`).
@@ -161,26 +164,43 @@ pub async fn execute(cx: &Context, job: &Job, logs: &mut Logs) -> Result<Outcome
             format!("./{}", sandbox::EXEC_FILE)
         }
     };
+    let node = matches!(cx.engine, sandbox::Engine::Node(_));
+    if node {
+        dir.write(sandbox::NODE_SHIM_FILE, sandbox::NODE_SHIM)?;
+    }
+    let shim = if node { format!("import \"./{}\";\n", sandbox::NODE_SHIM_FILE) } else { String::new() };
     let entry = format!(
-        "import \"./setup.ts\";\nimport * as script from {};\nimport {{ main }} from \"./mcpx.ts\";\nawait main(script);\n",
+        "{shim}import \"./setup.ts\";\nimport * as script from {};\nimport {{ main }} from \"./mcpx.ts\";\nawait main(script);\n",
         serde_json::Value::String(script)
     );
     dir.write(sandbox::ENTRY_FILE, &entry)?;
-    let env = sandbox::deno_env(&cx.deno_dir);
-    if job.check {
-        check(cx, &dir, env.clone()).await?;
-    }
-    let group = Group::start(&cx.deno, sandbox::run_args(&dir, &job.access, &job.limits, &job.args), env)?;
+    let group = match &cx.engine {
+        sandbox::Engine::Deno(deno) => {
+            let env = sandbox::deno_env(&cx.deno_dir);
+            if job.check {
+                check(deno, &dir, env.clone()).await?;
+            }
+            Group::start(deno, sandbox::run_args(&dir, &job.access, &job.limits, &job.args), env)?
+        }
+        sandbox::Engine::Node(node) => {
+            let file = match &job.source {
+                Source::File(path) => Some(path.as_path()),
+                Source::Code(_) => None,
+            };
+            let args = sandbox::node_args(&dir, file, &job.access, &job.limits, &job.args);
+            Group::start(node, args, std::collections::BTreeMap::new())?
+        }
+    };
     serve_channel(cx, job, group, &dir, logs).await
 }
 
 /// `deno check` of the entry; the compiler's message as a `usage` error when it fails.
 async fn check(
-    cx: &Context,
+    deno: &std::path::Path,
     dir: &RunDir,
     env: std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString>,
 ) -> Result<(), ApiError> {
-    let mut group = Group::start(&cx.deno, sandbox::check_args(dir), env)?;
+    let mut group = Group::start(deno, sandbox::check_args(dir), env)?;
     drop(group.child.stdin.take());
     let (mut out, mut err) = (group.child.stdout.take(), group.child.stderr.take());
     let read = async {

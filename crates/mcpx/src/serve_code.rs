@@ -41,8 +41,14 @@ pub async fn run(
     })?;
     // One pool session for every call of this process, like `mcpx serve`'s.
     caller.session = Some(format!("serve-{}-{}", std::process::id(), mcpx_daemon::schema::now()));
-    let cx =
-        Context { client, caller, runtime: opened.runtime.clone(), deno, deno_dir: deno_dir(opened)?, only: server };
+    let cx = Context {
+        client,
+        caller,
+        runtime: opened.runtime.clone(),
+        engine: sandbox::Engine::Deno(deno),
+        deno_dir: deno_dir(opened)?,
+        only: server,
+    };
     let cx = Arc::new(cx);
     let out = Arc::new(Mutex::new(tokio::io::stdout()));
     let mut lines = BufReader::new(tokio::io::stdin()).lines();

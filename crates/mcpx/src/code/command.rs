@@ -55,14 +55,22 @@ pub async fn run(
         caller.session = Some(session);
     }
     let job = job(source, args, &options, caller.cwd.as_deref())?;
-    let deno = sandbox::find_deno(env).ok_or_else(|| {
-        ApiError::new(
-            ErrorKind::Usage,
-            format!("Deno is not installed (not on PATH, MCPX_DENO unset): {}", sandbox::INSTALL_HINT),
-        )
-    })?;
+    let engine = if options.unsafe_node {
+        let node = sandbox::find_on_path(env, "node").ok_or_else(|| {
+            ApiError::new(ErrorKind::Usage, "--unsafe-node: Node is not on PATH; install Node 22 or later, or Deno")
+        })?;
+        output::warn(&format!("mcpx: {}", sandbox::NODE_LEFT_OPEN));
+        sandbox::Engine::Node(node)
+    } else {
+        sandbox::Engine::Deno(sandbox::find_deno(env).ok_or_else(|| {
+            ApiError::new(
+                ErrorKind::Usage,
+                format!("Deno is not installed (not on PATH, MCPX_DENO unset): {}", sandbox::INSTALL_HINT),
+            )
+        })?)
+    };
     let deno_dir = deno_dir(opened)?;
-    let cx = Context { client: client.clone(), caller, runtime: opened.runtime.clone(), deno, deno_dir, only: None };
+    let cx = Context { client: client.clone(), caller, runtime: opened.runtime.clone(), engine, deno_dir, only: None };
     let mut logs = Logs::Forward;
     let outcome = tokio::select! {
         outcome = super::execute(&cx, &job, &mut logs) => outcome?,

@@ -134,6 +134,62 @@ pub fn deno_env(deno_dir: &Path) -> BTreeMap<OsString, OsString> {
     .collect()
 }
 
+/// What runs the script.
+#[derive(Debug, Clone)]
+pub enum Engine {
+    /// Deno: type-checked, confined by its permission flags.
+    Deno(PathBuf),
+    /// Node's permission model (`--unsafe-node`): no type check, and the network open.
+    Node(PathBuf),
+}
+
+/// What `--unsafe-node` leaves open, said before the script runs.
+pub const NODE_LEFT_OPEN: &str = "--unsafe-node: running under Node's permission model, without a type check; \
+     left open: the network (fetch and sockets work) and reading the script's own file; \
+     closed: other files, subprocesses, workers, native addons, and the environment (empty)";
+
+/// The module that gives Node the part of Deno's API the runtime uses (the channel on
+/// stdin and stdout, `Deno.exit`, `Deno.args`).
+pub const NODE_SHIM: &str = r#"import { writeSync } from "node:fs";
+import { Readable } from "node:stream";
+globalThis.Deno = {
+  stdout: { writeSync: (bytes) => writeSync(1, bytes) },
+  stdin: { get readable() { return Readable.toWeb(process.stdin); } },
+  exit: (code) => process.exit(code),
+  args: process.argv.slice(2),
+};
+"#;
+
+/// The shim's file name in the run directory.
+pub const NODE_SHIM_FILE: &str = "node-shim.mjs";
+
+/// The arguments of `node` for the run directory's entry: the permission model with
+/// reads of the run directory and `script` (a `run` file) and the directories of
+/// `access`, the heap limit, then the script's own arguments (`Deno.args`).
+pub fn node_args(
+    dir: &RunDir,
+    script: Option<&Path>,
+    access: &Access,
+    limits: &Limits,
+    script_args: &[String],
+) -> Vec<OsString> {
+    let mut args: Vec<OsString> =
+        ["--permission", "--disable-warning=ExperimentalWarning"].map(OsString::from).to_vec();
+    let mut read = vec![dir.path("")];
+    read.extend(script.map(Path::to_path_buf));
+    read.extend(access.read.iter().cloned());
+    for path in read {
+        args.push(format!("--allow-fs-read={}", path.display()).into());
+    }
+    for path in &access.write {
+        args.push(format!("--allow-fs-write={}", path.display()).into());
+    }
+    args.push(format!("--max-old-space-size={}", limits.memory_mib).into());
+    args.push(dir.path(ENTRY_FILE).into());
+    args.extend(script_args.iter().map(OsString::from));
+    args
+}
+
 /// The limits of one run.
 #[derive(Debug, Clone)]
 pub struct Limits {

@@ -275,3 +275,28 @@ fn serve_code_offers_two_tools_and_runs_the_chain_for_the_python_sdk() {
     assert_eq!(seen["escape_error"], true, "{seen}");
     assert!(seen["escape"].as_str().unwrap().contains("Requires read access"), "{seen}");
 }
+
+/// `--unsafe-node`: Node's permission model, no type check, and it says what is open.
+#[test]
+fn unsafe_node_runs_under_nodes_permission_model_and_says_what_is_left_open() {
+    let mut w = code_world();
+    let bin = e2e_dir().join("node_modules/.bin");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    w.env.push(("PATH".to_owned(), path));
+    let run =
+        w.run(&["exec", "--unsafe-node", "const r = await fake.echo({ message: 'node' }); return r.content[0].text"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "node\n");
+    assert!(
+        run.stderr.contains("without a type check") && run.stderr.contains("left open: the network"),
+        "{}",
+        run.stderr
+    );
+    let run = w.run(&[
+        "exec",
+        "--unsafe-node",
+        "const fs = await import('node:fs'); return fs.readFileSync('/etc/passwd', 'utf8')",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("Access to this API has been restricted"), "{}", run.stderr);
+}
