@@ -26,10 +26,10 @@ pub struct Options {
     #[arg(long)]
     pub no_check: bool,
     /// Let the script read this directory (repeatable); by default it reads no file.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     pub allow_read: Vec<PathBuf>,
     /// Let the script write this directory (repeatable); by default it writes no file.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     pub allow_write: Vec<PathBuf>,
     /// Stop the script after this long (500ms, 30s, 5m); default 60s.
     #[arg(long, value_name = "DUR")]
@@ -52,6 +52,7 @@ pub struct Options {
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// The script (TypeScript or JavaScript); its awaited default export is printed.
+    #[arg(value_hint = clap::ValueHint::FilePath)]
     pub file: PathBuf,
     /// Arguments for the script (`Deno.args`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

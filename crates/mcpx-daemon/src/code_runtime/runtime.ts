@@ -5,10 +5,16 @@
 // "The channel"). Nothing else leaves: the sandbox grants no file system, network,
 // environment or subprocess.
 
-/** One server's namespace: the server's real name and its tools' real names. */
+/** One tool of a namespace: its real name, and whether it declares an `outputSchema`. */
+interface ToolName {
+  tool: string;
+  structured: boolean;
+}
+
+/** One server's namespace: the server's real name and its tools, by function name. */
 interface Namespace {
   server: string;
-  tools: Record<string, string>;
+  tools: Record<string, ToolName>;
 }
 
 /** What the CLI passes to `install`: the namespaces to define, by identifier. */
@@ -76,7 +82,13 @@ async function read(): Promise<void> {
   }
 }
 
-async function call(server: string, tool: string, args: unknown, wantRaw: boolean): Promise<unknown> {
+async function call(
+  server: string,
+  tool: string,
+  args: unknown,
+  wantRaw: boolean,
+  structured?: boolean,
+): Promise<unknown> {
   const id = next++;
   const answer = new Promise<Answer>((resolve) => pending.set(id, resolve));
   send({ call: id, server, tool, arguments: args ?? {} });
@@ -89,16 +101,20 @@ async function call(server: string, tool: string, args: unknown, wantRaw: boolea
       .filter((c) => c.type === "text").map((c) => c.text).join("\n");
     throw new ToolError(texts || `${server}.${tool} returned an error`, "tool", undefined, result);
   }
-  // The declared result type: the structured content where the tool has one.
-  return result?.structuredContent !== undefined ? result.structuredContent : result;
+  // The declared result type: the structured content of a tool with an `outputSchema`
+  // (a tool the declarations do not know: whenever it sent some), else the whole result.
+  const useStructured = structured ?? result?.structuredContent !== undefined;
+  return useStructured && result?.structuredContent !== undefined ? result.structuredContent : result;
 }
 
 function namespace(ns: Namespace): Record<string, unknown> {
   return new Proxy({}, {
     get(_target, name) {
-      if (typeof name !== "string") return undefined;
-      const tool = ns.tools[name] ?? name;
-      const f = (args?: unknown) => call(ns.server, tool, args, false);
+      // Not a tool: what `await` and `JSON.stringify` look for on any object.
+      if (typeof name !== "string" || name === "then" || name === "toJSON") return undefined;
+      const known = Object.hasOwn(ns.tools, name) ? ns.tools[name] : undefined;
+      const tool = known?.tool ?? name;
+      const f = (args?: unknown) => call(ns.server, tool, args, false, known?.structured);
       targets.set(f, [ns.server, tool]);
       return f;
     },

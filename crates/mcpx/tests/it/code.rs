@@ -300,3 +300,35 @@ fn unsafe_node_runs_under_nodes_permission_model_and_says_what_is_left_open() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("Access to this API has been restricted"), "{}", run.stderr);
 }
+
+/// `serve --code --server S`: the declarations and the calls of `S` only.
+#[test]
+fn serve_code_with_server_offers_that_server_only() {
+    let mut w = code_world();
+    let fake = w.fake_server();
+    w.set_servers(json!({ "fake": { "command": fake }, "other": { "command": fake } }));
+    w.env.push(("MCPX_DENO".to_owned(), deno()));
+    let mut serve = crate::harness::Serve::start_args(&w, &["--code", "--server", "fake"], json!({}));
+    let listed = serve.request("tools/list", json!({}));
+    let names: Vec<&str> =
+        listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["mcpx_types", "mcpx_exec"]);
+    let types = serve.request("tools/call", json!({ "name": "mcpx_types", "arguments": {} }));
+    let text = types["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("fake") && !text.contains("other"), "{text}");
+    let code = "return (await fake.echo({ message: 'mine' })).content[0].text";
+    let ran = serve.request("tools/call", json!({ "name": "mcpx_exec", "arguments": { "code": code } }));
+    assert_eq!(ran["result"]["content"][0]["text"], "mine", "{ran}");
+    assert_eq!(ran["result"]["isError"], false);
+    let code = "try { await (globalThis as any).other.echo({ message: 'x' }) } catch (e) { return String(e) }";
+    let ran = serve.request("tools/call", json!({ "name": "mcpx_exec", "arguments": { "code": code } }));
+    let text = ran["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("TypeError") || text.contains("only `fake`"), "{text}");
+    // A type error is the tool's error, with the line.
+    let ran = serve.request(
+        "tools/call",
+        json!({ "name": "mcpx_exec", "arguments": { "code": "const n: number = 'x';\nreturn n" } }),
+    );
+    assert_eq!(ran["result"]["isError"], true, "{ran}");
+    assert!(ran["result"]["content"][0]["text"].as_str().unwrap().contains("<code>:1:7"), "{ran}");
+}
