@@ -74,6 +74,14 @@ enum Command {
         #[arg(required = true)]
         words: Vec<String>,
     },
+    /// Print TypeScript declarations of the tools, one namespace per server, from the schema cache.
+    Types {
+        /// The servers (all listed ones when omitted; then nothing is started).
+        servers: Vec<String>,
+        /// Write the declarations to this file (replaced) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Call a tool: `mcpx call <server>.<tool> key=value ...`, or with a JSON object (`-`: from stdin).
     Call(CallArgs),
     /// Run a TypeScript or JavaScript file that calls tools as typed async functions, type-checked, in a sandbox.
@@ -493,6 +501,7 @@ async fn dispatch(
             output::search(json, &hits);
             Ok(0)
         }
+        Command::Types { servers, out } => crate::types::run(client, request, servers, out, json).await,
         Command::Call(args) => call(client, args, request, json).await,
         Command::Status => {
             let body = client.call(Method::GET, "/v1/status", None::<&()>).await?;

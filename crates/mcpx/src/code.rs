@@ -11,7 +11,7 @@ pub mod sandbox;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mcpx_daemon::api::{ApiError, Caller, ErrorKind, Request, ServerRow};
+use mcpx_daemon::api::{ApiError, Caller, ErrorKind, Request, TypesAnswer};
 use mcpx_daemon::client::{Client, Method};
 use mcpx_platform::fs::Dir;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -369,8 +369,8 @@ fn failure(name: &str, message: &str, stack: Option<&str>, dir: &RunDir) -> Stri
 }
 
 /// The declarations of the caller's servers and the table `install` takes (which
-/// global calls which server and tool). Until the daemon generates declarations,
-/// each server is an untyped global (`any`).
+/// global calls which server and tool, and whether its result is the structured
+/// content), from the daemon's generator (`POST /v1/types`).
 async fn declarations(cx: &Context) -> Result<(String, String), ApiError> {
     declarations_of(cx, &[]).await
 }
@@ -383,18 +383,36 @@ pub async fn declarations_for(cx: &Context, servers: &[String]) -> Result<String
     Ok(declarations_of(cx, servers).await?.0)
 }
 
+/// `POST /v1/types` for `servers` (with `only`, that server). A server never listed
+/// has no declarations yet: it is declared `any` and still callable (the daemon starts
+/// it on the first call), so an untyped script reaches it.
 async fn declarations_of(cx: &Context, servers: &[String]) -> Result<(String, String), ApiError> {
-    let req = Request { caller: cx.caller.clone(), ..Request::default() };
-    let rows: Vec<ServerRow> = parse(&cx.client.call(Method::POST, "/v1/ls", Some(&req)).await?)?;
-    let mut dts = String::new();
-    let mut namespaces = serde_json::Map::new();
-    let chosen = |name: &str| {
-        cx.only.as_deref().is_none_or(|o| o == name) && (servers.is_empty() || servers.iter().any(|s| s == name))
+    let servers = match &cx.only {
+        Some(only) => vec![only.clone()],
+        None => servers.to_vec(),
     };
-    for row in rows.iter().filter(|r| chosen(&r.name)) {
-        let ident = identifier(&row.name);
-        dts.push_str(&format!("/** The tools of server `{}`. */\ndeclare const {ident}: any;\n", row.name));
-        namespaces.insert(ident, serde_json::json!({ "server": row.name, "tools": {} }));
+    // Servers named (by the client, or `--server`) are started and listed when never
+    // listed, as `mcpx types <server>` does; all of them, never.
+    let start = !servers.is_empty();
+    let req = Request { caller: cx.caller.clone(), servers, start, ..Request::default() };
+    let answer: TypesAnswer = parse(&cx.client.call(Method::POST, "/v1/types", Some(&req)).await?)?;
+    let mut dts = answer.declarations.text;
+    let mut namespaces = serde_json::Map::new();
+    for name in &answer.declarations.names {
+        let entry = namespaces
+            .entry(name.namespace.clone())
+            .or_insert_with(|| serde_json::json!({ "server": name.server, "tools": {} }));
+        entry["tools"][&name.function] = serde_json::json!({ "tool": name.tool, "structured": name.structured });
+    }
+    for server in &answer.unlisted {
+        let ident = identifier(server);
+        if namespaces.contains_key(&ident) {
+            continue;
+        }
+        dts.push_str(&format!(
+            "\n/** Server `{server}`, never listed: untyped until `mcpx tools {server}` lists it. */\ndeclare const {ident}: any;\n"
+        ));
+        namespaces.insert(ident, serde_json::json!({ "server": server, "tools": {} }));
     }
     Ok((dts, serde_json::json!({ "namespaces": namespaces }).to_string()))
 }

@@ -31,7 +31,8 @@ fn exec_calls_tools_prints_what_it_returns_and_logs_to_stderr() {
     assert!(run.stderr.contains("working"), "{}", run.stderr);
     // Strings print as text; calls may run concurrently.
     let code = "const [a, b] = await Promise.all([fake.echo({ message: 'a' }), fake.echo({ message: 'b' })]);\n\
-                return a.content[0].text + b.content[0].text";
+                const text = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('');\n\
+                return text(a) + text(b)";
     assert_eq!(w.run(&["exec", code]).ok(), "ab\n");
     // Nothing returned prints nothing.
     assert_eq!(w.run(&["exec", "--no-check", "await fake.echo({ message: 'x' })"]).ok(), "");
@@ -316,7 +317,7 @@ fn serve_code_with_server_offers_that_server_only() {
     let types = serve.request("tools/call", json!({ "name": "mcpx_types", "arguments": {} }));
     let text = types["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("fake") && !text.contains("other"), "{text}");
-    let code = "return (await fake.echo({ message: 'mine' })).content[0].text";
+    let code = "const [c] = (await fake.echo({ message: 'mine' })).content;\nreturn c.type === 'text' ? c.text : ''";
     let ran = serve.request("tools/call", json!({ "name": "mcpx_exec", "arguments": { "code": code } }));
     assert_eq!(ran["result"]["content"][0]["text"], "mine", "{ran}");
     assert_eq!(ran["result"]["isError"], false);
