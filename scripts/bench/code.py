@@ -21,7 +21,7 @@ THREE = (
     "const a = await everything.echo({ message: 'one' });\n"
     "const b = await everything.echo({ message: 'two' });\n"
     "const c = await everything.echo({ message: 'three' });\n"
-    "return [a, b, c].map((r) => r.content[0].text).join(' ')"
+    "return [a, b, c].map((r) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('')).join(' ')"
 )
 THREE_OUT = "Echo: one Echo: two Echo: three\n"
 
