@@ -451,7 +451,9 @@ async fn modern_request(
     }
     let caller = caller(d, tcp, headers, None);
     let discover = header(headers, MODE_HEADER).as_deref() == Some("discover");
-    let session = Arc::new(ClientSession::new(server, caller, modern.version, &modern.capabilities, discover));
+    let mut session = ClientSession::new(server, caller, modern.version, &modern.capabilities, discover);
+    session.param_headers = era::param_headers(headers);
+    let session = Arc::new(session);
     let wants_sse = header(headers, "accept").is_some_and(|a| a.contains("text/event-stream"));
     let method = request.method().unwrap_or_default();
     if input::INTERACTIVE.contains(&method) {

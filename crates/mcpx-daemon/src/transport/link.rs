@@ -27,6 +27,10 @@ pub struct Link {
     /// result, JSON): the instance resumes it instead of initializing. `None` for a
     /// new instance, or for an adopted one whose previous daemon stored none.
     pub resumed: Option<String>,
+    /// The era a previous daemon kept for this instance: a modern server's session
+    /// (the `server/discover` facts, JSON), which has nothing to resume but must not
+    /// be probed again. From a supervisor of attach protocol 1.1; `None` otherwise.
+    pub era: Option<String>,
 }
 
 /// A message or event from the server side of a link.
@@ -97,6 +101,14 @@ pub enum Outbound {
     /// finds it. Supervised and remote links keep it; a direct child cannot outlive
     /// the daemon, so its link ignores it.
     StoreSession(String),
+    /// A modern request for a remote server with the `Mcp-Param-*` headers its caller
+    /// sent (MCP 2026-07-28, Transports, "Streamable HTTP", "Custom headers"), passed
+    /// on with it; only remote links receive it.
+    Headed(Message, Vec<(String, String)>),
+    /// Keep the era of a modern server (its `server/discover` session, JSON) where a
+    /// later daemon finds it: a supervisor keeps it (attach protocol 1.1); the other
+    /// links ignore it (the schema cache remembers the era per server).
+    StoreEra(String),
 }
 
 /// How a server process ended. A code and a signal are kept distinct.

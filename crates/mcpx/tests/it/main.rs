@@ -48,3 +48,4 @@ mod tcp;
 mod terminal;
 mod tidy;
 mod trust;
+mod upstream_era;
