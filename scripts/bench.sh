@@ -17,6 +17,7 @@
 #                                           # writes a temporary file and prints the tables (what CI runs)
 #   bash scripts/bench.sh --only-proxies    # only the proxy comparison, printed
 #   bash scripts/bench.sh --only-remote     # only the remote servers' section, printed
+#   bash scripts/bench.sh --only-code       # only the code mode section (needs deno and server-filesystem), printed
 # Exits non-zero when a build, the setup or any benchmarked command fails.
 set -euo pipefail
 

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import adopt, calls, memory, proxies, remote, supervised, throughput
+from . import adopt, calls, code, memory, proxies, remote, supervised, throughput
 from .common import ROOT, BenchError, log
 from .mcpx import Mcpx, stop_private
 from .options import parse_args
@@ -46,6 +46,8 @@ def main() -> int:
             prox = proxies.run(args, tmp, registry)
         elif args.only_remote:
             rem = remote.run(args, tmp, registry)
+        elif args.only_code:
+            cod = code.run(args, tmp, registry)
         else:
             rows, server_info = calls.run(args, tmp, registry)
             cases = adopt.run(args, tmp, registry)
@@ -54,6 +56,7 @@ def main() -> int:
             tput = throughput.run(args, tmp, registry)
             prox = proxies.run(args, tmp, registry)
             rem = remote.run(args, tmp, registry)
+            cod = code.run(args, tmp, registry)
     except KeyboardInterrupt as e:
         failed = True
         print(f"bench: interrupted ({e or 'SIGINT'}); stopping everything it started", file=sys.stderr)
@@ -86,9 +89,14 @@ def main() -> int:
         print()
         print("\n".join(remote.section(9, rem, {"nproc": sh("nproc")})))
         return 0
+    if args.only_code:
+        print("\n".join(code.summary(cod)))
+        print()
+        print("\n".join(code.section(10, cod)))
+        return 0
     log(f"measured in {time.monotonic() - started:.0f}s (load average {load_before:.2f} before, {load_after:.2f} after)")
 
-    results = Results(rows, server_info, cases, mem, latency, tput, prox, rem)
+    results = Results(rows, server_info, cases, mem, latency, tput, prox, rem, cod)
     info = machine_info(args, results, load_before, load_after, started)
     text = report(args, results, info)
     if args.quick and args.output is None:

@@ -60,6 +60,7 @@ OPTIONS: list[tuple[str, dict]] = [
     ),
     ("--only-proxies", dict(action="store_true", help="run only the proxy comparison and print it (writes no report)")),
     ("--only-remote", dict(action="store_true", help="run only the remote servers' section and print it (writes no report)")),
+    ("--only-code", dict(action="store_true", help="run only the code mode section and print it (writes no report)")),
     ("--command", dict(default=None, help="how the benchmark was started, for the report's header")),
     ("--e2e", dict(type=Path, default=ROOT / "e2e", help="the directory scripts/setup-e2e.sh installed into")),
 ]

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import adopt, calls, memory, proxies, remote, supervised, throughput
+from . import adopt, calls, code, memory, proxies, remote, supervised, throughput
 from .common import PROTOCOL_VERSION, ROOT, WARMUP, Row
 from .paths import PROXY_CALLERS
 from .procs import sh
@@ -28,6 +28,7 @@ class Results:
     tput: throughput.TputResults  # section 7
     prox: proxies.ProxyResults  # section 8
     remote: remote.RemoteResults  # section 9
+    code: code.CodeResults  # section 10
 
 
 def cpu_model() -> str:
@@ -167,6 +168,10 @@ def summary(r: Results, first: int) -> list[str]:
         "",
         *remote.summary(r.remote),
         "",
+        f"Code mode (section {first + 6}):",
+        "",
+        *code.summary(r.code),
+        "",
     ]
 
 
@@ -179,6 +184,7 @@ def later_sections(r: Results, info: dict, first: int) -> list[str]:
         *throughput.section(first + 3, r.tput),
         *proxies.section(first + 4, r.prox, info),
         *remote.section(first + 5, r.remote, info),
+        *code.section(first + 6, r.code),
     ]
 
 
@@ -201,6 +207,7 @@ def print_tables(args, r: Results, info: dict) -> None:
     for t in tables:
         print("\n".join(t) + "\n\n")
     print("\n".join(remote.summary(r.remote)) + "\n")
+    print("\n".join(code.summary(r.code)) + "\n")
     for n, row in enumerate(r.rows, 1):
         print(f"{n}. {row.title}")
         print("\n".join(calls.row_table(row)))

@@ -23,6 +23,7 @@ bash scripts/bench.sh --quick           # debug build, 3 runs, 1 kill per size, 
 bash scripts/bench.sh --only-proxies    # only section @S5@, printed (--proxy-calls N, --proxy-rounds N,
                                         # --proxy-seconds S, which section @S6@ uses too)
 bash scripts/bench.sh --only-remote     # only section @S6@, printed
+bash scripts/bench.sh --only-code       # only section @S7@, printed (needs deno and server-filesystem)
 ```
 
 `scripts/bench.sh` builds mcpx and the fake server (`cargo build --release -p mcpx -p mcpx-fake-server`),
@@ -161,6 +162,7 @@ def reproduce_section(first_sup: int) -> list[str]:
         .replace("@S4@", str(first_sup + 3))
         .replace("@S5@", str(first_sup + 4))
         .replace("@S6@", str(first_sup + 5))
+        .replace("@S7@", str(first_sup + 6))
         .replace("@PCALL@", json.dumps(echo_request(3, "echo", ECHO_MESSAGE), separators=(",", ":")))
         .replace("@TREP@", str(DEFAULTS["throughput_repeats"]))
         .replace("@TSEC@", f"{DEFAULTS['throughput_seconds']:g}")

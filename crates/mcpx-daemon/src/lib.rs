@@ -7,6 +7,7 @@ pub mod api;
 pub mod auth;
 pub mod client;
 pub mod code;
+pub mod code_runtime;
 pub mod config;
 pub mod control;
 pub mod daemon;

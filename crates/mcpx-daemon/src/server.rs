@@ -121,6 +121,7 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
             "/v1/auth/logout",
             post(|State(d): S, Body(r): Body| async move { control::logins::logout(&d, &r).await.map(Json) }),
         )
+        .route("/v1/code/runtime", get(|| async { Json(crate::code_runtime::answer()) }))
         .route("/v1/stop", post(|State(d): S, Body(r): Body| async move { Json(control::stop(&d, &r).await) }))
         .merge(crate::mcp::routes().with_state::<Arc<Daemon>>(mcp))
         // Tool arguments may be as large as a server accepts (`maxMessageBytes`, 64 MiB

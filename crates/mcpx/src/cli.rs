@@ -84,6 +84,10 @@ enum Command {
     },
     /// Call a tool: `mcpx call <server>.<tool> key=value ...`, or with a JSON object (`-`: from stdin).
     Call(CallArgs),
+    /// Run a TypeScript or JavaScript file that calls tools as typed async functions, type-checked, in a sandbox.
+    Run(crate::code::RunArgs),
+    /// Run code (the body of an async function; `-`: from stdin) that calls tools, in a sandbox; print what it returns.
+    Exec(crate::code::ExecArgs),
     /// Show the daemon and every instance.
     Status,
     /// Restart a server's instances.
@@ -123,6 +127,9 @@ enum Command {
         /// Pass this one server through under its own names.
         #[arg(long, conflicts_with = "discover")]
         server: Option<String>,
+        /// Offer only two tools: `mcpx_types` (find tools, get their TypeScript declarations) and `mcpx_exec` (run code that calls them, in a sandbox).
+        #[arg(long, conflicts_with = "discover")]
+        code: bool,
         /// Offer only four tools (list servers, search, describe, call), so the client pays no context for schemas it has not asked for.
         #[arg(long)]
         discover: bool,
@@ -436,11 +443,25 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             let dir = absolute(dir, caller.cwd.as_deref()).unwrap_or_else(here);
             crate::trust::run(&state, &env, crate::trust::Action::Untrust { dir }, json)
         }
-        Command::Serve { server, discover } => {
+        Command::Serve { server, discover, code } => {
             let exe = std::env::current_exe()
                 .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
             let client = connect_or_start(&dirs, &exe).await?;
+            if code {
+                return crate::serve_code::run(client, &opened, &env, caller, server).await;
+            }
             crate::serve::run(client, server, discover, caller.config.clone()).await
+        }
+        Command::Run(_) | Command::Exec(_) => {
+            let exe = std::env::current_exe()
+                .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
+            let client = connect_or_start(&dirs, &exe).await?;
+            let what = match cli.command {
+                Command::Run(a) => crate::code::command::What::Run(a),
+                Command::Exec(a) => crate::code::command::What::Exec(a),
+                _ => unreachable!("matched above"),
+            };
+            crate::code::command::run(&client, &opened, &env, caller, what, json).await
         }
         command => {
             let exe = std::env::current_exe()
@@ -531,6 +552,8 @@ async fn dispatch(
         | Command::Completions { .. }
         | Command::Man { .. }
         | Command::Complete { .. }
+        | Command::Run(_)
+        | Command::Exec(_)
         | Command::Import { .. } => {
             unreachable!("handled before connecting")
         }

@@ -1,0 +1,465 @@
+//! Code mode (docs/code-mode.md): `mcpx run FILE` and `mcpx exec CODE` run a script
+//! that calls tools as typed async functions, type-checked against the daemon's
+//! declarations and confined in a Deno sandbox whose one way out is the channel
+//! of tool calls this process serves through the daemon. `mcpx serve --code` runs
+//! code the same way ([`execute`]).
+
+pub mod channel;
+pub mod command;
+pub mod sandbox;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mcpx_daemon::api::{ApiError, Caller, ErrorKind, Request, TypesAnswer};
+use mcpx_daemon::client::{Client, Method};
+use mcpx_platform::fs::Dir;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+use self::channel::Frame;
+use self::sandbox::{Access, Group, Limits, RunDir};
+
+/// The options `run` and `exec` share.
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// Skip the type check against the servers' declarations.
+    #[arg(long)]
+    pub no_check: bool,
+    /// Let the script read this directory (repeatable); by default it reads no file.
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub allow_read: Vec<PathBuf>,
+    /// Let the script write this directory (repeatable); by default it writes no file.
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub allow_write: Vec<PathBuf>,
+    /// Stop the script after this long (500ms, 30s, 5m); default 60s.
+    #[arg(long, value_name = "DUR")]
+    pub timeout: Option<String>,
+    /// The script's heap limit (64MiB, 1GiB); default 512MiB.
+    #[arg(long, value_name = "SIZE")]
+    pub max_memory: Option<String>,
+    /// Cut the answer, and the script's log output, after this much (64KiB, 1MiB); default 1MiB.
+    #[arg(long, value_name = "SIZE")]
+    pub max_output: Option<String>,
+    /// Session id for session-scoped servers (else MCPX_SESSION_ID).
+    #[arg(long, env = "MCPX_SESSION_ID")]
+    pub session: Option<String>,
+    /// Run under Node's permission model instead of Deno: no type check, and the network stays open.
+    #[arg(long)]
+    pub unsafe_node: bool,
+}
+
+/// `mcpx run`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The script (TypeScript or JavaScript); its awaited default export is printed.
+    #[arg(value_hint = clap::ValueHint::FilePath)]
+    pub file: PathBuf,
+    /// Arguments for the script (`Deno.args`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+    #[command(flatten)]
+    pub options: Options,
+}
+
+/// `mcpx exec`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// The body of an async function (`-`: read it from stdin); what it returns is printed.
+    pub code: String,
+    #[command(flatten)]
+    pub options: Options,
+}
+
+/// What a script is.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A file run in place (`mcpx run`), absolute.
+    File(PathBuf),
+    /// The body of an async function (`mcpx exec`, `mcpx_exec`).
+    Code(String),
+}
+
+/// One script to run, and how.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub source: Source,
+    /// `Deno.args`.
+    pub args: Vec<String>,
+    /// Type-check first.
+    pub check: bool,
+    pub limits: Limits,
+    pub access: Access,
+}
+
+/// What a script gave back.
+#[derive(Debug)]
+pub enum Returned {
+    Text(String),
+    Value(serde_json::Value),
+    Nothing,
+}
+
+/// How a run ended, short of an error of mcpx's own.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The script returned.
+    Returned(Returned),
+    /// The script threw, ran out of memory, or broke the channel: one line saying so
+    /// (and where, when the error says).
+    Failed(String),
+}
+
+/// Where the script's log output (its stderr) goes.
+pub enum Logs {
+    /// Straight to this process's stderr, as it comes.
+    Forward,
+    /// Kept, up to the output limit, for an MCP client (`serve --code`).
+    Collect(String),
+}
+
+/// What a run needs from its caller.
+#[derive(Clone)]
+pub struct Context {
+    pub client: Client,
+    /// The caller the tool calls are made as (pools, scopes, session).
+    pub caller: Caller,
+    /// The runtime directory, where the run's private directory goes.
+    pub runtime: Dir,
+    /// Deno, or Node with `--unsafe-node`.
+    pub engine: sandbox::Engine,
+    /// `DENO_DIR`: Deno's cache, under mcpx's cache directory.
+    pub deno_dir: PathBuf,
+    /// Only this server's tools (`serve --code --server`).
+    pub only: Option<String>,
+}
+
+/// Runs `job`: fetches the runtime module and the declarations from the daemon, writes
+/// them beside the entry in a private directory, type-checks (unless told not to),
+/// then runs the script in the sandbox, serving its tool calls until it answers.
+///
+/// Errors: `usage` for a script that does not type-check (the compiler's message,
+/// naming the line), `timeout` when it runs past its limit, `daemon` when the daemon
+/// cannot be reached; the sandbox's process group is killed on every way out.
+pub async fn execute(cx: &Context, job: &Job, logs: &mut Logs) -> Result<Outcome, ApiError> {
+    #[derive(serde::Deserialize)]
+    struct Runtime {
+        module: String,
+        declarations: String,
+    }
+    let runtime: Runtime = parse(&cx.client.call(Method::GET, "/v1/code/runtime", None::<&()>).await?)?;
+    let (servers_dts, table) = declarations(cx).await?;
+    let dir = RunDir::new(&cx.runtime)?;
+    dir.write(sandbox::RUNTIME_FILE, &runtime.module)?;
+    dir.write("mcpx.d.ts", &runtime.declarations)?;
+    dir.write("servers.d.ts", &servers_dts)?;
+    let config = serde_json::json!({
+        "compilerOptions": { "strict": true, "types": ["./mcpx.d.ts", "./servers.d.ts"] },
+        "lock": false,
+    });
+    dir.write("deno.json", &config.to_string())?;
+    dir.write("setup.ts", &format!("import {{ install }} from \"./mcpx.ts\";\ninstall({table});\n"))?;
+    let script = match &job.source {
+        Source::File(path) => file_url(path),
+        Source::Code(code) => {
+            dir.write(sandbox::EXEC_FILE, &format!("export default async function () {{\n{code}\n}}\n"))?;
+            format!("./{}", sandbox::EXEC_FILE)
+        }
+    };
+    let node = matches!(cx.engine, sandbox::Engine::Node(_));
+    if node {
+        dir.write(sandbox::NODE_SHIM_FILE, sandbox::NODE_SHIM)?;
+    }
+    let shim = if node { format!("import \"./{}\";\n", sandbox::NODE_SHIM_FILE) } else { String::new() };
+    let entry = format!(
+        "{shim}import \"./setup.ts\";\nimport * as script from {};\nimport {{ main }} from \"./mcpx.ts\";\nawait main(script);\n",
+        serde_json::Value::String(script)
+    );
+    dir.write(sandbox::ENTRY_FILE, &entry)?;
+    let group = match &cx.engine {
+        sandbox::Engine::Deno(deno) => {
+            let env = sandbox::deno_env(&cx.deno_dir);
+            if job.check {
+                check(deno, &dir, env.clone()).await?;
+            }
+            Group::start(deno, sandbox::run_args(&dir, &job.access, &job.limits, &job.args), env)?
+        }
+        sandbox::Engine::Node(node) => {
+            let file = match &job.source {
+                Source::File(path) => Some(path.as_path()),
+                Source::Code(_) => None,
+            };
+            let args = sandbox::node_args(&dir, file, &job.access, &job.limits, &job.args);
+            Group::start(node, args, std::collections::BTreeMap::new())?
+        }
+    };
+    serve_channel(cx, job, group, &dir, logs).await
+}
+
+/// `deno check` of the entry; the compiler's message as a `usage` error when it fails.
+async fn check(
+    deno: &std::path::Path,
+    dir: &RunDir,
+    env: std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString>,
+) -> Result<(), ApiError> {
+    let mut group = Group::start(deno, sandbox::check_args(dir), env)?;
+    drop(group.child.stdin.take());
+    let (mut out, mut err) = (group.child.stdout.take(), group.child.stderr.take());
+    let read = async {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        if let Some(out) = out.as_mut() {
+            let _ = out.read_to_end(&mut a).await;
+        }
+        if let Some(err) = err.as_mut() {
+            let _ = err.read_to_end(&mut b).await;
+        }
+        a.extend(b);
+        (a, group.child.wait().await)
+    };
+    let (text, status) = tokio::time::timeout(Duration::from_secs(120), read).await.map_err(|_| {
+        ApiError::new(ErrorKind::Timeout, "the type check took over 120s and was stopped; try --no-check")
+    })?;
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        _ => Err(ApiError::new(
+            ErrorKind::Usage,
+            format!(
+                "the script does not type-check, so it did not run (fix it, or pass --no-check):\n{}",
+                sandbox::readable_diagnostics(&String::from_utf8_lossy(&text), dir)
+            ),
+        )),
+    }
+}
+
+/// Serves the running script's channel: its tool calls go to the daemon, their answers
+/// back, until it answers, fails, or passes its time limit.
+async fn serve_channel(
+    cx: &Context,
+    job: &Job,
+    mut group: Group,
+    dir: &RunDir,
+    logs: &mut Logs,
+) -> Result<Outcome, ApiError> {
+    let broken = || ApiError::new(ErrorKind::Daemon, "the sandbox's standard streams were not piped");
+    let mut stdin = group.child.stdin.take().ok_or_else(broken)?;
+    let mut stdout = BufReader::new(group.child.stdout.take().ok_or_else(broken)?);
+    let stderr = group.child.stderr.take().ok_or_else(broken)?;
+    let limit = job.limits.output_bytes;
+    let collect = matches!(logs, Logs::Collect(_));
+    let logged = tokio::spawn(pass_logs(stderr, limit, collect));
+    let deadline = tokio::time::Instant::now() + job.limits.timeout;
+    let mut calls = tokio::task::JoinSet::new();
+    let mut line = Vec::new();
+    let ended = loop {
+        tokio::select! {
+            read = stdout.read_until(b'\n', &mut line) => {
+                if read.unwrap_or(0) == 0 {
+                    break None;
+                }
+                let frame = channel::parse(line.trim_ascii());
+                line.clear();
+                match frame {
+                    Ok(Frame::Call { id, server, tool, arguments }) => {
+                        let (client, caller, only) = (cx.client.clone(), cx.caller.clone(), cx.only.clone());
+                        calls.spawn(async move {
+                            channel::call(&client, &caller, only.as_deref(), id, server, tool, arguments).await
+                        });
+                    }
+                    Ok(Frame::Text(t)) => break Some(Outcome::Returned(Returned::Text(t))),
+                    Ok(Frame::Value(v)) => break Some(Outcome::Returned(Returned::Value(v))),
+                    Ok(Frame::Nothing) => break Some(Outcome::Returned(Returned::Nothing)),
+                    Ok(Frame::Failed { name, message, stack }) => {
+                        break Some(Outcome::Failed(failure(&name, &message, stack.as_deref(), dir)));
+                    }
+                    Err(what) => break Some(Outcome::Failed(format!(
+                        "the script wrote {what} on its channel, which carries tool calls only; it was stopped"
+                    ))),
+                }
+            }
+            Some(Ok(answer)) = calls.join_next() => {
+                // A script that stopped reading is ended by the next frame or its limit.
+                let _ = stdin.write_all(&answer).await;
+            }
+            () = tokio::time::sleep_until(deadline) => {
+                return Err(ApiError::new(ErrorKind::Timeout, format!(
+                    "the script ran longer than {} and was stopped (--timeout raises the limit)",
+                    show_duration(job.limits.timeout)
+                )));
+            }
+        }
+    };
+    drop(stdin);
+    let status = match ended {
+        Some(_) => None,
+        None => tokio::time::timeout(Duration::from_secs(10), group.child.wait()).await.ok().and_then(Result::ok),
+    };
+    drop(group);
+    let (kept, tail) = logged.await.unwrap_or_default();
+    if let Logs::Collect(text) = logs {
+        *text = kept;
+    }
+    if let Some(outcome) = ended {
+        return Ok(outcome);
+    }
+    if tail.contains("out of memory") || tail.contains("heap limit") {
+        return Ok(Outcome::Failed(format!(
+            "the script ran out of memory: it passed its heap limit of {} MiB and was stopped (--max-memory raises it)",
+            job.limits.memory_mib
+        )));
+    }
+    let how = status.map_or_else(|| "ended".to_owned(), |s| format!("exited ({s})"));
+    Ok(Outcome::Failed(format!("the script {how} before it returned; see its output above")))
+}
+
+/// Passes the script's log output on (or keeps it, with `collect`), cut after `limit`
+/// bytes with a note; returns what it kept and the last 4 KiB it read.
+async fn pass_logs(mut stderr: tokio::process::ChildStderr, limit: usize, collect: bool) -> (String, String) {
+    let mut kept = Vec::new();
+    let mut tail: Vec<u8> = Vec::new();
+    let mut passed = 0usize;
+    let mut cut = false;
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut out = tokio::io::stderr();
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let chunk = &buf[..n];
+        tail.extend_from_slice(chunk);
+        let excess = tail.len().saturating_sub(4096);
+        tail.drain(..excess);
+        let room = limit.saturating_sub(passed).min(n);
+        if collect {
+            kept.extend_from_slice(&chunk[..room]);
+        } else {
+            let _ = out.write_all(&chunk[..room]).await;
+        }
+        passed += room;
+        if room < n && !cut {
+            cut = true;
+            let note = format!("\n[mcpx: the script's log output was cut at {limit} bytes (--max-output)]\n");
+            if collect {
+                kept.extend_from_slice(note.as_bytes());
+            } else {
+                let _ = out.write_all(note.as_bytes()).await;
+            }
+        }
+    }
+    let _ = out.flush().await;
+    (String::from_utf8_lossy(&kept).into_owned(), String::from_utf8_lossy(&tail).into_owned())
+}
+
+/// The message of a script's uncaught error: its name and message (Deno's permission
+/// advice replaced by the sandbox's), and the first place in the script it names.
+fn failure(name: &str, message: &str, stack: Option<&str>, dir: &RunDir) -> String {
+    let message = message.split(", run again with the --allow-").next().unwrap_or(message);
+    let mut text = format!("the script failed: {name}: {message}");
+    if let Some(hint) = sandbox::permission_hint(message) {
+        text.push_str(&format!(" ({hint})"));
+    }
+    let runtime = format!("{}", dir.path(sandbox::RUNTIME_FILE).display());
+    let place = stack
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("at ") && l.contains("file://") && !l.contains(&runtime) && !l.contains("ext:"));
+    if let Some(place) = place {
+        text.push_str(&format!("\n    {}", sandbox::readable_diagnostics(place, dir)));
+    }
+    text
+}
+
+/// The declarations of the caller's servers and the table `install` takes (which
+/// global calls which server and tool, and whether its result is the structured
+/// content), from the daemon's generator (`POST /v1/types`).
+async fn declarations(cx: &Context) -> Result<(String, String), ApiError> {
+    declarations_of(cx, &[]).await
+}
+
+/// The declarations of `servers` (all the caller's when empty) for a reader: what
+/// `mcpx_types` answers.
+///
+/// Errors: those of the daemon's answer.
+pub async fn declarations_for(cx: &Context, servers: &[String]) -> Result<String, ApiError> {
+    Ok(declarations_of(cx, servers).await?.0)
+}
+
+/// `POST /v1/types` for `servers` (with `only`, that server). A server never listed
+/// has no declarations yet: it is declared `any` and still callable (the daemon starts
+/// it on the first call), so an untyped script reaches it.
+async fn declarations_of(cx: &Context, servers: &[String]) -> Result<(String, String), ApiError> {
+    let servers = match &cx.only {
+        Some(only) => vec![only.clone()],
+        None => servers.to_vec(),
+    };
+    // Servers named (by the client, or `--server`) are started and listed when never
+    // listed, as `mcpx types <server>` does; all of them, never.
+    let start = !servers.is_empty();
+    let req = Request { caller: cx.caller.clone(), servers, start, ..Request::default() };
+    let answer: TypesAnswer = parse(&cx.client.call(Method::POST, "/v1/types", Some(&req)).await?)?;
+    let mut dts = answer.declarations.text;
+    let mut namespaces = serde_json::Map::new();
+    for name in &answer.declarations.names {
+        let entry = namespaces
+            .entry(name.namespace.clone())
+            .or_insert_with(|| serde_json::json!({ "server": name.server, "tools": {} }));
+        entry["tools"][&name.function] = serde_json::json!({ "tool": name.tool, "structured": name.structured });
+    }
+    for server in &answer.unlisted {
+        let ident = identifier(server);
+        if namespaces.contains_key(&ident) {
+            continue;
+        }
+        dts.push_str(&format!(
+            "\n/** Server `{server}`, never listed: untyped until `mcpx tools {server}` lists it. */\ndeclare const {ident}: any;\n"
+        ));
+        namespaces.insert(ident, serde_json::json!({ "server": server, "tools": {} }));
+    }
+    Ok((dts, serde_json::json!({ "namespaces": namespaces }).to_string()))
+}
+
+/// A JavaScript identifier for a server name: characters other than letters, digits,
+/// `_` and `$` become `_`, and a leading digit gets a `_` before it.
+fn identifier(name: &str) -> String {
+    let mut s: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' }).collect();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert(0, '_');
+    }
+    s
+}
+
+/// `file://` URL of an absolute path, each byte outside the unreserved set and `/`
+/// percent-encoded (RFC 3986, section 2).
+fn file_url(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut url = String::from("file://");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            url.push(char::from(b));
+        } else {
+            url.push_str(&format!("%{b:02X}"));
+        }
+    }
+    url
+}
+
+fn show_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 { format!("{}s", d.as_secs()) } else { format!("{}ms", d.as_millis()) }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("unexpected answer from the daemon: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_and_file_urls() {
+        assert_eq!(identifier("server-memory"), "server_memory");
+        assert_eq!(identifier("9x"), "_9x");
+        assert_eq!(file_url(std::path::Path::new("/tmp/a b/c#.ts")), "file:///tmp/a%20b/c%23.ts");
+    }
+}

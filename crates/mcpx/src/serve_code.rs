@@ -1,0 +1,208 @@
+//! `mcpx serve --code`: an MCP server over stdio (MCP 2025-11-25, Transports, "stdio")
+//! offering exactly two tools, `mcpx_types` (find tools, and get the TypeScript
+//! declarations of those chosen) and `mcpx_exec` (run code in the sandbox and answer
+//! what it returns), so a client pays context only for what it uses
+//! (docs/code-mode.md, "serve --code"). Code runs from this process, as one caller
+//! with its own pool session, like `mcpx serve`'s; with `--server`, only that server.
+
+use std::sync::Arc;
+
+use mcpx_daemon::api::{ApiError, Caller, Request, SearchHit};
+use mcpx_daemon::client::{Client, Method};
+use mcpx_proto::mcp::error_code;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+
+use crate::code::command::{deno_dir, returned_text};
+use crate::code::sandbox::{self, Access, Limits};
+use crate::code::{Context, Job, Logs, Outcome, Source};
+
+/// The protocol revisions this server answers `initialize` with (the client's own
+/// when it is one of them, else the newest).
+const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Runs until stdin ends.
+///
+/// Errors: Deno is not installed (`usage`, with how to install it); the cache
+/// directory cannot hold Deno's.
+pub async fn run(
+    client: Client,
+    opened: &mcpx_daemon::paths::OpenDirs,
+    env: &std::collections::HashMap<String, String>,
+    mut caller: Caller,
+    server: Option<String>,
+) -> Result<i32, ApiError> {
+    let deno = sandbox::find_deno(env).ok_or_else(|| {
+        ApiError::new(
+            mcpx_daemon::api::ErrorKind::Usage,
+            format!("`serve --code` runs code with Deno, which is not installed: {}", sandbox::INSTALL_HINT),
+        )
+    })?;
+    // One pool session for every call of this process, like `mcpx serve`'s.
+    caller.session = Some(format!("serve-{}-{}", std::process::id(), mcpx_daemon::schema::now()));
+    let cx = Context {
+        client,
+        caller,
+        runtime: opened.runtime.clone(),
+        engine: sandbox::Engine::Deno(deno),
+        deno_dir: deno_dir(opened)?,
+        only: server,
+    };
+    let cx = Arc::new(cx);
+    let out = Arc::new(Mutex::new(tokio::io::stdout()));
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
+        let (cx, out) = (cx.clone(), out.clone());
+        tokio::spawn(async move {
+            let Some(id) = message.get("id").cloned() else { return };
+            let answer = match answer(&cx, &message).await {
+                Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+                Err((code, text)) => {
+                    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": text } })
+                }
+            };
+            let mut line = answer.to_string().into_bytes();
+            line.push(b'\n');
+            let mut out = out.lock().await;
+            let _ = out.write_all(&line).await;
+            let _ = out.flush().await;
+        });
+    }
+    Ok(0)
+}
+
+/// The result of one request, or its JSON-RPC error.
+async fn answer(cx: &Context, message: &Value) -> Result<Value, (i64, String)> {
+    let params = &message["params"];
+    match message["method"].as_str().unwrap_or_default() {
+        "initialize" => {
+            let asked = params["protocolVersion"].as_str().unwrap_or_default();
+            let version = VERSIONS.iter().find(|v| **v == asked).unwrap_or(&VERSIONS[0]);
+            Ok(json!({
+                "protocolVersion": version,
+                "capabilities": { "tools": {} },
+                "serverInfo": { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") },
+                "instructions": INSTRUCTIONS,
+            }))
+        }
+        "ping" => Ok(json!({})),
+        "tools/list" => Ok(json!({ "tools": tools() })),
+        "tools/call" => Ok(call(cx, params["name"].as_str().unwrap_or_default(), &params["arguments"]).await),
+        other => Err((error_code::METHOD_NOT_FOUND, format!("mcpx serve --code does not offer `{other}`"))),
+    }
+}
+
+const INSTRUCTIONS: &str = "Write TypeScript against your tools instead of calling them one by one: \
+    find tools and their declarations with mcpx_types, then run code with mcpx_exec. Each server is a \
+    global namespace of async functions (`await everything.echo({ message: \"hi\" })`); only what the \
+    code returns comes back.";
+
+/// The two tools (MCP 2025-11-25, Server Features, Tools, "Listing Tools").
+fn tools() -> Value {
+    json!([
+        {
+            "name": "mcpx_types",
+            "description": "Find tools (by words) and get the TypeScript declarations of the servers or tools \
+                you name, to call from mcpx_exec. With no arguments: the servers.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "search": { "type": "string", "description": "Words describing what you want to do." },
+                    "servers": { "type": "array", "items": { "type": "string" }, "description": "Servers whose declarations you want." }
+                }
+            }
+        },
+        {
+            "name": "mcpx_exec",
+            "description": "Run TypeScript (the body of an async function) in a sandbox where each server is a \
+                global namespace of typed async tool functions; answers what the code returns (JSON or text) \
+                and what it logged. No file system, network, environment or processes; a tool error throws.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "code": { "type": "string", "description": "The body of an async function; `return` what you want back." },
+                    "timeout": { "type": "string", "description": "Stop after this long (30s, 5m); default 60s." }
+                },
+                "required": ["code"]
+            }
+        }
+    ])
+}
+
+/// A tool's `CallToolResult`: text, and `isError` when it failed.
+fn result(text: String, is_error: bool) -> Value {
+    json!({ "content": [{ "type": "text", "text": text }], "isError": is_error })
+}
+
+async fn call(cx: &Context, name: &str, arguments: &Value) -> Value {
+    match name {
+        "mcpx_types" => match types(cx, arguments).await {
+            Ok(text) => result(text, false),
+            Err(e) => result(e.message, true),
+        },
+        "mcpx_exec" => exec(cx, arguments).await,
+        other => result(format!("no tool named `{other}`: this server offers mcpx_types and mcpx_exec"), true),
+    }
+}
+
+async fn types(cx: &Context, arguments: &Value) -> Result<String, ApiError> {
+    let mut text = String::new();
+    if let Some(words) = arguments["search"].as_str().filter(|w| !w.trim().is_empty()) {
+        let req = Request {
+            caller: cx.caller.clone(),
+            words: words.split_whitespace().map(str::to_owned).collect(),
+            ..Request::default()
+        };
+        let hits: Vec<SearchHit> =
+            serde_json::from_slice(&cx.client.call(Method::POST, "/v1/search", Some(&req)).await?).unwrap_or_default();
+        for hit in hits.iter().filter(|h| cx.only.as_deref().is_none_or(|o| o == h.server)) {
+            text.push_str(&format!(
+                "{}.{}: {}\n",
+                hit.server,
+                hit.tool,
+                hit.description.as_deref().unwrap_or_default()
+            ));
+        }
+        if text.is_empty() {
+            text.push_str("no tool matches those words\n");
+        }
+    }
+    let servers: Vec<String> =
+        arguments["servers"].as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned)).collect();
+    if !servers.is_empty() || text.is_empty() {
+        text.push_str(&crate::code::declarations_for(cx, &servers).await?);
+    }
+    Ok(text)
+}
+
+async fn exec(cx: &Context, arguments: &Value) -> Value {
+    let Some(code) = arguments["code"].as_str() else {
+        return result("mcpx_exec needs `code`: the body of an async function".to_owned(), true);
+    };
+    let mut limits = Limits::default();
+    if let Some(t) = arguments["timeout"].as_str() {
+        match mcpx_daemon::config::units::parse_duration(t) {
+            Ok(d) => limits.timeout = d,
+            Err(e) => return result(format!("timeout: {e} (write it like 30s or 5m)"), true),
+        }
+    }
+    let job =
+        Job { source: Source::Code(code.to_owned()), args: Vec::new(), check: true, limits, access: Access::default() };
+    let mut logs = Logs::Collect(String::new());
+    let outcome = crate::code::execute(cx, &job, &mut logs).await;
+    let logged = match logs {
+        Logs::Collect(text) if !text.is_empty() => format!("\n[logged]\n{text}"),
+        _ => String::new(),
+    };
+    match outcome {
+        Ok(Outcome::Returned(returned)) => {
+            let (text, cut) = returned_text(returned, false, job.limits.output_bytes);
+            let note = if cut { format!("\n[mcpx: cut at {} bytes]", job.limits.output_bytes) } else { String::new() };
+            result(format!("{text}{note}{logged}"), false)
+        }
+        Ok(Outcome::Failed(message)) => result(format!("{message}{logged}"), true),
+        Err(e) => result(format!("{}{logged}", e.message), true),
+    }
+}
