@@ -157,11 +157,17 @@ class ShellCaller(Caller):
         # The last line that is not a progress notification (`--json` prints those on stderr).
         stderr = [x for x in err.decode(errors="replace").strip().splitlines() if not x.startswith('{"jsonrpc"')]
         said = stderr[-1] if stderr else ""
+        try:  # with --json an error is {"error": {"kind", "message"}} on stdout
+            said = json.loads(out)["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            pass
         if rc == 0:
             try:
                 self.result(call, json.loads(out), expected)
             except ValueError:
                 call.outcome, call.kind, call.detail = "wrong", "wrong answer", f"not JSON: {out[:300]!r}"
+        elif rc == 5 and call.op == "timeout":
+            call.outcome, call.kind, call.detail = "failed", "exit 5 (the --timeout 500ms asked for)", said[:300]
         elif rc in SHELL_EXITS:
             call.outcome, call.kind, call.detail = "failed", SHELL_EXITS[rc], said[:300]
         elif rc in (130, -signal.SIGINT) and call.op == "cancel":  # killed by SIGINT before its handler: 130 to a shell too

@@ -134,8 +134,11 @@ def main() -> int:
     if args.benchmarks:
         write_benchmarks(ROOT / "BENCHMARKS.md", s)
         log("wrote the chaos section of BENCHMARKS.md")
+    if s["problems"]:
+        log(f"kept {tmp} (the daemon's log is m/s/daemon.log, each `mcpx serve`'s stderr beside it)")
+        return 1
     shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if s["problems"] else 0
+    return 0
 
 
 def summarize(shared: Shared, faults: Faults, watch: Watch, leftovers, driver_errors, seed, args, elapsed, load_before) -> dict:
