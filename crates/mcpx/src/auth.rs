@@ -62,13 +62,7 @@ pub async fn login(client: &Client, req: Request, no_browser: bool, json: bool) 
 ///
 /// Errors: the daemon's (`config` when the configuration cannot be read).
 pub async fn status(client: &Client, req: Request, json: bool) -> Result<i32, ApiError> {
-    let body = client.call(Method::POST, "/v1/auth/status", Some(&req)).await?;
-    if json {
-        output::say_json(&String::from_utf8_lossy(&body));
-        return Ok(0);
-    }
-    let answer: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("the daemon answered an unreadable status: {e}")))?;
+    let Some(answer) = answer(client, "/v1/auth/status", req, json).await? else { return Ok(0) };
     let (text, warnings) = status_text(&answer, SystemTime::now());
     output::say(text.trim_end());
     for warning in warnings {
@@ -84,15 +78,24 @@ pub async fn status(client: &Client, req: Request, json: bool) -> Result<i32, Ap
 /// Errors: the daemon's (`usage` for a server that is not remote; `auth` when the
 /// secret store cannot be written).
 pub async fn logout(client: &Client, req: Request, json: bool) -> Result<i32, ApiError> {
-    let body = client.call(Method::POST, "/v1/auth/logout", Some(&req)).await?;
-    if json {
-        output::say_json(&String::from_utf8_lossy(&body));
-        return Ok(0);
-    }
-    let answer: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("the daemon answered an unreadable logout: {e}")))?;
+    let Some(answer) = answer(client, "/v1/auth/logout", req, json).await? else { return Ok(0) };
     output::say(&logout_text(&answer));
     Ok(0)
+}
+
+/// The daemon's answer to `path`: printed as it came with `--json` (then `None`),
+/// else parsed for the human lines.
+///
+/// Errors: the daemon's; an answer that is not JSON (`daemon`).
+async fn answer(client: &Client, path: &str, req: Request, json: bool) -> Result<Option<Value>, ApiError> {
+    let body = client.call(Method::POST, path, Some(&req)).await?;
+    if json {
+        output::say_json(&String::from_utf8_lossy(&body));
+        return Ok(None);
+    }
+    serde_json::from_slice(&body)
+        .map(Some)
+        .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("the daemon answered {path} with unreadable JSON: {e}")))
 }
 
 /// The human lines of a logout's answer.

@@ -35,6 +35,38 @@ struct Offers<'a> {
     prompts: Option<&'a [Box<RawValue>]>,
 }
 
+/// Which lists a row of [`Offers`] carries.
+#[derive(Clone, Copy)]
+enum Lists {
+    /// Resources and resource templates (`POST /v1/resources`).
+    Resources,
+    /// Prompts (`POST /v1/prompts`).
+    Prompts,
+}
+
+/// The rows of `POST /v1/resources` or `/v1/prompts`: per server of [`listings`], the
+/// lists `which` names, empty for a server never listed.
+async fn offers(d: &Daemon, req: &Request, which: Lists) -> Result<Box<RawValue>, ApiError> {
+    let rows = listings(d, req).await?;
+    let offers: Vec<Offers<'_>> = rows
+        .iter()
+        .map(|(name, cached)| {
+            let list = |pick: fn(&CacheEntry) -> Option<&[Box<RawValue>]>| {
+                Some(cached.as_ref().and_then(pick).unwrap_or_default())
+            };
+            let resources = matches!(which, Lists::Resources);
+            Offers {
+                server: name,
+                listed: cached.is_some(),
+                resources: if resources { list(|c| c.resources.as_deref()) } else { None },
+                resource_templates: if resources { list(|c| c.resource_templates.as_deref()) } else { None },
+                prompts: if resources { None } else { list(|c| c.prompts.as_deref()) },
+            }
+        })
+        .collect();
+    raw(&offers)
+}
+
 /// The parts of a listed resource, template or prompt that names it.
 #[derive(Deserialize)]
 struct Named {
@@ -55,18 +87,7 @@ struct Named {
 /// Errors: an unknown server (`unknown_server`); a disabled one (`config`); a server
 /// named, never listed, without `start`, or whose start failed (`server`, `timeout`).
 pub async fn resources(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
-    let rows = listings(d, req).await?;
-    let offers: Vec<Offers<'_>> = rows
-        .iter()
-        .map(|(name, cached)| Offers {
-            server: name,
-            listed: cached.is_some(),
-            resources: Some(cached.as_ref().and_then(|c| c.resources.as_deref()).unwrap_or_default()),
-            resource_templates: Some(cached.as_ref().and_then(|c| c.resource_templates.as_deref()).unwrap_or_default()),
-            prompts: None,
-        })
-        .collect();
-    raw(&offers)
+    offers(d, req, Lists::Resources).await
 }
 
 /// `POST /v1/prompts`: the prompts of one server (`server`) or of every enabled one,
@@ -90,18 +111,7 @@ pub async fn prompts(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiErro
             None => Err(unknown_prompt(entry, &name, Some(&cached))),
         };
     }
-    let rows = listings(d, req).await?;
-    let offers: Vec<Offers<'_>> = rows
-        .iter()
-        .map(|(name, cached)| Offers {
-            server: name,
-            listed: cached.is_some(),
-            resources: None,
-            resource_templates: None,
-            prompts: Some(cached.as_ref().and_then(|c| c.prompts.as_deref()).unwrap_or_default()),
-        })
-        .collect();
-    raw(&offers)
+    offers(d, req, Lists::Prompts).await
 }
 
 /// `POST /v1/read`: `resources/read` of `uri` on `server`, through the caller's pool
