@@ -42,6 +42,8 @@ class Shared:
         self.mismatch = mismatch
         self.daemon_waits = 0  # times an MCP client found no daemon to connect to, and waited
         self.started = now()
+        self.misrouted: list[str] = []  # progress notifications that reached a client not theirs
+        self.progress_seen = 0  # progress notifications the `mcpx serve` clients checked
 
 
 def pick(rng: random.Random, weighted) -> str:
@@ -205,6 +207,7 @@ class ServeCaller(Caller):
         self.next_id = 1
         self.cancelled: dict[int, tuple[Call, str]] = {}  # id -> (the call, its expected answer)
         self.serves = 0
+        self.tokens: set[str] = set()  # every call's token, its progress token too
 
     def open(self) -> None:
         self.close()
@@ -256,6 +259,8 @@ class ServeCaller(Caller):
             if "method" in msg:
                 if "id" in msg:
                     self.answer_request(msg)
+                elif msg["method"] == "notifications/progress":
+                    self.check_progress(msg)
                 continue
             rid = msg.get("id")
             if rid == id_:
@@ -269,6 +274,14 @@ class ServeCaller(Caller):
                 if call.outcome == "answered":  # it was answered after all, and correctly
                     call.kind = call.detail = ""
 
+    def check_progress(self, msg: dict) -> None:
+        """A progress notification must carry the token of one of this client's calls (the one
+        in flight, or one cancelled): another's is a misrouted notification."""
+        token = (msg.get("params") or {}).get("progressToken")
+        self.shared.progress_seen += 1
+        if token not in self.tokens:
+            self.shared.misrouted.append(f"{self.name}: {json.dumps(msg)[:300]}")
+
     def answer_request(self, req: dict) -> None:
         if req["method"] == "roots/list":
             self.write({"jsonrpc": "2.0", "id": req["id"], "result": {"roots": []}})
@@ -281,6 +294,7 @@ class ServeCaller(Caller):
     def one(self, call: Call, tool: str, args: dict, expected: str) -> None:
         if self.proc is None or self.proc.proc.poll() is not None:
             self.open()
+        self.tokens.add(call.token)
         id_ = self.send("tools/call", meta(args, tool, call.server, call.op, call.token))
         deadline = call.start + HANG_AFTER_S
         if call.op == "cancel":

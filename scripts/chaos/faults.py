@@ -1,4 +1,4 @@
-"""The faults, one at a time at seeded random times (exponential gaps, 4 s on average): kill -9
+"""The faults, one at a time at seeded random times (exponential gaps, 4 s on average unless --fault-gap says otherwise): kill -9
 of the daemon, of a supervisor or of a server (a supervised one's child, or the unsupervised
 `solo`); `mcpx upgrade` (alternately to a copy of the binary and back); and edits of the
 configuration: add a server, remove one, change `fp`'s fingerprint (its environment). Each done
@@ -36,8 +36,9 @@ COMMAND_TIMEOUT_S = 60
 
 
 class Faults(threading.Thread):
-    def __init__(self, shared: Shared, seed: int, binaries: list[Path]) -> None:
+    def __init__(self, shared: Shared, seed: int, binaries: list[Path], mean_gap: float = MEAN_GAP_S) -> None:
         super().__init__(name="faults", daemon=True)
+        self.mean_gap = mean_gap
         self.shared = shared
         self.rng = random.Random(f"{seed}-faults")
         self.binaries = binaries  # the upgrades go to each in turn
@@ -48,7 +49,7 @@ class Faults(threading.Thread):
 
     def run(self) -> None:
         try:
-            while not self.shared.stop.wait(self.rng.expovariate(1 / MEAN_GAP_S)):
+            while not self.shared.stop.wait(self.rng.expovariate(1 / self.mean_gap)):
                 kind = pick(self.rng, FAULTS)
                 if not self.do(kind):
                     self.skipped[kind] = self.skipped.get(kind, 0) + 1

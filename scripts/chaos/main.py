@@ -23,10 +23,10 @@ from bench.procs import Spawned, kill_survivors, stop_spawned
 from bench.remote import read_url
 
 from .callers import Caller, HttpCaller, ServeCaller, Shared, ShellCaller
-from .faults import Faults
+from .faults import MEAN_GAP_S, Faults
 from .report import summary_lines, write_benchmarks
 from .watch import FD_SLACK, Watch
-from .world import Config, Ledger, Timeline
+from .world import CALL_TIMEOUT_S, Config, Ledger, Timeline
 
 CALLERS = (("shell", ShellCaller, 4), ("serve", ServeCaller, 2), ("http", HttpCaller, 2))
 
@@ -41,6 +41,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=None, help="the seed of every random choice (default: a new one, printed)")
     p.add_argument("--mcpx", type=Path, required=True, help="the mcpx binary")
     p.add_argument("--fake-server", type=Path, required=True, help="the mcpx-fake-server binary")
+    p.add_argument("--fault-gap", type=float, default=MEAN_GAP_S, help="the mean seconds between faults (default %(default)s)")
     p.add_argument("--summary", type=Path, default=None, help="also write the counts here, as JSON")
     p.add_argument("--benchmarks", action="store_true", help="write the counts into BENCHMARKS.md's chaos section")
     p.add_argument("--command", default=None, help=argparse.SUPPRESS)  # the command as typed, for the report
@@ -100,7 +101,7 @@ def main() -> int:
         mismatch = "shell-0" if args.self_check else None
         shared = Shared(m, config, Timeline(), Ledger(), tmp, mismatch)
         watch = Watch(m, shared.stop)
-        faults = Faults(shared, seed, [args.mcpx.resolve(), bindir / "mcpx"])
+        faults = Faults(shared, seed, [args.mcpx.resolve(), bindir / "mcpx"], args.fault_gap)
         callers: list[Caller] = [cls(f"{name}-{i}", shared, seed) for name, cls, n in CALLERS for i in range(n)]
         threads = [watch, *callers, faults]
         log(f"{len(callers)} callers and the faults for {args.minutes:g} min; private state in {tmp}")
@@ -170,6 +171,7 @@ def summarize(shared: Shared, faults: Faults, watch: Watch, leftovers, driver_er
     for what, n in (
         ("wrong answers", outcomes["wrong"]),
         ("hangs", outcomes["hang"]),
+        ("misrouted progress notifications", len(shared.misrouted)),
         ("undocumented failures", outcomes["undocumented"]),
         ("leftover processes", len(leftovers)),
         ("daemon lifetimes whose descriptors grew", len(grown)),
@@ -183,6 +185,7 @@ def summarize(shared: Shared, faults: Faults, watch: Watch, leftovers, driver_er
         "minutes": args.minutes,
         "seconds": round(elapsed),
         "command": args.command or f"python3 scripts/chaos --minutes {args.minutes:g} --seed {seed}",
+        "fault_gap": args.fault_gap,
         "load_before": round(load_before, 2),
         "load_after": round(os.getloadavg()[0], 2),
         "nproc": os.cpu_count(),
@@ -194,6 +197,11 @@ def summarize(shared: Shared, faults: Faults, watch: Watch, leftovers, driver_er
         "failed_by_kind": dict(failed.most_common()),
         "wrong": outcomes["wrong"],
         "hangs": outcomes["hang"],
+        "misrouted": shared.misrouted[:10],
+        "misrouted_count": len(shared.misrouted),
+        "progress_seen": shared.progress_seen,
+        "slowest_s": round(max((c.end - c.start for c in calls), default=0), 1),
+        "over_timeout": sum(1 for c in calls if c.end - c.start > CALL_TIMEOUT_S),
         "undocumented": outcomes["undocumented"],
         "undocumented_by_kind": dict(undocumented.most_common()),
         "examples": examples,

@@ -20,7 +20,8 @@ def summary_lines(s: dict) -> list[str]:
         f"  answered        {s['answered']}",
         f"  failed          {s['failed']} ({kinds(s['failed_by_kind'])})",
         f"  wrong answers   {s['wrong']}",
-        f"  hangs           {s['hangs']}",
+        f"  hangs           {s['hangs']} (the slowest call took {s['slowest_s']} s; {s['over_timeout']} took longer than the 20 s call timeout)",
+        f"  misrouted       {s['misrouted_count']} of {s['progress_seen']} progress notifications checked by the `mcpx serve` clients were another client's",
         f"  undocumented    {s['undocumented']} ({kinds(s['undocumented_by_kind'])})",
         f"  faults          {kinds(s['faults'])} (skipped, nothing to hit: {kinds(s['faults_skipped'])}; failed: {len(s['fault_failures'])})",
         f"  daemon          {s['lifetimes']} lifetimes ({s['lifetimes_judged']} of 5 s or more judged, the longest {s['longest_lifetime_s']} s):"
@@ -28,7 +29,7 @@ def summary_lines(s: dict) -> list[str]:
         f" RSS at most {s['rss_kib_max'] / 1024:.1f} MiB, {s['rss_kib_last'] / 1024:.1f} MiB at the end",
         f"  leftover        {len(s['leftovers'])} processes after `mcpx stop --all`",
     ]
-    for what in ("failed_examples", "examples", "fault_failures", "fd_grown", "leftovers", "driver_errors"):
+    for what in ("failed_examples", "examples", "misrouted", "fault_failures", "fd_grown", "leftovers", "driver_errors"):
         lines += [f"  {what}: {x}" for x in s[what]]
     lines.append(f"chaos: FAILED: {', '.join(s['problems'])}" if s["problems"] else "chaos: passed")
     return lines
@@ -53,6 +54,8 @@ def section(s: dict) -> list[str]:
         f"| failed with a documented error | {s['failed']} |",
         f"| wrong answers | {s['wrong']} |",
         f"| hangs | {s['hangs']} |",
+        f"| slowest call (calls over the 20 s call timeout) | {s['slowest_s']} s ({s['over_timeout']}) |",
+        f"| progress notifications at another client (of those checked) | {s['misrouted_count']} ({s['progress_seen']}) |",
         f"| undocumented failures | {s['undocumented']} |",
         f"| leftover processes after `mcpx stop --all` | {len(s['leftovers'])} |",
         f"| daemon lifetimes (judged) | {s['lifetimes']} ({s['lifetimes_judged']}) |",
