@@ -202,11 +202,16 @@ def summarize(shared: Shared, faults: Faults, watch: Watch, leftovers, driver_er
         "progress_seen": shared.progress_seen,
         "slowest_s": round(max((c.end - c.start for c in calls), default=0), 1),
         "over_timeout": sum(1 for c in calls if c.end - c.start > CALL_TIMEOUT_S),
+        "slowest": [
+            f"{c.end - c.start:.1f}s {c.caller} {c.server} {c.op}: {c.outcome} {c.kind} {c.detail[:150]} (faults near: {near(c) or 'none'})"
+            for c in sorted(calls, key=lambda c: c.start - c.end)[:3]
+        ],
         "undocumented": outcomes["undocumented"],
         "undocumented_by_kind": dict(undocumented.most_common()),
         "examples": examples,
         "failed_examples": [f"{k}: {v}" for k, v in failed_examples.items()],
         "faults": shared.timeline.counts(),
+        "upgrade_s_max": round(max((e - s for s, e, k, _, _ in events if k == "upgrade"), default=0), 1),
         "faults_skipped": faults.skipped,
         "fault_failures": faults.failures,
         "daemon_waits": shared.daemon_waits,

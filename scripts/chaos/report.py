@@ -23,13 +23,13 @@ def summary_lines(s: dict) -> list[str]:
         f"  hangs           {s['hangs']} (the slowest call took {s['slowest_s']} s; {s['over_timeout']} took longer than the 20 s call timeout)",
         f"  misrouted       {s['misrouted_count']} of {s['progress_seen']} progress notifications checked by the `mcpx serve` clients were another client's",
         f"  undocumented    {s['undocumented']} ({kinds(s['undocumented_by_kind'])})",
-        f"  faults          {kinds(s['faults'])} (skipped, nothing to hit: {kinds(s['faults_skipped'])}; failed: {len(s['fault_failures'])})",
+        f"  faults          {kinds(s['faults'])} (skipped, nothing to hit: {kinds(s['faults_skipped'])}; failed: {len(s['fault_failures'])}); the longest `mcpx upgrade` {s['upgrade_s_max']} s",
         f"  daemon          {s['lifetimes']} lifetimes ({s['lifetimes_judged']} of 5 s or more judged, the longest {s['longest_lifetime_s']} s):"
         f" descriptors {s['fd_range'][0]} to {s['fd_range'][1]}, growth within a lifetime at most {s['fd_growth_max']} (allowed {s['fd_slack']});"
         f" RSS at most {s['rss_kib_max'] / 1024:.1f} MiB, {s['rss_kib_last'] / 1024:.1f} MiB at the end",
         f"  leftover        {len(s['leftovers'])} processes after `mcpx stop --all`",
     ]
-    for what in ("failed_examples", "examples", "misrouted", "fault_failures", "fd_grown", "leftovers", "driver_errors"):
+    for what in ("slowest", "failed_examples", "examples", "misrouted", "fault_failures", "fd_grown", "leftovers", "driver_errors"):
         lines += [f"  {what}: {x}" for x in s[what]]
     lines.append(f"chaos: FAILED: {', '.join(s['problems'])}" if s["problems"] else "chaos: passed")
     return lines
@@ -61,6 +61,7 @@ def section(s: dict) -> list[str]:
         f"| daemon lifetimes (judged) | {s['lifetimes']} ({s['lifetimes_judged']}) |",
         f"| descriptor growth within a lifetime, at most (allowed) | {s['fd_growth_max']} ({s['fd_slack']}) |",
         f"| daemon RSS, at most | {s['rss_kib_max'] / 1024:.1f} MiB |",
+        f"| the longest `mcpx upgrade` | {s['upgrade_s_max']} s |",
         "",
         f"Failed, by kind: {kinds(s['failed_by_kind'])}. Faults: {kinds(s['faults'])}.",
         END,
