@@ -19,7 +19,6 @@ from bench.procs import alive
 
 from .callers import Shared, pick
 from .watch import daemon_pid
-from .world import now
 
 MEAN_GAP_S = 4.0
 FAULTS = (

@@ -35,12 +35,21 @@ def summary_lines(s: dict) -> list[str]:
     return lines
 
 
+def replay_command(s: dict) -> str:
+    """The run's command with its seed, without where it saved its summary."""
+    words = s["command"].split()
+    kept = [w for i, w in enumerate(words) if w != "--summary" and (i == 0 or words[i - 1] != "--summary")]
+    if "--seed" not in kept:
+        kept += ["--seed", str(s["seed"])]
+    return " ".join(kept)
+
+
 def section(s: dict) -> list[str]:
     return [
         BEGIN,
         "## Chaos soak: mixed load under faults",
         "",
-        f"`{s['command']}` ({s['seconds']} s; load average {s['load_before']} before and {s['load_after']} after, on {s['nproc']} CPUs"
+        f"`{replay_command(s)}` (a debug build, as CI runs it; {s['seconds']} s; load average {s['load_before']} before and {s['load_after']} after, on {s['nproc']} CPUs"
         " shared with other work). 8 callers back to back (4 `mcpx call` processes, 2 MCP clients over `mcpx serve`, 2 over the"
         " daemon's `/mcp`) on 5 fake servers (shared, exclusive, unsupervised, remote over streamable HTTP, one whose fingerprint"
         " changes) and up to 3 added and removed ones: echoes, progress, 1 MiB answers, cancellations and timeouts, each with a"

@@ -20,10 +20,9 @@ HANG_AFTER_S = CALL_TIMEOUT_S + HANG_GRACE_S  # a call not over by then is a han
 # request fails.
 LOOKBACK_S = 10.0
 
-# The faults, as the timeline names them, and the failures each may explain.
+# The faults of the daemon, as the timeline names them: only these explain a broken
+# connection, an SSE stream that ends without its answer, or a lost session.
 DAEMON_FAULTS = ("kill daemon", "upgrade")
-INSTANCE_FAULTS = ("kill supervisor", "kill child", "fingerprint")
-ALL_FAULTS = DAEMON_FAULTS + INSTANCE_FAULTS + ("remove server",)
 
 
 def now() -> float:
@@ -48,11 +47,6 @@ class Timeline:
     def end(self, event: list, server: str | None = None, detail: str = "") -> None:
         with self.lock:
             event[1], event[3], event[4] = now(), server or event[3], detail
-
-    def drop(self, event: list) -> None:
-        """A fault that could not be done after all (nothing to hit)."""
-        with self.lock:
-            self.events.remove(event)
 
     def closed(self) -> list[tuple]:
         """Every fault as (start, end, kind, server, detail), one still open ending now."""
