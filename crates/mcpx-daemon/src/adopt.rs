@@ -12,7 +12,7 @@ use mcpx_proto::attach::Record;
 
 use crate::config::{Scope, ServerEntry, ServerOptions};
 use crate::daemon::Daemon;
-use crate::instance::{CallError, ERROR_TAIL_BYTES, Instance, InstanceSpec, ServerSession};
+use crate::instance::{CallError, ERROR_TAIL_BYTES, Instance, InstanceSpec, Known, ServerSession};
 use crate::paths::{DirError, REMOTE};
 use crate::policy;
 use crate::scope::PoolKey;
@@ -94,8 +94,12 @@ async fn adopt_one(
         max_message_bytes: max,
         log_budget: d.pool.log_budget(&rec.identity.cache_key),
         origin: Default::default(),
+        known: Known::Unknown,
     };
-    let session = link.resumed.take().and_then(|s| serde_json::from_str::<ServerSession>(&s).ok());
+    // A legacy server's session, or a modern server's era (attach protocol 1.1): both
+    // resume without a handshake.
+    let kept = link.resumed.take().or_else(|| link.era.take());
+    let session = kept.and_then(|s| serde_json::from_str::<ServerSession>(&s).ok());
     let epoch = link.epoch;
     let Some(options) = options else {
         // Stopped as it is: a server no configuration defines is not restarted first.

@@ -9,7 +9,9 @@
 mod budget;
 mod calls;
 mod context;
+mod era;
 mod error;
+mod handshake;
 mod listeners;
 mod server_requests;
 mod session;
@@ -18,6 +20,7 @@ mod tests;
 
 pub use budget::LogBudget;
 pub use context::{CLIENT_ANSWER_TIMEOUT, CallContext, ClientReplies};
+pub use era::{Era, Known};
 pub use error::{CallError, ERROR_TAIL_BYTES};
 pub use listeners::{ClientHandle, ClientSink, LOG_LEVELS, Listeners};
 pub use session::ServerSession;
@@ -28,8 +31,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpx_proto::attach::Identity;
-use mcpx_proto::mcp::{self, error_code};
-use mcpx_proto::{Message, MessageKind, UpstreamId, response_result};
+use mcpx_proto::mcp::error_code;
+use mcpx_proto::{Message, MessageKind, UpstreamId};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use self::budget::Admit;
@@ -128,6 +131,8 @@ pub struct InstanceSpec {
     pub log_budget: Arc<LogBudget>,
     /// The configuration entry it is started from.
     pub origin: Origin,
+    /// What is known of the server's era: whether to probe it first.
+    pub known: Known,
 }
 
 /// Where an instance's configuration came from, as written: before `${VAR}`
@@ -142,8 +147,8 @@ pub struct Origin {
 }
 
 impl Instance {
-    /// Takes over `link`, performs MCP `initialize` (offering the latest revision and
-    /// accepting any supported one), sends `notifications/initialized`, and returns the
+    /// Takes over `link`, settles the server's era and session (`server/discover` or
+    /// MCP `initialize`, as `spec.known` says), and returns the
     /// running instance. `events` receives list changes and the exit.
     ///
     /// Errors: the server exits, answers an error or an unsupported revision, or does
@@ -154,8 +159,9 @@ impl Instance {
         start_timeout: Option<Duration>,
         events: mpsc::UnboundedSender<(String, InstanceEvent)>,
     ) -> Result<Arc<Instance>, CallError> {
+        let known = spec.known.clone();
         let inst = Instance::new(spec, link, events);
-        let initialized = inst.initialize(start_timeout).await.map_err(|e| match e {
+        let initialized = inst.handshake(known, start_timeout).await.map_err(|e| match e {
             CallError::Timeout(t) => CallError::StartTimeout(t),
             other => other,
         });
@@ -212,10 +218,13 @@ impl Instance {
     }
 
     /// Marks the instance running with `session`, and hands the session to the link
-    /// to keep (a supervisor stores it for the next daemon).
+    /// to keep (a supervisor stores it for the next daemon: a modern server's as its
+    /// era, since it has no session to resume).
     async fn running(&self, session: ServerSession) {
         if let Ok(json) = serde_json::to_string(&session) {
-            let _ = self.tx.send(Outbound::StoreSession(json)).await;
+            let keep =
+                if Era::of(&session).is_modern() { Outbound::StoreEra(json) } else { Outbound::StoreSession(json) };
+            let _ = self.tx.send(keep).await;
         }
         *lock(&self.session) = Some(session);
         self.set_state(State::Running);
@@ -237,7 +246,8 @@ impl Instance {
             State::Exited(exit) => return Err(self.exited_error(exit)),
             other => return Err(CallError::Lost(format!("the restart ended {}", other.as_str()))),
         }
-        let session = self.initialize(start_timeout).await?;
+        let known = Known::from_session(self.session().as_ref());
+        let session = self.handshake(known, start_timeout).await?;
         self.running(session).await;
         // The new process knows nothing of what the old one was asked; a failure is
         // logged, and the next subscriber or level change asks again.
@@ -247,30 +257,6 @@ impl Instance {
             }
         }
         Ok(())
-    }
-
-    async fn initialize(&self, timeout: Option<Duration>) -> Result<ServerSession, CallError> {
-        let params = serde_json::json!({
-            "protocolVersion": mcp::LATEST_VERSION,
-            // Callers arrive later than servers start, so every client capability is
-            // declared; requests no caller can answer get a JSON-RPC error.
-            "capabilities": { "roots": { "listChanged": true }, "sampling": {}, "elicitation": {} },
-            "clientInfo": { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") },
-        });
-        let request = Message::request("0", "initialize", Some(&params.to_string()));
-        let response = self.request(request, timeout).await?;
-        let result = response_result(&response).map_err(|e| CallError::Protocol(format!("initialize failed: {e}")))?;
-        let session: ServerSession = serde_json::from_str(result.get())
-            .map_err(|e| CallError::Protocol(format!("the server's initialize result is malformed: {e}")))?;
-        if !mcp::is_supported(&session.protocol_version) {
-            return Err(CallError::Protocol(format!(
-                "the server answered protocol version {:?}, which mcpx does not support (supported: {})",
-                session.protocol_version,
-                mcp::SUPPORTED_VERSIONS.join(", ")
-            )));
-        }
-        self.notify(Message::notification("notifications/initialized", None)).await;
-        Ok(session)
     }
 
     /// The negotiated session, once initialized.
@@ -341,6 +327,10 @@ impl Instance {
         timeout: Option<Duration>,
         ctx: Arc<CallContext>,
     ) -> Result<Message, CallError> {
+        let message = match self.upstream_form(message) {
+            era::Upstream::Send(message) => message,
+            era::Upstream::Answered(answer) => return Ok(answer),
+        };
         if message.as_str().len() >= self.max_message_bytes {
             // The server would never see it (a supervisor drops it whole): fail now.
             return Err(CallError::RequestTooLarge { bytes: message.as_str().len(), limit: self.max_message_bytes });
@@ -353,6 +343,7 @@ impl Instance {
             Some(_) => message.with_progress_token(&upstream),
             None => message,
         };
+        let ctx_headers = ctx.param_headers.clone();
         self.calls.insert(seq, Pending { reply: reply_tx, ctx, progress });
         let _guard = InFlight::new(self);
         let mut cancel = CancelOnDrop { inst: self, seq, upstream: &upstream, armed: true };
@@ -361,7 +352,13 @@ impl Instance {
             self.calls.remove(seq);
             return Err(self.exited_error(exit));
         }
-        if self.tx.send(Outbound::Message(message.with_id(&upstream))).await.is_err() {
+        let headed = !ctx_headers.is_empty() && self.info.remote.is_some();
+        let out = if headed {
+            Outbound::Headed(message.with_id(&upstream), ctx_headers)
+        } else {
+            Outbound::Message(message.with_id(&upstream))
+        };
+        if self.tx.send(out).await.is_err() {
             cancel.armed = false;
             self.calls.remove(seq);
             return Err(self.exited_error(ExitInfo::ENDED));
@@ -390,6 +387,7 @@ impl Instance {
     /// Forwards a caller's request and returns the response with the caller's own id
     /// put back exactly as it was sent (its JSON value and type: `1` stays a number,
     /// `"1"` a string), so callers that reuse ids never see each other's results.
+    /// A modern server's result loses the fields only its era has (`resultType`, `ttlMs`, `cacheScope`).
     pub async fn forward(
         &self,
         request: Message,
@@ -397,7 +395,10 @@ impl Instance {
         ctx: Arc<CallContext>,
     ) -> Result<Message, CallError> {
         let id = request.id().map(str::to_owned);
-        let response = self.request_for(request, timeout, ctx).await?;
+        let mut response = self.request_for(request, timeout, ctx).await?;
+        if self.era().is_some_and(|e| e.is_modern()) {
+            response = era::plain_result(response);
+        }
         Ok(match id {
             Some(id) => response.with_id(&id),
             None => response,
@@ -485,9 +486,10 @@ impl Instance {
         match item {
             Inbound::Message(m) => match m.kind() {
                 MessageKind::Response => self.complete(m),
-                MessageKind::Request => self.answer_server_request(m).await,
+                MessageKind::Request => self.answer_server_request(m, None).await,
                 MessageKind::Notification => self.route_notification(m, events),
             },
+            Inbound::Related { message, request } => self.answer_server_request(message, Some(&request)).await,
             Inbound::OversizeId(id) => {
                 if let Some(w) = self.calls.take(&id) {
                     let _ = w.reply.send(Err(CallError::TooLarge { limit: self.max_message_bytes }));
@@ -619,16 +621,21 @@ impl Instance {
     }
 
     /// Server-to-client requests (design: "Pools"): `ping` is answered here; the
-    /// others go to the caller whose request is the only one in flight on this
-    /// instance. A shell caller answers `roots/list` with its working directory and
-    /// nothing else. Whatever nobody can answer gets a JSON-RPC error, never silence.
-    async fn answer_server_request(&self, request: Message) {
+    /// others go to the caller of the request they are `related` to (the upstream id
+    /// of the request whose answer stream carried them), or else to the caller whose
+    /// request is the only one in flight on this instance. A shell caller answers
+    /// `roots/list` with its working directory and nothing else. Whatever nobody can
+    /// answer gets a JSON-RPC error, never silence.
+    async fn answer_server_request(&self, request: Message, related: Option<&str>) {
         let id = request.id().unwrap_or("null").to_owned();
         let method = request.method().unwrap_or_default().to_owned();
         if method == "ping" {
             return self.notify(Message::response(&id, "{}")).await;
         }
-        let callers = self.calls.callers();
+        let callers = match related {
+            Some(upstream) => self.calls.caller_of(upstream).into_iter().collect(),
+            None => self.calls.callers(),
+        };
         // The only caller in flight is an MCP client that declared this capability:
         // ask it, and hand its answer back to the server under the server's own id.
         if let [ctx] = callers.as_slice() {

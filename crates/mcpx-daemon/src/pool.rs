@@ -447,9 +447,12 @@ impl Pool {
             identity,
             max_message_bytes: usize::try_from(options.max_message_bytes).unwrap_or(usize::MAX),
             origin: origin(&target.entry),
+            known: self.schema.known_era(&target.cache_key),
         };
         // A remote session a previous daemon kept is taken up without a new `initialize`.
         let resumed = link.resumed.take().and_then(|json| serde_json::from_str(&json).ok());
+        // The supervised link of a new instance never holds an era; a remote one
+        // neither (a modern remote server has no session to take up).
         let (inst, how) = match resumed {
             Some(session) => {
                 (Instance::resume(spec, link, session, self.events.clone()), "server's kept session resumed")
@@ -459,7 +462,8 @@ impl Pool {
             }
         };
         let version = inst.session().map(|s| s.protocol_version).unwrap_or_default();
-        tracing::info!(server = %server, key, pid, protocol = %version, "{how}");
+        let era = if inst.era().is_some_and(|e| e.is_modern()) { "modern" } else { "legacy" };
+        tracing::info!(server = %server, key, pid, protocol = %version, era, "{how}");
         if let Err(e) = self.schema.refresh(&target.cache_key, &inst, options.start_timeout).await {
             tracing::warn!(server = %server, error = %e, "listing the server's schema failed");
             self.schema.record_error(&target.cache_key, server, &e);

@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 
 use mcpx_platform::fs::Dir;
 
-use crate::instance::{Instance, ServerSession};
+use crate::instance::{Instance, Known, ServerSession};
 use crate::sync::lock;
 use mcpx_proto::{Message, response_result};
 
@@ -144,6 +144,17 @@ impl SchemaCache {
         entry.updated_at = now();
         if let Err(e) = self.put(entry) {
             tracing::warn!(server, error = %e, "cannot write the schema cache");
+        }
+    }
+
+    /// What the entry for `key` says of the server's era: its session's revision, unless
+    /// its last start or listing failed (then the era is probed again: MCP 2026-07-28,
+    /// Basic, "Versioning", allows persisting the verdict, "re-probing if the cached
+    /// assumption later fails").
+    pub fn known_era(&self, key: &str) -> Known {
+        match self.get(key) {
+            Some(entry) if entry.error.is_none() => Known::from_session(entry.session.as_ref()),
+            _ => Known::Unknown,
         }
     }
 

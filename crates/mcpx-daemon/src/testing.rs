@@ -122,7 +122,7 @@ impl Launcher for ChannelLauncher {
             let (out_tx, out_rx) = mpsc::channel(64);
             let (in_tx, in_rx) = mpsc::channel(64);
             tokio::spawn(server.serve(out_rx, in_tx, info.clone()));
-            Ok(Link { tx: out_tx, rx: in_rx, info, epoch: 1, resumed: None })
+            Ok(Link { tx: out_tx, rx: in_rx, info, epoch: 1, resumed: None, era: None })
         })
     }
 }
@@ -192,7 +192,7 @@ impl ChannelServer {
         let mut asked: HashMap<String, String> = HashMap::new();
         while let Some(item) = out.recv().await {
             let m = match item {
-                Outbound::Message(m) => m,
+                Outbound::Message(m) | Outbound::Headed(m, _) => m,
                 Outbound::Terminate => {
                     self.record("terminate".into());
                     let _ = inbound.send(Inbound::Exited(ExitInfo { code: Some(0), signal: None })).await;
@@ -205,7 +205,7 @@ impl ChannelServer {
                     let _ = inbound.send(Inbound::Restarted(pid)).await;
                     continue;
                 }
-                Outbound::StoreSession(_) => continue,
+                Outbound::StoreSession(_) | Outbound::StoreEra(_) => continue,
             };
             let id = m.id().unwrap_or("null").to_owned();
             if m.kind() == MessageKind::Response {

@@ -36,7 +36,7 @@ pub struct Version {
 
 impl Version {
     /// The version this build speaks.
-    pub const CURRENT: Version = Version { major: 1, minor: 0 };
+    pub const CURRENT: Version = Version { major: 1, minor: 1 };
 
     /// Whether a daemon speaking `self` can adopt a supervisor speaking `supervisor`:
     /// the same major, or one older.
@@ -146,6 +146,13 @@ pub enum Kind {
     AckExit = 15,
     /// S→D: a new child runs after [`Kind::Restart`]: [`Restarted`].
     Restarted = 17,
+    /// D→S (1.1): keep this era (JSON, opaque to the supervisor) for the next daemon,
+    /// in place of a session: a modern server (MCP 2026-07-28) has no session to
+    /// resume, only the facts `server/discover` gave. Storing an era forgets a
+    /// stored session and the reverse; a restart forgets both. A 1.0 supervisor
+    /// ignores the frame, and its hello then reports no era: the next daemon restarts
+    /// the server.
+    StoreEra = 18,
 }
 
 impl Kind {
@@ -169,6 +176,7 @@ impl Kind {
             14 => StoreSession,
             15 => AckExit,
             17 => Restarted,
+            18 => StoreEra,
             _ => return None,
         })
     }
@@ -366,6 +374,11 @@ pub struct Hello {
     /// The MCP session the previous daemon stored, opaque JSON; `None` when none was
     /// stored (the daemon died during `initialize`): the instance must be restarted.
     pub session: Option<Box<serde_json::value::RawValue>>,
+    /// The era the previous daemon stored with [`Kind::StoreEra`] (1.1), opaque JSON;
+    /// absent from a 1.0 supervisor's hello, and when none was stored (a legacy
+    /// server, whose [`Hello::session`] says all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub era: Option<Box<serde_json::value::RawValue>>,
 }
 
 /// The daemon's answer to the hello.
@@ -488,6 +501,11 @@ mod tests {
         let hello: Hello = serde_json::from_str(HELLO).unwrap();
         assert_eq!(serde_json::to_string(&hello).unwrap(), HELLO);
         assert_eq!(hello.record, serde_json::from_str::<Record>(RECORD).unwrap());
+        // A 1.1 hello adds the era; a 1.0 daemon reading it ignores the field.
+        let with_era = HELLO.replacen('{', r#"{"era":{"protocolVersion":"2026-07-28"},"#, 1);
+        let hello: Hello = serde_json::from_str(&with_era).unwrap();
+        assert_eq!(hello.era.map(|e| e.get().to_owned()).as_deref(), Some(r#"{"protocolVersion":"2026-07-28"}"#));
+        assert_eq!(Kind::from_u8(18), Some(Kind::StoreEra));
         for fixture in [LAUNCH, LAUNCH_MINIMAL] {
             let request: LaunchRequest = serde_json::from_str(fixture).unwrap();
             assert_eq!(serde_json::to_string(&request).unwrap(), fixture);

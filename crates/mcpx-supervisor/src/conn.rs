@@ -47,6 +47,8 @@ pub enum Request {
     Terminate,
     /// `StoreSession`, with a payload that is JSON.
     StoreSession(Box<RawValue>),
+    /// `StoreEra` (1.1), with a payload that is JSON.
+    StoreEra(Box<RawValue>),
     /// `AckExit` (the supervisor ignores it until the child has exited).
     AckExit,
 }
@@ -177,6 +179,13 @@ impl Peer {
                 Ok(session) => Some(Request::StoreSession(session)),
                 Err(e) => {
                     log!("ignored a malformed session: {e}");
+                    None
+                }
+            },
+            Kind::StoreEra => match serde_json::from_slice(&frame.payload) {
+                Ok(era) => Some(Request::StoreEra(era)),
+                Err(e) => {
+                    log!("ignored a malformed era: {e}");
                     None
                 }
             },

@@ -97,6 +97,9 @@ pub struct Supervisor {
     stopping: Option<Stopping>,
     /// The MCP session a daemon stored, handed to the next one in the hello.
     session: Option<Box<RawValue>>,
+    /// The era of a modern server a daemon stored (attach protocol 1.1), handed to
+    /// the next one in the hello in place of a session.
+    era: Option<Box<RawValue>>,
     last_epoch: u32,
     /// Since when no daemon is attached: the orphan timer.
     unattached_since: Option<Instant>,
@@ -138,6 +141,7 @@ impl Supervisor {
             exit_acked: false,
             stopping: None,
             session: None,
+            era: None,
             last_epoch: 0,
             unattached_since: Some(now),
             last_heartbeat: now,
@@ -281,6 +285,7 @@ impl Supervisor {
             buffer_capacity: self.stdout.capacity() as u64,
             next_epoch: self.last_epoch + 1,
             session: self.session.clone(),
+            era: self.era.clone(),
         }
     }
 
@@ -338,7 +343,15 @@ impl Supervisor {
             }
             Request::Restart => self.stop_child(Then::Restart),
             Request::Terminate => self.stop_child(Then::Exit),
-            Request::StoreSession(session) => self.session = Some(session),
+            // A server has one era: a session (legacy) or the facts of a modern one.
+            Request::StoreSession(session) => {
+                self.session = Some(session);
+                self.era = None;
+            }
+            Request::StoreEra(era) => {
+                self.era = Some(era);
+                self.session = None;
+            }
             Request::AckExit => {
                 if self.exit.is_some() {
                     log!("the exit was acknowledged");
@@ -441,6 +454,7 @@ impl Supervisor {
     fn restart(&mut self) {
         self.child = None;
         self.session = None;
+        self.era = None;
         match Child::spawn(&self.req) {
             Ok(child) => {
                 let id = child.id();

@@ -93,6 +93,7 @@ pub(super) async fn through_pool(
         roots: req.caller.cwd.clone().map(|cwd| vec![cwd]),
         client: hear.answers.map(|replies| (req.answers.clone(), replies)),
         shell: true,
+        ..CallContext::default()
     });
     let response = inst.request_for(Message::request("0", method, Some(params)), timeout, ctx).await;
     drop(lease);

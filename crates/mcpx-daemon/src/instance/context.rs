@@ -34,6 +34,10 @@ pub struct CallContext {
     /// A caller of the control API (`mcpx call`, a script): what it does not answer
     /// is refused with a message for a person at a shell.
     pub shell: bool,
+    /// The `Mcp-Param-*` headers of a modern client's HTTP request (MCP 2026-07-28,
+    /// Transports, "Streamable HTTP", "Custom headers"), names lowercased: passed on
+    /// with the request to a modern remote server.
+    pub param_headers: Vec<(String, String)>,
 }
 
 /// Where an MCP client's answers to forwarded server requests are matched up, by

@@ -120,6 +120,12 @@ impl Listeners {
         Ok(Some(LOG_LEVELS[most_verbose]))
     }
 
+    /// The level the server was last set to (an index into [`LOG_LEVELS`]): the most
+    /// verbose of its clients' levels, which a modern server is sent with each request.
+    pub fn server_level(&self) -> Option<usize> {
+        lock(&self.inner).server_level
+    }
+
     /// The requests that tell a server restarted in place what the old process was
     /// asked: `resources/subscribe` for every URI a live client is subscribed to, and
     /// `logging/setLevel` with the level it was last set to.

@@ -18,7 +18,14 @@ struct Harness {
 fn harness() -> Harness {
     let (out_tx, out_rx) = mpsc::channel(16);
     let (in_tx, in_rx) = mpsc::channel(16);
-    let link = Link { tx: out_tx, rx: in_rx, info: Arc::new(LinkInfo::new(Some(1), None)), epoch: 7, resumed: None };
+    let link = Link {
+        tx: out_tx,
+        rx: in_rx,
+        info: Arc::new(LinkInfo::new(Some(1), None)),
+        epoch: 7,
+        resumed: None,
+        era: None,
+    };
     let identity = Identity {
         server: "s".into(),
         fingerprint: "f".into(),
@@ -27,6 +34,7 @@ fn harness() -> Harness {
         sharing: "shared".into(),
     };
     let spec = InstanceSpec {
+        known: crate::instance::Known::Legacy,
         identity,
         max_message_bytes: 1 << 20,
         log_budget: Default::default(),
@@ -148,7 +156,7 @@ async fn call(
 /// A caller context with a notify channel, and its receiving end.
 fn notified(roots: Option<Vec<std::path::PathBuf>>) -> (CallContext, crate::notices::NoticeReceiver) {
     let (notify, rx) = crate::notices::channel(Arc::default());
-    (CallContext { label: "session:t".into(), notify: Some(notify), roots, client: None, shell: false }, rx)
+    (CallContext { label: "session:t".into(), notify: Some(notify), roots, ..CallContext::default() }, rx)
 }
 
 #[tokio::test]

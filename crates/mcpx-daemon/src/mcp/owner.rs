@@ -147,5 +147,6 @@ pub(crate) fn context(session: &ClientSession, notify: Option<NoticeSender>) -> 
         roots: None,
         client: Some((session.can_answer.clone(), session.replies.clone())),
         shell: false,
+        param_headers: session.param_headers.clone(),
     })
 }

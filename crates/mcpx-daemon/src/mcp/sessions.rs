@@ -63,6 +63,9 @@ pub struct ClientSession {
     /// Discovery mode: only mcpx's own few tools, so an agent pays no context for
     /// schemas it has not asked for.
     pub(crate) discover: bool,
+    /// A modern request's `Mcp-Param-*` headers, passed on with it to a modern remote
+    /// server (its session lives for that one request); empty otherwise.
+    pub(crate) param_headers: Vec<(String, String)>,
     /// When the client last sent a request, for [`SESSION_IDLE`].
     last_used: Mutex<Instant>,
     /// The resources it subscribed to: the instance and the server's URI, so that a
@@ -102,6 +105,7 @@ impl ClientSession {
             replies: Arc::default(),
             inflight: Mutex::default(),
             discover,
+            param_headers: Vec::new(),
             last_used: Mutex::new(Instant::now()),
             subscribed: Mutex::default(),
             listening: Mutex::default(),

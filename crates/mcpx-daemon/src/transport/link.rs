@@ -27,6 +27,10 @@ pub struct Link {
     /// result, JSON): the instance resumes it instead of initializing. `None` for a
     /// new instance, or for an adopted one whose previous daemon stored none.
     pub resumed: Option<String>,
+    /// The era a previous daemon kept for this instance: a modern server's session
+    /// (the `server/discover` facts, JSON), which has nothing to resume but must not
+    /// be probed again. From a supervisor of attach protocol 1.1; `None` otherwise.
+    pub era: Option<String>,
 }
 
 /// A message or event from the server side of a link.
@@ -34,6 +38,16 @@ pub struct Link {
 pub enum Inbound {
     /// One JSON-RPC message.
     Message(Message),
+    /// A server request sent on the answer stream of one of mcpx's requests (a
+    /// remote server's SSE answer to a POST; MCP 2025-11-25, Transports, "Sending
+    /// Messages to the Server"): it belongs to that request, so it is routed to that
+    /// request's caller.
+    Related {
+        /// The server's request.
+        message: Message,
+        /// The upstream id (raw JSON) of the request whose stream carried it.
+        request: String,
+    },
     /// A message over `maxMessageBytes` is being discarded; it carries this
     /// top-level id (raw JSON), so the request it answers can fail now.
     OversizeId(String),
@@ -87,6 +101,14 @@ pub enum Outbound {
     /// finds it. Supervised and remote links keep it; a direct child cannot outlive
     /// the daemon, so its link ignores it.
     StoreSession(String),
+    /// A modern request for a remote server with the `Mcp-Param-*` headers its caller
+    /// sent (MCP 2026-07-28, Transports, "Streamable HTTP", "Custom headers"), passed
+    /// on with it; only remote links receive it.
+    Headed(Message, Vec<(String, String)>),
+    /// Keep the era of a modern server (its `server/discover` session, JSON) where a
+    /// later daemon finds it: a supervisor keeps it (attach protocol 1.1); the other
+    /// links ignore it (the schema cache remembers the era per server).
+    StoreEra(String),
 }
 
 /// How a server process ended. A code and a signal are kept distinct.

@@ -57,7 +57,7 @@ fn start(spec: StdioSpec) -> Result<Link, TransportError> {
     let stderr_task = tokio::spawn(read_stderr(stderr, StderrSink::new(info.clone(), server.clone())));
     tokio::spawn(write_stdin(stdin, out_rx, exit_rx, pid, server.clone()));
     tokio::spawn(wait_child(child, pid, stdout_task, stderr_task, in_tx, exit_tx, server));
-    Ok(Link { tx: out_tx, rx: in_rx, info, epoch: 1, resumed: None })
+    Ok(Link { tx: out_tx, rx: in_rx, info, epoch: 1, resumed: None, era: None })
 }
 
 /// Reads stdout and hands the parsed messages on.
@@ -101,7 +101,7 @@ async fn write_stdin(
     let mut stdin = Some(stdin);
     while let Some(out) = rx.recv().await {
         match out {
-            Outbound::Message(m) => {
+            Outbound::Message(m) | Outbound::Headed(m, _) => {
                 let Some(w) = stdin.as_mut() else { continue };
                 let mut bytes = m.into_string().into_bytes();
                 bytes.push(b'\n');
@@ -118,7 +118,7 @@ async fn write_stdin(
                 tracing::warn!(server = %server, "restart through the link needs a supervisor; ignored");
             }
             // Without a supervisor nothing outlives the daemon, so there is nowhere to keep it.
-            Outbound::StoreSession(_) => {}
+            Outbound::StoreSession(_) | Outbound::StoreEra(_) => {}
         }
     }
     // Every sender is gone: the instance was dropped. Stop the server too.

@@ -222,7 +222,8 @@ where
         );
     }
     let resumed = hello.session.as_ref().map(|s| s.get().to_owned());
-    Link { tx: out_tx, rx: in_rx, info, epoch: shook.epoch, resumed }
+    let era = hello.era.as_ref().map(|s| s.get().to_owned());
+    Link { tx: out_tx, rx: in_rx, info, epoch: shook.epoch, resumed, era }
 }
 
 /// When the supervisor was last heard from, for the silence check.
@@ -385,7 +386,7 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                 let _ = out.queue(&frame);
             }
             item = rx.recv() => match item {
-                Some(Outbound::Message(m)) => {
+                Some(Outbound::Message(m) | Outbound::Headed(m, _)) => {
                     let mut bytes = m.into_string().into_bytes();
                     bytes.push(b'\n');
                     for frame in stdin_frames(&bytes) {
@@ -405,6 +406,11 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                 }
                 Some(Outbound::StoreSession(s)) => {
                     let _ = out.queue(&Frame::new(Kind::StoreSession, s.into_bytes()));
+                }
+                // A 1.0 supervisor skips the frame (unknown kinds are ignored) and
+                // reports no era: the next daemon restarts the server, as it must.
+                Some(Outbound::StoreEra(s)) => {
+                    let _ = out.queue(&Frame::new(Kind::StoreEra, s.into_bytes()));
                 }
                 // The instance is gone; its supervisor keeps the server for the next daemon.
                 None => {
@@ -471,7 +477,8 @@ mod tests {
         assert_eq!(link.epoch, 4);
         assert_eq!(link.resumed.as_deref(), Some(r#"{"protocolVersion":"2025-11-25"}"#));
         let sup = link.info.supervisor.clone().unwrap();
-        assert_eq!((sup.id.as_str(), sup.protocol.as_str()), ("0a1b2c3d4e5f", "1.0"));
+        let current = Version::CURRENT.to_string();
+        assert_eq!((sup.id.as_str(), sup.protocol.as_str()), ("0a1b2c3d4e5f", current.as_str()));
         assert_eq!(link.info.dropped(), 7, "what the supervisor dropped while unattached");
         assert_eq!(link.info.buffered_at_attach.load(Ordering::Relaxed), 5);
     }

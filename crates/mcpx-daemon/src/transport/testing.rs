@@ -45,6 +45,7 @@ pub(super) fn hello(next_epoch: u32) -> Hello {
         buffer_capacity: 1 << 20,
         next_epoch,
         session: Some(serde_json::value::RawValue::from_string(r#"{"protocolVersion":"2025-11-25"}"#.into()).unwrap()),
+        era: None,
     }
 }
 

@@ -252,7 +252,7 @@ fn incompatible_supervisors_are_left_alone_until_restart_and_older_ones_adopted(
     assert_eq!(inst["state"], "incompatible", "{inst}");
     assert_eq!(inst["supervisor_protocol"], "2.0");
     let error = inst["last_error"].as_str().unwrap();
-    assert!(error.contains("2.0") && error.contains("1.0") && error.contains("mcpx restart fake"), "{error}");
+    assert!(error.contains("2.0") && error.contains("1.1") && error.contains("mcpx restart fake"), "{error}");
     assert!(alive(child), "an incompatible supervisor's server is left running");
     w.run(&["restart", "fake"]).ok();
     wait_until("the old server is replaced", Duration::from_secs(10), || !alive(child));

@@ -37,6 +37,7 @@
 //!   up, ends with its daemon).
 
 mod legacy;
+mod modern;
 mod session;
 mod store;
 mod streamable;
@@ -146,7 +147,7 @@ impl RemoteLauncher {
             drop(remote.clone().start_listening());
         }
         tokio::spawn(run(remote, out_rx));
-        Ok(Link { tx: out_tx, rx: in_rx, info, epoch, resumed })
+        Ok(Link { tx: out_tx, rx: in_rx, info, epoch, resumed, era: None })
     }
 }
 
@@ -173,15 +174,20 @@ async fn run(remote: Arc<Remote>, mut out: mpsc::Receiver<Outbound>) {
                 // `initialized` goes before anything after it: the server may only
                 // then offer some tools, and say so on the GET stream.
                 Some(Outbound::Message(m)) if m.method() == Some("notifications/initialized") => {
-                    remote.clone().send(m).await;
+                    remote.clone().send(m, Vec::new()).await;
                 }
                 Some(Outbound::Message(m)) => {
-                    tasks.spawn(remote.clone().send(m));
+                    tasks.spawn(remote.clone().send(m, Vec::new()));
+                }
+                Some(Outbound::Headed(m, headers)) => {
+                    tasks.spawn(remote.clone().send(m, headers));
                 }
                 Some(Outbound::StoreSession(json)) => {
                     lock(&remote.state).session = Some(json);
                     remote.save();
                 }
+                // A modern remote server has no session to keep: nothing to store.
+                Some(Outbound::StoreEra(_)) => {}
                 Some(Outbound::Restart) => {
                     tracing::warn!(server = %remote.identity.server, "a remote instance cannot be restarted in place; stop it instead");
                 }

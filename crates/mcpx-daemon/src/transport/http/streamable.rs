@@ -10,17 +10,19 @@ use mcpx_proto::{Message, MessageKind, SseDecoder};
 use reqwest::StatusCode;
 use reqwest::header::WWW_AUTHENTICATE;
 
+use super::modern;
 use super::session::{CONNECT_TIMEOUT, DEFAULT_RETRY_MS, MAX_RESUMES, Remote, SESSION_ID, Sink, header};
 use crate::config::RemoteKind;
 use crate::sync::lock;
 use crate::transport::link::{Inbound, TransportError};
 
 impl Remote {
-    /// Delivers one message and reports a failure to the waiting request.
-    pub(super) async fn send(self: Arc<Self>, m: Message) {
+    /// Delivers one message (a modern request with the caller's `Mcp-Param-*`
+    /// headers, `params`) and reports a failure to the waiting request.
+    pub(super) async fn send(self: Arc<Self>, m: Message, params: Vec<(String, String)>) {
         let id = (m.kind() == MessageKind::Request).then(|| m.id().unwrap_or("null").to_owned());
         let method = m.method().unwrap_or("").to_owned();
-        let Err(error) = self.deliver(&m).await else { return };
+        let Err(error) = self.deliver(&m, &params).await else { return };
         tracing::warn!(server = %self.identity.server, method = %method, error = %error, "a message to the remote server failed");
         let unreachable = error.unreachable();
         if let Some(id) = id {
@@ -33,7 +35,24 @@ impl Remote {
 
     /// Delivers one message over streamable HTTP (or HTTP+SSE, when configured or
     /// fallen back to): re-initializes once when the server forgot the session.
-    async fn deliver(self: &Arc<Self>, m: &Message) -> Result<(), TransportError> {
+    async fn deliver(self: &Arc<Self>, m: &Message, params: &[(String, String)]) -> Result<(), TransportError> {
+        if let Some(routing) = modern::routing(m) {
+            if self.kind == RemoteKind::Sse {
+                return Err(TransportError::exchange(format!(
+                    "{} is configured as an HTTP+SSE server (MCP 2024-11-05), which has no {} requests",
+                    self.written_url,
+                    m.method().unwrap_or_default()
+                )));
+            }
+            return self.deliver_modern(m, &routing, params).await;
+        }
+        if m.kind() == MessageKind::Notification && lock(&self.state).initialize.is_none() {
+            // No session: the server is modern (or not yet started), and the modern
+            // era defines no client notifications over HTTP (2026-07-28, Transports,
+            // "Streamable HTTP"; a cancellation would close the request's stream).
+            tracing::debug!(server = %self.identity.server, method = m.method().unwrap_or_default(), "not sending a notification to a server without a session");
+            return Ok(());
+        }
         let is_init = m.method() == Some("initialize");
         if is_init {
             let mut state = lock(&self.state);
