@@ -188,6 +188,23 @@ def later_sections(r: Results, info: dict, first: int) -> list[str]:
     ]
 
 
+# The chaos soak's section (scripts/chaos.sh --benchmarks writes it between these lines): kept
+# as it is, at the end, when the benchmark rewrites the file.
+CHAOS_BEGIN = "<!-- chaos: written by scripts/chaos.sh --benchmarks; scripts/bench keeps it -->"
+CHAOS_END = "<!-- chaos: end -->"
+
+
+def kept_chaos_section(path: Path = ROOT / "BENCHMARKS.md") -> list[str]:
+    """The chaos section of the report at `path`, if it has one, after a blank line."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return []
+    if CHAOS_BEGIN not in text or CHAOS_END not in text:
+        return []
+    return ["", *text[text.index(CHAOS_BEGIN) : text.index(CHAOS_END) + len(CHAOS_END)].splitlines()]
+
+
 def report(args, r: Results, info: dict) -> str:
     first = len(r.rows) + 1
     lines = [
@@ -196,6 +213,7 @@ def report(args, r: Results, info: dict) -> str:
         *calls.sections(r.rows),
         *later_sections(r, info, first),
         *reproduce_section(first),
+        *kept_chaos_section(),
     ]
     return "\n".join(lines).rstrip() + "\n"
 

@@ -132,7 +132,8 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
 
 /// Serves the control API and `mcp`'s routes on `listener` until `shutdown` completes
 /// or a `stop` or `upgrade` request arrives; then stops accepting, lets in-flight
-/// requests finish (up to [`DRAIN`]), stops the daemon's own children and detaches
+/// requests finish (up to [`DRAIN`]; the MCP sessions' open-ended streams end as the
+/// exit is requested), stops the daemon's own children and detaches
 /// from the supervisors (which keep their servers for the next daemon). Returns how
 /// the daemon was asked to exit ([`Exit::Stop`] after `shutdown`).
 ///

@@ -19,10 +19,18 @@ const STREAM_BUFFER: usize = 64;
 /// ends when every sender is gone. Dropping the body (the client went away) closes
 /// the channel, which is how producers notice.
 pub fn channel_body(rx: mpsc::Receiver<Vec<u8>>) -> Body {
+    channel_body_until(rx, std::future::pending())
+}
+
+/// [`channel_body`] that also ends when `until` completes, whatever is still to come:
+/// for an open-ended stream (a session's GET or listen stream), which must not hold back
+/// the drain of a daemon asked to stop or upgrade.
+pub fn channel_body_until(rx: mpsc::Receiver<Vec<u8>>, until: impl Future<Output = ()> + Send + 'static) -> Body {
+    use futures_util::StreamExt;
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(Bytes::from(b)), rx))
     });
-    Body::from_stream(stream)
+    Body::from_stream(stream.take_until(until))
 }
 
 /// Runs `call` in a task of its own, handing it a sender for the notifications that

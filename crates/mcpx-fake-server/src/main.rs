@@ -133,7 +133,7 @@
 //! | `bad_reply {kind}` | `utf8`: a response line whose text holds an invalid UTF-8 byte; `control`: a raw ESC there; `bom`: `bom ok` on a line starting with a UTF-8 byte-order mark (written across two writes) and ending in CRLF; `bom_all`: first a log notification and a `ping` request to the client marked the same way, then `bom all ok` once the ping is answered |
 //! | `stderr {bytes}` | writes `bytes` bytes to stderr (64 KiB chunks of `e`, each ending in `\n`), then `wrote <n> bytes to stderr` |
 //! | `exit {code}` | prints `exiting with <code>` to stderr and exits with `code`, no reply |
-//! | `progress {count=3, interval_ms=150}` | with `_meta.progressToken`: `count` `notifications/progress` (first at once), then `progress done <count>`; with `flood_ms`, ~1 KiB progress notifications back to back for that long, then `progress flood <n>` |
+//! | `progress {count=3, interval_ms=150}` | with `_meta.progressToken`: `count` `notifications/progress` (first at once), then `progress done <count>` (or `message`, if given); with `flood_ms`, ~1 KiB progress notifications back to back for that long, then `progress flood <n>` |
 //! | `barrier {n, timeout_ms=10000}` | `barrier <n> reached` once ≥ `n` tools/call are in flight (itself included); else `isError` `barrier timed out with <k> in flight` |
 //! | `inflight {}` | the most tools/call ever in flight at once |
 //! | `add_tool {name}` | adds an echo-like tool `name`, sends `notifications/tools/list_changed`, replies |

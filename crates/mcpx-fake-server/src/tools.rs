@@ -90,9 +90,10 @@ fn builtin_specs() -> Vec<(&'static str, &'static str, Value, &'static [&'static
         ),
         (
             "progress",
-            "Sends `count` progress notifications `interval_ms` apart, then replies.",
+            "Sends `count` progress notifications `interval_ms` apart, then replies (with `message`, if given).",
             json!({
                 "count": { "type": "integer", "minimum": 0, "default": 3 },
+                "message": { "type": "string" },
                 "interval_ms": { "type": "integer", "minimum": 0, "default": 150 },
                 "flood_ms": { "type": "integer", "minimum": 0 },
             }),
@@ -466,7 +467,8 @@ fn exit(server: &Server, args: &Args<'_>) -> ToolResult {
 }
 
 /// `progress`: `count` progress notifications `interval_ms` apart (first at
-/// once) if the caller sent a progress token, then `progress done <count>`. With
+/// once) if the caller sent a progress token, then `progress done <count>`, or
+/// `message` when given (a caller's own token, to prove the answer is its own). With
 /// `flood_ms`, a flood instead: ~1 KiB notifications back to back for that long.
 fn progress(server: &Server, params: &Value, args: &Args<'_>) -> ToolResult {
     if let Some(ms) = args.0.get("flood_ms") {
@@ -491,7 +493,10 @@ fn progress(server: &Server, params: &Value, args: &Args<'_>) -> ToolResult {
             ));
         }
     }
-    Ok(text(format!("progress done {count}")))
+    match args.0.get("message") {
+        Some(_) => Ok(text(args.str("message")?)),
+        None => Ok(text(format!("progress done {count}"))),
+    }
 }
 
 /// `progress` with `flood_ms`: `notifications/progress` of ~1 KiB each (the

@@ -26,7 +26,7 @@ use crate::mcp::listen::subscribe_listed;
 use crate::mcp::modern;
 use crate::mcp::sessions::{ClientSession, ClientSessions, sse_event};
 use crate::mcp::subscriptions::{self, Listening};
-use crate::stream::{channel_body, stream_call};
+use crate::stream::{channel_body, channel_body_until, stream_call};
 use crate::sync::lock;
 
 /// The session header (Transports, "Session Management").
@@ -209,7 +209,7 @@ pub(crate) async fn get_stream(State(e): S, headers: HeaderMap) -> Response {
         return StatusCode::NOT_FOUND.into_response();
     };
     match session.open_stream() {
-        Some(rx) => sse_response(rx, Some(&id)),
+        Some(rx) => open_ended(&e, rx, Some(&id)),
         None => (StatusCode::CONFLICT, "this session already has a GET stream open").into_response(),
     }
 }
@@ -422,7 +422,7 @@ async fn listen_stream(
             e.sessions.remove(&session_id);
         }
     });
-    sse_response(rx, None)
+    open_ended(e, rx, None)
 }
 
 /// A 2026-07-28 request (MCP 2026-07-28, Transports, "Streamable HTTP"): no session;
@@ -493,9 +493,24 @@ fn sse_call(d: Arc<Daemon>, session: Arc<ClientSession>, request: Message, sessi
 /// An SSE response streaming what `rx` yields, with the session's `Mcp-Session-Id`
 /// when there is one.
 fn sse_response(rx: mpsc::Receiver<Vec<u8>>, session_id: Option<&str>) -> Response {
+    sse_body_response(channel_body(rx), session_id)
+}
+
+/// A session's open-ended stream (its GET stream, a listen stream) as SSE, ended when
+/// the daemon is asked to stop or upgrade: the drain before either waits for requests
+/// to finish, and such a stream never does, so every upgrade with an MCP client
+/// connected (`mcpx serve` holds its GET stream) waited the whole drain and cut off
+/// the calls in flight then. The client opens another stream on the next daemon.
+fn open_ended(e: &Endpoint, rx: mpsc::Receiver<Vec<u8>>, session_id: Option<&str>) -> Response {
+    let daemon = e.daemon.clone();
+    let exit = async move { daemon.exit_requested().await };
+    sse_body_response(channel_body_until(rx, exit), session_id)
+}
+
+fn sse_body_response(body: axum::body::Body, session_id: Option<&str>) -> Response {
     let mut response = (
         [(axum::http::header::CONTENT_TYPE, "text/event-stream"), (axum::http::header::CACHE_CONTROL, "no-cache")],
-        channel_body(rx),
+        body,
     )
         .into_response();
     if let Some(v) = session_id.and_then(|s| HeaderValue::from_str(s).ok()) {

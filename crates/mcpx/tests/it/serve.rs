@@ -236,6 +236,42 @@ fn c10_one_get_stream_per_session_and_list_changed_reaches_it() {
     let _ = stream.wait();
 }
 
+/// An open GET stream (`mcpx serve` always holds one) does not hold an upgrade back:
+/// the daemon ends it when asked to upgrade, so the drain waits for requests only.
+/// Found by the chaos soak (`scripts/chaos.sh`, seed 31): with `mcpx serve` clients
+/// connected, every upgrade waited the whole 10 s drain, every caller waited with it,
+/// and the calls still running then were cut off.
+#[test]
+fn an_open_get_stream_does_not_hold_an_upgrade_back() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    assert_eq!(w.call("fake.echo", r#"{"message":"before"}"#).ok(), "before\n");
+    let (session, _) = initialize(&w, "/mcp", "2025-11-25");
+    let events = w.path("events.txt");
+    #[allow(clippy::disallowed_methods)] // Reason: curl holds the GET stream open.
+    let stream = std::process::Command::new("curl")
+        .args(["-s", "-N", "--unix-socket"])
+        .arg(w.path("run/daemon.sock"))
+        .args(["-H", "accept: text/event-stream", "-H", &format!("mcp-session-id: {session}"), "-o"])
+        .arg(&events)
+        .arg("http://localhost/mcp")
+        .spawn()
+        .unwrap();
+    let mut stream = Spawned(stream);
+    wait_until("the stream is open", Duration::from_secs(10), || {
+        std::fs::read_to_string(&events).unwrap_or_default().contains("stream open")
+    });
+    let next = w.path("mcpx-next");
+    std::fs::copy(crate::harness::mcpx_bin(), &next).unwrap();
+    let started = std::time::Instant::now();
+    let run = w.run(&["upgrade", "--binary", next.to_str().unwrap(), "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let took = started.elapsed();
+    wait_until("the GET stream ends", Duration::from_secs(10), || stream.0.try_wait().unwrap().is_some());
+    assert!(!w.log().contains("were cut off"), "the drain waited for the stream:\n{}", w.log());
+    assert!(took < Duration::from_secs(10), "the upgrade took {took:?}, the whole drain");
+    assert_eq!(w.call("fake.echo", r#"{"message":"after"}"#).ok(), "after\n");
+}
+
 /// `/mcp` on TCP (opt-in, loopback): a bearer token unless disabled, and Host and
 /// Origin checked against DNS rebinding.
 #[test]
