@@ -486,9 +486,10 @@ impl Instance {
         match item {
             Inbound::Message(m) => match m.kind() {
                 MessageKind::Response => self.complete(m),
-                MessageKind::Request => self.answer_server_request(m).await,
+                MessageKind::Request => self.answer_server_request(m, None).await,
                 MessageKind::Notification => self.route_notification(m, events),
             },
+            Inbound::Related { message, request } => self.answer_server_request(message, Some(&request)).await,
             Inbound::OversizeId(id) => {
                 if let Some(w) = self.calls.take(&id) {
                     let _ = w.reply.send(Err(CallError::TooLarge { limit: self.max_message_bytes }));
@@ -620,16 +621,21 @@ impl Instance {
     }
 
     /// Server-to-client requests (design: "Pools"): `ping` is answered here; the
-    /// others go to the caller whose request is the only one in flight on this
-    /// instance. A shell caller answers `roots/list` with its working directory and
-    /// nothing else. Whatever nobody can answer gets a JSON-RPC error, never silence.
-    async fn answer_server_request(&self, request: Message) {
+    /// others go to the caller of the request they are `related` to (the upstream id
+    /// of the request whose answer stream carried them), or else to the caller whose
+    /// request is the only one in flight on this instance. A shell caller answers
+    /// `roots/list` with its working directory and nothing else. Whatever nobody can
+    /// answer gets a JSON-RPC error, never silence.
+    async fn answer_server_request(&self, request: Message, related: Option<&str>) {
         let id = request.id().unwrap_or("null").to_owned();
         let method = request.method().unwrap_or_default().to_owned();
         if method == "ping" {
             return self.notify(Message::response(&id, "{}")).await;
         }
-        let callers = self.calls.callers();
+        let callers = match related {
+            Some(upstream) => self.calls.caller_of(upstream).into_iter().collect(),
+            None => self.calls.callers(),
+        };
         // The only caller in flight is an MCP client that declared this capability:
         // ask it, and hand its answer back to the server under the server's own id.
         if let [ctx] = callers.as_slice() {

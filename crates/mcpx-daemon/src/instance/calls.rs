@@ -94,6 +94,12 @@ impl Calls {
         lock(&self.map).values().map(|p| p.ctx.clone()).collect()
     }
 
+    /// The caller of the request in flight whose upstream id is `id` (raw JSON).
+    pub(super) fn caller_of(&self, id: &str) -> Option<Arc<CallContext>> {
+        let seq = self.ours(id)?;
+        lock(&self.map).get(&seq).map(|p| p.ctx.clone())
+    }
+
     /// The labels of the callers in flight, sorted, each once, empty ones left out.
     pub(super) fn labels(&self) -> Vec<String> {
         let mut labels: Vec<String> =

@@ -11,7 +11,8 @@ use mcpx_proto::mcp::error_code;
 use super::context::CallContext;
 
 /// The answer to server request `method` with id `id` (raw JSON), given the callers
-/// of the requests in flight:
+/// it may go to (the caller of the request it came with, or those of every request in
+/// flight):
 /// - with exactly one, `roots/list` gets its roots (or -32003 when it offers none),
 ///   and any other method -32003 (`CALLER_CANNOT_ANSWER`), whose message tells a shell
 ///   caller why its `elicitation/create` or `sampling/createMessage` was declined;
@@ -42,7 +43,7 @@ pub(super) fn local_answer(id: &str, method: &str, callers: &[Arc<CallContext>])
             id,
             error_code::CALLER_CANNOT_ANSWER,
             &format!(
-                "mcpx: the caller of the request in flight cannot answer `{method}` (a shell caller answers only roots/list; an MCP client must declare the capability and accept an SSE answer)"
+                "mcpx: the caller of the request in flight cannot answer `{method}` (a shell caller answers only roots/list; an MCP client must declare the capability, and a legacy one accept an SSE answer)"
             ),
         ),
         (many, _) => Message::error_response(

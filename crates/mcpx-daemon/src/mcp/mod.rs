@@ -25,7 +25,8 @@
 //!
 //! The parts: `routes` (HTTP: the [`Endpoint`], sessions by header, SSE), `sessions`
 //! (client sessions and the broadcast, with no dependency on the daemon), `dispatch`
-//! (one request answered), `catalog` (the servers and lists a session sees) and
+//! (one request answered), `input` (a legacy server's requests for input as a modern
+//! client's `InputRequiredResult`, and the retry that answers them), `catalog` (the servers and lists a session sees) and
 //! `discover` (discovery mode's tools), `era` (legacy or 2026-07-28, and the modern
 //! routing headers), and `subscriptions` (a modern client's `subscriptions/listen`
 //! stream).
@@ -34,6 +35,7 @@ mod catalog;
 mod discover;
 mod dispatch;
 pub mod era;
+mod input;
 mod listen;
 mod modern;
 mod owner;

@@ -21,6 +21,7 @@ use crate::api::Caller;
 use crate::daemon::Daemon;
 use crate::mcp::dispatch::cancellable;
 use crate::mcp::era::{self, Era};
+use crate::mcp::input::{self, Answer, Parked};
 use crate::mcp::listen::subscribe_listed;
 use crate::mcp::modern;
 use crate::mcp::sessions::{ClientSession, ClientSessions, sse_event};
@@ -51,6 +52,8 @@ pub struct Endpoint {
     pub(crate) daemon: Arc<Daemon>,
     /// Every open client session.
     pub(crate) sessions: ClientSessions,
+    /// Modern calls that wait for their client's input ([`input`]).
+    pub(crate) parked: Arc<Parked>,
 }
 
 impl Endpoint {
@@ -59,7 +62,7 @@ impl Endpoint {
     /// must be called inside a tokio runtime.
     pub fn new(daemon: Arc<Daemon>) -> Arc<Endpoint> {
         let mut notices = daemon.notices();
-        let endpoint = Arc::new(Endpoint { daemon, sessions: ClientSessions::default() });
+        let endpoint = Arc::new(Endpoint { daemon, sessions: ClientSessions::default(), parked: Arc::default() });
         let weak = Arc::downgrade(&endpoint);
         tokio::spawn(async move {
             loop {
@@ -426,9 +429,11 @@ async fn listen_stream(
 /// A 2026-07-28 request (MCP 2026-07-28, Transports, "Streamable HTTP"): no session;
 /// its routing headers checked against the body first (400 with -32020 when they
 /// disagree), then answered on a session of its own that ends with it, its caller
-/// from the headers (a pool session only when `mcpx serve` names one). A `tools/call`
-/// whose client accepts SSE is answered as SSE, with the log messages the request
-/// asked for (`_meta` `io.modelcontextprotocol/logLevel`).
+/// from the headers (a pool session only when `mcpx serve` names one). A `tools/call`,
+/// `prompts/get` or `resources/read` goes through the input bridge ([`input`]): a
+/// server's request for input becomes an `InputRequiredResult`. A `tools/call` whose
+/// client accepts SSE is answered as SSE, with the log messages the request asked for
+/// (`_meta` `io.modelcontextprotocol/logLevel`).
 async fn modern_request(
     e: &Endpoint,
     server: Option<String>,
@@ -450,18 +455,14 @@ async fn modern_request(
     session.param_headers = era::param_headers(headers);
     let session = Arc::new(session);
     let wants_sse = header(headers, "accept").is_some_and(|a| a.contains("text/event-stream"));
-    if wants_sse && request.method() == Some("tools/call") {
-        let level = modern.log_level;
-        let events = stream_call(
-            d.dropped_notifications(),
-            {
-                let d = d.clone();
-                move |notify| async move { cancellable(&d, &session, request, Some(notify)).await }
-            },
-            move |n| if modern::wants(level.as_deref(), n) { sse_event(n.as_str()) } else { Vec::new() },
-            |response: Message| sse_event(response.as_str()),
-        );
-        return sse_response(events, None);
+    let method = request.method().unwrap_or_default();
+    if input::INTERACTIVE.contains(&method) {
+        let sse = wants_sse && method == "tools/call";
+        let params = &body["params"];
+        return match input::answer(&e.parked, d, session, request, params, modern.log_level, sse).await {
+            Answer::Json(response) => json_response(StatusCode::OK, response.into_string(), None),
+            Answer::Events(events) => sse_response(events, None),
+        };
     }
     json_response(StatusCode::OK, cancellable(d, &session, request, None).await.into_string(), None)
 }

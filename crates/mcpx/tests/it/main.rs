@@ -22,6 +22,7 @@ mod flood;
 mod hostile;
 mod ids;
 mod import;
+mod input_modern;
 mod keyring;
 mod listen_modern;
 mod messy;

@@ -15,9 +15,20 @@ use crate::harness::{Run, World, fake_server, free_port, mcpx_bin, wait_until};
 /// One exchange with `/mcp` on TCP at `addr`, with the bearer `token` and `headers`,
 /// on a connection of its own: (status, lowercased head, body).
 pub(crate) fn post(addr: &str, token: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String, String) {
+    post_to(addr, "/mcp", token, headers, body)
+}
+
+/// [`post`] to `path` (`/mcp/<server>`).
+pub(crate) fn post_to(
+    addr: &str,
+    path: &str,
+    token: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> (u16, String, String) {
     let body = body.to_string();
     let mut request = format!(
-        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\n\
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\n\
          accept: application/json\r\nconnection: close\r\ncontent-length: {}\r\n",
         body.len()
     );

@@ -484,7 +484,13 @@ impl Remote {
             }
             match sink {
                 Sink::Forward => {
-                    let _ = self.inbound.send(Inbound::Message(m)).await;
+                    let item = match wanted {
+                        Some(request) if m.kind() == MessageKind::Request => {
+                            Inbound::Related { message: m, request: request.to_owned() }
+                        }
+                        _ => Inbound::Message(m),
+                    };
+                    let _ = self.inbound.send(item).await;
                 }
                 Sink::Swallow if is_answer => {
                     if let Err(e) = mcpx_proto::response_result(&m) {
