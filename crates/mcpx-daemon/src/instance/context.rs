@@ -10,7 +10,7 @@ use std::time::Duration;
 use mcpx_proto::Message;
 use tokio::sync::oneshot;
 
-use crate::notices::NoticeSender;
+use crate::notices::{NoticeSender, Sent};
 use crate::sync::lock;
 
 /// Who a request is for, so what the server sends about it reaches that caller
@@ -38,6 +38,21 @@ pub struct CallContext {
     /// Transports, "Streamable HTTP", "Custom headers"), names lowercased: passed on
     /// with the request to a modern remote server.
     pub param_headers: Vec<(String, String)>,
+}
+
+impl CallContext {
+    /// Sends `request` (a server's request for input) to this caller, under an id of
+    /// its own, when it is an MCP client or a shell form that declared it answers the
+    /// request's method; its answer arrives on the receiver given. `None` when it
+    /// does not answer that method, or its queue is gone.
+    pub(crate) fn ask_client(&self, request: &Message) -> Option<oneshot::Receiver<Message>> {
+        let (Some((can, replies)), Some(notify)) = (&self.client, &self.notify) else { return None };
+        if !can.iter().any(|m| Some(m.as_str()) == request.method()) {
+            return None;
+        }
+        let (client_id, answer) = replies.register();
+        (notify.send(request.clone().with_id(&client_id)) == Sent::Queued).then_some(answer)
+    }
 }
 
 /// Where an MCP client's answers to forwarded server requests are matched up, by
