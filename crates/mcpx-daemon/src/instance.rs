@@ -20,10 +20,9 @@ mod session;
 mod tests;
 
 pub use budget::LogBudget;
-pub use context::{CLIENT_ANSWER_TIMEOUT, CallContext, ClientReplies};
+pub use context::{CLIENT_ANSWER_TIMEOUT, CallContext, ClientReplies, INTERACTIVE, MAX_INPUT_ROUNDS};
 pub use era::{Era, Known};
 pub use error::{CallError, ERROR_TAIL_BYTES};
-pub use input_rounds::{INTERACTIVE, MAX_INPUT_ROUNDS};
 pub use listeners::{ClientHandle, ClientSink, LOG_LEVELS, Listeners};
 pub use session::ServerSession;
 
@@ -316,40 +315,6 @@ impl Instance {
     /// (MCP 2025-11-25, Utilities, "Cancellation").
     pub async fn request(&self, message: Message, timeout: Option<Duration>) -> Result<Message, CallError> {
         self.request_for(message, timeout, Arc::new(CallContext::default())).await
-    }
-
-    /// [`Instance::request`] on behalf of `ctx`: a progress token in the request's
-    /// `_meta` is replaced upstream by the request's upstream id and restored in each
-    /// `notifications/progress` sent to `ctx` (MCP 2025-11-25, Utilities, "Progress").
-    /// If the returned future is dropped before the response (the caller went away),
-    /// the server is sent `notifications/cancelled` for it.
-    ///
-    /// A modern server's `InputRequiredResult` is answered by `ctx` and the request
-    /// sent again with the answers, at most [`MAX_INPUT_ROUNDS`] times (see
-    /// `input_rounds`); each round has the whole `timeout`.
-    pub async fn request_for(
-        &self,
-        message: Message,
-        timeout: Option<Duration>,
-        ctx: Arc<CallContext>,
-    ) -> Result<Message, CallError> {
-        let interactive = INTERACTIVE.contains(&message.method().unwrap_or_default());
-        if !interactive || !self.era().is_some_and(|e| e.is_modern()) {
-            return self.request_once(message, timeout, ctx).await;
-        }
-        let mut response = self.request_once(message.clone(), timeout, ctx.clone()).await?;
-        for _ in 0..MAX_INPUT_ROUNDS {
-            let Some((requests, state)) = input_rounds::input_required(&response) else { return Ok(response) };
-            let retry = match input_rounds::retry(&message, &ctx, requests, state).await {
-                Ok(retry) => retry,
-                Err(refusal) => return Ok(refusal),
-            };
-            response = self.request_once(retry, timeout, ctx.clone()).await?;
-        }
-        match input_rounds::input_required(&response) {
-            Some(_) => Ok(input_rounds::too_many_rounds(&message)),
-            None => Ok(response),
-        }
     }
 
     /// One round of [`Instance::request_for`]: `message` sent once, and its response.

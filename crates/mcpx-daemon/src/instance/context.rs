@@ -13,6 +13,15 @@ use tokio::sync::oneshot;
 use crate::notices::{NoticeSender, Sent};
 use crate::sync::lock;
 
+/// How many times one request is sent again with its caller's answers before mcpx
+/// gives up on it: the caller then gets a JSON-RPC error (-32603) saying the server
+/// kept asking.
+pub const MAX_INPUT_ROUNDS: usize = 8;
+
+/// The methods whose result may be an `InputRequiredResult` (2026-07-28, Basic,
+/// Patterns, "Multi Round-Trip Requests", "Supported Requests").
+pub const INTERACTIVE: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
+
 /// Who a request is for, so what the server sends about it reaches that caller
 /// (design: "Pools", server-to-client requests).
 #[derive(Debug, Default)]

@@ -16,21 +16,51 @@ use mcpx_proto::mcp::error_code;
 use mcpx_proto::{Message, response_result};
 use serde_json::{Map, Value, json};
 
-use super::context::{CLIENT_ANSWER_TIMEOUT, CallContext};
+use std::time::Duration;
+
+use super::context::{CLIENT_ANSWER_TIMEOUT, CallContext, INTERACTIVE, MAX_INPUT_ROUNDS};
 use super::server_requests;
+use super::{CallError, Instance};
 
-/// How many times one request is sent again with its caller's answers before mcpx
-/// gives up on it: the caller then gets a JSON-RPC error (-32603) saying the server
-/// kept asking.
-pub const MAX_INPUT_ROUNDS: usize = 8;
-
-/// The methods whose result may be an `InputRequiredResult` (2026-07-28, Basic,
-/// Patterns, "Multi Round-Trip Requests", "Supported Requests").
-pub const INTERACTIVE: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
+impl Instance {
+    /// [`Instance::request`] on behalf of `ctx`: a progress token in the request's
+    /// `_meta` is replaced upstream by the request's upstream id and restored in each
+    /// `notifications/progress` sent to `ctx` (MCP 2025-11-25, Utilities, "Progress").
+    /// If the returned future is dropped before the response (the caller went away),
+    /// the server is sent `notifications/cancelled` for it.
+    ///
+    /// A modern server's `InputRequiredResult` is answered by `ctx` and the request
+    /// sent again with the answers, at most [`MAX_INPUT_ROUNDS`] times (see
+    /// `input_rounds`); each round has the whole `timeout`.
+    pub async fn request_for(
+        &self,
+        message: Message,
+        timeout: Option<Duration>,
+        ctx: Arc<CallContext>,
+    ) -> Result<Message, CallError> {
+        let interactive = INTERACTIVE.contains(&message.method().unwrap_or_default());
+        if !interactive || !self.era().is_some_and(|e| e.is_modern()) {
+            return self.request_once(message, timeout, ctx).await;
+        }
+        let mut response = self.request_once(message.clone(), timeout, ctx.clone()).await?;
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let Some((requests, state)) = input_required(&response) else { return Ok(response) };
+            let retry = match retry(&message, &ctx, requests, state).await {
+                Ok(retry) => retry,
+                Err(refusal) => return Ok(refusal),
+            };
+            response = self.request_once(retry, timeout, ctx.clone()).await?;
+        }
+        match input_required(&response) {
+            Some(_) => Ok(too_many_rounds(&message)),
+            None => Ok(response),
+        }
+    }
+}
 
 /// The `inputRequests` (by key) and `requestState` of `response` when it is an
 /// `InputRequiredResult`; `None` for any other response.
-pub(super) fn input_required(response: &Message) -> Option<(Map<String, Value>, Option<Value>)> {
+fn input_required(response: &Message) -> Option<(Map<String, Value>, Option<Value>)> {
     let result: Value = serde_json::from_str(response_result(response).ok()?.get()).ok()?;
     if result.get("resultType")? != "input_required" {
         return None;
@@ -42,7 +72,7 @@ pub(super) fn input_required(response: &Message) -> Option<(Map<String, Value>, 
 /// The request `original` sent again with the answers of `ctx` to `requests` and the
 /// server's `state`; or, when the caller could not answer one of them, the error
 /// response (with the original's id) that ends the call, naming what was asked.
-pub(super) async fn retry(
+async fn retry(
     original: &Message,
     ctx: &Arc<CallContext>,
     requests: Map<String, Value>,
@@ -84,7 +114,7 @@ pub(super) async fn retry(
 
 /// The error response for a request whose server still asked for input after
 /// [`MAX_INPUT_ROUNDS`] rounds.
-pub(super) fn too_many_rounds(original: &Message) -> Message {
+fn too_many_rounds(original: &Message) -> Message {
     let method = original.method().unwrap_or_default();
     Message::error_response(
         original.id().unwrap_or("null"),
