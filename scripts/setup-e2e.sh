@@ -4,7 +4,9 @@
 #     the TypeScript SDK (for e2e/sdk_client.mjs), oidc-provider (the authorization server of
 #     e2e/oidc-provider.mjs), supergateway (for scripts/bench.sh), Claude
 #     Code's CLI (`claude`, a native binary its postinstall copies from a per-platform package)
-#     and Node 22 (npm install from e2e/package-lock.json; needs Node >= 20 and npm);
+#     and Node 22, server-filesystem, and Deno (the code-mode runtime and type checker: the npm
+#     package `deno`, whose postinstall copies the binary of the platform's `@deno/*` package)
+#     (npm install from e2e/package-lock.json; needs Node >= 20 and npm);
 #   - e2e/.venv: mcp-server-time (pip install -r e2e/requirements.txt; needs Python >= 3.10 with
 #     the venv module);
 #   - e2e/mcp-proxy/.venv: the Python mcp-proxy, for scripts/bench.sh (pip install -r
@@ -73,7 +75,8 @@ node_stamp="$e2e/node_modules/.mcpx-setup-stamp"
 node_want="$(fingerprint "node$node_major" "$e2e/package.json" "$e2e/package-lock.json")"
 if [[ -f "$node_stamp" && "$(cat "$node_stamp")" == "$node_want" \
     && -x "$e2e/node_modules/.bin/mcp-server-everything" && -x "$e2e/node_modules/.bin/mcp-server-memory" \
-    && -x "$e2e/node_modules/.bin/claude" \
+    && -x "$e2e/node_modules/.bin/claude" && -x "$e2e/node_modules/.bin/mcp-server-filesystem" \
+    && -x "$e2e/node_modules/.bin/deno" \
     && -f "$e2e/node_modules/supergateway/dist/index.js" \
     && -f "$e2e/node_modules/@modelcontextprotocol/sdk/package.json" \
     && -f "$e2e/node_modules/oidc-provider/package.json" ]]; then
@@ -85,7 +88,7 @@ else
     # dependency the registry does not have (404), which `npm ci` refuses. `npm install`
     # follows the lock for everything else; --no-save keeps the lock as committed.
     quietly "npm install in e2e/" npm install --prefix "$e2e" --no-audit --no-fund --no-save --loglevel=error
-    for bin in mcp-server-everything mcp-server-memory claude; do
+    for bin in mcp-server-everything mcp-server-memory mcp-server-filesystem claude deno; do
         [[ -x "$e2e/node_modules/.bin/$bin" ]] || die "npm install finished but e2e/node_modules/.bin/$bin is missing"
     done
     [[ -f "$e2e/node_modules/supergateway/dist/index.js" ]] \
@@ -95,6 +98,8 @@ else
     [[ -f "$e2e/node_modules/oidc-provider/package.json" ]] \
         || die "npm install finished but e2e/node_modules/oidc-provider is missing"
     check_claude
+    "$e2e/node_modules/.bin/deno" --version >/dev/null 2>&1 \
+        || die "e2e/node_modules/.bin/deno does not run: remove e2e/node_modules and run this script again"
     printf '%s\n' "$node_want" >"$node_stamp"
 fi
 
@@ -127,5 +132,5 @@ venv_install .venv requirements.txt mcp-server-time
 # mcp-proxy needs mcp < 2 (e2e/.venv has mcp 2), so it gets a venv of its own.
 venv_install mcp-proxy/.venv requirements-mcp-proxy.txt mcp-proxy
 
-say "ready: e2e/node_modules/.bin/{mcp-server-everything,mcp-server-memory,claude}, e2e/node_modules/supergateway," \
+say "ready: e2e/node_modules/.bin/{mcp-server-everything,mcp-server-memory,mcp-server-filesystem,claude,deno}, e2e/node_modules/supergateway," \
     "e2e/.venv/bin/mcp-server-time, e2e/mcp-proxy/.venv/bin/mcp-proxy"

@@ -29,6 +29,11 @@ pub struct Caller {
     /// The CLI's parent process (the agent's shell or script), for `pid` scopes.
     #[serde(default)]
     pub ppid: Option<u32>,
+    /// A client of MCP 2026-07-28 over HTTP that names no pool session: the revision
+    /// has none (Basic, "Statelessness"), so a `session` scope degrades to `call`, and
+    /// the note in the log says how to get one. Never sent; set by the daemon.
+    #[serde(skip)]
+    pub sessionless: bool,
 }
 
 /// `POST /v1/ls`, `/v1/search`, `/v1/tools`, `/v1/call`, `/v1/resources`, `/v1/read`,
@@ -84,6 +89,9 @@ pub struct Request {
     /// `search`: the words to look for.
     #[serde(default)]
     pub words: Vec<String>,
+    /// `types`: the servers whose tools to declare (every offered server when empty).
+    #[serde(default)]
+    pub servers: Vec<String>,
     /// `stop`: also stop every server.
     #[serde(default)]
     pub all: bool,
@@ -150,6 +158,20 @@ pub struct Source {
     /// that client's name as `"imports"` spells it (`claude-code`, `cursor`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+}
+
+/// The answer of `POST /v1/types`: TypeScript declarations of the tools of the servers
+/// asked for ([`crate::code::declarations`]), the name of each declared function mapped
+/// back to its server and tool, and the servers left out because they were never listed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TypesAnswer {
+    /// The declaration file's text and its name mapping.
+    #[serde(flatten)]
+    pub declarations: crate::code::Declarations,
+    /// Offered servers with no cached listing (only when no server was named: a named
+    /// server is started and listed instead), by configured name, sorted.
+    #[serde(default)]
+    pub unlisted: Vec<String>,
 }
 
 /// One hit of `mcpx search --json`, best first.

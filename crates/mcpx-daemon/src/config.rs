@@ -62,6 +62,8 @@ pub mod units;
 mod written;
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod import_tests;
 #[cfg(test)]
 mod tests;

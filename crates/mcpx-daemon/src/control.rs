@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 pub mod commands;
 pub mod login;
 pub mod logins;
+pub mod types;
 
 use crate::adopt::replace_incompatible;
 use crate::api::{Answer, ApiError, ErrorKind, Request, SearchHit, ServerRow, Source};

@@ -6,6 +6,7 @@ pub mod adopt;
 pub mod api;
 pub mod auth;
 pub mod client;
+pub mod code;
 pub mod config;
 pub mod control;
 pub mod daemon;

@@ -129,6 +129,10 @@ impl Resolved {
     }
 }
 
+/// What gives a client of MCP 2026-07-28 over HTTP (which has no session: Basic,
+/// "Statelessness") an instance that lasts across its requests.
+const SESSIONLESS_FIX: &str = "connect the client through `mcpx serve` (stdio), which names a session, or use a 2025-11-25 session (`initialize`), or give the server `\"mcpx\": { \"scope\": \"global\" }`: a 2026-07-28 request over HTTP has no session";
+
 /// Numbers `call:<n>` keys.
 static CALLS: AtomicU64 = AtomicU64::new(1);
 
@@ -159,12 +163,14 @@ pub fn resolve(scope: Scope, caller: &Caller) -> Resolved {
         }
         Scope::Session => match caller.session.as_deref().filter(|s| !s.is_empty()) {
             Some(id) => Resolved::Key(PoolKey::Session(id.to_owned())),
+            None if caller.sessionless => degraded(SESSIONLESS_FIX),
             None => degraded("set MCPX_SESSION_ID (or pass --session)"),
         },
         Scope::ParentSession => {
             let id = caller.parent_session.as_deref().filter(|s| !s.is_empty());
             match id.or(caller.session.as_deref().filter(|s| !s.is_empty())) {
                 Some(id) => Resolved::Key(PoolKey::Session(id.to_owned())),
+                None if caller.sessionless => degraded(SESSIONLESS_FIX),
                 None => degraded("set MCPX_PARENT_SESSION_ID or MCPX_SESSION_ID"),
             }
         }
@@ -256,6 +262,12 @@ mod tests {
         assert!(
             matches!(resolve(Scope::Session, &c), Resolved::Degraded { fix, .. } if fix.contains("MCPX_SESSION_ID"))
         );
+        c.sessionless = true;
+        for scope in [Scope::Session, Scope::ParentSession] {
+            let resolved = resolve(scope, &c);
+            assert!(matches!(&resolved, Resolved::Degraded { fix, .. } if fix.contains("mcpx serve")), "{resolved:?}");
+            assert!(resolved.key().is_call());
+        }
         c.session = Some("a".into());
         assert_eq!(resolve(Scope::Session, &c).key().to_string(), "session:a");
         assert_eq!(resolve(Scope::ParentSession, &c).key().to_string(), "session:a");

@@ -66,6 +66,10 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
             post(|State(d): S, Body(r): Body| async move { control::tools(&d, &r).await.map(raw_json) }),
         )
         .route(
+            "/v1/types",
+            post(|State(d): S, Body(r): Body| async move { control::types::types(&d, &r).await.map(Json) }),
+        )
+        .route(
             "/v1/resources",
             post(|State(d): S, Body(r): Body| async move { control::resources(&d, &r).await.map(raw_json) }),
         )

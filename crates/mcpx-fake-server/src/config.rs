@@ -41,6 +41,9 @@ pub struct Config {
     /// `FAKE_INPUT_REPEAT=1`: a modern request that asks for input never takes the
     /// answers of its retry (it asks again, forever).
     pub input_repeat: bool,
+    /// `FAKE_SCHEMAS=1`: the schema fixture (see `schemas.rs`): three more tools whose
+    /// schemas use every construct `mcpx types` translates.
+    pub schemas: bool,
     /// `FAKE_HEADER_FAULT=1`: HTTP, every modern request is refused as a header
     /// mismatch (400, `-32020`).
     pub header_fault: bool,
@@ -97,6 +100,7 @@ impl Config {
             era,
             discover_delay_ms: number("FAKE_DISCOVER_DELAY_MS"),
             input_repeat: non_empty("FAKE_INPUT_REPEAT").is_some_and(|v| v != "0"),
+            schemas: non_empty("FAKE_SCHEMAS").is_some_and(|v| v != "0"),
             header_fault: non_empty("FAKE_HEADER_FAULT").is_some_and(|v| v != "0"),
             ttl_ms: number("FAKE_TTL_MS").unwrap_or(60_000),
             cache_scope: non_empty("FAKE_CACHE_SCOPE").unwrap_or_else(|| "public".to_owned()),

@@ -174,6 +174,9 @@ pub fn list(server: &Server) -> Vec<Value> {
     if server.config.hostile {
         tools.extend(crate::hostile::tools());
     }
+    if server.config.schemas {
+        tools.extend(crate::schemas::tools());
+    }
     for name in extra_tools(server) {
         tools.push(tool_entry(
             &name,
@@ -218,6 +221,9 @@ pub fn call(server: &Server, id: &Value, params: &Value) -> Reply {
     let empty = Map::new();
     let args = Args(params.get("arguments").and_then(Value::as_object).unwrap_or(&empty));
     if let Some(reply) = server.config.hostile.then(|| crate::hostile::call(server, name, params)).flatten() {
+        return reply;
+    }
+    if let Some(reply) = server.config.schemas.then(|| crate::schemas::call(name, params)).flatten() {
         return reply;
     }
     let result = match name {

@@ -244,6 +244,13 @@ impl FrameDecoder {
         self.buf.extend_from_slice(bytes);
     }
 
+    /// Bytes held, the frames already taken out included until they are compacted
+    /// away: with every frame taken after each push, at most 64 KiB plus twice the
+    /// largest frame ([`HEADER_LEN`] + [`MAX_FRAME`]) plus the last push.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
     /// The next complete frame, if one is buffered.
     ///
     /// Errors: [`AttachError::TooLarge`] as soon as a header announces an oversize

@@ -12,6 +12,9 @@ pub mod mcp;
 pub mod scan;
 pub mod sse;
 
+#[cfg(test)]
+mod fuzz;
+
 pub use framing::{LineDecoder, LineEvent};
 pub use jsonrpc::{Message, MessageKind, ParseError, RpcError, UpstreamId, response_result};
 pub use scan::IdScanner;

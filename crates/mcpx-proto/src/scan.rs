@@ -54,6 +54,13 @@ impl IdScanner {
         self.found.as_deref()
     }
 
+    /// Bytes held for the member being read: at most [`MAX_ID_LEN`] of an id value
+    /// and 8 of a member name.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        self.key.len() + self.capture.as_ref().map_or(0, Vec::len)
+    }
+
     /// Feeds the next piece of the text.
     pub fn feed(&mut self, bytes: &[u8]) {
         for &b in bytes {

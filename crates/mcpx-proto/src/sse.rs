@@ -67,6 +67,9 @@ pub struct SseDecoder {
     after_cr: bool,
     /// The stream's first bytes may be a UTF-8 byte order mark, which is skipped.
     at_start: bool,
+    /// How many bytes of the byte order mark the stream began with so far, held
+    /// until the mark is whole or turns out not to be one (it may be split).
+    bom: usize,
     has_data: bool,
     event: String,
     last_event_id_buffer: String,
@@ -85,6 +88,7 @@ impl SseDecoder {
             strip_space: false,
             after_cr: false,
             at_start: true,
+            bom: 0,
             has_data: false,
             event: String::new(),
             last_event_id_buffer: String::new(),
@@ -99,6 +103,17 @@ impl SseDecoder {
         &self.last_event_id
     }
 
+    /// Bytes held for the event and the line in progress: at most the data limit plus
+    /// four times 4 KiB (a field's name, its value, the event type, the id).
+    pub fn buffered(&self) -> usize {
+        let line = match &self.line {
+            Line::Name(name) => name.len(),
+            Line::Value { value, .. } => value.len(),
+            Line::Data | Line::Skip => 0,
+        };
+        self.data.buffered() + line + self.event.len() + self.last_event_id_buffer.len()
+    }
+
     /// The reconnection time the stream asked for (`retry`), in milliseconds.
     pub fn retry(&self) -> Option<u64> {
         self.retry
@@ -106,13 +121,24 @@ impl SseDecoder {
 
     /// Feeds the next piece of the body and appends the events it completes.
     pub fn push(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) {
-        if self.at_start && !chunk.is_empty() {
-            const BOM: &[u8] = b"\xEF\xBB\xBF";
-            if chunk.starts_with(BOM) {
-                chunk = &chunk[BOM.len()..];
+        const BOM: &[u8] = b"\xEF\xBB\xBF";
+        while self.at_start && !chunk.is_empty() {
+            if chunk[0] == BOM[self.bom] {
+                self.bom += 1;
+                chunk = &chunk[1..];
+                self.at_start = self.bom < BOM.len();
+            } else {
+                // Not a byte order mark after all: what was held of it is text.
+                self.at_start = false;
+                let held = std::mem::take(&mut self.bom);
+                self.lines(&BOM[..held], out);
             }
-            self.at_start = false;
         }
+        self.lines(chunk, out);
+    }
+
+    /// Feeds bytes after the byte order mark, line by line.
+    fn lines(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) {
         while !chunk.is_empty() {
             if self.after_cr {
                 self.after_cr = false;
@@ -302,6 +328,19 @@ mod tests {
         let (out, d) = decode(1024, &[b"id: p-2\n\n"]);
         assert!(out.is_empty());
         assert_eq!(d.last_event_id(), "p-2");
+    }
+
+    /// Found by the fuzz properties: a byte order mark split across two reads was
+    /// taken as text, so the first event's field name was wrong and it was lost.
+    #[test]
+    fn a_byte_order_mark_split_across_reads_is_skipped() {
+        let stream = b"\xEF\xBB\xBFdata\n\n";
+        for cut in 0..=stream.len() {
+            let (out, _) = decode(1, &[&stream[..cut], &stream[cut..]]);
+            assert_eq!(out, vec![data("message", "")], "cut at {cut}");
+        }
+        let (out, _) = decode(8, &[b"\xEF", b"\xBBdata: x\n\n"]);
+        assert!(out.is_empty(), "half a mark is text: {out:?}");
     }
 
     #[test]

@@ -74,6 +74,14 @@ enum Command {
         #[arg(required = true)]
         words: Vec<String>,
     },
+    /// Print TypeScript declarations of the tools, one namespace per server, from the schema cache.
+    Types {
+        /// The servers (all listed ones when omitted; then nothing is started).
+        servers: Vec<String>,
+        /// Write the declarations to this file (replaced) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Call a tool: `mcpx call <server>.<tool> key=value ...`, or with a JSON object (`-`: from stdin).
     Call(CallArgs),
     /// Show the daemon and every instance.
@@ -375,6 +383,7 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
         parent_session: env.get("MCPX_PARENT_SESSION_ID").filter(|s| !s.is_empty()).cloned(),
         // The process that ran this command: the agent's shell or script (`pid` scope).
         ppid: u32::try_from(nix::unistd::getppid().as_raw()).ok(),
+        ..Caller::default()
     };
     let request = |r: Request| Request { caller: caller.clone(), ..r };
     match cli.command {
@@ -472,6 +481,7 @@ async fn dispatch(
             output::search(json, &hits);
             Ok(0)
         }
+        Command::Types { servers, out } => crate::types::run(client, request, servers, out, json).await,
         Command::Call(args) => call(client, args, request, json).await,
         Command::Status => {
             let body = client.call(Method::GET, "/v1/status", None::<&()>).await?;

@@ -60,6 +60,7 @@ _mcpx_dynamic() {
             tools:1 | resources:1 | prompts:1 | restart:1 | refresh:1 | logs:1)
                 words="$("${COMP_WORDS[0]}" __complete servers 2>/dev/null)" ;;
             tools:2) words="$("${COMP_WORDS[0]}" __complete tools "${COMP_WORDS[i + 1]}" 2>/dev/null)" ;;
+            types:*) words="$("${COMP_WORDS[0]}" __complete servers 2>/dev/null)" ;;
         esac
         if [[ -n "$words" ]]; then
             COMPREPLY=($(compgen -W "$words" -- "$cur"))
@@ -81,6 +82,7 @@ _mcpx() {
         tools:3 | resources:3 | prompts:3 | restart:3 | refresh:3 | logs:3)
             names=(${(f)"$(${words[1]} __complete servers 2>/dev/null)"}) ;;
         tools:4) names=(${(f)"$(${words[1]} __complete tools ${words[3]} 2>/dev/null)"}) ;;
+        types:*) names=(${(f)"$(${words[1]} __complete servers 2>/dev/null)"}) ;;
     esac
     if (( ${#names} )) && [[ "${words[CURRENT]}" != -* ]]; then
         compadd -- $names
@@ -101,6 +103,7 @@ const FISH: &str = r#"
 complete -c mcpx -n '__fish_seen_subcommand_from call; and test (count (commandline -opc)) -eq 2' -f -a '(mcpx __complete targets)'
 complete -c mcpx -n '__fish_seen_subcommand_from tools resources prompts restart refresh logs; and test (count (commandline -opc)) -eq 2' -f -a '(mcpx __complete servers)'
 complete -c mcpx -n '__fish_seen_subcommand_from tools; and test (count (commandline -opc)) -eq 3' -f -a '(mcpx __complete tools (commandline -opc)[3])'
+complete -c mcpx -n '__fish_seen_subcommand_from types' -f -a '(mcpx __complete servers)'
 "#;
 
 /// The completion script for `shell`: clap_complete's, from `cmd` (the CLI's clap

@@ -21,6 +21,7 @@ mod service;
 mod show_config;
 mod status_line;
 mod trust;
+mod types;
 
 fn main() {
     std::process::exit(cli::main());

@@ -12,12 +12,18 @@
 //!
 //! A client of MCP 2026-07-28 sends no `initialize`: each of its requests goes on its
 //! own, with the routing headers its body implies (`Mcp-Method`, `Mcp-Name`) and no
-//! session.
+//! session. Its `subscriptions/listen` is one such request whose answer streams: each
+//! event is written as a line until the client sends `notifications/cancelled` for
+//! it (MCP 2026-07-28, Basic, Patterns, "Subscriptions", Cancellation), which closes
+//! the relay, so the daemon ends the subscription; a cancelled modern request of any
+//! kind is closed so, and gets no response (Patterns, "Cancellation").
 //!
 //! It also holds the session's GET stream open, so what the daemon sends on its
 //! own (list changes, resource updates, log messages) reaches the client.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use http_body_util::BodyExt;
 use mcpx_daemon::api::ApiError;
@@ -27,8 +33,14 @@ use mcpx_daemon::mcp::{
 };
 use mcpx_proto::mcp::error_code;
 use mcpx_proto::{Message, MessageKind};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::{Mutex, watch};
+use tokio::sync::{Mutex, mpsc, watch};
+use tokio::task::AbortHandle;
+
+/// Lines waiting for stdout: a relay writes whole lines here, so one closed in the
+/// middle (a cancelled request) never leaves half a line behind.
+const OUT_QUEUE: usize = 64;
 
 /// What `serve` knows of its session with the daemon.
 struct Bridge {
@@ -42,7 +54,13 @@ struct Bridge {
     session: Mutex<Option<String>>,
     /// The session last opened, for the GET stream to follow.
     opened: watch::Sender<Option<String>>,
-    out: Mutex<tokio::io::Stdout>,
+    /// Whole lines for the one task that writes stdout.
+    out: mpsc::Sender<String>,
+    /// The 2026-07-28 requests being relayed, by their id's JSON text: what
+    /// `notifications/cancelled` closes. Each entry carries its relay's number, so a
+    /// relay that ends removes its own entry and not a later one with the same id.
+    modern: std::sync::Mutex<HashMap<String, (u64, AbortHandle)>>,
+    relays: AtomicU64,
 }
 
 /// Runs until stdin ends. `server`: pass one server through instead of the aggregate.
@@ -72,7 +90,9 @@ pub async fn run(
         initialize: Mutex::new(None),
         session: Mutex::new(None),
         opened: watch::Sender::new(None),
-        out: Mutex::new(tokio::io::stdout()),
+        out: spawn_writer(),
+        modern: std::sync::Mutex::new(HashMap::new()),
+        relays: AtomicU64::new(0),
     });
     tokio::spawn(bridge.clone().listen());
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
@@ -85,10 +105,13 @@ pub async fn run(
             // In order: everything after it needs the session.
             *bridge.initialize.lock().await = Some(line.clone().into_bytes());
             bridge.relay(line.into_bytes(), true).await;
-        } else {
-            let b = bridge.clone();
-            tokio::spawn(async move { b.relay(line.into_bytes(), false).await });
+            continue;
         }
+        let body: Value = serde_json::from_str(&line).unwrap_or_default();
+        if cancelled_request(&body).is_some_and(|id| bridge.close_modern(&id)) {
+            continue;
+        }
+        bridge.spawn_relay(line.into_bytes(), modern_request_id(&body));
     }
     if let Some(id) = bridge.session.lock().await.take() {
         let _ = bridge.client.request(Method::DELETE, &bridge.path, &[(SESSION_HEADER, &id)], Vec::new()).await;
@@ -97,6 +120,38 @@ pub async fn run(
 }
 
 impl Bridge {
+    /// Relays one message (not `initialize`) on a task of its own; a 2026-07-28
+    /// request (`modern_id`, its id's JSON text) is kept where
+    /// [`Bridge::close_modern`] finds it until its relay ends.
+    fn spawn_relay(self: &Arc<Self>, body: Vec<u8>, modern_id: Option<String>) {
+        let number = self.relays.fetch_add(1, Ordering::Relaxed);
+        let b = self.clone();
+        // Held across the spawn, so the relay cannot end (and remove its entry) before
+        // the entry is made.
+        let mut modern = self.modern.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let id = modern_id.clone();
+        let task = tokio::spawn(async move {
+            b.relay(body, false).await;
+            if let Some(id) = id {
+                let mut modern = b.modern.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if modern.get(&id).is_some_and(|(n, _)| *n == number) {
+                    modern.remove(&id);
+                }
+            }
+        });
+        if let Some(id) = modern_id {
+            modern.insert(id, (number, task.abort_handle()));
+        }
+    }
+
+    /// Closes the relay of the 2026-07-28 request whose id's JSON text is `id`, which
+    /// ends it at the daemon (a `subscriptions/listen` is unsubscribed) and leaves it
+    /// unanswered; false when no such request is being relayed.
+    fn close_modern(&self, id: &str) -> bool {
+        let relay = self.modern.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id);
+        relay.map(|(_, task)| task.abort()).is_some()
+    }
+
     /// Sends one client message and writes what comes back. A request that cannot be
     /// answered gets a JSON-RPC error.
     async fn relay(&self, body: Vec<u8>, initialize: bool) {
@@ -245,12 +300,35 @@ impl Bridge {
     }
 
     async fn write(&self, message: &str) {
-        let mut out = self.out.lock().await;
-        let mut line = message.as_bytes().to_vec();
-        line.push(b'\n');
-        let _ = out.write_all(&line).await;
-        let _ = out.flush().await;
+        let _ = self.out.send(format!("{message}\n")).await;
     }
+}
+
+/// The task that writes whole lines to stdout, in the order they are queued.
+fn spawn_writer() -> mpsc::Sender<String> {
+    let (tx, mut rx) = mpsc::channel::<String>(OUT_QUEUE);
+    tokio::spawn(async move {
+        let mut out = tokio::io::stdout();
+        while let Some(line) = rx.recv().await {
+            if out.write_all(line.as_bytes()).await.is_err() || out.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    tx
+}
+
+/// The id (JSON text) of the request a `notifications/cancelled` names.
+fn cancelled_request(body: &Value) -> Option<String> {
+    (body["method"] == "notifications/cancelled" && body.get("id").is_none())
+        .then(|| body["params"].get("requestId").map(Value::to_string))
+        .flatten()
+}
+
+/// The id (JSON text) of a 2026-07-28 request: one that routes by its `_meta`.
+fn modern_request_id(body: &Value) -> Option<String> {
+    let id = body.get("id").filter(|_| body.get("method").is_some())?;
+    (!era::routing_headers(body).is_empty()).then(|| id.to_string())
 }
 
 enum Failure {

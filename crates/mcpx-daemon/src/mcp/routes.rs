@@ -362,9 +362,7 @@ async fn initialize(
 /// `pool_session` always (design: Configuration, Pools).
 fn caller(d: &Daemon, tcp: Option<Stranger>, headers: &HeaderMap, pool_session: Option<String>) -> Caller {
     match tcp {
-        Some(stranger) => {
-            Caller { cwd: None, config: stranger.config, session: pool_session, parent_session: None, ppid: None }
-        }
+        Some(stranger) => Caller { config: stranger.config, session: pool_session, ..Caller::default() },
         None => Caller {
             cwd: header(headers, CWD_HEADER).map(Into::into),
             // Without a working directory, the daemon's own MCPX_CONFIG (design: Configuration).
@@ -372,6 +370,7 @@ fn caller(d: &Daemon, tcp: Option<Stranger>, headers: &HeaderMap, pool_session: 
             session: header(headers, CALLER_SESSION_HEADER).or(pool_session),
             parent_session: None,
             ppid: header(headers, PPID_HEADER).and_then(|p| p.parse().ok()),
+            sessionless: false,
         },
     }
 }
@@ -449,7 +448,10 @@ async fn modern_request(
         let refusal = Message::error_response(&id, era::HEADER_MISMATCH, &message);
         return json_response(StatusCode::BAD_REQUEST, refusal.into_string(), None);
     }
-    let caller = caller(d, tcp, headers, None);
+    let mut caller = caller(d, tcp, headers, None);
+    // No pool session but what `mcpx serve` names: a `session` scope gives each request
+    // an instance of its own (design: Pools; docs/api.md says why).
+    caller.sessionless = caller.session.is_none();
     let discover = header(headers, MODE_HEADER).as_deref() == Some("discover");
     let mut session = ClientSession::new(server, caller, modern.version, &modern.capabilities, discover);
     session.param_headers = era::param_headers(headers);

@@ -42,6 +42,7 @@ fn completion_scripts_generate_for_every_shell_and_name_the_cached_tools() {
     assert_eq!(w.run(&["__complete", "targets"]).ok(), "");
     assert!(w.daemon_pid().is_none(), "completion must not start the daemon");
     assert_eq!(bash_completes(&w, &["restart", "o"]), ["other"]);
+    assert_eq!(bash_completes(&w, &["types", "fake", "o"]), ["other"]);
 
     w.run(&["refresh", "fake"]).ok();
     w.run(&["stop", "--all"]).ok();

@@ -13,6 +13,7 @@ mod claude_code;
 mod cli;
 mod cli_extras;
 mod clients;
+mod code_types;
 mod conformance;
 mod conformance_client;
 mod doctor;

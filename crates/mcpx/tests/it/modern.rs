@@ -12,12 +12,18 @@ use crate::tcp::post;
 /// A world with server-everything and the fake server, its daemon serving `/mcp` on
 /// TCP: the world, the address and the token.
 fn modern_world() -> (World, String, String) {
-    let w = World::new(json!({}));
     let everything = e2e_dir().join("node_modules/.bin/mcp-server-everything").display().to_string();
-    w.set_servers(json!({
+    tcp_world(json!({
         "everything": { "command": everything, "args": ["stdio"] },
         "fake": { "command": fake_server() },
-    }));
+    }))
+}
+
+/// A world with `servers`, its daemon serving `/mcp` on TCP: the world, the address
+/// and the token.
+fn tcp_world(servers: Value) -> (World, String, String) {
+    let w = World::new(json!({}));
+    w.set_servers(servers);
     let addr = format!("127.0.0.1:{}", free_port());
     w.run_with(&["ls"], |c| {
         c.env("MCPX_HTTP_ADDR", &addr);
@@ -204,4 +210,38 @@ fn passed_through_discovery_and_per_request_log_levels() {
     assert!(!flood(json!({})), "log messages reached a request that asked for none");
     assert!(flood(json!({ "io.modelcontextprotocol/logLevel": "info" })));
     assert!(!flood(json!({ "io.modelcontextprotocol/logLevel": "error" })));
+}
+
+/// A 2026-07-28 client over TCP has no session (Basic, "Statelessness"): a `session`
+/// scoped server gives each of its requests an instance of its own, and the log says
+/// once how to get one that lasts; through `mcpx serve`, which names a session, the
+/// same client's requests share one instance.
+#[test]
+fn a_modern_tcp_client_gets_an_instance_per_request_of_a_session_scoped_server() {
+    let (w, addr, token) = tcp_world(json!({ "fake": { "command": fake_server(), "mcpx": { "scope": "session" } } }));
+    let count = |body: &str| -> String {
+        let answer: Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("{body}"));
+        answer["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{answer}")).to_owned()
+    };
+    let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "fake__counter", "arguments": {}, "_meta": envelope() } });
+    let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "fake__counter")];
+    for _ in 0..2 {
+        let (status, _, body) = post(&addr, &token, &headers, &call);
+        assert_eq!((status, count(&body)), (200, "1".to_owned()), "{body}");
+    }
+    let note = w.log_once_it_has("a 2026-07-28 request over HTTP has no session");
+    assert_eq!(note.matches("a 2026-07-28 request over HTTP has no session").count(), 1, "{note}");
+    assert!(note.contains("mcpx serve"), "{note}");
+
+    let (_serve, mut stdin, rx) = crate::serve::spawn_serve(&w);
+    let counted: Vec<String> = (0..2)
+        .map(|_| {
+            use std::io::Write;
+            writeln!(stdin, "{call}").unwrap();
+            let answer = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("no answer from mcpx serve");
+            count(&answer.to_string())
+        })
+        .collect();
+    assert_eq!(counted, ["1", "2"], "one instance for the requests of one mcpx serve");
 }
