@@ -12,6 +12,7 @@ mod context;
 mod era;
 mod error;
 mod handshake;
+mod input_rounds;
 mod listeners;
 mod server_requests;
 mod session;
@@ -19,7 +20,7 @@ mod session;
 mod tests;
 
 pub use budget::LogBudget;
-pub use context::{CLIENT_ANSWER_TIMEOUT, CallContext, ClientReplies};
+pub use context::{CLIENT_ANSWER_TIMEOUT, CallContext, ClientReplies, INTERACTIVE, MAX_INPUT_ROUNDS};
 pub use era::{Era, Known};
 pub use error::{CallError, ERROR_TAIL_BYTES};
 pub use listeners::{ClientHandle, ClientSink, LOG_LEVELS, Listeners};
@@ -316,12 +317,8 @@ impl Instance {
         self.request_for(message, timeout, Arc::new(CallContext::default())).await
     }
 
-    /// [`Instance::request`] on behalf of `ctx`: a progress token in the request's
-    /// `_meta` is replaced upstream by the request's upstream id and restored in each
-    /// `notifications/progress` sent to `ctx` (MCP 2025-11-25, Utilities, "Progress").
-    /// If the returned future is dropped before the response (the caller went away),
-    /// the server is sent `notifications/cancelled` for it.
-    pub async fn request_for(
+    /// One round of [`Instance::request_for`]: `message` sent once, and its response.
+    async fn request_once(
         &self,
         message: Message,
         timeout: Option<Duration>,
@@ -638,31 +635,24 @@ impl Instance {
         };
         // The only caller in flight is an MCP client that declared this capability:
         // ask it, and hand its answer back to the server under the server's own id.
-        if let [ctx] = callers.as_slice() {
-            if let (Some((can, replies)), Some(notify)) = (&ctx.client, &ctx.notify) {
-                if can.contains(&method) {
-                    let (client_id, answer) = replies.register();
-                    if notify.send(request.with_id(&client_id)) == Sent::Queued {
-                        let tx = self.tx.clone();
-                        let server = self.identity.server.clone();
-                        tokio::spawn(async move {
-                            let reply = match tokio::time::timeout(CLIENT_ANSWER_TIMEOUT, answer).await {
-                                Ok(Ok(response)) => response.with_id(&id),
-                                _ => {
-                                    tracing::info!(server = %server, method, "the MCP client did not answer a forwarded request");
-                                    Message::error_response(
-                                        &id,
-                                        error_code::NO_CALLER,
-                                        &format!("mcpx: the client did not answer `{method}`"),
-                                    )
-                                }
-                            };
-                            let _ = tx.send(Outbound::Message(reply)).await;
-                        });
-                        return;
+        if let Some(answer) = callers.first().filter(|_| callers.len() == 1).and_then(|ctx| ctx.ask_client(&request)) {
+            let tx = self.tx.clone();
+            let server = self.identity.server.clone();
+            tokio::spawn(async move {
+                let reply = match tokio::time::timeout(CLIENT_ANSWER_TIMEOUT, answer).await {
+                    Ok(Ok(response)) => response.with_id(&id),
+                    _ => {
+                        tracing::info!(server = %server, method, "the MCP client did not answer a forwarded request");
+                        Message::error_response(
+                            &id,
+                            error_code::NO_CALLER,
+                            &format!("mcpx: the client did not answer `{method}`"),
+                        )
                     }
-                }
-            }
+                };
+                let _ = tx.send(Outbound::Message(reply)).await;
+            });
+            return;
         }
         let reply = server_requests::local_answer(&id, &method, &callers);
         if reply.as_str().contains("\"error\"") && self.may_log() {

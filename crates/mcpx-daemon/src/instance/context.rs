@@ -10,8 +10,17 @@ use std::time::Duration;
 use mcpx_proto::Message;
 use tokio::sync::oneshot;
 
-use crate::notices::NoticeSender;
+use crate::notices::{NoticeSender, Sent};
 use crate::sync::lock;
+
+/// How many times one request is sent again with its caller's answers before mcpx
+/// gives up on it: the caller then gets a JSON-RPC error (-32603) saying the server
+/// kept asking.
+pub const MAX_INPUT_ROUNDS: usize = 8;
+
+/// The methods whose result may be an `InputRequiredResult` (2026-07-28, Basic,
+/// Patterns, "Multi Round-Trip Requests", "Supported Requests").
+pub const INTERACTIVE: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
 
 /// Who a request is for, so what the server sends about it reaches that caller
 /// (design: "Pools", server-to-client requests).
@@ -38,6 +47,21 @@ pub struct CallContext {
     /// Transports, "Streamable HTTP", "Custom headers"), names lowercased: passed on
     /// with the request to a modern remote server.
     pub param_headers: Vec<(String, String)>,
+}
+
+impl CallContext {
+    /// Sends `request` (a server's request for input) to this caller, under an id of
+    /// its own, when it is an MCP client or a shell form that declared it answers the
+    /// request's method; its answer arrives on the receiver given. `None` when it
+    /// does not answer that method, or its queue is gone.
+    pub(crate) fn ask_client(&self, request: &Message) -> Option<oneshot::Receiver<Message>> {
+        let (Some((can, replies)), Some(notify)) = (&self.client, &self.notify) else { return None };
+        if !can.iter().any(|m| Some(m.as_str()) == request.method()) {
+            return None;
+        }
+        let (client_id, answer) = replies.register();
+        (notify.send(request.clone().with_id(&client_id)) == Sent::Queued).then_some(answer)
+    }
 }
 
 /// Where an MCP client's answers to forwarded server requests are matched up, by

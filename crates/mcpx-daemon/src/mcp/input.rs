@@ -38,9 +38,7 @@ use crate::mcp::sessions::{ClientSession, ClientSessions, sse_event};
 use crate::notices::{self, NoticeReceiver};
 use crate::sync::lock;
 
-/// The methods whose result may be an `InputRequiredResult` (2026-07-28, Basic,
-/// Patterns, "Multi Round-Trip Requests", "Supported Requests").
-pub(crate) const INTERACTIVE: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
+pub(crate) use crate::instance::INTERACTIVE;
 
 /// The most calls that may wait for their client's input at once, over every
 /// listener. A call that would be one more is cancelled upstream and its client told

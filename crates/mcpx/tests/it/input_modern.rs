@@ -14,7 +14,7 @@ use crate::tcp::post_to;
 
 /// A world with `servers`, its daemon serving `/mcp` on TCP with `env`: the world, the
 /// address and the token.
-fn world(servers: Value, env: &[(&str, &str)]) -> (World, String, String) {
+pub(crate) fn world(servers: Value, env: &[(&str, &str)]) -> (World, String, String) {
     let w = World::new(json!({}));
     w.set_servers(servers);
     let addr = format!("127.0.0.1:{}", free_port());
@@ -30,7 +30,7 @@ fn world(servers: Value, env: &[(&str, &str)]) -> (World, String, String) {
 /// A modern `tools/call` of `tool` with `arguments` and `more` params (a retry's
 /// `inputResponses` and `requestState`), from a client with `capabilities`: the
 /// JSON-RPC response.
-fn call(addr: &str, token: &str, tool: &str, arguments: Value, capabilities: Value, more: Value) -> Value {
+pub(crate) fn call(addr: &str, token: &str, tool: &str, arguments: Value, capabilities: Value, more: Value) -> Value {
     call_on("/mcp", addr, token, tool, arguments, capabilities, more)
 }
 
@@ -58,13 +58,13 @@ fn call_on(
 }
 
 /// The capabilities of a client that answers elicitation and sampling.
-fn answers() -> Value {
+pub(crate) fn answers() -> Value {
     json!({ "elicitation": {}, "sampling": {} })
 }
 
 /// The `(key, request, requestState)` of the one input request of `response`, an
 /// `InputRequiredResult`.
-fn asked(response: &Value) -> (String, Value, String) {
+pub(crate) fn asked(response: &Value) -> (String, Value, String) {
     let result = &response["result"];
     assert_eq!(result["resultType"], "input_required", "{response}");
     let requests = result["inputRequests"].as_object().unwrap();
@@ -74,13 +74,13 @@ fn asked(response: &Value) -> (String, Value, String) {
 }
 
 /// The text of a complete result.
-fn text(response: &Value) -> String {
+pub(crate) fn text(response: &Value) -> String {
     assert_eq!(response["result"]["resultType"], "complete", "{response}");
     response["result"]["content"][0]["text"].as_str().unwrap().to_owned()
 }
 
 /// The elicit tool's answer as a person `name` gives it.
-fn accept(key: &str, name: &str, state: &str) -> Value {
+pub(crate) fn accept(key: &str, name: &str, state: &str) -> Value {
     json!({ "inputResponses": { key: { "action": "accept", "content": { "name": name, "age": 36 } } }, "requestState": state })
 }
 

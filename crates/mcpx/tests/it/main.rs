@@ -25,6 +25,7 @@ mod hostile;
 mod ids;
 mod import;
 mod input_modern;
+mod input_upstream;
 mod keyring;
 mod listen_modern;
 mod messy;
