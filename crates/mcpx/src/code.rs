@@ -307,6 +307,14 @@ async fn serve_channel(
         )));
     }
     let how = status.map_or_else(|| "ended".to_owned(), |s| format!("exited ({s})"));
+    if tail.trim().is_empty() {
+        // Nothing said at all: most likely not a JavaScript runtime (a wrong MCPX_DENO).
+        let (sandbox::Engine::Deno(path) | sandbox::Engine::Node(path)) = &cx.engine;
+        return Ok(Outcome::Failed(format!(
+            "the script {how} before it returned, and printed nothing: check that {} is Deno (MCPX_DENO, or `deno` on PATH)",
+            path.display()
+        )));
+    }
     Ok(Outcome::Failed(format!("the script {how} before it returned; see its output above")))
 }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use mcpx_daemon::api::{ApiError, Caller, Request, SearchHit};
 use mcpx_daemon::client::{Client, Method};
 use mcpx_proto::mcp::error_code;
+use mcpx_proto::{Message, MessageKind, ParseError};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
@@ -33,11 +34,8 @@ pub async fn run(
     mut caller: Caller,
     server: Option<String>,
 ) -> Result<i32, ApiError> {
-    let deno = sandbox::find_deno(env).ok_or_else(|| {
-        ApiError::new(
-            mcpx_daemon::api::ErrorKind::Usage,
-            format!("`serve --code` runs code with Deno, which is not installed: {}", sandbox::INSTALL_HINT),
-        )
+    let deno = sandbox::find_deno(env).map_err(|message| {
+        ApiError::new(mcpx_daemon::api::ErrorKind::Usage, format!("`serve --code` runs code with Deno: {message}"))
     })?;
     // One pool session for every call of this process, like `mcpx serve`'s.
     caller.session = Some(format!("serve-{}-{}", std::process::id(), mcpx_daemon::schema::now()));
@@ -51,26 +49,90 @@ pub async fn run(
     };
     let cx = Arc::new(cx);
     let out = Arc::new(Mutex::new(tokio::io::stdout()));
+    let version = Arc::new(std::sync::Mutex::new(String::new()));
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut running = tokio::task::JoinSet::new();
     while let Ok(Some(line)) = lines.next_line().await {
-        let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
-        let (cx, out) = (cx.clone(), out.clone());
-        tokio::spawn(async move {
-            let Some(id) = message.get("id").cloned() else { return };
-            let answer = match answer(&cx, &message).await {
-                Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-                Err((code, text)) => {
-                    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": text } })
+        if line.trim().is_empty() {
+            continue;
+        }
+        // Malformed lines, null ids and batches are answered as `mcpx serve` answers them
+        // (JSON-RPC 2.0, sections 4.1, 5.1 and 6; batches only under 2025-03-26).
+        let messages = match Message::parse_line(line.as_bytes()) {
+            Ok(m) if !m.is_empty() => m,
+            Ok(_) => {
+                write(&out, Message::error_response("null", error_code::INVALID_REQUEST, "empty batch").as_str()).await;
+                continue;
+            }
+            Err(e) => {
+                let code = if matches!(e, ParseError::NotJson(_)) {
+                    error_code::PARSE_ERROR
+                } else {
+                    error_code::INVALID_REQUEST
+                };
+                write(&out, Message::error_response("null", code, &e.to_string()).as_str()).await;
+                continue;
+            }
+        };
+        let requests: Vec<Value> = messages
+            .iter()
+            .filter(|m| m.kind() == MessageKind::Request)
+            .filter_map(|m| serde_json::from_str(m.as_str()).ok())
+            .collect();
+        let (cx, out, version) = (cx.clone(), out.clone(), version.clone());
+        if line.trim_start().starts_with('[') {
+            let negotiated = version.lock().map(|v| v.clone()).unwrap_or_default();
+            if negotiated != "2025-03-26" {
+                let refusal = format!("JSON-RPC batches are not allowed under protocol revision {negotiated}");
+                write(&out, Message::error_response("null", error_code::INVALID_REQUEST, &refusal).as_str()).await;
+                continue;
+            }
+            running.spawn(async move {
+                let mut answers = Vec::new();
+                for request in &requests {
+                    answers.push(reply(&cx, request, &version).await);
                 }
-            };
-            let mut line = answer.to_string().into_bytes();
-            line.push(b'\n');
-            let mut out = out.lock().await;
-            let _ = out.write_all(&line).await;
-            let _ = out.flush().await;
-        });
+                if !answers.is_empty() {
+                    write(&out, &Value::Array(answers).to_string()).await;
+                }
+            });
+            continue;
+        }
+        let Some(request) = requests.into_iter().next() else { continue };
+        if request["method"] == "initialize" {
+            // Answered before the next line is read, so the revision is known to it.
+            write(&out, &reply(&cx, &request, &version).await.to_string()).await;
+            continue;
+        }
+        running.spawn(async move { write(&out, &reply(&cx, &request, &version).await.to_string()).await });
     }
+    // Requests still running when stdin ends are answered before leaving.
+    while running.join_next().await.is_some() {}
     Ok(0)
+}
+
+/// The response to one request; `initialize` records the revision agreed on.
+async fn reply(cx: &Context, request: &Value, version: &std::sync::Mutex<String>) -> Value {
+    let id = request["id"].clone();
+    match answer(cx, request).await {
+        Ok(result) => {
+            if let (Some("initialize"), Some(agreed)) = (request["method"].as_str(), result["protocolVersion"].as_str())
+                && let Ok(mut v) = version.lock()
+            {
+                agreed.clone_into(&mut v);
+            }
+            json!({ "jsonrpc": "2.0", "id": id, "result": result })
+        }
+        Err((code, text)) => json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": text } }),
+    }
+}
+
+/// Writes one line to stdout, whole.
+async fn write(out: &Mutex<tokio::io::Stdout>, text: &str) {
+    let mut out = out.lock().await;
+    let _ = out.write_all(text.as_bytes()).await;
+    let _ = out.write_all(b"\n").await;
+    let _ = out.flush().await;
 }
 
 /// The result of one request, or its JSON-RPC error.

@@ -62,12 +62,7 @@ pub async fn run(
         output::warn(&format!("mcpx: {}", sandbox::NODE_LEFT_OPEN));
         sandbox::Engine::Node(node)
     } else {
-        sandbox::Engine::Deno(sandbox::find_deno(env).ok_or_else(|| {
-            ApiError::new(
-                ErrorKind::Usage,
-                format!("Deno is not installed (not on PATH, MCPX_DENO unset): {}", sandbox::INSTALL_HINT),
-            )
-        })?)
+        sandbox::Engine::Deno(sandbox::find_deno(env).map_err(|message| ApiError::new(ErrorKind::Usage, message))?)
     };
     let deno_dir = deno_dir(opened)?;
     let cx = Context { client: client.clone(), caller, runtime: opened.runtime.clone(), engine, deno_dir, only: None };

@@ -16,13 +16,24 @@ use mcpx_platform::process::{Detach, SpawnSpec};
 pub const INSTALL_HINT: &str = "install Deno (`npm install -g deno`, or see https://docs.deno.com/runtime/getting_started/installation/) \
      or set MCPX_DENO to its path; `--unsafe-node` runs the script under Node instead, unchecked and less confined";
 
-/// Where the Deno binary is: `MCPX_DENO` when set, else `deno` on `PATH`; `None` when
-/// neither names an executable file.
-pub fn find_deno(env: &std::collections::HashMap<String, String>) -> Option<PathBuf> {
+/// Where the Deno binary is: `MCPX_DENO` when set, else `deno` on `PATH`.
+///
+/// Errors: a sentence to show, ending with what to do: `MCPX_DENO` names no
+/// executable file, or it is unset and `PATH` has no `deno` ([`INSTALL_HINT`]).
+pub fn find_deno(env: &std::collections::HashMap<String, String>) -> Result<PathBuf, String> {
     if let Some(path) = env.get("MCPX_DENO").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(path)).filter(|p| is_executable(p));
+        let path = PathBuf::from(path);
+        return if is_executable(&path) {
+            Ok(path)
+        } else {
+            Err(format!(
+                "MCPX_DENO is {}, which is not an executable file: point it at the Deno binary, or unset it to use `deno` on PATH",
+                path.display()
+            ))
+        };
     }
     find_on_path(env, "deno")
+        .ok_or_else(|| format!("Deno is not installed (not on PATH, MCPX_DENO unset): {INSTALL_HINT}"))
 }
 
 /// `name` on the `PATH` of `env`, when it is an executable file there.

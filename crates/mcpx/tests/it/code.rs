@@ -213,6 +213,22 @@ fn without_deno_it_says_how_to_install_it() {
     );
 }
 
+#[test]
+fn a_wrong_mcpx_deno_is_named() {
+    let mut w = code_world();
+    w.env.retain(|(k, _)| k != "MCPX_DENO");
+    w.env.push(("MCPX_DENO".to_owned(), "/nonexistent/deno".to_owned()));
+    let run = w.run(&["exec", "return 1"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("MCPX_DENO is /nonexistent/deno, which is not an executable file"), "{}", run.stderr);
+    // An executable that is not Deno runs, says nothing and is named.
+    w.env.retain(|(k, _)| k != "MCPX_DENO");
+    w.env.push(("MCPX_DENO".to_owned(), "/bin/true".to_owned()));
+    let run = w.run(&["exec", "return 1"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("printed nothing: check that /bin/true is Deno"), "{}", run.stderr);
+}
+
 /// A world with server-filesystem (rooted in the world) and server-memory.
 fn two_servers() -> World {
     let mut w = World::new(json!({}));
@@ -332,4 +348,13 @@ fn serve_code_with_server_offers_that_server_only() {
     );
     assert_eq!(ran["result"]["isError"], true, "{ran}");
     assert!(ran["result"]["content"][0]["text"].as_str().unwrap().contains("<code>:1:7"), "{ran}");
+    // Malformed messages are answered as `mcpx serve` answers them (C16, C19).
+    serve.send(json!({ "jsonrpc": "2.0", "id": null, "method": "tools/list" }));
+    let refused = serve.recv();
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("invalid request id"), "{refused}");
+    serve.send(json!([{ "jsonrpc": "2.0", "id": 5, "method": "tools/list" }]));
+    let refused = serve.recv();
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("batches are not allowed"), "{refused}");
 }
