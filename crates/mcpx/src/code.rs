@@ -169,10 +169,16 @@ pub async fn execute(cx: &Context, job: &Job, logs: &mut Logs) -> Result<Outcome
     if node {
         dir.write(sandbox::NODE_SHIM_FILE, sandbox::NODE_SHIM)?;
     }
-    let shim = if node { format!("import \"./{}\";\n", sandbox::NODE_SHIM_FILE) } else { String::new() };
+    let script = serde_json::Value::String(script);
+    // Deno: a type-only import puts the script in the graph `deno check` checks, while
+    // `main` loads it, so an error at its top level is reported as any other.
+    let shim = if node {
+        format!("import \"./{}\";\n", sandbox::NODE_SHIM_FILE)
+    } else {
+        format!("import type * as _checked from {script};\n")
+    };
     let entry = format!(
-        "{shim}import \"./setup.ts\";\nimport * as script from {};\nimport {{ main }} from \"./mcpx.ts\";\nawait main(script);\n",
-        serde_json::Value::String(script)
+        "{shim}import \"./setup.ts\";\nimport {{ main }} from \"./mcpx.ts\";\nawait main(() => import({script}));\n"
     );
     dir.write(sandbox::ENTRY_FILE, &entry)?;
     let group = match &cx.engine {
@@ -193,6 +199,26 @@ pub async fn execute(cx: &Context, job: &Job, logs: &mut Logs) -> Result<Outcome
         }
     };
     serve_channel(cx, job, group, &dir, logs).await
+}
+
+/// What the type check's refusal adds for a shell user; `serve --code`, whose client
+/// cannot skip the check, removes it.
+pub const NO_CHECK_ADVICE: &str = ", or pass --no-check";
+
+/// The callable name (`namespace.function`) of each listed tool of the caller's offered
+/// servers, by server and tool name as the servers list them (`POST /v1/types`, from the
+/// schema cache; nothing is started).
+///
+/// Errors: the daemon's.
+pub async fn callable_names(cx: &Context) -> Result<std::collections::HashMap<(String, String), String>, ApiError> {
+    let req = Request { caller: cx.caller.clone(), ..Request::default() };
+    let answer: TypesAnswer = parse(&cx.client.call(Method::POST, "/v1/types", Some(&req)).await?)?;
+    Ok(answer
+        .declarations
+        .names
+        .into_iter()
+        .map(|n| ((n.server, n.tool), format!("{}.{}", n.namespace, n.function)))
+        .collect())
 }
 
 /// `deno check` of the entry; the compiler's message as a `usage` error when it fails.
@@ -223,7 +249,7 @@ async fn check(
         _ => Err(ApiError::new(
             ErrorKind::Usage,
             format!(
-                "the script does not type-check, so it did not run (fix it, or pass --no-check):\n{}",
+                "the script does not type-check, so it did not run (fix it{NO_CHECK_ADVICE}):\n{}",
                 sandbox::readable_diagnostics(&String::from_utf8_lossy(&text), dir)
             ),
         )),

@@ -219,9 +219,13 @@ async fn types(cx: &Context, arguments: &Value) -> Result<String, ApiError> {
         };
         let hits: Vec<SearchHit> =
             serde_json::from_slice(&cx.client.call(Method::POST, "/v1/search", Some(&req)).await?).unwrap_or_default();
+        // Each hit by the name a script calls it with, then the server's own names.
+        let callable = crate::code::callable_names(cx).await?;
         for hit in hits.iter().filter(|h| cx.only.as_deref().is_none_or(|o| o == h.server)) {
+            let key = (hit.server.clone(), hit.tool.clone());
+            let name = callable.get(&key).cloned().unwrap_or_else(|| format!("{}.{}", hit.server, hit.tool));
             text.push_str(&format!(
-                "{}.{}: {}\n",
+                "{name} (server `{}`, tool `{}`): {}\n",
                 hit.server,
                 hit.tool,
                 hit.description.as_deref().unwrap_or_default()
@@ -247,7 +251,7 @@ async fn exec(cx: &Context, arguments: &Value) -> Value {
     if let Some(t) = arguments["timeout"].as_str() {
         match mcpx_daemon::config::units::parse_duration(t) {
             Ok(d) => limits.timeout = d,
-            Err(e) => return result(format!("timeout: {e} (write it like 30s or 5m)"), true),
+            Err(e) => return result(format!("timeout: {e}"), true),
         }
     }
     let job =
@@ -265,6 +269,6 @@ async fn exec(cx: &Context, arguments: &Value) -> Value {
             result(format!("{text}{note}{logged}"), false)
         }
         Ok(Outcome::Failed(message)) => result(format!("{message}{logged}"), true),
-        Err(e) => result(format!("{}{logged}", e.message), true),
+        Err(e) => result(format!("{}{logged}", e.message.replacen(crate::code::NO_CHECK_ADVICE, "", 1)), true),
     }
 }

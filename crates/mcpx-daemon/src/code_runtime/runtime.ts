@@ -138,9 +138,11 @@ export function install(table: Table): void {
   }
 }
 
-/** Runs the script's default export (a value, a promise or a function) and sends what it gives. */
-export async function main(script: { default?: unknown }): Promise<void> {
+/** Loads the script (`load`), runs its default export (a value, a promise or a function) and sends what it gives. */
+export async function main(load: () => Promise<{ default?: unknown }>): Promise<void> {
   try {
+    // Loaded here, so an error thrown at the script's top level is reported like any other.
+    const script = await load();
     let value = script.default;
     if (typeof value === "function") value = await value();
     value = await value;

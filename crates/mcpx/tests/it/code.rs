@@ -132,6 +132,16 @@ fn escapes_are_refused_with_a_clear_error() {
     }
     assert!(listener.accept().is_err(), "the fetch reached the listener");
     assert!(!outside.exists());
+    // At a file's top level, the refusal is worded the same.
+    let file = w.path("top.ts");
+    std::fs::write(&file, "export default Deno.readTextFileSync('/etc/passwd').length\n").unwrap();
+    let run = w.run(&["run", "--no-check", file.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("mcpx: the script failed: NotCapable") && run.stderr.contains("reads no files"),
+        "{run:?}"
+    );
+    assert!(!run.stderr.contains("Uncaught"), "{}", run.stderr);
     // Inside the allowed directory, writing works.
     let inside = allowed.join("in.txt");
     let code = format!("await Deno.writeTextFile({:?}, 'ok'); return 'written'", inside.display().to_string());
@@ -357,4 +367,23 @@ fn serve_code_with_server_offers_that_server_only() {
     let refused = serve.recv();
     assert_eq!(refused["error"]["code"], -32600, "{refused}");
     assert!(refused["error"]["message"].as_str().unwrap().contains("batches are not allowed"), "{refused}");
+}
+
+/// `mcpx_types` finds tools by words and names each hit as a script calls it.
+#[test]
+fn serve_code_search_names_what_a_script_calls() {
+    let w = code_world();
+    let fake = w.fake_server();
+    w.set_servers(json!({ "my-fake": { "command": fake } }));
+    assert_eq!(w.run(&["tools", "my-fake"]).code, 0);
+    let mut serve = crate::harness::Serve::start_args(&w, &["--code"], json!({}));
+    let found = serve.request("tools/call", json!({ "name": "mcpx_types", "arguments": { "search": "echo" } }));
+    let text = found["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("my_fake.echo (server `my-fake`, tool `echo`)"), "{text}");
+    let bad = serve.request(
+        "tools/call",
+        json!({ "name": "mcpx_exec", "arguments": { "code": "const n: number = 'x';\nreturn n" } }),
+    );
+    let text = bad["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("(fix it)") && !text.contains("--no-check"), "{text}");
 }
