@@ -1,4 +1,5 @@
-//! `mcpx serve --code`: an MCP server over stdio (MCP 2025-11-25, Transports, "stdio")
+//! `mcpx serve --code`: an MCP server over stdio (MCP 2025-11-25, Transports, "stdio";
+//! and 2026-07-28 requests, which need no `initialize`)
 //! offering exactly two tools, `mcpx_types` (find tools, and get the TypeScript
 //! declarations of those chosen) and `mcpx_exec` (run code in the sandbox and answer
 //! what it returns), so a client pays context only for what it uses
@@ -9,6 +10,7 @@ use std::sync::Arc;
 
 use mcpx_daemon::api::{ApiError, Caller, Request, SearchHit};
 use mcpx_daemon::client::{Client, Method};
+use mcpx_daemon::mcp::era::{self, Era};
 use mcpx_proto::mcp::error_code;
 use mcpx_proto::{Message, MessageKind, ParseError};
 use serde_json::{Value, json};
@@ -111,10 +113,37 @@ pub async fn run(
     Ok(0)
 }
 
-/// The response to one request; `initialize` records the revision agreed on.
+/// The response to one request; `initialize` records the revision agreed on. A
+/// 2026-07-28 request (its `_meta` says so) needs no `initialize`, and its result
+/// carries what that revision adds (Basic, "Results"; "Caching"): `resultType`, and
+/// `ttlMs` and `cacheScope` on `tools/list` and `server/discover`.
 async fn reply(cx: &Context, request: &Value, version: &std::sync::Mutex<String>) -> Value {
     let id = request["id"].clone();
+    let modern = match era::of(request, None) {
+        Era::Modern(_) => true,
+        Era::Legacy => false,
+        Era::Unsupported(asked) => {
+            let supported: Vec<&str> = VERSIONS.iter().rev().copied().chain([era::LATEST_MODERN]).collect();
+            let error = json!({
+                "code": era::UNSUPPORTED_PROTOCOL_VERSION,
+                "message": format!("mcpx serve --code does not serve MCP revision {asked}; use one of {}", supported.join(", ")),
+                "data": { "supported": supported, "requested": asked },
+            });
+            return json!({ "jsonrpc": "2.0", "id": id, "error": error });
+        }
+    };
     match answer(cx, request).await {
+        Ok(mut result) if modern => {
+            if let Some(fields) = result.as_object_mut() {
+                fields.insert("resultType".to_owned(), json!("complete"));
+                if matches!(request["method"].as_str(), Some("tools/list" | "server/discover")) {
+                    // What a session sees depends on its caller, as on the daemon's endpoint.
+                    fields.insert("ttlMs".to_owned(), json!(0));
+                    fields.insert("cacheScope".to_owned(), json!("private"));
+                }
+            }
+            json!({ "jsonrpc": "2.0", "id": id, "result": result })
+        }
         Ok(result) => {
             if let (Some("initialize"), Some(agreed)) = (request["method"].as_str(), result["protocolVersion"].as_str())
                 && let Ok(mut v) = version.lock()
@@ -147,6 +176,16 @@ async fn answer(cx: &Context, message: &Value) -> Result<Value, (i64, String)> {
                 "capabilities": { "tools": {} },
                 "serverInfo": { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") },
                 "instructions": INSTRUCTIONS,
+            }))
+        }
+        "server/discover" => {
+            // 2026-07-28, Server, "server/discover": every revision this server answers.
+            let versions: Vec<&str> = VERSIONS.iter().rev().copied().chain([era::LATEST_MODERN]).collect();
+            Ok(json!({
+                "supportedVersions": versions,
+                "capabilities": { "tools": {} },
+                "instructions": INSTRUCTIONS,
+                "_meta": { era::META_SERVER_INFO: { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") } },
             }))
         }
         "ping" => Ok(json!({})),

@@ -286,21 +286,25 @@ fn serve_code_offers_two_tools_and_runs_the_chain_for_the_python_sdk() {
     let file = w.path("files/facts.txt").display().to_string();
     let code = CHAIN.replace("FILE", &format!("{file:?}"));
     let cmd = w.command();
-    #[allow(clippy::disallowed_methods)] // Reason: the Python SDK client under test.
-    let mut py = std::process::Command::new(e2e.join(".venv/bin/python"));
-    py.arg(e2e.join("sdk_code_client.py")).arg(crate::harness::mcpx_bin()).arg(&code);
-    py.envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned())))).current_dir(w.dir.path());
-    let run = crate::harness::Run::of(py, "sdk_code_client.py");
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let seen: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(seen["tools"], json!(["mcpx_exec", "mcpx_types"]));
-    assert!(seen["types"].as_str().unwrap().contains("memory"), "{seen}");
-    assert_eq!(seen["exec_error"], false, "{seen}");
-    let returned: serde_json::Value = serde_json::from_str(seen["exec"].as_str().unwrap()).unwrap();
-    assert_eq!(returned, json!(["Ada", "Grace"]));
-    // An escape is the tool's error, and the session goes on.
-    assert_eq!(seen["escape_error"], true, "{seen}");
-    assert!(seen["escape"].as_str().unwrap().contains("Requires read access"), "{seen}");
+    // The `initialize` era, then a client pinned to 2026-07-28 (no `initialize`).
+    for (mode, protocol) in [(None, "2025-11-25"), (Some("2026-07-28"), "2026-07-28")] {
+        #[allow(clippy::disallowed_methods)] // Reason: the Python SDK client under test.
+        let mut py = std::process::Command::new(e2e.join(".venv/bin/python"));
+        py.arg(e2e.join("sdk_code_client.py")).arg(crate::harness::mcpx_bin()).arg(&code).args(mode);
+        py.envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned())))).current_dir(w.dir.path());
+        let run = crate::harness::Run::of(py, "sdk_code_client.py");
+        assert_eq!(run.code, 0, "{protocol}: {}", run.stderr);
+        let seen: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(seen["protocol"], protocol, "{seen}");
+        assert_eq!(seen["tools"], json!(["mcpx_exec", "mcpx_types"]));
+        assert!(seen["types"].as_str().unwrap().contains("memory"), "{seen}");
+        assert_eq!(seen["exec_error"], false, "{seen}");
+        let returned: serde_json::Value = serde_json::from_str(seen["exec"].as_str().unwrap()).unwrap();
+        assert_eq!(returned, json!(["Ada", "Grace"]), "{protocol}");
+        // An escape is the tool's error, and the session goes on.
+        assert_eq!(seen["escape_error"], true, "{seen}");
+        assert!(seen["escape"].as_str().unwrap().contains("Requires read access"), "{seen}");
+    }
 }
 
 /// `--unsafe-node`: Node's permission model, no type check, and it says what is open.
