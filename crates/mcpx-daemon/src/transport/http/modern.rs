@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use mcpx_proto::{Message, MessageKind};
 use reqwest::StatusCode;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, WWW_AUTHENTICATE};
+use reqwest::header::WWW_AUTHENTICATE;
 use serde_json::Value;
 
 use super::session::{Remote, Sink, header};
@@ -43,13 +43,7 @@ impl Remote {
         self.renew_if_due().await?;
         let mut authorized = false;
         loop {
-            let mut request = self
-                .http
-                .post(self.url.clone())
-                .headers(self.request_headers())
-                .header(ACCEPT, "application/json, text/event-stream")
-                .header(CONTENT_TYPE, "application/json")
-                .body(m.as_str().to_owned());
+            let mut request = self.post_request(m.as_str());
             for (name, value) in routing {
                 request = request.header(*name, value);
             }

@@ -240,15 +240,20 @@ impl Remote {
         }
     }
 
-    /// POSTs one message to the streamable HTTP endpoint.
-    pub(super) async fn post(&self, body: &str, sid: Option<&str>) -> Result<reqwest::Response, TransportError> {
-        let mut request = self
-            .http
+    /// A POST of `body` to the streamable HTTP endpoint, with the headers every one
+    /// carries (auth and configured headers, `Accept`, `Content-Type`).
+    pub(super) fn post_request(&self, body: &str) -> reqwest::RequestBuilder {
+        self.http
             .post(self.url.clone())
             .headers(self.request_headers())
             .header(ACCEPT, "application/json, text/event-stream")
             .header(CONTENT_TYPE, "application/json")
-            .body(body.to_owned());
+            .body(body.to_owned())
+    }
+
+    /// POSTs one message to the streamable HTTP endpoint.
+    pub(super) async fn post(&self, body: &str, sid: Option<&str>) -> Result<reqwest::Response, TransportError> {
+        let mut request = self.post_request(body);
         if let Some(sid) = sid {
             request = request.header(SESSION_ID, sid);
         }
