@@ -42,6 +42,10 @@ use crate::notices::Sent;
 use crate::sync::lock;
 use crate::transport::{ExitInfo, Inbound, Link, LinkInfo, Outbound};
 
+/// How long a call whose link closed waits for the link's exit report, to name the
+/// exit code or signal rather than "ended".
+const EXIT_REPORT_GRACE: Duration = Duration::from_secs(2);
+
 /// What the instance reports to the daemon.
 #[derive(Debug, Clone)]
 pub enum InstanceEvent {
@@ -358,7 +362,7 @@ impl Instance {
         if self.tx.send(out).await.is_err() {
             cancel.armed = false;
             self.calls.remove(seq);
-            return Err(self.exited_error(ExitInfo::ENDED));
+            return Err(self.ended_error().await);
         }
         let outcome = match timeout {
             Some(t) => tokio::time::timeout(t, reply_rx).await.map_err(|_| t),
@@ -371,7 +375,7 @@ impl Instance {
             }
             Ok(Err(_closed)) => {
                 cancel.armed = false;
-                Err(self.exited_error(ExitInfo::ENDED))
+                Err(self.ended_error().await)
             }
             Err(t) => {
                 cancel.armed = false;
@@ -472,6 +476,20 @@ impl Instance {
         }
         // The router marks the instance exited when the link reports it.
         let _ = self.state.subscribe().wait_for(|s| matches!(s, State::Exited(_) | State::Lost)).await;
+    }
+
+    /// The error for a call whose link closed under it. The link closes its channels
+    /// a moment before the instance reads its `Exited` report, so this waits briefly
+    /// (at most [`EXIT_REPORT_GRACE`]) for the exit code or signal, and names it; a
+    /// link that ends without one is "ended".
+    async fn ended_error(&self) -> CallError {
+        let mut state = self.state.subscribe();
+        let _ = tokio::time::timeout(EXIT_REPORT_GRACE, state.wait_for(|s| matches!(s, State::Exited(_)))).await;
+        let exit = match self.state() {
+            State::Exited(exit) => exit,
+            _ => ExitInfo::ENDED,
+        };
+        self.exited_error(exit)
     }
 
     fn exited_error(&self, exit: ExitInfo) -> CallError {

@@ -374,3 +374,21 @@ async fn an_error_with_a_null_id_fails_the_only_request_in_flight() {
     }
     assert_eq!(inst.null_id_errors(), 2);
 }
+
+/// A link closes its outbound side a moment before the instance reads its exit
+/// report (seen in CI: "server ended" instead of "exited with code 3"). A call
+/// caught in between waits for the report and names the exit code.
+#[tokio::test]
+async fn a_call_between_the_link_closing_and_its_exit_report_names_the_exit() {
+    let Harness { inst, out, inbound, events: _events } = harness();
+    drop(out);
+    let call = {
+        let inst = inst.clone();
+        tokio::spawn(async move { inst.request(Message::request("1", "tools/call", None), None).await })
+    };
+    // The call is refused by the closed link before the report arrives.
+    tokio::task::yield_now().await;
+    inbound.send(Inbound::Exited(ExitInfo { code: Some(3), signal: None })).await.unwrap();
+    let error = call.await.unwrap().unwrap_err();
+    assert_eq!(error.to_string(), "server exited with code 3");
+}
