@@ -25,6 +25,7 @@ mod flood;
 mod hostile;
 mod ids;
 mod import;
+mod input_callers;
 mod input_modern;
 mod input_upstream;
 mod keyring;
