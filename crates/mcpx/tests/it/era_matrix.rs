@@ -5,8 +5,9 @@
 //! `server/discover` late, so it is probed again) and over HTTP, and a dual-era fake
 //! whose late answer makes it legacy. The clients: the shell, the Python SDK 2.3 in
 //! its legacy mode and pinned to 2026-07-28, and the TypeScript SDK v2 pinned, each
-//! through `mcpx serve` and `/mcp`. Every client calls a tool, reads a resource and
-//! gets a prompt of every server, and answers the Python SDK server's question.
+//! through `mcpx serve` and `/mcp`. Every client lists and calls a tool, reads a
+//! resource and gets a prompt of every server, and answers the Python SDK server's
+//! question.
 
 use std::path::Path;
 
@@ -160,6 +161,12 @@ fn each_client_era_against_each_server_era() {
         assert_eq!(w.run(&["read", server.name, server.uri]).ok(), format!("{}\n", server.read), "{}", server.name);
         let prompt = w.run(&["prompt", &format!("{}.greet", server.name), "name=era"]).ok();
         assert!(prompt.contains("Hello, era!"), "{}: {prompt}", server.name);
+        let tools = w.run(&["--json", "tools", server.name]).json();
+        assert!(tools.as_array().unwrap().iter().any(|t| t["name"] == "echo"), "{}: {tools}", server.name);
+        let resources = w.run(&["--json", "resources", server.name]).json();
+        assert!(resources[0]["resources"].as_array().unwrap().iter().any(|r| r["uri"] == server.uri), "{resources}");
+        let prompts = w.run(&["--json", "prompts", server.name]).json();
+        assert!(prompts[0]["prompts"].as_array().unwrap().iter().any(|p| p["name"] == "greet"), "{prompts}");
     }
     let log = w.log();
     for server in &SERVERS {

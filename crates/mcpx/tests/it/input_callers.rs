@@ -91,3 +91,23 @@ fn the_shells_form_answers_a_python_sdk_servers_question() {
     let (run, raw) = t.finish();
     assert_eq!((run.code, run.stdout.as_str()), (0, "sdk heard: Ada\n"), "{run:?}\nterminal: {raw}");
 }
+
+/// A modern server that keeps asking (`FAKE_INPUT_REPEAT`): a legacy client is asked
+/// on its call's answer stream once per round, and after the bounded 8 rounds its call
+/// ends with the error that names the count.
+#[test]
+fn a_legacy_client_of_a_server_that_keeps_asking_is_asked_the_bounded_rounds() {
+    let (w, _, _) = world(modern_fake(json!({ "FAKE_INPUT_REPEAT": "1" })), &[]);
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "fake__elicit", "arguments": {} } });
+    let pending = SseCall::start(&w, json!({ "elicitation": {} }), &call);
+    for round in 1..=8 {
+        let question = pending.nth_request("elicitation/create", round);
+        pending.answer(&w, &question, json!({ "action": "accept", "content": { "name": "Legacy", "age": 7 } }));
+    }
+    let mut seen = pending.finish_all();
+    let last = seen.pop().unwrap();
+    assert_eq!(seen.iter().filter(|m| m["method"] == "elicitation/create").count(), 8, "{seen:?}");
+    assert_eq!(last["id"], 2, "{last}");
+    assert!(last.to_string().contains("asked for input 8 times"), "{last}");
+}

@@ -82,9 +82,16 @@ impl SseCall {
     /// Waits (15 s at most) for the server's request `method` on the answer stream.
     #[track_caller]
     pub(crate) fn request(&self, method: &str) -> Value {
+        self.nth_request(method, 1)
+    }
+
+    /// Waits (15 s at most) for the `n`-th (from 1) request `method` on the answer stream.
+    #[track_caller]
+    pub(crate) fn nth_request(&self, method: &str, n: usize) -> Value {
         let mut request = Value::Null;
-        wait_until(&format!("{method} reaches the client"), Duration::from_secs(15), || {
-            request = self.messages().into_iter().find(|m| m["method"] == method).unwrap_or(Value::Null);
+        wait_until(&format!("{method} number {n} reaches the client"), Duration::from_secs(15), || {
+            let mut asked = self.messages().into_iter().filter(|m| m["method"] == method);
+            request = asked.nth(n - 1).unwrap_or(Value::Null);
             !request.is_null()
         });
         request
@@ -100,14 +107,20 @@ impl SseCall {
 
     /// Waits (30 s at most) for the call's answer stream to end: its last message.
     #[track_caller]
-    pub(crate) fn finish(mut self) -> Value {
+    pub(crate) fn finish(self) -> Value {
+        self.finish_all().pop().expect("the answer stream carried a response")
+    }
+
+    /// Waits (30 s at most) for the call's answer stream to end: every message it carried.
+    #[track_caller]
+    pub(crate) fn finish_all(mut self) -> Vec<Value> {
         let mut status = None;
         wait_until("the call's answer stream ends", Duration::from_secs(30), || {
             status = self.curl.0.try_wait().unwrap();
             status.is_some()
         });
         assert!(status.unwrap().success(), "curl failed: {status:?}");
-        self.messages().pop().expect("the answer stream carried a response")
+        self.messages()
     }
 }
 
