@@ -285,11 +285,12 @@ fn call_stream(daemon: Arc<Daemon>, req: Request) -> Response {
                 _ => format!(r#"{{"notification":{}}}"#, n.as_str()),
             })
         },
-        |outcome| {
-            line(match outcome {
-                Ok(result) => format!(r#"{{"result":{}}}"#, result.get()),
-                Err(e) => serde_json::to_string(&ErrorBody { error: e }).unwrap_or_default(),
-            })
+        |outcome| match outcome {
+            // The result's own buffer is sent as it is, between its framing.
+            Ok(result) => {
+                vec![br#"{"result":"#.to_vec(), String::from(Box::<str>::from(result)).into_bytes(), b"}\n".to_vec()]
+            }
+            Err(e) => vec![line(serde_json::to_string(&ErrorBody { error: e }).unwrap_or_default())],
         },
     );
     ([(axum::http::header::CONTENT_TYPE, "application/x-ndjson")], channel_body(lines)).into_response()

@@ -35,7 +35,9 @@ pub fn channel_body_until(rx: mpsc::Receiver<Vec<u8>>, until: impl Future<Output
 
 /// Runs `call` in a task of its own, handing it a sender for the notifications that
 /// belong to it, and returns the stream of what to send the client: each notification
-/// as `notice` encodes it, as it comes, then the outcome as `last` encodes it.
+/// as `notice` encodes it, as it comes, then the outcome as `last` encodes it: in
+/// pieces, sent in order, so a large result is framed without being copied into a
+/// new buffer (a relayed 16 MiB result must not cost the daemon three times that).
 ///
 /// The notifications wait in a bounded queue ([`notices::channel`]): while the client
 /// does not read, progress and log notifications are coalesced or dropped, each loss
@@ -49,7 +51,7 @@ pub fn stream_call<T, F>(
     tally: Arc<AtomicU64>,
     call: impl FnOnce(NoticeSender) -> F + Send + 'static,
     notice: impl Fn(&Message) -> Vec<u8> + Send + 'static,
-    last: impl FnOnce(T) -> Vec<u8> + Send + 'static,
+    last: impl FnOnce(T) -> Vec<Vec<u8>> + Send + 'static,
 ) -> mpsc::Receiver<Vec<u8>>
 where
     F: Future<Output = T> + Send,
@@ -75,7 +77,11 @@ where
         while let Some(n) = notify_rx.try_recv() {
             let _ = tx.send(notice(&n)).await;
         }
-        let _ = tx.send(last(outcome)).await;
+        for piece in last(outcome) {
+            if tx.send(piece).await.is_err() {
+                return;
+            }
+        }
     });
     rx
 }
@@ -104,7 +110,7 @@ mod tests {
                 "done"
             },
             |m| m.as_str().as_bytes().to_vec(),
-            |outcome: &str| outcome.as_bytes().to_vec(),
+            |outcome: &str| vec![outcome.as_bytes().to_vec()],
         );
         let items = drain(&mut rx).await;
         assert_eq!(items.len(), 4, "{items:?}");
@@ -127,7 +133,7 @@ mod tests {
                 "done"
             },
             |m| m.as_str().as_bytes().to_vec(),
-            |outcome: &str| outcome.as_bytes().to_vec(),
+            |outcome: &str| vec![outcome.as_bytes().to_vec()],
         );
         let items = drain(&mut rx).await;
         assert!(items.len() <= notices::QUEUE_MESSAGES + 1, "{} items were held", items.len());
@@ -157,7 +163,7 @@ mod tests {
                 }
             },
             |m| m.as_str().as_bytes().to_vec(),
-            |()| Vec::new(),
+            |()| vec![Vec::new()],
         );
         drop(rx);
         dropped_rx.await.expect("the call's future is dropped when the client goes away");

@@ -130,6 +130,22 @@ fn span(whole: &str, part: &str) -> Range<usize> {
     start..start + part.len()
 }
 
+/// What [`Message::peek`] finds in a message's text: everything but the text.
+struct Parts {
+    kind: MessageKind,
+    method: Option<String>,
+    id: Option<Range<usize>>,
+    progress_token: Option<Range<usize>>,
+    notified_token: Option<Range<usize>>,
+}
+
+impl Parts {
+    fn with_text(self, text: String) -> Message {
+        let Parts { kind, method, id, progress_token, notified_token } = self;
+        Message { text, kind, method, id, progress_token, notified_token }
+    }
+}
+
 impl Message {
     /// Parses one JSON text holding a single message. A batch (a JSON array) is
     /// split with [`Message::parse_line`].
@@ -140,15 +156,53 @@ impl Message {
     /// A response's `"id": null` (an error about a request whose id the server could
     /// not read) is kept, with [`Message::id`] `None`.
     pub fn parse(text: impl Into<String>) -> Result<Message, ParseError> {
-        let text: String = text.into();
+        Message::parse_string(text.into()).map_err(|(e, _)| e)
+    }
+
+    /// [`Message::parse`] of an owned text, which is kept as the message's buffer, and
+    /// handed back with the error when it is not a message.
+    fn parse_string(text: String) -> Result<Message, (ParseError, String)> {
+        match Message::peek(&text) {
+            Ok(Some(parts)) => Ok(parts.with_text(text)),
+            Ok(None) => {
+                let trimmed = text.trim().to_owned();
+                match Message::peek(&trimmed) {
+                    Ok(Some(parts)) => Ok(parts.with_text(trimmed)),
+                    // A trimmed text has no whitespace around it: never seen.
+                    Ok(None) => Err((ParseError::NotMessage("not an object"), text)),
+                    Err(e) => Err((e, text)),
+                }
+            }
+            Err(e) => Err((e, text)),
+        }
+    }
+
+    /// [`Message::parse_line`] of a line the caller gives up: a line holding one
+    /// message becomes that message without a copy (a 16 MiB result is held once, not
+    /// twice); the line comes back with the error when it is not a message.
+    pub fn parse_owned_line(line: Vec<u8>) -> Result<Vec<Message>, (ParseError, Vec<u8>)> {
+        if line.starts_with(b"\xEF\xBB\xBF") || line.trim_ascii_start().starts_with(b"[") {
+            return Message::parse_line(&line).map_err(|e| (e, line));
+        }
+        match String::from_utf8(line) {
+            Ok(text) => Message::parse_string(text).map(|m| vec![m]).map_err(|(e, text)| (e, text.into_bytes())),
+            Err(e) => Err((ParseError::NotJson(e.utf8_error().to_string()), e.into_bytes())),
+        }
+    }
+
+    /// The parts of the message `text` holds, found without copying it; `None` when
+    /// `text` has whitespace around it (the caller trims, then peeks again).
+    fn peek(text: &str) -> Result<Option<Parts>, ParseError> {
         let trimmed = text.trim();
         if !trimmed.starts_with('{') {
             // Still report malformed JSON as such.
             serde_json::from_str::<serde::de::IgnoredAny>(trimmed).map_err(|e| ParseError::NotJson(e.to_string()))?;
             return Err(ParseError::NotMessage("not an object"));
         }
-        let text = if trimmed.len() == text.len() { text } else { trimmed.to_owned() };
-        let peek: Peek<'_> = serde_json::from_str(&text).map_err(|e| ParseError::NotJson(e.to_string()))?;
+        if trimmed.len() != text.len() {
+            return Ok(None);
+        }
+        let peek: Peek<'_> = serde_json::from_str(text).map_err(|e| ParseError::NotJson(e.to_string()))?;
         let kind = match (&peek.method, &peek.id) {
             (Some(_), Some(id)) if !valid_request_id(id.get()) => {
                 return Err(ParseError::InvalidId(id.get().to_owned()));
@@ -158,13 +212,13 @@ impl Message {
             (None, _) if peek.result.is_some() || peek.error.is_some() => MessageKind::Response,
             (None, _) => return Err(ParseError::NotMessage("no method, result or error")),
         };
-        let id = peek.id.filter(|r| r.get() != "null").map(|r| span(&text, r.get()));
+        let id = peek.id.filter(|r| r.get() != "null").map(|r| span(text, r.get()));
         let (progress_token, notified_token) = match peek.params {
-            Some(p) => (p.progress_token.map(|r| span(&text, r.get())), p.notified_token.map(|r| span(&text, r.get()))),
+            Some(p) => (p.progress_token.map(|r| span(text, r.get())), p.notified_token.map(|r| span(text, r.get()))),
             None => (None, None),
         };
         let method = peek.method.map(Cow::into_owned);
-        Ok(Message { kind, method, id, progress_token, notified_token, text })
+        Ok(Some(Parts { kind, method, id, progress_token, notified_token }))
     }
 
     /// Parses one line of a stream: a message, or a JSON-RPC batch (an array of
@@ -282,11 +336,11 @@ impl Message {
         }
     }
 
+    /// Replaces the bytes of `range` with `new` in the message's own buffer: a large
+    /// message is moved within its allocation (or grown in place), never held twice.
     fn splice(self, range: Range<usize>, new: &str) -> Message {
-        let mut text = String::with_capacity(self.text.len() + new.len());
-        text.push_str(&self.text[..range.start]);
-        text.push_str(new);
-        text.push_str(&self.text[range.end..]);
+        let mut text = self.text;
+        text.replace_range(range.clone(), new);
         let shift = |r: Range<usize>| -> Range<usize> {
             if r.start >= range.end {
                 let d = new.len() as isize - range.len() as isize;

@@ -24,7 +24,7 @@ use crate::mcp::era::{self, Era};
 use crate::mcp::input::{self, Answer, Parked};
 use crate::mcp::listen::subscribe_listed;
 use crate::mcp::modern;
-use crate::mcp::sessions::{ClientSession, ClientSessions, sse_event};
+use crate::mcp::sessions::{ClientSession, ClientSessions, sse_event, sse_pieces};
 use crate::mcp::subscriptions::{self, Listening};
 use crate::stream::{channel_body, channel_body_until, stream_call};
 use crate::sync::lock;
@@ -485,7 +485,7 @@ fn sse_call(d: Arc<Daemon>, session: Arc<ClientSession>, request: Message, sessi
         d.dropped_notifications(),
         move |notify| async move { cancellable(&d, &session, request, Some(notify)).await },
         |n| sse_event(n.as_str()),
-        |response: Message| sse_event(response.as_str()),
+        |response: Message| sse_pieces(response),
     );
     sse_response(events, Some(session_id))
 }

@@ -328,6 +328,13 @@ pub fn sse_event(data: &str) -> Vec<u8> {
     format!("event: message\ndata: {data}\n\n").into_bytes()
 }
 
+/// [`sse_event`] for a message that is not kept, in three pieces: the message's own
+/// buffer is sent as it is, not copied into the event (a large result relayed as SSE
+/// would otherwise be held twice).
+pub fn sse_pieces(message: Message) -> Vec<Vec<u8>> {
+    vec![b"event: message\ndata: ".to_vec(), message.into_string().into_bytes(), b"\n\n".to_vec()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,7 +50,7 @@ impl StdoutParser {
                     if line.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
-                    match Message::parse_line(&line) {
+                    match Message::parse_owned_line(line) {
                         Ok(messages) => {
                             for m in messages {
                                 if tx.send(Inbound::Message(m)).await.is_err() {
@@ -59,7 +59,7 @@ impl StdoutParser {
                             }
                             continue;
                         }
-                        Err(e) => {
+                        Err((e, line)) => {
                             let skipped = self.info.skipped_lines.fetch_add(1, Ordering::Relaxed) + 1;
                             self.info.dropped_bytes.fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
                             // The first lines, then one in 10,000 (with the count): a
