@@ -138,7 +138,13 @@ def run(args, tmp: Path, registry: list) -> HotResults:
             rust_why = f"not installed (scripts/bench.sh builds it into e2e/rust-mcp-proxy; --rust-peer {args.rust_peer})"
         else:
             rust_why = None
-            rust_peer = start_rust_peer(args.rust_peer, fake, base, spawned)
+            try:
+                rust_peer = start_rust_peer(args.rust_peer, fake, base, spawned)
+                load(args, "-c", "1", "--calls", "1", "--warmup", "0", "--tool", "fake__echo", "http", rust_peer)
+            except BenchError as e:
+                # Measure what exists: the section says why the peer is missing.
+                rust_peer, rust_why = None, f"left out: it did not answer as configured ({str(e)[:300]})"
+                log(f"hotpath: the Rust mcp-proxy {rust_why}")
         http = [
             HotPath("direct", "direct (the fake server's own HTTP, JSON answers)", ["http", direct_url], "echo"),
             HotPath("mcp1", "mcpx `/mcp/fake`", ["http", f"http://127.0.0.1:{port}/mcp/fake"], "echo"),
