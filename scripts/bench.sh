@@ -18,6 +18,10 @@
 #   bash scripts/bench.sh --only-proxies    # only the proxy comparison, printed
 #   bash scripts/bench.sh --only-remote     # only the remote servers' section, printed
 #   bash scripts/bench.sh --only-code       # only the code mode section (needs deno and server-filesystem), printed
+#   bash scripts/bench.sh --only-hotpath    # only the hot path section (the targets, mcpx-load), printed
+# The hot path section drives every path with the workspace's load generator (crates/mcpx-load) and
+# compares with the Rust `mcp-proxy` crate 0.6.0, which the full mode builds once (cargo install
+# --locked --no-default-features, a few minutes) into e2e/rust-mcp-proxy; --quick never builds it.
 # Exits non-zero when a build, the setup or any benchmarked command fails.
 set -euo pipefail
 
@@ -34,17 +38,34 @@ done
 
 target="${CARGO_TARGET_DIR:-$root/target}"
 if [[ "$quick" -eq 1 ]]; then
-    echo "bench: building mcpx (cargo build -p mcpx -p mcpx-fake-server)..."
-    cargo build --quiet -p mcpx -p mcpx-fake-server
+    echo "bench: building mcpx (cargo build -p mcpx -p mcpx-fake-server -p mcpx-load)..."
+    cargo build --quiet -p mcpx -p mcpx-fake-server -p mcpx-load
     profile=debug
 else
-    echo "bench: building mcpx (cargo build --release -p mcpx -p mcpx-fake-server)..."
-    cargo build --quiet --release -p mcpx -p mcpx-fake-server
+    echo "bench: building mcpx (cargo build --release -p mcpx -p mcpx-fake-server -p mcpx-load)..."
+    cargo build --quiet --release -p mcpx -p mcpx-fake-server -p mcpx-load
     profile=release
 fi
 bash scripts/setup-e2e.sh
 
+# The Rust peer of the hot path section, pinned; built once (its own temporary target directory,
+# removed by cargo install afterwards), never in the quick mode.
+peer=()
+if [[ "$quick" -eq 0 ]]; then
+    peer_root="$root/e2e/rust-mcp-proxy"
+    if [[ ! -x "$peer_root/bin/mcp-proxy" ]] || ! grep -qx "0.6.0" "$peer_root/.version" 2>/dev/null; then
+        echo "bench: building the Rust mcp-proxy 0.6.0 (cargo install --locked --no-default-features; once)..."
+        if env -u CARGO_TARGET_DIR cargo install --quiet --locked --version 0.6.0 --no-default-features \
+            --root "$peer_root" mcp-proxy; then
+            echo "0.6.0" >"$peer_root/.version"
+        else
+            echo "bench: warning: the Rust mcp-proxy 0.6.0 did not build; the hot path section leaves it out" >&2
+        fi
+    fi
+    peer=(--rust-peer "$peer_root/bin/mcp-proxy")
+fi
+
 shown="bash scripts/bench.sh"
 [[ $# -gt 0 ]] && shown+=" $*"
 exec python3 scripts/bench --mcpx "$target/$profile/mcpx" --fake-server "$target/$profile/mcpx-fake-server" \
-    --profile "$profile" --command "$shown" "$@"
+    --load "$target/$profile/mcpx-load" --profile "$profile" --command "$shown" "${peer[@]}" "$@"

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import adopt, calls, code, memory, proxies, remote, supervised, throughput
+from . import adopt, calls, code, hotpath, memory, proxies, remote, supervised, throughput
 from .common import ROOT, BenchError, log
 from .mcpx import Mcpx, stop_private
 from .options import parse_args
@@ -48,6 +48,8 @@ def main() -> int:
             rem = remote.run(args, tmp, registry)
         elif args.only_code:
             cod = code.run(args, tmp, registry)
+        elif args.only_hotpath:
+            hot = hotpath.run(args, tmp, registry)
         else:
             rows, server_info = calls.run(args, tmp, registry)
             cases = adopt.run(args, tmp, registry)
@@ -57,6 +59,7 @@ def main() -> int:
             prox = proxies.run(args, tmp, registry)
             rem = remote.run(args, tmp, registry)
             cod = code.run(args, tmp, registry)
+            hot = hotpath.run(args, tmp, registry)
     except KeyboardInterrupt as e:
         failed = True
         print(f"bench: interrupted ({e or 'SIGINT'}); stopping everything it started", file=sys.stderr)
@@ -94,9 +97,14 @@ def main() -> int:
         print()
         print("\n".join(code.section(10, cod)))
         return 0
+    if args.only_hotpath:
+        print("\n".join(hotpath.summary(hot)))
+        print()
+        print("\n".join(hotpath.section(11, hot, {"nproc": sh("nproc")})))
+        return 0
     log(f"measured in {time.monotonic() - started:.0f}s (load average {load_before:.2f} before, {load_after:.2f} after)")
 
-    results = Results(rows, server_info, cases, mem, latency, tput, prox, rem, cod)
+    results = Results(rows, server_info, cases, mem, latency, tput, prox, rem, cod, hot)
     info = machine_info(args, results, load_before, load_after, started)
     text = report(args, results, info)
     if args.quick and args.output is None:

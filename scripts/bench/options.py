@@ -58,6 +58,18 @@ OPTIONS: list[tuple[str, dict]] = [
             help="seconds per throughput round in the proxy comparison and the remote servers' section",
         ),
     ),
+    (
+        "--hotpath-seconds",
+        dict(type=float, default=5.0, quick=0.2, help="seconds of each throughput run in the hot path section (16 and 64 callers)"),
+    ),
+    ("--hotpath-calls", dict(type=int, default=2000, quick=20, help="calls of each one-connection latency run in the hot path section")),
+    ("--hotpath-rounds", dict(type=int, default=3, quick=1, help="rounds of the hot path section, the paths taking turns in each")),
+    ("--load", dict(type=Path, default=None, help="the mcpx-load binary (default: next to --mcpx)")),
+    (
+        "--rust-peer",
+        dict(type=Path, default=None, help="the Rust mcp-proxy 0.6.0 binary for the hot path section (scripts/bench.sh builds it; never in --quick)"),
+    ),
+    ("--only-hotpath", dict(action="store_true", help="run only the hot path section and print it (writes no report)")),
     ("--only-proxies", dict(action="store_true", help="run only the proxy comparison and print it (writes no report)")),
     ("--only-remote", dict(action="store_true", help="run only the remote servers' section and print it (writes no report)")),
     ("--only-code", dict(action="store_true", help="run only the code mode section and print it (writes no report)")),
@@ -100,6 +112,9 @@ def parse_args() -> argparse.Namespace:
     a.fake_server = (a.fake_server or a.mcpx.parent / "mcpx-fake-server").resolve()
     if not os.access(a.fake_server, os.X_OK):
         p.error(f"{a.fake_server} is not an executable file (build it first: cargo build --release -p mcpx-fake-server)")
+    a.load = (a.load or a.mcpx.parent / "mcpx-load").resolve()
+    if not os.access(a.load, os.X_OK):
+        p.error(f"{a.load} is not an executable file (build it first: cargo build --release -p mcpx-load)")
     if a.command is None:
         a.command = shlex.join(["python3", "scripts/bench", *sys.argv[1:]])
     a.e2e = a.e2e.resolve()

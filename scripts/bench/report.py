@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import adopt, calls, code, memory, proxies, remote, supervised, throughput
+from . import adopt, calls, code, hotpath, memory, proxies, remote, supervised, throughput
 from .common import PROTOCOL_VERSION, ROOT, WARMUP, Row
 from .paths import PROXY_CALLERS
 from .procs import sh
@@ -29,6 +29,7 @@ class Results:
     prox: proxies.ProxyResults  # section 8
     remote: remote.RemoteResults  # section 9
     code: code.CodeResults  # section 10
+    hot: hotpath.HotResults  # section 11
 
 
 def cpu_model() -> str:
@@ -172,11 +173,15 @@ def summary(r: Results, first: int) -> list[str]:
         "",
         *code.summary(r.code),
         "",
+        f"The hot path against its targets, measured side by side with `mcpx-load` (section {first + 7}):",
+        "",
+        *hotpath.summary(r.hot),
+        "",
     ]
 
 
 def later_sections(r: Results, info: dict, first: int) -> list[str]:
-    """Sections 4 to 9 (numbered from `first`)."""
+    """Sections 4 to 11 (numbered from `first`)."""
     return [
         *adopt.section(first, r.adopt),
         *memory.section(first + 1, r.adopt, r.memory),
@@ -185,6 +190,7 @@ def later_sections(r: Results, info: dict, first: int) -> list[str]:
         *proxies.section(first + 4, r.prox, info),
         *remote.section(first + 5, r.remote, info),
         *code.section(first + 6, r.code),
+        *hotpath.section(first + 7, r.hot, info),
     ]
 
 
@@ -226,6 +232,7 @@ def print_tables(args, r: Results, info: dict) -> None:
         print("\n".join(t) + "\n\n")
     print("\n".join(remote.summary(r.remote)) + "\n")
     print("\n".join(code.summary(r.code)) + "\n")
+    print("\n".join(hotpath.summary(r.hot)) + "\n")
     for n, row in enumerate(r.rows, 1):
         print(f"{n}. {row.title}")
         print("\n".join(calls.row_table(row)))

@@ -24,6 +24,9 @@ bash scripts/bench.sh --only-proxies    # only section @S5@, printed (--proxy-ca
                                         # --proxy-seconds S, which section @S6@ uses too)
 bash scripts/bench.sh --only-remote     # only section @S6@, printed
 bash scripts/bench.sh --only-code       # only section @S7@, printed (needs deno and server-filesystem)
+bash scripts/bench.sh --only-hotpath    # only section @S8@, printed (--hotpath-seconds S, --hotpath-calls N,
+                                        # --hotpath-rounds N); the full mode builds the Rust mcp-proxy
+                                        # 0.6.0 once into e2e/rust-mcp-proxy (a few minutes)
 ```
 
 `scripts/bench.sh` builds mcpx and the fake server (`cargo build --release -p mcpx -p mcpx-fake-server`),
@@ -144,6 +147,35 @@ hyperfine -N --warmup 3 --runs 100 "$mcpx call remote.echo '@ARGS_DQ@'" \
     "$c -H 'mcp-session-id: $s6' --data-binary '$call' http://127.0.0.1:8765/mcp/remote"
 $mcpx stop --all; kill $remote
 
+# @S8@. the hot path with the load generator (16 connections for 5 s, then one connection's
+# latency; the JSON report on stdout, one line on stderr), against the daemon with the fake server
+# of section @S5@ and the fake server's own HTTP answering JSON (direct)
+cargo build --release -p mcpx-load; load=$PWD/target/release/mcpx-load
+export MCPX_CONFIG=/tmp/mcpx-b/fake.json
+MCPX_HTTP_ADDR=127.0.0.1:8765 MCPX_HTTP_NO_AUTH=1 $mcpx refresh
+FAKE_HTTP_RESPONSE=json $fake --http 127.0.0.1:8769 & direct=$!
+daemon=$(cat $MCPX_RUNTIME_DIR/daemon.pid)
+$load -c 16 --seconds 5 http http://127.0.0.1:8769/mcp
+$load -c 16 --seconds 5 --pid daemon=$daemon http http://127.0.0.1:8765/mcp/fake
+$load -c 1 --calls 2000 http http://127.0.0.1:8765/mcp/fake
+$load -c 1 --calls 2000 stdio -- $fake
+$load -c 1 --calls 2000 --tool fake__echo stdio -- $mcpx serve
+# the Rust peer, as scripts/bench.sh builds it; its config names the backend `fake`
+cargo install --locked --version 0.6.0 --no-default-features --root e2e/rust-mcp-proxy mcp-proxy
+e2e/rust-mcp-proxy/bin/mcp-proxy --help
+# a cross-check with wrk (`apt-get install wrk`; it cannot check the answers, and every request
+# sends the same message in one session): POST the call with the session's headers
+s7=$(session http://127.0.0.1:8765/mcp/fake)
+cat > /tmp/mcpx-b/post.lua <<LUA
+wrk.method = "POST"
+wrk.body = '$call'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+wrk.headers["Mcp-Session-Id"] = "$s7"
+LUA
+wrk -t2 -c16 -d5s -s /tmp/mcpx-b/post.lua http://127.0.0.1:8765/mcp/fake
+kill $direct
+
 $mcpx stop --all; rm -rf /tmp/mcpx-b
 ```
 """
@@ -163,6 +195,7 @@ def reproduce_section(first_sup: int) -> list[str]:
         .replace("@S5@", str(first_sup + 4))
         .replace("@S6@", str(first_sup + 5))
         .replace("@S7@", str(first_sup + 6))
+        .replace("@S8@", str(first_sup + 7))
         .replace("@PCALL@", json.dumps(echo_request(3, "echo", ECHO_MESSAGE), separators=(",", ":")))
         .replace("@TREP@", str(DEFAULTS["throughput_repeats"]))
         .replace("@TSEC@", f"{DEFAULTS['throughput_seconds']:g}")

@@ -8,8 +8,10 @@ use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+use nix::unistd::{SysconfVar, sysconf};
 
 use crate::pid::ProcStat;
 
@@ -25,6 +27,42 @@ pub(crate) fn process_stat(pid: u32) -> io::Result<ProcStat> {
     let stat = fs::read(format!("/proc/{pid}/stat"))
         .map_err(|err| if err.kind() == io::ErrorKind::NotFound { crate::pid::no_such_process(pid) } else { err })?;
     parse_stat(&stat)
+}
+
+/// Reads fields 14 `utime` and 15 `stime` of `/proc/<pid>/stat`, see proc_pid_stat(5).
+///
+/// # Errors
+///
+/// As [`process_stat`]; `Other` if `sysconf(_SC_CLK_TCK)` gives no positive value.
+pub(crate) fn process_cpu_time(pid: u32) -> io::Result<Duration> {
+    let stat = fs::read(format!("/proc/{pid}/stat"))
+        .map_err(|err| if err.kind() == io::ErrorKind::NotFound { crate::pid::no_such_process(pid) } else { err })?;
+    let ticks = parse_cpu_ticks(&stat)?;
+    let per_second = match sysconf(SysconfVar::CLK_TCK) {
+        Ok(Some(n)) if n > 0 => n.unsigned_abs(),
+        _ => return Err(io::Error::other("sysconf(_SC_CLK_TCK) gave no clock tick rate")),
+    };
+    let nanos = u128::from(ticks) * 1_000_000_000 / u128::from(per_second);
+    Ok(Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX)))
+}
+
+/// `utime + stime` (clock ticks) from the contents of `/proc/<pid>/stat`, counting the
+/// fields from after the last `)` as [`parse_stat`] does: `utime` is the 12th of them.
+fn parse_cpu_ticks(stat: &[u8]) -> io::Result<u64> {
+    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("/proc/<pid>/stat: {what}"));
+    let end_of_comm = stat.iter().rposition(|&b| b == b')').ok_or_else(|| invalid("no ')' after comm"))?;
+    let rest = std::str::from_utf8(&stat[end_of_comm + 1..]).map_err(|_| invalid("fields are not UTF-8"))?;
+    let mut fields = rest.split_ascii_whitespace().skip(11);
+    let mut next = |name: &str| {
+        fields
+            .next()
+            .ok_or_else(|| invalid(&format!("no {name} field")))?
+            .parse::<u64>()
+            .map_err(|_| invalid(&format!("{name} is not a number")))
+    };
+    let user = next("utime")?;
+    let system = next("stime")?;
+    Ok(user.saturating_add(system))
 }
 
 /// Parses the contents of `/proc/<pid>/stat`: `pid (comm) state ppid ... starttime ...`.
@@ -149,6 +187,26 @@ mod tests {
         assert_eq!(parse_stat(zombie).unwrap(), ProcStat { start_time: 777, zombie: true });
         let dead = b"42 (x) X 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 778 0 0";
         assert_eq!(parse_stat(dead).unwrap(), ProcStat { start_time: 778, zombie: true });
+    }
+
+    #[test]
+    fn parses_cpu_ticks() {
+        assert_eq!(parse_cpu_ticks(CAT).unwrap(), 0);
+        assert_eq!(parse_cpu_ticks(b"42 (a) b) R 1 1 1 0 -1 0 0 0 0 0 7 5 0 0 20").unwrap(), 12);
+        for bad in [&b"42 (x) R 1 1 1 0 -1 0 0 0 0 0 7"[..], b"42 (x) R 1 1 1 0 -1 0 0 0 0 0 7 z"] {
+            assert_eq!(parse_cpu_ticks(bad).unwrap_err().kind(), io::ErrorKind::InvalidData, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn own_cpu_time_grows() {
+        let before = process_cpu_time(std::process::id()).unwrap();
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while process_cpu_time(std::process::id()).unwrap() <= before {
+            x = x.wrapping_add(std::hint::black_box(1));
+            assert!(start.elapsed() < Duration::from_secs(30), "no CPU time counted after {x} loops");
+        }
     }
 
     #[test]

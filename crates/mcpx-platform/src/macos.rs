@@ -27,6 +27,21 @@ pub(crate) fn process_stat(pid: u32) -> io::Result<ProcStat> {
     Ok(ProcStat { start_time, zombie: info.pbi_status == libc::SZOMB })
 }
 
+/// `proc_pidinfo(PROC_PIDTASKINFO)`: `pti_total_user + pti_total_system`, Mach absolute
+/// time converted to nanoseconds.
+///
+/// # Errors
+///
+/// As [`process_stat`].
+pub(crate) fn process_cpu_time(pid: u32) -> io::Result<std::time::Duration> {
+    let info =
+        libc_sys::task_info(crate::pid::to_pid_t(pid)?).map_err(|err| crate::pid::esrch_to_not_found(err, pid))?;
+    let (numer, denom) = libc_sys::timebase();
+    let ticks = u128::from(info.pti_total_user.saturating_add(info.pti_total_system));
+    let nanos = ticks * u128::from(numer) / u128::from(denom.max(1));
+    Ok(std::time::Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX)))
+}
+
 /// macOS has no pidfds.
 pub(crate) fn pidfd_open(_pid: libc::pid_t) -> io::Result<OwnedFd> {
     Err(unsupported_pidfd())

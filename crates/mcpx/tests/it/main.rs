@@ -30,6 +30,7 @@ mod input_modern;
 mod input_upstream;
 mod keyring;
 mod listen_modern;
+mod load;
 mod messy;
 mod modern;
 mod oauth;
