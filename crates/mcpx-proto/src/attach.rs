@@ -222,6 +222,30 @@ impl Frame {
     }
 }
 
+/// Appends the frames that carry one message to a server's stdin
+/// (`docs/attach-protocol.md`, "Frames": `Stdin` parts, the last one `StdinEnd`):
+/// `message` and a newline, cut into payloads of at most [`MAX_FRAME`] bytes. They are
+/// the frames [`Frame::new`] would make of each cut, encoded straight from `message`
+/// with no copy of it in between, and queued after whatever `out` holds, so several
+/// messages go out in one write.
+pub fn encode_stdin_message(message: &[u8], out: &mut Vec<u8>) {
+    let total = message.len() + 1;
+    out.reserve(total + HEADER_LEN * total.div_ceil(MAX_FRAME));
+    let mut at = 0;
+    while at < total {
+        let len = (total - at).min(MAX_FRAME);
+        let last = at + len == total;
+        out.extend_from_slice(&(len as u32).to_be_bytes());
+        out.push(if last { Kind::StdinEnd } else { Kind::Stdin } as u8);
+        // Every part but the last is all message; the last ends with the newline.
+        out.extend_from_slice(&message[at..(at + len).min(message.len())]);
+        if last {
+            out.push(b'\n');
+        }
+        at += len;
+    }
+}
+
 /// Reads frames out of a byte stream fed in arbitrary pieces.
 #[derive(Debug, Default)]
 pub struct FrameDecoder {
@@ -437,6 +461,47 @@ pub struct LaunchRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The frames of `message` the plain way: the message and its newline cut at
+    /// [`MAX_FRAME`], each cut a [`Frame`].
+    fn cut(message: &[u8]) -> Vec<Frame> {
+        let whole = [message, b"\n"].concat();
+        let parts: Vec<&[u8]> = whole.chunks(MAX_FRAME).collect();
+        let kind = |i: usize| if i + 1 == parts.len() { Kind::StdinEnd } else { Kind::Stdin };
+        parts.iter().enumerate().map(|(i, p)| Frame::new(kind(i), p.to_vec())).collect()
+    }
+
+    #[test]
+    fn a_stdin_message_encodes_as_its_cut_frames_at_every_boundary() {
+        for len in [0, 1, MAX_FRAME - 1, MAX_FRAME, MAX_FRAME + 1, 2 * MAX_FRAME - 1, 2 * MAX_FRAME] {
+            let message: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let mut wire = b"queued".to_vec();
+            encode_stdin_message(&message, &mut wire);
+            let mut plain = b"queued".to_vec();
+            cut(&message).iter().for_each(|f| f.encode(&mut plain).unwrap());
+            assert!(wire == plain, "a message of {len} bytes");
+        }
+    }
+
+    #[test]
+    fn a_burst_of_stdin_messages_decodes_in_order_from_any_split() {
+        let messages: Vec<Vec<u8>> = (0..40).map(|i| format!(r#"{{"id":{i}}}"#).into_bytes()).collect();
+        let mut wire = Vec::new();
+        messages.iter().for_each(|m| encode_stdin_message(m, &mut wire));
+        for piece in [1, 2, 5, 7, 64, wire.len()] {
+            let mut decoder = FrameDecoder::new();
+            let mut got = Vec::new();
+            for chunk in wire.chunks(piece) {
+                decoder.push(chunk);
+                while let Some(frame) = decoder.next_frame().unwrap() {
+                    assert_eq!(frame.kind, Kind::StdinEnd);
+                    got.push(frame.payload);
+                }
+            }
+            let want: Vec<Vec<u8>> = messages.iter().map(|m| [&m[..], b"\n"].concat()).collect();
+            assert_eq!(got, want, "pieces of {piece} bytes");
+        }
+    }
 
     #[test]
     fn preamble_round_trip_and_bad_magic() {

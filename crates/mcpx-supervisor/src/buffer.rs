@@ -111,7 +111,13 @@ impl StdoutBuffer {
     /// Takes up to `max` bytes from the front.
     pub fn take(&mut self, max: usize) -> Vec<u8> {
         let n = max.min(self.data.len());
-        self.data.drain(..n).collect()
+        // Copied a slice at a time (the ring has at most two), not a byte at a time.
+        let (front, back) = self.data.as_slices();
+        let mut taken = Vec::with_capacity(n);
+        taken.extend_from_slice(&front[..n.min(front.len())]);
+        taken.extend_from_slice(&back[..n - taken.len()]);
+        self.data.drain(..n);
+        taken
     }
 }
 
@@ -152,6 +158,27 @@ impl StderrRing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn takes_across_the_rings_wrap_keep_the_order() {
+        let mut b = StdoutBuffer::new(1 << 20);
+        let mut model: Vec<u8> = Vec::new();
+        let mut next = 0u8;
+        for round in 0..200usize {
+            let chunk: Vec<u8> = (0..(round * 7) % 23)
+                .map(|_| {
+                    next = next.wrapping_add(1);
+                    next
+                })
+                .collect();
+            b.append(&chunk);
+            model.extend_from_slice(&chunk);
+            let max = (round * 5) % 19;
+            let n = max.min(model.len());
+            assert_eq!(b.take(max), model.drain(..n).collect::<Vec<_>>(), "round {round}");
+        }
+        assert_eq!(b.take(usize::MAX), model);
+    }
 
     #[test]
     fn overflow_drops_whole_lines_and_counts_them() {

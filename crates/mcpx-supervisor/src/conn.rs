@@ -322,15 +322,18 @@ impl<S: Read + Write> Conn<S> {
         Conn { stream, peer }
     }
 
-    /// Reads once into `buf` and hands the bytes to the peer. Returns whether bytes
-    /// came (more may follow); end of file and read errors close the connection.
+    /// Reads once into `buf` and hands the bytes to the peer. Returns whether more
+    /// may follow: the read filled `buf`. A shorter read took all the socket held,
+    /// so the loop polls again rather than spend a read on `WouldBlock` (the poll is
+    /// level-triggered: bytes that arrive in between wake it). End of file and read
+    /// errors close the connection.
     pub fn read(&mut self, buf: &mut [u8], now: Instant) -> bool {
         while !self.peer.closed {
             match self.stream.read(buf) {
                 Ok(0) => self.peer.closed = true,
                 Ok(n) => {
                     self.peer.receive(&buf[..n], now);
-                    return true;
+                    return n == buf.len();
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -736,11 +739,11 @@ mod tests {
     }
 
     #[test]
-    fn a_connection_reads_until_it_would_block_and_closes_at_end_of_file() {
+    fn a_connection_reads_while_reads_fill_the_buffer_and_closes_at_end_of_file() {
         let now = Instant::now();
         let mut conn = Conn::new(Mem::default(), peer(now));
         conn.stream.input.extend(daemon(&[attach_frame(1)]));
-        let mut buf = [0u8; 64];
+        let mut buf = [0u8; 7];
         let mut reads = 0;
         while conn.read(&mut buf, now) {
             reads += 1;
@@ -751,6 +754,16 @@ mod tests {
         conn.stream.eof = true;
         assert!(!conn.read(&mut buf, now));
         assert!(conn.peer.closed);
+    }
+
+    #[test]
+    fn a_short_read_ends_the_reading_without_a_read_that_would_block() {
+        let now = Instant::now();
+        let mut conn = Conn::new(Mem::default(), peer(now));
+        conn.stream.input.extend(b"MCPX");
+        let mut buf = [0u8; 64];
+        assert!(!conn.read(&mut buf, now), "4 bytes in a 64-byte buffer: all there was");
+        assert!(conn.stream.input.is_empty() && !conn.peer.closed);
     }
 
     #[test]

@@ -31,6 +31,11 @@ const EXIT_LINGER: Duration = Duration::from_secs(600);
 /// one, exits are noticed by this periodic reap.
 const WAKE_WITH_PIDFD: u16 = 500;
 const WAKE_WITHOUT_PIDFD: u16 = 100;
+/// With a pidfd, the server's exit wakes the loop; orphaned descendants re-parented
+/// to the supervisor do not, so a busy loop still collects them this often.
+const REAP_EVERY: Duration = Duration::from_millis(WAKE_WITH_PIDFD as u64);
+/// The one buffer every read from a socket or pipe goes through, in bytes.
+const READ_BUF: usize = 64 * 1024;
 
 /// Everything that can happen to the supervisor.
 #[derive(Debug, Clone, Copy)]
@@ -106,6 +111,11 @@ pub struct Supervisor {
     last_heartbeat: Instant,
     /// When a stdout drop was last logged (at most one line a second).
     last_drop_log: Option<Instant>,
+    /// When exited processes were last collected, for [`REAP_EVERY`].
+    last_reap: Instant,
+    /// The buffer reads go through, allocated once: a message costs no 64 KiB of
+    /// zeroing on the stack.
+    buf: Box<[u8]>,
     done: bool,
 }
 
@@ -146,6 +156,8 @@ impl Supervisor {
             unattached_since: Some(now),
             last_heartbeat: now,
             last_drop_log: None,
+            last_reap: now,
+            buf: vec![0; READ_BUF].into_boxed_slice(),
             done: false,
             req,
         };
@@ -168,16 +180,40 @@ impl Supervisor {
                 log!("poll failed: {e}");
                 std::thread::sleep(Duration::from_millis(100));
             }
+            let now = Instant::now();
+            if self.reap_due(&events, now) {
+                events.push(Event::Reap);
+            }
             for ev in events.drain(..) {
                 self.handle(ev);
             }
-            self.handle(Event::Reap);
+            // Stdin the daemon just sent goes to the pipe in this turn; only what the
+            // pipe cannot take waits for it to poll writable.
+            if let Some(c) = self.child.as_mut() {
+                c.write_stdin();
+            }
             self.tick(Instant::now());
             self.pump();
             self.conns.flush_all();
         }
         self.cleanup();
         0
+    }
+
+    /// Whether this turn collects exited processes: when the pidfd says the server
+    /// exited (the event is listed already), when there is no pidfd to say so, and
+    /// every [`REAP_EVERY`] for the orphaned descendants no pidfd watches.
+    fn reap_due(&mut self, events: &[Event], now: Instant) -> bool {
+        if events.iter().any(|e| matches!(e, Event::Reap)) {
+            self.last_reap = now;
+            return false;
+        }
+        let watched = self.child.as_ref().is_some_and(|c| c.pidfd().is_some());
+        if watched && now.duration_since(self.last_reap) < REAP_EVERY {
+            return false;
+        }
+        self.last_reap = now;
+        true
     }
 
     /// Polls every source and lists what is ready.
@@ -314,12 +350,17 @@ impl Supervisor {
 
     /// Reads what connection `i` sent and carries out its requests in order.
     fn read_conn(&mut self, i: usize) {
-        let mut buf = [0u8; 64 * 1024];
-        while self.conns.get_mut(i).is_some_and(|c| c.read(&mut buf, Instant::now())) {
+        let mut buf = std::mem::take(&mut self.buf);
+        loop {
+            let more = self.conns.get_mut(i).is_some_and(|c| c.read(&mut buf, Instant::now()));
             while let Some(request) = self.conns.get_mut(i).and_then(|c| c.peer.next_request()) {
                 self.request(i, request);
             }
+            if !more {
+                break;
+            }
         }
+        self.buf = buf;
     }
 
     /// Carries out one request from connection `i`.
@@ -380,7 +421,7 @@ impl Supervisor {
     /// the attached daemon's connection can take no more: see
     /// [`Supervisor::stdout_budget`]).
     fn read_output(&mut self, which: Output) {
-        let mut buf = [0u8; 64 * 1024];
+        let mut buf = std::mem::take(&mut self.buf);
         loop {
             let max = match which {
                 Output::Stdout => self.stdout_budget().min(buf.len()),
@@ -388,14 +429,20 @@ impl Supervisor {
             };
             if max == 0 {
                 // The rest stays in the pipe and the server waits: flow control.
-                return;
+                break;
             }
-            let Some(n) = self.child.as_mut().and_then(|c| c.read(which, &mut buf[..max])) else { return };
+            let Some(n) = self.child.as_mut().and_then(|c| c.read(which, &mut buf[..max])) else { break };
             match which {
                 Output::Stdout => self.stdout_read(&buf[..n]),
                 Output::Stderr => self.stderr_read(&buf[..n]),
             }
+            if n < max {
+                // The pipe held less than asked: it is empty now, and the next poll
+                // says when it is not (no read spent on `WouldBlock`).
+                break;
+            }
         }
+        self.buf = buf;
     }
 
     /// How many stdout bytes may be read now: any amount with no daemon attached,

@@ -12,6 +12,7 @@ use super::era::{self, DISCOVER_TIMEOUT, Era, Known, Probe, Upstream};
 use super::error::CallError;
 use super::session::ServerSession;
 use super::{Instance, LOG_LEVELS};
+use crate::sync::lock;
 
 impl Instance {
     /// Settles the server's era and session (MCP 2026-07-28, Basic, "Versioning",
@@ -87,9 +88,10 @@ impl Instance {
         Ok(Ok(session))
     }
 
-    /// The era of the server's protocol, once settled.
+    /// The era of the server's protocol, once settled. Read under the session's lock
+    /// rather than from a copy of the session: every request asks.
     pub fn era(&self) -> Option<Era> {
-        self.session().map(|s| Era::of(&s))
+        lock(&self.session).as_ref().map(Era::of)
     }
 
     /// `request` as the server takes it: unchanged for a legacy server; for a modern

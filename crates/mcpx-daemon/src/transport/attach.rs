@@ -134,6 +134,17 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
         frame.encode(&mut self.out)
     }
 
+    /// Queues the frames of one message for the server's stdin (its text without the
+    /// newline; see [`attach::encode_stdin_message`]); [`FrameWriter::flush`] sends it.
+    pub fn queue_message(&mut self, message: &[u8]) {
+        attach::encode_stdin_message(message, &mut self.out);
+    }
+
+    /// Bytes queued and not yet sent.
+    pub fn pending(&self) -> usize {
+        self.out.len()
+    }
+
     /// Writes everything queued.
     ///
     /// Errors: the stream fails; what was queued is dropped.

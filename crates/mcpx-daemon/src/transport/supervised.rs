@@ -362,7 +362,9 @@ async fn lost(rec: &Record, dir: Option<&Dir>, reason: String, server: &str, tx:
 }
 
 /// Writes messages (split into message-atomic stdin frames), control frames and
-/// heartbeats; declares the supervisor dead after [`SILENCE`].
+/// heartbeats; declares the supervisor dead after [`SILENCE`]. Whatever waits in the
+/// channel when it wakes goes out with one write (up to [`COALESCE_BYTES`]), so a
+/// burst of calls costs one syscall, not one per message.
 async fn write_frames<W: AsyncWrite + Unpin>(
     mut out: FrameWriter<W>,
     mut rx: mpsc::Receiver<Outbound>,
@@ -386,31 +388,12 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                 let _ = out.queue(&frame);
             }
             item = rx.recv() => match item {
-                Some(Outbound::Message(m) | Outbound::Headed(m, _)) => {
-                    let mut bytes = m.into_string().into_bytes();
-                    bytes.push(b'\n');
-                    for frame in stdin_frames(&bytes) {
-                        let _ = out.queue(&frame);
-                        if let (Some(marker), Kind::Stdin) = (&pause_mid_message, frame.kind) {
-                            let _ = out.flush().await;
-                            let _ = std::fs::write(marker, b"paused");
-                            std::future::pending::<()>().await;
-                        }
+                Some(item) => {
+                    queue_outbound(&mut out, item, pause_mid_message.as_deref()).await;
+                    while out.pending() < COALESCE_BYTES {
+                        let Ok(item) = rx.try_recv() else { break };
+                        queue_outbound(&mut out, item, pause_mid_message.as_deref()).await;
                     }
-                }
-                Some(Outbound::Terminate) => {
-                    let _ = out.queue(&Frame::new(Kind::Terminate, Vec::new()));
-                }
-                Some(Outbound::Restart) => {
-                    let _ = out.queue(&Frame::new(Kind::Restart, Vec::new()));
-                }
-                Some(Outbound::StoreSession(s)) => {
-                    let _ = out.queue(&Frame::new(Kind::StoreSession, s.into_bytes()));
-                }
-                // A 1.0 supervisor skips the frame (unknown kinds are ignored) and
-                // reports no era: the next daemon restarts the server, as it must.
-                Some(Outbound::StoreEra(s)) => {
-                    let _ = out.queue(&Frame::new(Kind::StoreEra, s.into_bytes()));
                 }
                 // The instance is gone; its supervisor keeps the server for the next daemon.
                 None => {
@@ -434,6 +417,44 @@ async fn write_frames<W: AsyncWrite + Unpin>(
             return;
         }
     }
+}
+
+/// The most bytes the writer gathers from waiting items before it writes them.
+const COALESCE_BYTES: usize = 256 * 1024;
+
+/// Queues the frames of one item for the supervisor. `pause_mid_message` is the
+/// test hook's marker file (see [`write_frames`]).
+async fn queue_outbound<W: AsyncWrite + Unpin>(
+    out: &mut FrameWriter<W>,
+    item: Outbound,
+    pause_mid_message: Option<&std::path::Path>,
+) {
+    let frame = match item {
+        Outbound::Message(m) | Outbound::Headed(m, _) => {
+            let Some(marker) = pause_mid_message else {
+                out.queue_message(m.as_str().as_bytes());
+                return;
+            };
+            let mut bytes = m.into_string().into_bytes();
+            bytes.push(b'\n');
+            for frame in stdin_frames(&bytes) {
+                let _ = out.queue(&frame);
+                if frame.kind == Kind::Stdin {
+                    let _ = out.flush().await;
+                    let _ = std::fs::write(marker, b"paused");
+                    std::future::pending::<()>().await;
+                }
+            }
+            return;
+        }
+        Outbound::Terminate => Frame::new(Kind::Terminate, Vec::new()),
+        Outbound::Restart => Frame::new(Kind::Restart, Vec::new()),
+        Outbound::StoreSession(s) => Frame::new(Kind::StoreSession, s.into_bytes()),
+        // A 1.0 supervisor skips the frame (unknown kinds are ignored) and reports no
+        // era: the next daemon restarts the server, as it must.
+        Outbound::StoreEra(s) => Frame::new(Kind::StoreEra, s.into_bytes()),
+    };
+    let _ = out.queue(&frame);
 }
 
 #[cfg(test)]
@@ -542,6 +563,21 @@ mod tests {
         assert_eq!(next_frame(&mut sup).await.kind, Kind::Restart);
         link.tx.send(Outbound::Terminate).await.unwrap();
         assert_eq!(next_frame(&mut sup).await.kind, Kind::Terminate);
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_messages_goes_out_whole_and_in_order() {
+        let (link, mut sup) = attached(2).await;
+        // Queued before the writer runs again, so it takes them all in one wake.
+        let sent: Vec<Message> =
+            (1..=100).map(|i| Message::request(&(4294967296u64 + i).to_string(), "tools/list", None)).collect();
+        for m in &sent {
+            link.tx.try_send(Outbound::Message(m.clone())).unwrap();
+        }
+        for m in &sent {
+            let frame = next_frame(&mut sup).await;
+            assert_eq!((frame.kind, frame.payload), (Kind::StdinEnd, format!("{}\n", m.as_str()).into_bytes()));
+        }
     }
 
     /// A reader over `rd`, and what it hands the instance.
