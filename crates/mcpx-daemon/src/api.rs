@@ -131,7 +131,7 @@ pub struct ServerRow {
     pub scope: String,
     /// Live instances.
     pub live: usize,
-    /// `unread`, `ready`, `running`, `error`, `crash-loop` or `disabled`; `warning` for a
+    /// `unread`, `ready`, `stale`, `running`, `error`, `crash-loop` or `disabled`; `warning` for a
     /// row named by a file's path whose `warnings` say what is wrong with that file.
     pub state: String,
     /// The `mcpx.description`, else the server's instructions' first paragraph (up to

@@ -21,7 +21,7 @@ use crate::instance::ClientReplies;
 use crate::notices::NoticeSender;
 use crate::policy;
 use crate::pool::Target;
-use crate::schema::{CacheEntry, SchemaCache, ToolSummary};
+use crate::schema::{self, CacheEntry, SchemaCache, ToolSummary};
 use crate::scope::PoolKey;
 use crate::search::ToolText;
 pub use reach::STATUS_METHOD;
@@ -44,16 +44,18 @@ pub fn health(d: &Daemon) -> serde_json::Value {
     })
 }
 
-/// `POST /v1/ls`: every configured server with its state, from the schema cache.
+/// `POST /v1/ls`: every configured server with its state, from the schema cache as
+/// the caller sees it ([`Daemon::schema_for`]: a listing past its `ttlMs` is listed
+/// again from a running instance, and is `stale` with none running).
 ///
 /// Errors: the caller's configuration cannot be read (`config`).
-pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
+pub async fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
     let config = d.resolve(req)?;
     let live: Vec<_> = d.pool.instances().into_iter().filter(|i| i.is_alive()).collect();
     let mut rows = Vec::new();
     for entry in config.servers.values() {
         let key = entry.cache_key();
-        let cached = d.schema.get(&key);
+        let cached = d.schema_for(entry, &req.caller).await;
         let n_live = live.iter().filter(|i| i.identity.cache_key == key).count();
         // An untrusted entry is not expanded: its `${VAR}`s are the file's to show, not ours.
         let unexpandable = match policy::server_trusted(entry) {
@@ -75,6 +77,9 @@ pub fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
             "error"
         } else if n_live > 0 {
             "running"
+        } else if cached.as_ref().is_some_and(|c| c.tools.is_some() && c.is_stale(schema::now_ms())) {
+            // Listed, but past its `ttlMs`, with nothing running to list it again.
+            "stale"
         } else if cached.as_ref().is_some_and(|c| c.tools.is_some()) {
             "ready"
         } else {
@@ -199,14 +204,14 @@ pub async fn tools(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError>
 /// best first, at most [`SEARCH_HITS`] of them; a tool that matches no word is left out.
 ///
 /// Errors: no words (`usage`); the caller's configuration cannot be read (`config`).
-pub fn search(d: &Daemon, req: &Request) -> Result<Vec<SearchHit>, ApiError> {
+pub async fn search(d: &Daemon, req: &Request) -> Result<Vec<SearchHit>, ApiError> {
     let config = d.resolve(req)?;
     if req.words.iter().all(|w| w.trim().is_empty()) {
         return Err(ApiError::new(ErrorKind::Usage, "give at least one word: `mcpx search <words>...`"));
     }
     let mut tools = Vec::new();
     for entry in policy::offered(&config) {
-        let Some(cached) = d.schema.get(&entry.cache_key()) else {
+        let Some(cached) = d.schema_for(entry, &req.caller).await else {
             continue;
         };
         tools.extend(

@@ -16,14 +16,14 @@ use mcpx_proto::Message;
 use mcpx_proto::attach::{Record, Version};
 use tokio::sync::{broadcast, mpsc, watch};
 
-use crate::api::{ApiError, ConfigErrorStatus, ErrorKind, Request};
+use crate::api::{ApiError, Caller, ConfigErrorStatus, ErrorKind, Request};
 use crate::config::{
     ConfigCache, ConfigEnv, ExplicitFiles, ResolveRequest, ResolvedConfig, ServerEntry, TransportSpec,
 };
 use crate::instance::InstanceEvent;
 use crate::paths::{EXPLICIT_CONFIGS, KNOWN_CONFIGS, OpenDirs};
 use crate::pool::{Pool, Target};
-use crate::schema::SchemaCache;
+use crate::schema::{self, CacheEntry, SchemaCache};
 use crate::scope::PoolKey;
 use crate::sync::lock;
 use crate::target::Targets;
@@ -204,6 +204,44 @@ impl Daemon {
     /// (a `config` error for an entry that does not parse).
     pub fn server<'a>(&self, config: &'a ResolvedConfig, name: &str) -> Result<&'a ServerEntry, ApiError> {
         config.get(name).ok_or_else(|| unknown_server(config, name))
+    }
+
+    /// The schema cache entry of `entry` as `caller` sees it, as it is
+    /// ([`SchemaCache::get_for`] in the context of the caller's pool key), stale or
+    /// not; [`Daemon::schema_for`] lists a stale one again first.
+    pub fn cached_for(&self, entry: &ServerEntry, caller: &Caller) -> Option<CacheEntry> {
+        self.schema.get_for(&entry.cache_key(), &self.targets.pool_key(entry, caller).to_string())
+    }
+
+    /// The schema cache entry of `entry` as `caller` sees it
+    /// ([`SchemaCache::get_for`], in the authorization context of the caller's pool
+    /// key), listed again first from a running instance when it is past its `ttlMs`
+    /// (MCP 2026-07-28, Server, Utilities, "Caching": "the client checks freshness
+    /// when it needs the data, and re-fetches only if stale"): any instance of the
+    /// server for a shared listing, the caller's own for a private one. With none
+    /// running, or when listing again fails ("Clients MAY serve stale responses if
+    /// errors occur"), the stale entry is given, which [`CacheEntry::is_stale`] says.
+    /// `None`: never listed.
+    pub async fn schema_for(&self, entry: &ServerEntry, caller: &Caller) -> Option<CacheEntry> {
+        let key = entry.cache_key();
+        let pool_key = self.targets.pool_key(entry, caller);
+        let context = pool_key.to_string();
+        let cached = self.schema.get_for(&key, &context)?;
+        if !cached.is_stale(schema::now_ms()) {
+            return Some(cached);
+        }
+        let running =
+            self.pool.keyed_instances().into_iter().find(|(k, inst)| {
+                inst.identity.cache_key == key && inst.is_alive() && (!cached.private || *k == pool_key)
+            });
+        let Some((_, inst)) = running else { return Some(cached) };
+        match self.schema.refresh(&key, &inst, entry.options.start_timeout).await {
+            Ok(_) => self.schema.get_for(&key, &context),
+            Err(e) => {
+                tracing::warn!(server = %entry.name, error = %e, "listing a stale schema again failed; using the stale one");
+                Some(cached)
+            }
+        }
     }
 
     /// Every entry of every known configuration file (each file read alone), and

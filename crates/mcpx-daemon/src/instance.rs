@@ -14,6 +14,7 @@ mod error;
 mod handshake;
 mod input_rounds;
 mod listeners;
+mod notifications;
 mod server_requests;
 mod session;
 #[cfg(test)]
@@ -23,7 +24,7 @@ pub use budget::LogBudget;
 pub use context::{CLIENT_ANSWER_TIMEOUT, CallContext, ClientReplies, INTERACTIVE, MAX_INPUT_ROUNDS};
 pub use era::{Era, Known};
 pub use error::{CallError, ERROR_TAIL_BYTES};
-pub use listeners::{ClientHandle, ClientSink, LOG_LEVELS, Listeners};
+pub use listeners::{ClientHandle, ClientSink, LOG_LEVELS, Listeners, level_index};
 pub use session::ServerSession;
 
 use std::path::PathBuf;
@@ -328,7 +329,8 @@ impl Instance {
         timeout: Option<Duration>,
         ctx: Arc<CallContext>,
     ) -> Result<Message, CallError> {
-        let message = match self.upstream_form(message) {
+        let level = self.listeners.level_of(&ctx);
+        let message = match self.upstream_form(message, level) {
             era::Upstream::Send(message) => message,
             era::Upstream::Answered(answer) => return Ok(answer),
         };
@@ -345,7 +347,7 @@ impl Instance {
             None => message,
         };
         let ctx_headers = ctx.param_headers.clone();
-        self.calls.insert(seq, Pending { reply: reply_tx, ctx, progress });
+        self.calls.insert(seq, Pending { reply: reply_tx, ctx, progress, level });
         let _guard = InFlight::new(self);
         let mut cancel = CancelOnDrop { inst: self, seq, upstream: &upstream, armed: true };
         if let State::Exited(exit) = self.state() {
@@ -502,8 +504,11 @@ impl Instance {
             Inbound::Message(m) => match m.kind() {
                 MessageKind::Response => self.complete(m),
                 MessageKind::Request => self.answer_server_request(m, None).await,
-                MessageKind::Notification => self.route_notification(m, events),
+                MessageKind::Notification => self.route_notification(m, None, events),
             },
+            Inbound::Related { message, request } if message.kind() == MessageKind::Notification => {
+                self.route_notification(message, Some(&request), events)
+            }
             Inbound::Related { message, request } => self.answer_server_request(message, Some(&request)).await,
             Inbound::OversizeId(id) => {
                 if let Some(w) = self.calls.take(&id) {
@@ -599,39 +604,6 @@ impl Instance {
                 "dropped: no single request in flight it can belong to"
             };
             tracing::warn!(server = %self.identity.server, total, error = error.as_deref().unwrap_or("none"), "the server answered with a null id (it could not read a request's id); {outcome}");
-        }
-    }
-
-    /// Notifications from the server: progress to the request that asked for it,
-    /// resource updates to their subscribers, log messages to the clients that asked
-    /// for their level and to the only request in flight (else the log), list changes
-    /// to the daemon (which re-reads the schema cache).
-    fn route_notification(&self, m: Message, events: &mpsc::UnboundedSender<(String, InstanceEvent)>) {
-        let method = m.method().unwrap_or_default().to_owned();
-        if method.ends_with("/list_changed") {
-            if self.may_log() {
-                tracing::info!(server = %self.identity.server, method, "server changed a list; re-reading its schema");
-            }
-            let _ = events.send((self.identity.fingerprint.clone(), InstanceEvent::ListChanged(method)));
-            return;
-        }
-        let heard = match method.as_str() {
-            "notifications/progress" => match m.notified_progress_token().and_then(|t| self.calls.progress_target(t)) {
-                Some((notify, token)) => return self.deliver(&notify, m.with_notified_progress_token(&token)),
-                None => false,
-            },
-            "notifications/resources/updated" => self.listeners.updated(&m),
-            "notifications/message" => self.listeners.log(&m, &self.calls.callers(), |n| self.deliver(n, m.clone())),
-            _ => false,
-        };
-        match (heard, method.as_str()) {
-            (true, _) => {}
-            (false, "notifications/message") if self.may_log() => {
-                tracing::info!(server = %self.identity.server, "server log: {}", m.as_str().chars().take(512).collect::<String>());
-            }
-            (false, _) => {
-                tracing::debug!(server = %self.identity.server, method, "dropped a notification nobody takes")
-            }
         }
     }
 

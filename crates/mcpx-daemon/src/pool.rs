@@ -582,10 +582,19 @@ impl Pool {
     }
 
     /// Re-lists the schema of the live instance with this fingerprint (after a
-    /// `list_changed`, or `mcpx refresh`). Returns false when none is live.
+    /// `list_changed`, or `mcpx refresh`): one of them, or, when the server's lists
+    /// are `cacheScope: "private"` (kept per instance's pool key), each of them.
+    /// Returns false when none is live.
     pub async fn relist(&self, fingerprint: &str, timeout: Option<Duration>) -> Result<bool, String> {
-        let Some((_, inst)) = self.instances_of(fingerprint).into_iter().next() else { return Ok(false) };
-        self.schema.refresh(&inst.identity.cache_key, &inst, timeout).await.map(|_| true)
+        let instances = self.instances_of(fingerprint);
+        let Some((_, first)) = instances.first() else { return Ok(false) };
+        let listed = self.schema.refresh(&first.identity.cache_key, first, timeout).await?;
+        if listed.private {
+            for (_, inst) in &instances[1..] {
+                self.schema.refresh(&inst.identity.cache_key, inst, timeout).await?;
+            }
+        }
+        Ok(true)
     }
 
     /// Failed starts with no live instance since, as (server, key, error).

@@ -55,12 +55,12 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
             post(|State(d): S, Body(r): Body| async move { control::upgrade(&d, &r).await.map(Json) }),
         )
         .route("/v1/status", get(|State(d): S| async move { Json(control::status(&d)) }))
-        .route("/v1/ls", post(|State(d): S, Body(r): Body| async move { control::ls(&d, &r).map(Json) }))
+        .route("/v1/ls", post(|State(d): S, Body(r): Body| async move { control::ls(&d, &r).await.map(Json) }))
         .route(
             "/v1/commands",
             post(|State(d): S, Body(r): Body| async move { control::commands::commands(&d, &r).map(Json) }),
         )
-        .route("/v1/search", post(|State(d): S, Body(r): Body| async move { control::search(&d, &r).map(Json) }))
+        .route("/v1/search", post(|State(d): S, Body(r): Body| async move { control::search(&d, &r).await.map(Json) }))
         .route(
             "/v1/tools",
             post(|State(d): S, Body(r): Body| async move { control::tools(&d, &r).await.map(raw_json) }),

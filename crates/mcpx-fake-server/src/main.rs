@@ -65,6 +65,10 @@
 //!   `resources/unsubscribe` are `-32601`.
 //! - Every result carries `resultType` and `_meta` `io.modelcontextprotocol/serverInfo`;
 //!   list results carry `ttlMs` and `cacheScope`.
+//! - A `notifications/message` sent while a modern request is handled (the `notify`
+//!   tool's, `test_tool_with_logging`'s) goes out only when the request carried `_meta`
+//!   `io.modelcontextprotocol/logLevel`, and only at or above that level; an unknown
+//!   level is `-32602`.
 //! - A tool that asks the client (`roots`, `sample`, `elicit`, `test_sampling`,
 //!   `test_elicitation*`) answers an `InputRequiredResult` instead: `inputRequests`
 //!   keyed `<kind>-<n>` (`elicitation-1`, `sampling-1`, `roots-1`) and a

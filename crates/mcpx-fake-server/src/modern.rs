@@ -47,6 +47,12 @@ const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 /// Notification and result `_meta` key naming the listen stream (its request id).
 const SUBSCRIPTION_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 
+/// Request `_meta` key of the per-request log level ("Logging").
+const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
+
+/// The log levels, from the most verbose to the least (RFC 5424, as MCP names them).
+const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
 /// Prefix of the opaque `requestState` of an `InputRequiredResult`.
 const STATE_PREFIX: &str = "fake-state:";
 
@@ -114,6 +120,9 @@ struct Round {
     missing: Option<&'static str>,
     /// `FAKE_INPUT_REPEAT`: never take an answer.
     repeat: bool,
+    /// The request's `_meta` `io.modelcontextprotocol/logLevel`, an index into
+    /// [`LOG_LEVELS`]; `None`: no log messages for it.
+    log_level: Option<usize>,
 }
 
 thread_local! {
@@ -166,7 +175,14 @@ pub fn handle(server: &Server, id: &Value, method: &str, params: &Value) -> Opti
         }
     }
     let responses = params.get("inputResponses").and_then(Value::as_object).cloned().unwrap_or_default();
-    let round = Round { responses, capabilities, asked: Map::new(), missing: None, repeat: server.config.input_repeat };
+    let log_level = params.pointer("/_meta/io.modelcontextprotocol~1logLevel").and_then(Value::as_str);
+    let log_level = match log_level.map(|l| LOG_LEVELS.iter().position(|x| *x == l)) {
+        Some(None) => return Some(Reply::Error(INVALID_PARAMS, format!("unknown {LOG_LEVEL_KEY}: {log_level:?}"))),
+        Some(index) => index,
+        None => None,
+    };
+    let repeat = server.config.input_repeat;
+    let round = Round { responses, capabilities, asked: Map::new(), missing: None, repeat, log_level };
     ROUND.with(|cell| cell.replace(Some(round)));
     let reply = crate::server::answer(server, id, method, params);
     let round = ROUND.with(|cell| cell.take());
@@ -195,7 +211,8 @@ fn check_envelope(params: &Value) -> Result<Envelope, String> {
 }
 
 /// The `server/discover` result (2026-07-28 "Lifecycle"): the versions, the same
-/// capabilities as `initialize` minus logging, and the instructions.
+/// capabilities as `initialize` (logging too: its tools send log messages, for the
+/// requests that carry a level), and the instructions.
 fn discover(server: &Server) -> Value {
     if let Some(ms) = server.config.discover_delay_ms {
         std::thread::sleep(std::time::Duration::from_millis(ms));
@@ -210,6 +227,7 @@ fn discover(server: &Server) -> Value {
             "tools": { "listChanged": true },
             "resources": { "listChanged": true, "subscribe": true },
             "prompts": { "listChanged": true },
+            "logging": {},
             "completions": {},
         },
         "instructions": "A fake server for tests.",
@@ -226,6 +244,7 @@ fn finish(server: &Server, id: &Value, method: &str, reply: Reply, round: Option
         asked: Map::new(),
         missing: None,
         repeat: false,
+        log_level: None,
     });
     if let Some(capability) = round.missing {
         let data = json!({ "requiredCapabilities": { capability: {} } });
@@ -292,6 +311,22 @@ pub fn ask(method: &str, params: &Value) -> Option<Result<Value, String>> {
         }
         round.asked.insert(key, json!({ "method": method, "params": params }));
         Some(Err("input required".to_owned()))
+    })
+}
+
+/// Whether `message`, sent while this thread handles a request, may go out: on a
+/// modern request, a `notifications/message` only when the request carried a log
+/// level and at or above it (2026-07-28 "Logging": "MUST NOT emit
+/// `notifications/message` for a request that does not include this field").
+pub fn admits(message: &Value) -> bool {
+    if message.get("method").and_then(Value::as_str) != Some("notifications/message") {
+        return true;
+    }
+    let said = message.pointer("/params/level").and_then(Value::as_str);
+    let said = said.and_then(|l| LOG_LEVELS.iter().position(|x| *x == l));
+    ROUND.with(|cell| match cell.borrow().as_ref() {
+        None => true,
+        Some(round) => round.log_level.is_some_and(|wanted| said.is_none_or(|s| s >= wanted)),
     })
 }
 
@@ -451,6 +486,7 @@ mod tests {
             asked: Map::new(),
             missing: None,
             repeat: false,
+            log_level: None,
         };
         ROUND.with(|cell| cell.replace(Some(round(json!({})))));
         assert_eq!(ask("elicitation/create", &json!({ "message": "hi" })), Some(Err("input required".to_owned())));

@@ -240,6 +240,9 @@ impl Output {
 
     /// Serializes `message` and writes it as one line, then flushes.
     pub fn send(&self, message: &Value) {
+        if !crate::modern::admits(message) {
+            return;
+        }
         self.write_line(&to_line(message));
     }
 

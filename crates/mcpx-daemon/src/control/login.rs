@@ -65,6 +65,10 @@ async fn run(d: &Daemon, req: &Request, tx: &mpsc::Sender<Vec<u8>>) -> Result<se
     let done =
         login(&target, &mut show).await.map_err(|m| ApiError::new(ErrorKind::Auth, format!("server `{name}`: {m}")))?;
     tracing::info!(server = %name, issuer = %done.issuer, resource = %done.resource, "logged in");
+    // A new login may be another account: no list fetched as the one before is kept
+    // for it (MCP 2026-07-28, Server, Utilities, "Caching": a private result is not
+    // shared across authorization contexts).
+    d.schema.forget_private(&entry.cache_key());
     Ok(serde_json::json!({
         "server": name,
         "issuer": done.issuer,

@@ -92,6 +92,7 @@ pub async fn logout(d: &Daemon, req: &Request) -> Result<Value, ApiError> {
                 && policy::server_trusted(other)
                 && d.targets.remote_url(other).is_ok_and(|url| forgotten.iter().any(|r| covers(r, &url))));
         if shares {
+            d.schema.forget_private(&other.cache_key());
             stopped += d.pool.stop_server(&d.targets.target(other)?.fingerprint, None).await;
         }
     }

@@ -130,7 +130,7 @@ pub async fn read(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> 
     let params = serde_json::json!({ "uri": uri }).to_string();
     through_pool(d, req, entry, "resources/read", &params, Hearing::default(), |_| Ok(())).await.map_err(|mut e| {
         if e.kind == ErrorKind::Rpc {
-            e.message.push_str(&resource_hint(d.schema.get(&entry.cache_key()).as_ref(), server, uri));
+            e.message.push_str(&resource_hint(d.cached_for(entry, &req.caller).as_ref(), server, uri));
         }
         e
     })
@@ -176,7 +176,7 @@ async fn listings(d: &Daemon, req: &Request) -> Result<Vec<(String, Option<Cache
         return Ok(vec![(entry.name.clone(), Some(listed(d, req, entry).await?))]);
     }
     Ok(policy::offered(&config)
-        .map(|entry| (entry.name.clone(), d.schema.get(&entry.cache_key()).filter(|c| c.tools.is_some())))
+        .map(|entry| (entry.name.clone(), d.cached_for(entry, &req.caller).filter(|c| c.tools.is_some())))
         .collect())
 }
 

@@ -120,7 +120,7 @@ pub(super) async fn through_pool(
 pub(super) async fn listed(d: &Daemon, req: &Request, entry: &ServerEntry) -> Result<CacheEntry, ApiError> {
     let name = &entry.name;
     let key = entry.cache_key();
-    if let Some(cached) = d.schema.get(&key).filter(|c| c.tools.is_some()) {
+    if let Some(cached) = d.schema_for(entry, &req.caller).await.filter(|c| c.tools.is_some()) {
         return Ok(cached);
     }
     if !req.start {
@@ -138,7 +138,7 @@ pub(super) async fn listed(d: &Daemon, req: &Request, entry: &ServerEntry) -> Re
     if pool_key.is_call() {
         d.pool.release(&inst, &pool_key).await;
     }
-    match d.schema.get(&key) {
+    match d.schema.get_for(&key, &pool_key.to_string()) {
         Some(cached) if cached.tools.is_some() => Ok(cached),
         cached => {
             let why = cached.and_then(|c| c.error).unwrap_or_else(|| "it sent no listing".to_owned());

@@ -24,14 +24,14 @@ fn row<'a>(rows: &'a [ServerRow], name: &str) -> &'a ServerRow {
 #[tokio::test]
 async fn ls_answers_from_the_schema_cache_and_never_starts_a_server() {
     let fx = Fixture::new(&[("fake", json!({})), ("off", json!({ "disabled": true }))]);
-    let rows = ls(&fx.daemon, &fx.request()).unwrap();
+    let rows = ls(&fx.daemon, &fx.request()).await.unwrap();
     assert_eq!(rows.len(), 2);
     assert_eq!((row(&rows, "fake").state.as_str(), row(&rows, "fake").tools), ("unread", None));
     assert_eq!(row(&rows, "off").state, "disabled");
     assert_eq!(fx.server.count("launch"), 0, "ls started a server");
 
     call(&fx.daemon, &fx.call("fake.echo", json!({ "message": "hi" })), None, None).await.unwrap();
-    let rows = ls(&fx.daemon, &fx.request()).unwrap();
+    let rows = ls(&fx.daemon, &fx.request()).await.unwrap();
     let fake = row(&rows, "fake");
     assert_eq!((fake.state.as_str(), fake.tools, fake.live), ("running", Some(6), 1));
     let paragraph = Some("A server on channels.\nSecond line.");
@@ -43,7 +43,7 @@ async fn ls_answers_from_the_schema_cache_and_never_starts_a_server() {
 async fn ls_of_a_configuration_that_does_not_parse_is_one_error_row() {
     let fx = fake();
     std::fs::write(&fx.config, "{ not json").unwrap();
-    let rows = ls(&fx.daemon, &fx.request()).unwrap();
+    let rows = ls(&fx.daemon, &fx.request()).await.unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!((rows[0].name.as_str(), rows[0].state.as_str()), (fx.config.to_str().unwrap(), "error"));
     assert!(rows[0].error.as_deref().is_some_and(|e| e.contains(":1:3: ")), "{rows:?}");
@@ -84,7 +84,7 @@ async fn tools_hides_what_include_and_exclude_leave_out() {
     refresh(&fx.daemon, &fx.request()).await.unwrap();
     let listed = value(&tools(&fx.daemon, &Request { server: Some("fake".into()), ..fx.request() }).await.unwrap());
     assert_eq!(listed.as_array().unwrap().len(), 4);
-    let rows = ls(&fx.daemon, &fx.request()).unwrap();
+    let rows = ls(&fx.daemon, &fx.request()).await.unwrap();
     assert_eq!(row(&rows, "fake").tools, Some(4));
     let e = call(&fx.daemon, &fx.call("fake.exit", json!({})), None, None).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::UnknownTool);
@@ -95,17 +95,17 @@ async fn tools_hides_what_include_and_exclude_leave_out() {
 async fn search_ranks_the_tools_that_match_a_word() {
     let fx = fake();
     let words = |w: &[&str]| Request { words: w.iter().map(|w| (*w).to_owned()).collect(), ..fx.request() };
-    assert!(search(&fx.daemon, &words(&["echo"])).unwrap().is_empty(), "nothing listed yet");
+    assert!(search(&fx.daemon, &words(&["echo"])).await.unwrap().is_empty(), "nothing listed yet");
     refresh(&fx.daemon, &fx.request()).await.unwrap();
-    let hits = search(&fx.daemon, &words(&["ECHO"])).unwrap();
+    let hits = search(&fx.daemon, &words(&["ECHO"])).await.unwrap();
     assert_eq!((hits[0].server.as_str(), hits[0].tool.as_str()), ("fake", "echo"));
-    let hits = search(&fx.daemon, &words(&["report the progress", "of a server"])).unwrap();
+    let hits = search(&fx.daemon, &words(&["report the progress", "of a server"])).await.unwrap();
     let found: Vec<&str> = hits.iter().map(|h| h.tool.as_str()).collect();
     // The name and description first; then a description alone, and the server's name.
     assert_eq!(found[..2], ["progress", "exit"], "{found:?}");
-    assert!(search(&fx.daemon, &words(&["zebra"])).unwrap().is_empty());
+    assert!(search(&fx.daemon, &words(&["zebra"])).await.unwrap().is_empty());
     assert!(hits.len() <= SEARCH_HITS);
-    let e = search(&fx.daemon, &words(&["", " "])).unwrap_err();
+    let e = search(&fx.daemon, &words(&["", " "])).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Usage);
 }
 

@@ -26,7 +26,7 @@ pub async fn types(d: &Daemon, req: &Request) -> Result<TypesAnswer, ApiError> {
     let mut unlisted = Vec::new();
     if req.servers.is_empty() {
         for entry in policy::offered(&config) {
-            match d.schema.get(&entry.cache_key()).and_then(|c| c.tools) {
+            match d.cached_for(entry, &req.caller).and_then(|c| c.tools) {
                 Some(tools) => servers.push(offered_tools(entry, &tools)),
                 None => unlisted.push(entry.name.clone()),
             }

@@ -25,6 +25,10 @@ pub(super) struct Pending {
     pub(super) ctx: Arc<CallContext>,
     /// The caller's own progress token (JSON text), when it asked for progress.
     pub(super) progress: Option<String>,
+    /// The log level the request carried upstream (an index into
+    /// [`super::LOG_LEVELS`]; a modern server only logs at or above it, and nothing
+    /// for a request that carried none).
+    pub(super) level: Option<usize>,
 }
 
 /// The requests in flight, by the `seq` of their upstream id. Only ids of this
@@ -94,6 +98,17 @@ impl Calls {
         lock(&self.map).values().map(|p| p.ctx.clone()).collect()
     }
 
+    /// The callers of the requests in flight that carried a log level, with it: every
+    /// one, or only the request whose upstream id is `id` (raw JSON).
+    pub(super) fn logging(&self, id: Option<&str>) -> Vec<(Arc<CallContext>, usize)> {
+        let map = lock(&self.map);
+        let with_level = |p: &Pending| p.level.map(|l| (p.ctx.clone(), l));
+        match id {
+            Some(id) => self.ours(id).and_then(|seq| map.get(&seq)).and_then(with_level).into_iter().collect(),
+            None => map.values().filter_map(with_level).collect(),
+        }
+    }
+
     /// The caller of the request in flight whose upstream id is `id` (raw JSON).
     pub(super) fn caller_of(&self, id: &str) -> Option<Arc<CallContext>> {
         let seq = self.ours(id)?;
@@ -121,7 +136,7 @@ mod tests {
     fn pending(label: &str, progress: Option<&str>) -> (Pending, crate::notices::NoticeReceiver) {
         let (notify, rx) = crate::notices::channel(Arc::default());
         let ctx = Arc::new(CallContext { label: label.into(), notify: Some(notify), ..CallContext::default() });
-        (Pending { reply: oneshot::channel().0, ctx, progress: progress.map(str::to_owned) }, rx)
+        (Pending { reply: oneshot::channel().0, ctx, progress: progress.map(str::to_owned), level: None }, rx)
     }
 
     #[test]

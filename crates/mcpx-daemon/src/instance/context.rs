@@ -47,6 +47,11 @@ pub struct CallContext {
     /// Transports, "Streamable HTTP", "Custom headers"), names lowercased: passed on
     /// with the request to a modern remote server.
     pub param_headers: Vec<(String, String)>,
+    /// The log level the caller asked for with this very request (a modern client's
+    /// `_meta` `io.modelcontextprotocol/logLevel`; MCP 2026-07-28, Server, Utilities,
+    /// "Logging"), an index into [`super::LOG_LEVELS`]. `None`: the level its session
+    /// set with `logging/setLevel`, if any (the instance's listeners keep it).
+    pub log_level: Option<usize>,
 }
 
 impl CallContext {

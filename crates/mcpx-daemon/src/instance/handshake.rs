@@ -95,12 +95,14 @@ impl Instance {
     }
 
     /// `request` as the server takes it: unchanged for a legacy server; for a modern
-    /// one, with the envelope and the lowest log level its clients asked for
-    /// (2026-07-28, Server, Utilities, "Logging": the level travels per request).
-    /// [`Upstream::Answered`] holds the answer mcpx gives itself to what the modern
-    /// era removed: `ping` (`{}`: the instance is there) and `logging/setLevel` (`{}`:
-    /// the level is kept by the instance's listeners and sent with each request).
-    pub(super) fn upstream_form(&self, request: Message) -> Upstream {
+    /// one, with the envelope and `level`, the log level of the request's own caller
+    /// ([`super::Listeners::level_of`]; 2026-07-28, Server, Utilities, "Logging": the
+    /// level travels per request, so each caller's requests carry its own and no
+    /// other's). [`Upstream::Answered`] holds the answer mcpx gives itself to what
+    /// the modern era removed: `ping` (`{}`: the instance is there) and
+    /// `logging/setLevel` (`{}`: the listeners keep the client's level, which goes
+    /// with each of its requests).
+    pub(super) fn upstream_form(&self, request: Message, level: Option<usize>) -> Upstream {
         let Some(Era::Modern { version }) = self.era() else { return Upstream::Send(request) };
         let id = request.id().unwrap_or("null").to_owned();
         match request.method() {
@@ -108,8 +110,7 @@ impl Instance {
             Some("server/discover") => return Upstream::Send(request),
             _ => {}
         }
-        let level = self.listeners.server_level().map(|l| LOG_LEVELS[l]);
-        Upstream::Send(era::with_envelope(request, &version, level))
+        Upstream::Send(era::with_envelope(request, &version, level.map(|l| LOG_LEVELS[l])))
     }
 }
 

@@ -23,6 +23,18 @@ use crate::sync::lock;
 /// MCP names them (Server features, Utilities, "Logging", "Log Levels").
 pub const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
+/// The index in [`LOG_LEVELS`] of `level`; `None` for a name that is not a level.
+pub fn level_index(level: &str) -> Option<usize> {
+    LOG_LEVELS.iter().position(|l| *l == level)
+}
+
+/// The level of a `notifications/message` (an index into [`LOG_LEVELS`]); `None`
+/// when it names none of them.
+pub(super) fn message_level(message: &Message) -> Option<usize> {
+    let v = serde_json::from_str::<Value>(message.as_str()).ok()?;
+    level_index(v["params"]["level"].as_str()?)
+}
+
 /// Where a client hears what a server sends on its own.
 pub trait ClientSink: Send + Sync + std::fmt::Debug {
     /// Sends `message` to the client (on an MCP session's GET stream), when it can
@@ -49,7 +61,7 @@ impl ClientHandle {
 }
 
 /// The key of the client a request comes from, when an MCP client sent it.
-fn caller_key(ctx: &CallContext) -> Option<usize> {
+pub(super) fn caller_key(ctx: &CallContext) -> Option<usize> {
     ctx.client.as_ref().map(|(_, replies)| key_of(replies))
 }
 
@@ -120,10 +132,23 @@ impl Listeners {
         Ok(Some(LOG_LEVELS[most_verbose]))
     }
 
-    /// The level the server was last set to (an index into [`LOG_LEVELS`]): the most
-    /// verbose of its clients' levels, which a modern server is sent with each request.
-    pub fn server_level(&self) -> Option<usize> {
-        lock(&self.inner).server_level
+    /// The log level `ctx`'s caller wants to hear during its request (an index into
+    /// [`LOG_LEVELS`]): the one the request itself carried (a modern client), else
+    /// the one its session set with `logging/setLevel` on this instance; `None` when
+    /// it asked for none. A modern server is sent this level with the request, and
+    /// only this caller's.
+    pub fn level_of(&self, ctx: &CallContext) -> Option<usize> {
+        ctx.log_level.or_else(|| {
+            let key = caller_key(ctx)?;
+            lock(&self.inner).levels.get(&key).map(|(_, l)| *l)
+        })
+    }
+
+    /// Where `ctx`'s caller hears the server on its own (its GET stream), when it is
+    /// an MCP client that set a level and is still there.
+    pub(super) fn sink_of(&self, ctx: &CallContext) -> Option<Arc<dyn ClientSink>> {
+        let key = caller_key(ctx)?;
+        lock(&self.inner).levels.get(&key).and_then(|(c, _)| c.sink.upgrade())
     }
 
     /// The requests that tell a server restarted in place what the old process was
@@ -173,16 +198,15 @@ impl Listeners {
         !subscribers.is_empty()
     }
 
-    /// `notifications/message`: to every client that set a level at or below the
-    /// message's, on its own stream; the caller of the only request in flight (when
-    /// `callers`, those of the requests in flight, are one) gets it on that request's
-    /// stream instead, when it has one, unless its own level is above the message's.
+    /// A legacy server's `notifications/message`: to every client that set a level at
+    /// or below the message's, on its own stream; the caller of the only request in
+    /// flight (when `callers`, those of the requests in flight or the one whose answer
+    /// stream carried it, are one) gets it on that request's stream instead, when it
+    /// has one, unless its own level ([`Listeners::level_of`]) is above the message's.
     /// A message of no known level goes to all. False when it reached nobody.
     pub(super) fn log(&self, message: &Message, callers: &[Arc<CallContext>], deliver: impl Fn(&NoticeSender)) -> bool {
         let sole = if let [ctx] = callers { Some(&**ctx) } else { None };
-        let level = serde_json::from_str::<Value>(message.as_str())
-            .ok()
-            .and_then(|v| LOG_LEVELS.iter().position(|l| v["params"]["level"] == *l));
+        let level = message_level(message);
         let wants = |client_level: usize| level.is_none_or(|l| l >= client_level);
         let sole_key = sole.and_then(caller_key);
         let listeners: Vec<(ClientHandle, usize)> = {
@@ -194,7 +218,9 @@ impl Listeners {
         // The sole caller hears it on its request's stream, when that has one.
         let on_request = sole.and_then(|c| c.notify.as_ref());
         if let Some(notify) = on_request {
-            let own = listeners.iter().find(|(c, _)| Some(c.key) == sole_key).map(|(_, l)| *l);
+            let own = sole
+                .and_then(|c| c.log_level)
+                .or_else(|| listeners.iter().find(|(c, _)| Some(c.key) == sole_key).map(|(_, l)| *l));
             if own.is_none_or(wants) {
                 deliver(notify);
                 reached = true;

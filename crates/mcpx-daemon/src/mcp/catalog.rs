@@ -72,8 +72,7 @@ pub(crate) fn refused_name(d: &Daemon, session: &ClientSession, exposed: &str) -
 /// A server whose last start or listing failed is left out at once (`None`) and
 /// started again in the background.
 pub(crate) async fn listed(d: &Daemon, session: &ClientSession, entry: &ServerEntry) -> Option<CacheEntry> {
-    let key = entry.cache_key();
-    let cached = d.schema.get(&key);
+    let cached = d.schema_for(entry, &session.caller).await;
     if cached.as_ref().is_some_and(|c| c.tools.is_some() && c.error.is_none()) {
         return cached;
     }
@@ -86,7 +85,7 @@ pub(crate) async fn listed(d: &Daemon, session: &ClientSession, entry: &ServerEn
         return None;
     }
     match d.pool.acquire(&target, &pool_key, entry.options.start_timeout).await {
-        Ok(_) => d.schema.get(&key),
+        Ok(_) => d.schema.get_for(&entry.cache_key(), &pool_key.to_string()),
         Err(e) => {
             tracing::warn!(server = %entry.name, error = %e, "left out of an MCP listing: it failed to start");
             None

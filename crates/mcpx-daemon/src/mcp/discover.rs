@@ -48,7 +48,7 @@ pub(crate) async fn answer(
                 "mcpx_list_servers" => {
                     let offered: Vec<String> =
                         servers(d, session).unwrap_or_default().into_iter().map(|e| e.name).collect();
-                    control::ls(d, &req(None, None)).map_or_else(
+                    control::ls(d, &req(None, None)).await.map_or_else(
                         |e| tool_error(&e.message),
                         |mut rows| {
                             rows.retain(|r| offered.contains(&r.name));
@@ -59,7 +59,7 @@ pub(crate) async fn answer(
                 "mcpx_search" => {
                     let words = s("query").unwrap_or_default().split_whitespace().map(str::to_owned).collect();
                     let r = Request { words, ..req(None, None) };
-                    control::search(d, &r).map_or_else(|e| tool_error(&e.message), |hits| text(&hits))
+                    control::search(d, &r).await.map_or_else(|e| tool_error(&e.message), |hits| text(&hits))
                 }
                 "mcpx_describe" => {
                     let server = s("server").unwrap_or_default();

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::config::ServerEntry;
 use crate::daemon::Daemon;
-use crate::instance::CallContext;
+use crate::instance::{CallContext, level_index};
 use crate::mcp::catalog::{config, entry, left_out_owner, list, refused_name, servers};
 use crate::mcp::sessions::ClientSession;
 use crate::names::{SEPARATOR, split_resource_uri};
@@ -89,7 +89,7 @@ pub(crate) fn by_uri(d: &Daemon, session: &ClientSession, id: &str, uri: &str) -
         return Ok((server.to_owned(), original.to_owned()));
     }
     let entries = servers(d, session).unwrap_or_default();
-    let owners: Vec<&ServerEntry> = entries.iter().filter(|e| lists(d, e, uri)).collect();
+    let owners: Vec<&ServerEntry> = entries.iter().filter(|e| lists(d, session, e, uri)).collect();
     match owners.as_slice() {
         [owner] => Ok((owner.name.clone(), uri.to_owned())),
         [] if entries.len() == 1 => Ok((entries[0].name.clone(), uri.to_owned())),
@@ -111,9 +111,10 @@ fn only_server(d: &Daemon, session: &ClientSession, name: &str) -> Option<String
     (entries.len() == 1 && !exposed).then(|| entries.remove(0).name)
 }
 
-/// Whether the schema cache has `uri` among `entry`'s resources or templates.
-fn lists(d: &Daemon, entry: &ServerEntry, uri: &str) -> bool {
-    let Some(cached) = d.schema.get(&entry.cache_key()) else { return false };
+/// Whether the schema cache, as the session's caller sees it, has `uri` among
+/// `entry`'s resources or templates.
+fn lists(d: &Daemon, session: &ClientSession, entry: &ServerEntry, uri: &str) -> bool {
+    let Some(cached) = d.cached_for(entry, &session.caller) else { return false };
     let items = cached.resources.into_iter().flatten().chain(cached.resource_templates.into_iter().flatten());
     items
         .filter_map(|raw| serde_json::from_str::<Value>(raw.get()).ok())
@@ -148,5 +149,6 @@ pub(crate) fn context(session: &ClientSession, notify: Option<NoticeSender>) -> 
         client: Some((session.can_answer.clone(), session.replies.clone())),
         shell: false,
         param_headers: session.param_headers.clone(),
+        log_level: session.log_level.as_deref().and_then(level_index),
     })
 }

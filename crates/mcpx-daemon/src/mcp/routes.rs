@@ -455,6 +455,7 @@ async fn modern_request(
     let discover = header(headers, MODE_HEADER).as_deref() == Some("discover");
     let mut session = ClientSession::new(server, caller, modern.version, &modern.capabilities, discover);
     session.param_headers = era::param_headers(headers);
+    session.log_level = modern.log_level.clone();
     let session = Arc::new(session);
     let wants_sse = header(headers, "accept").is_some_and(|a| a.contains("text/event-stream"));
     let method = request.method().unwrap_or_default();

@@ -66,6 +66,11 @@ pub struct ClientSession {
     /// A modern request's `Mcp-Param-*` headers, passed on with it to a modern remote
     /// server (its session lives for that one request); empty otherwise.
     pub(crate) param_headers: Vec<(String, String)>,
+    /// A modern request's log level (`_meta` `io.modelcontextprotocol/logLevel`,
+    /// MCP 2026-07-28, Server, Utilities, "Logging"), which goes upstream with it;
+    /// `None` otherwise (a legacy session's level is its `logging/setLevel`, which
+    /// each instance's listeners keep).
+    pub(crate) log_level: Option<String>,
     /// When the client last sent a request, for [`SESSION_IDLE`].
     last_used: Mutex<Instant>,
     /// The resources it subscribed to: the instance and the server's URI, so that a
@@ -106,6 +111,7 @@ impl ClientSession {
             inflight: Mutex::default(),
             discover,
             param_headers: Vec::new(),
+            log_level: None,
             last_used: Mutex::new(Instant::now()),
             subscribed: Mutex::default(),
             listening: Mutex::default(),

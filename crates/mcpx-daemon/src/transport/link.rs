@@ -38,12 +38,12 @@ pub struct Link {
 pub enum Inbound {
     /// One JSON-RPC message.
     Message(Message),
-    /// A server request sent on the answer stream of one of mcpx's requests (a
-    /// remote server's SSE answer to a POST; MCP 2025-11-25, Transports, "Sending
-    /// Messages to the Server"): it belongs to that request, so it is routed to that
-    /// request's caller.
+    /// A server request or notification sent on the answer stream of one of mcpx's
+    /// requests (a remote server's SSE answer to a POST; MCP 2025-11-25, Transports,
+    /// "Sending Messages to the Server"; 2026-07-28, Server, Utilities, "Logging"):
+    /// it belongs to that request, so it is routed to that request's caller.
     Related {
-        /// The server's request.
+        /// The server's request or notification.
         message: Message,
         /// The upstream id (raw JSON) of the request whose stream carried it.
         request: String,

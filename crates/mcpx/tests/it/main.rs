@@ -18,6 +18,7 @@ mod code_types;
 mod conformance;
 mod conformance_client;
 mod doctor;
+mod era_cache;
 mod era_matrix;
 mod errors;
 mod fake_modern;

@@ -490,7 +490,7 @@ impl Remote {
             match sink {
                 Sink::Forward => {
                     let item = match wanted {
-                        Some(request) if m.kind() == MessageKind::Request => {
+                        Some(request) if m.kind() != MessageKind::Response => {
                             Inbound::Related { message: m, request: request.to_owned() }
                         }
                         _ => Inbound::Message(m),
