@@ -59,31 +59,96 @@ where
 {
     let (tx, rx) = mpsc::channel::<Vec<u8>>(STREAM_BUFFER);
     tokio::spawn(async move {
-        let (notify_tx, mut notify_rx) = notices::channel(tally);
+        let (notify_tx, notify_rx) = notices::channel(tally);
         let call = call(notify_tx);
         tokio::pin!(call);
-        let outcome = loop {
-            tokio::select! {
-                biased;
-                () = tx.closed() => return,
-                Some(n) = notify_rx.recv() => {
-                    if tx.send(notice(&n)).await.is_err() {
-                        return;
-                    }
-                }
-                outcome = &mut call => break outcome,
-            }
-        };
-        while let Some(n) = notify_rx.try_recv() {
-            let _ = tx.send(notice(&n)).await;
-        }
-        for piece in last(outcome) {
-            if tx.send(piece).await.is_err() {
-                return;
-            }
-        }
+        relay(tx, None, notify_rx, call, notice, last).await;
     });
     rx
+}
+
+/// What [`answer_or_stream`] gives the client.
+pub enum Answered<T> {
+    /// The outcome, which came before any notification: the answer is it alone.
+    Alone(T),
+    /// Everything to send, as [`stream_call`] streams it.
+    Streamed(mpsc::Receiver<Vec<u8>>),
+}
+
+/// [`stream_call`] that waits for its first item in the caller's own task: a call that
+/// ends before it sends any notification is answered with its outcome alone
+/// ([`Answered::Alone`]: no task, no channel, no stream, so the caller can answer it as
+/// a plain body); from its first notification on, the call goes on in a task of its
+/// own, streamed as [`stream_call`] streams it, that notification first.
+///
+/// Cancellation is as with [`stream_call`]: dropping the future before it returns
+/// drops the call, and so does dropping the receiver after.
+pub async fn answer_or_stream<T, F>(
+    tally: Arc<AtomicU64>,
+    call: impl FnOnce(NoticeSender) -> F,
+    notice: impl Fn(&Message) -> Vec<u8> + Send + 'static,
+    last: impl FnOnce(T) -> Vec<Vec<u8>> + Send + 'static,
+) -> Answered<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let (notify_tx, mut notify_rx) = notices::channel(tally);
+    let mut call = Box::pin(call(notify_tx));
+    let first = tokio::select! {
+        biased;
+        outcome = &mut call => match notify_rx.try_recv() {
+            None => return Answered::Alone(outcome),
+            // Notifications that came with the outcome go first.
+            Some(first) => {
+                let (tx, rx) = mpsc::channel::<Vec<u8>>(STREAM_BUFFER);
+                tokio::spawn(relay(tx, Some(first), notify_rx, async move { outcome }, notice, last));
+                return Answered::Streamed(rx);
+            }
+        },
+        Some(first) = notify_rx.recv() => first,
+    };
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(STREAM_BUFFER);
+    tokio::spawn(relay(tx, Some(first), notify_rx, call, notice, last));
+    Answered::Streamed(rx)
+}
+
+/// Sends `first`, then each notification of `notify_rx` as it comes, then the outcome
+/// of `call`, on `tx`; stops (dropping `call`) when the client has gone.
+async fn relay<T, F: Future<Output = T>>(
+    tx: mpsc::Sender<Vec<u8>>,
+    first: Option<Message>,
+    mut notify_rx: notices::NoticeReceiver,
+    call: F,
+    notice: impl Fn(&Message) -> Vec<u8>,
+    last: impl FnOnce(T) -> Vec<Vec<u8>>,
+) {
+    tokio::pin!(call);
+    if let Some(first) = first {
+        if tx.send(notice(&first)).await.is_err() {
+            return;
+        }
+    }
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            () = tx.closed() => return,
+            Some(n) = notify_rx.recv() => {
+                if tx.send(notice(&n)).await.is_err() {
+                    return;
+                }
+            }
+            outcome = &mut call => break outcome,
+        }
+    };
+    while let Some(n) = notify_rx.try_recv() {
+        let _ = tx.send(notice(&n)).await;
+    }
+    for piece in last(outcome) {
+        if tx.send(piece).await.is_err() {
+            return;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -8,10 +8,12 @@
 //! [`crate::policy`] refuses is answered -32602 before anything is forwarded, and a
 //! passed-through server's own `tools/list` is filtered by it.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use mcpx_proto::Message;
 use mcpx_proto::mcp::error_code;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::daemon::Daemon;
@@ -55,8 +57,6 @@ async fn answer(
     let is_modern = era::is_modern(&session.version);
     // A modern request reaches a legacy server without the 2026-07-28 envelope.
     let request = if is_modern { modern::strip_envelope(request) } else { request };
-    let params: Value =
-        serde_json::from_str::<Value>(request.as_str()).map(|v| v["params"].clone()).unwrap_or(Value::Null);
     match method.as_str() {
         "server/discover" => return modern::discover(d, session, id).await,
         // Removed in 2026-07-28 (Changelog): liveness is the transport's, log levels are per request.
@@ -67,20 +67,21 @@ async fn answer(
         _ => {}
     }
     if session.discover {
-        if let Some(response) = discover::answer(d, session, id, &method, &params).await {
+        if let Some(response) = discover::answer(d, session, id, &method, &params(&request)).await {
             return response;
         }
     }
     match method.as_str() {
         "resources/subscribe" | "resources/unsubscribe" => {
-            return listen::subscription(d, session, id, &method, &params).await;
+            return listen::subscription(d, session, id, &method, &params(&request)).await;
         }
-        "logging/setLevel" => return listen::set_level(d, session, id, &params).await,
+        "logging/setLevel" => return listen::set_level(d, session, id, &params(&request)).await,
         _ => {}
     }
-    // One server passed through: everything else but ping goes to it as it is, lists included.
+    // One server passed through: everything else but ping goes to it as it is, lists
+    // included, and its params are not read (but a tool's name, for the policy).
     if session.server.is_some() && method != "ping" {
-        return forward(d, session, request, &params, notify).await;
+        return forward(d, session, request, &Value::Null, notify).await;
     }
     let result = match method.as_str() {
         "ping" => Ok(json!({})),
@@ -89,6 +90,7 @@ async fn answer(
         "resources/list" => list(d, session, "resources").await,
         "resources/templates/list" => list(d, session, "resourceTemplates").await,
         "tools/call" | "prompts/get" | "resources/read" | "completion/complete" => {
+            let params = params(&request);
             return forward(d, session, request, &params, notify).await;
         }
         _ => Err((error_code::METHOD_NOT_FOUND, format!("method `{method}` is not offered by mcpx"))),
@@ -99,9 +101,39 @@ async fn answer(
     }
 }
 
+/// A request's `params` (`null` when it has none, or is not JSON), built as a tree:
+/// only where mcpx reads more than a passed-through tool's name.
+fn params(request: &Message) -> Value {
+    #[derive(Deserialize)]
+    struct Request {
+        #[serde(default)]
+        params: Value,
+    }
+    serde_json::from_str::<Request>(request.as_str()).map(|r| r.params).unwrap_or(Value::Null)
+}
+
+/// `params.name` of a `tools/call`, read without building its params (its arguments
+/// may be large); `None` when it has no string there.
+fn tool_name(request: &Message) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Request<'a> {
+        #[serde(borrow)]
+        params: Option<Params<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow)]
+        name: Option<Cow<'a, str>>,
+    }
+    let request: Request<'_> = serde_json::from_str(request.as_str()).ok()?;
+    request.params?.name.map(Cow::into_owned)
+}
+
 /// `tools/call`, `prompts/get`, `resources/read`, `completion/complete`: maps the
 /// name or URI back to its server and forwards the request, byte-faithful but for the
-/// name or URI; the aggregate's answer gets its resource URIs rewritten.
+/// name or URI; the aggregate's answer gets its resource URIs rewritten. `params` are
+/// the request's, read by [`params`] (`null` for a session passed through to one
+/// server, which maps nothing back).
 async fn forward(
     d: &Daemon,
     session: &ClientSession,
@@ -112,7 +144,7 @@ async fn forward(
     let id = request.id().unwrap_or("null").to_owned();
     let method = request.method().unwrap_or_default().to_owned();
     let (server, rewritten, asked, original) = match &session.server {
-        Some(s) => (s.clone(), params.clone(), String::new(), String::new()),
+        Some(s) => (s.clone(), Value::Null, String::new(), String::new()),
         None => match map_back(d, session, &id, &method, params).await {
             Ok(mapped) => mapped,
             Err(refusal) => return *refusal,
@@ -123,7 +155,11 @@ async fn forward(
         Err(refusal) => return *refusal,
     };
     if method == "tools/call" {
-        if let Err(refusal) = policy::check_tool(&held.entry, rewritten["name"].as_str().unwrap_or_default()) {
+        let name = match &session.server {
+            Some(_) => tool_name(&request),
+            None => rewritten["name"].as_str().map(str::to_owned),
+        };
+        if let Err(refusal) = policy::check_tool(&held.entry, name.as_deref().unwrap_or_default()) {
             return policy::rpc_refusal(&id, &refusal);
         }
     }

@@ -26,7 +26,7 @@ use crate::mcp::listen::subscribe_listed;
 use crate::mcp::modern;
 use crate::mcp::sessions::{ClientSession, ClientSessions, sse_event, sse_pieces};
 use crate::mcp::subscriptions::{self, Listening};
-use crate::stream::{channel_body, channel_body_until, stream_call};
+use crate::stream::{Answered, answer_or_stream, channel_body, channel_body_until, stream_call};
 use crate::sync::lock;
 
 /// The session header (Transports, "Session Management").
@@ -296,9 +296,10 @@ pub(crate) async fn handle_post(
         // Notifications and responses: accepted.
         return StatusCode::ACCEPTED.into_response();
     }
-    let wants_sse = header(&headers, "accept").is_some_and(|a| a.contains("text/event-stream"));
-    if !batch && wants_sse && requests[0].method() == Some("tools/call") {
-        return sse_call(d.clone(), session, requests.remove(0), &id);
+    let accept = headers.get(axum::http::header::ACCEPT).and_then(|a| a.to_str().ok()).unwrap_or_default();
+    if !batch && accept.contains("text/event-stream") && requests[0].method() == Some("tools/call") {
+        let json_too = accept.contains("application/json");
+        return sse_call(d.clone(), session, requests.remove(0), &id, json_too).await;
     }
     let mut answers = Vec::new();
     for r in requests {
@@ -480,15 +481,30 @@ fn unsupported(id: &str, requested: &str) -> Response {
     json_response(StatusCode::BAD_REQUEST, json!({ "jsonrpc": "2.0", "id": id, "error": error }).to_string(), None)
 }
 
-/// A `tools/call` answered as server-sent events: its notifications, then the response.
-fn sse_call(d: Arc<Daemon>, session: Arc<ClientSession>, request: Message, session_id: &str) -> Response {
-    let events = stream_call(
-        d.dropped_notifications(),
-        move |notify| async move { cancellable(&d, &session, request, Some(notify)).await },
-        |n| sse_event(n.as_str()),
-        |response: Message| sse_pieces(response),
-    );
-    sse_response(events, Some(session_id))
+/// A `tools/call` of a client that accepts server-sent events: its notifications,
+/// then the response, as SSE. When the client accepts JSON too (`json_too`), a call
+/// that ends before sending any notification is answered as JSON instead (Transports,
+/// "Sending Messages to the Server": the server returns either), which spares it a
+/// task, a channel and a chunked body; its first notification turns the answer into
+/// a stream.
+async fn sse_call(
+    d: Arc<Daemon>,
+    session: Arc<ClientSession>,
+    request: Message,
+    session_id: &str,
+    json_too: bool,
+) -> Response {
+    let tally = d.dropped_notifications();
+    let call = move |notify| async move { cancellable(&d, &session, request, Some(notify)).await };
+    let notice = |n: &Message| sse_event(n.as_str());
+    let last = sse_pieces;
+    if !json_too {
+        return sse_response(stream_call(tally, call, notice, last), Some(session_id));
+    }
+    match answer_or_stream(tally, call, notice, last).await {
+        Answered::Alone(response) => json_response(StatusCode::OK, response.into_string(), Some(session_id)),
+        Answered::Streamed(events) => sse_response(events, Some(session_id)),
+    }
 }
 
 /// An SSE response streaming what `rx` yields, with the session's `Mcp-Session-Id`

@@ -155,6 +155,21 @@ async fn callers_reusing_ids_get_their_own_answers() {
     assert_eq!(a.fx.server.count("launch"), 1);
 }
 
+/// A call that sends no notification has nothing to stream: a client that accepts JSON
+/// too gets it as JSON, with its own id and the session's header.
+#[tokio::test]
+async fn a_call_without_notifications_is_answered_as_json_to_a_client_that_accepts_both() {
+    let mut client = Client::new();
+    client.initialize("2025-11-25", json!({})).await;
+    let params = json!({ "name": "fake__echo", "arguments": { "message": "plain" } });
+    let response = client.post(&request("j", "tools/call", params), true).await;
+    assert_eq!(response.headers()["content-type"], "application/json");
+    assert_eq!(response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()), client.session.as_deref());
+    let (status, body) = json_body(response).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!((body["id"].clone(), body["result"]["content"][0]["text"].clone()), (json!("j"), json!("plain")));
+}
+
 #[tokio::test]
 async fn progress_is_streamed_as_sse_with_the_clients_token() {
     let mut client = Client::new();
