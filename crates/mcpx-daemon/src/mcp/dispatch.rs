@@ -18,6 +18,7 @@ use crate::daemon::Daemon;
 use crate::mcp::catalog::list;
 use crate::mcp::owner::{Refusal, by_name, by_uri, context, hold};
 use crate::mcp::sessions::ClientSession;
+use crate::mcp::unbridged::{self, Answerer};
 use crate::mcp::{discover, era, listen, modern, uris};
 use crate::notices::NoticeSender;
 use crate::policy;
@@ -78,6 +79,11 @@ async fn answer(
         "logging/setLevel" => return listen::set_level(d, session, id, &params).await,
         _ => {}
     }
+    if session.server.is_none() && method.starts_with("tasks/") {
+        if let Some(refusal) = unbridged::refusal(id, &method, &params, is_modern, Answerer::Aggregate) {
+            return refusal;
+        }
+    }
     // One server passed through: everything else but ping goes to it as it is, lists included.
     if session.server.is_some() && method != "ping" {
         return forward(d, session, request, &params, notify).await;
@@ -122,6 +128,10 @@ async fn forward(
         Ok(h) => h,
         Err(refusal) => return *refusal,
     };
+    let to = Answerer::Server { name: &server, modern: held.lease.instance.era().is_some_and(|e| e.is_modern()) };
+    if let Some(refusal) = unbridged::refusal(&id, &method, &rewritten, era::is_modern(&session.version), to) {
+        return refusal;
+    }
     if method == "tools/call" {
         if let Err(refusal) = policy::check_tool(&held.entry, rewritten["name"].as_str().unwrap_or_default()) {
             return policy::rpc_refusal(&id, &refusal);

@@ -28,6 +28,7 @@ mod input_modern;
 mod input_upstream;
 mod keyring;
 mod listen_modern;
+mod listen_upstream;
 mod messy;
 mod modern;
 mod oauth;
