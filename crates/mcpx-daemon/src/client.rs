@@ -77,6 +77,14 @@ impl Client {
         Client { socket, starter: None }
     }
 
+    /// A client that starts a daemon (as [`connect_or_start`] does) on its first
+    /// request that finds none listening, and sends that request again. Nothing is
+    /// checked before the first request: a command that finds the daemon running
+    /// (the usual case) makes one round trip, not two.
+    pub fn starting(dirs: &Dirs, exe: &Path) -> Client {
+        Client { socket: dirs.socket(), starter: Some((dirs.clone(), exe.to_owned())) }
+    }
+
     /// Sends one request and returns the HTTP status and body.
     pub async fn send(&self, method: Method, path: &str, body: Option<Vec<u8>>) -> Result<(u16, Bytes), ClientError> {
         let response = self.request(method, path, &[], body.unwrap_or_default()).await?;
@@ -301,7 +309,7 @@ impl Client {
 /// started, the daemon failed to start (its own error, and where its log is), or no
 /// daemon answers within [`START_DEADLINE`].
 pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiError> {
-    let client = Client { socket: dirs.socket(), starter: Some((dirs.clone(), exe.to_owned())) };
+    let client = Client::starting(dirs, exe);
     if client.is_up().await? {
         return Ok(client);
     }

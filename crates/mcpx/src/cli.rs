@@ -466,8 +466,8 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
         command => {
             let exe = std::env::current_exe()
                 .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
-            let client = connect_or_start(&dirs, &exe).await?;
-            dispatch(&client, command, request, json).await
+            // The daemon is started by the command's first request if none answers it.
+            dispatch(&Client::starting(&dirs, &exe), command, request, json).await
         }
     }
 }

@@ -21,10 +21,6 @@ use crate::code::command::{deno_dir, returned_text};
 use crate::code::sandbox::{self, Access, Limits};
 use crate::code::{Context, Job, Logs, Outcome, Source};
 
-/// The protocol revisions this server answers `initialize` with (the client's own
-/// when it is one of them, else the newest).
-const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-
 /// Runs until stdin ends.
 ///
 /// Errors: Deno is not installed (`usage`, with how to install it); the cache
@@ -123,7 +119,7 @@ async fn reply(cx: &Context, request: &Value, version: &std::sync::Mutex<String>
         Era::Modern(_) => true,
         Era::Legacy => false,
         Era::Unsupported(asked) => {
-            let supported: Vec<&str> = VERSIONS.iter().rev().copied().chain([era::LATEST_MODERN]).collect();
+            let supported = revisions();
             let error = json!({
                 "code": era::UNSUPPORTED_PROTOCOL_VERSION,
                 "message": format!("mcpx serve --code does not serve MCP revision {asked}; use one of {}", supported.join(", ")),
@@ -135,12 +131,8 @@ async fn reply(cx: &Context, request: &Value, version: &std::sync::Mutex<String>
     match answer(cx, request).await {
         Ok(mut result) if modern => {
             if let Some(fields) = result.as_object_mut() {
-                fields.insert("resultType".to_owned(), json!("complete"));
-                if matches!(request["method"].as_str(), Some("tools/list" | "server/discover")) {
-                    // What a session sees depends on its caller, as on the daemon's endpoint.
-                    fields.insert("ttlMs".to_owned(), json!(0));
-                    fields.insert("cacheScope".to_owned(), json!("private"));
-                }
+                // What a session sees depends on its caller, as on the daemon's endpoint.
+                mcpx_daemon::mcp::complete_result(request["method"].as_str().unwrap_or_default(), fields);
             }
             json!({ "jsonrpc": "2.0", "id": id, "result": result })
         }
@@ -154,6 +146,12 @@ async fn reply(cx: &Context, request: &Value, version: &std::sync::Mutex<String>
         }
         Err((code, text)) => json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": text } }),
     }
+}
+
+/// Every revision this server answers, oldest first: the legacy ones `initialize`
+/// negotiates, then 2026-07-28.
+fn revisions() -> Vec<&'static str> {
+    mcpx_proto::mcp::SUPPORTED_VERSIONS.iter().copied().chain([era::LATEST_MODERN]).collect()
 }
 
 /// Writes one line to stdout, whole.
@@ -170,9 +168,8 @@ async fn answer(cx: &Context, message: &Value) -> Result<Value, (i64, String)> {
     match message["method"].as_str().unwrap_or_default() {
         "initialize" => {
             let asked = params["protocolVersion"].as_str().unwrap_or_default();
-            let version = VERSIONS.iter().find(|v| **v == asked).unwrap_or(&VERSIONS[0]);
             Ok(json!({
-                "protocolVersion": version,
+                "protocolVersion": mcpx_proto::mcp::negotiate(asked),
                 "capabilities": { "tools": {} },
                 "serverInfo": { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") },
                 "instructions": INSTRUCTIONS,
@@ -180,9 +177,8 @@ async fn answer(cx: &Context, message: &Value) -> Result<Value, (i64, String)> {
         }
         "server/discover" => {
             // 2026-07-28, Server, "server/discover": every revision this server answers.
-            let versions: Vec<&str> = VERSIONS.iter().rev().copied().chain([era::LATEST_MODERN]).collect();
             Ok(json!({
-                "supportedVersions": versions,
+                "supportedVersions": revisions(),
                 "capabilities": { "tools": {} },
                 "instructions": INSTRUCTIONS,
                 "_meta": { era::META_SERVER_INFO: { "name": "mcpx", "version": env!("CARGO_PKG_VERSION") } },

@@ -49,6 +49,7 @@ mod uris;
 #[cfg(test)]
 mod tests;
 
+pub use modern::complete_result;
 pub use routes::{
     CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, Endpoint, MODE_HEADER, PPID_HEADER, SESSION_HEADER,
     STRANGER_IGNORES, TcpGuard, routes, tcp_routes,

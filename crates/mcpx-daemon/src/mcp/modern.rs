@@ -18,11 +18,11 @@ use crate::mcp::sessions::ClientSession;
 /// once. mcpx's lists change whenever a server's do, or a server comes up, and a
 /// legacy server behind it gives no lifetime; `list_changed` tells the client when
 /// to list again.
-pub(crate) const TTL_MS: u64 = 0;
+pub const TTL_MS: u64 = 0;
 
 /// `cacheScope` of every cacheable result: `private`, since what a session sees
 /// depends on its caller's configuration, directory and policy.
-pub(crate) const CACHE_SCOPE: &str = "private";
+pub const CACHE_SCOPE: &str = "private";
 
 /// The methods whose results are cacheable (2026-07-28, Server, Utilities, "Caching").
 const CACHEABLE: [&str; 6] =
@@ -138,6 +138,17 @@ pub(crate) fn strip_envelope(request: Message) -> Message {
 pub(crate) fn finish(method: &str, response: Message) -> Message {
     let Ok(mut v) = serde_json::from_str::<Value>(response.as_str()) else { return response };
     let Some(result) = v.get_mut("result").and_then(Value::as_object_mut) else { return response };
+    complete_result(method, result);
+    let id = response.id().unwrap_or("null").to_owned();
+    Message::response(&id, &v["result"].to_string())
+}
+
+/// Adds to the result object of a modern request's `method` what the revision adds
+/// (MCP 2026-07-28, Basic, "Results"; Server, Utilities, "Caching"): `resultType`
+/// (`complete` unless set), `ttlMs` ([`TTL_MS`]) and `cacheScope` ([`CACHE_SCOPE`])
+/// on cacheable results when the result does not set them, and the tools of
+/// `tools/list` sorted by name. Shared by every endpoint mcpx serves modern clients on.
+pub fn complete_result(method: &str, result: &mut serde_json::Map<String, Value>) {
     result.entry("resultType").or_insert_with(|| json!("complete"));
     if CACHEABLE.contains(&method) {
         result.entry("ttlMs").or_insert_with(|| json!(TTL_MS));
@@ -148,8 +159,6 @@ pub(crate) fn finish(method: &str, response: Message) -> Message {
             tools.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
         }
     }
-    let id = response.id().unwrap_or("null").to_owned();
-    Message::response(&id, &v["result"].to_string())
 }
 
 /// Whether a notification belongs on a modern request's stream, given the log level

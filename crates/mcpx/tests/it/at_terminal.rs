@@ -16,14 +16,14 @@ use crate::harness::{Run, World, fake_server, wait_until};
 /// A command running with stdin and stderr on a new pseudo-terminal (output not
 /// processed), stdout piped:
 /// what reaches the terminal is collected as it comes, and keys are typed into it.
-struct Terminal {
+pub(crate) struct Terminal {
     child: Option<Child>,
     keys: std::fs::File,
     seen: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Terminal {
-    fn spawn(mut cmd: Command) -> Terminal {
+    pub(crate) fn spawn(mut cmd: Command) -> Terminal {
         use nix::sys::termios::{OutputFlags, SetArg, tcgetattr, tcsetattr};
         let pty = nix::pty::openpty(None, None).unwrap();
         // Output not processed (no newline to CR LF), so every CR seen is one mcpx wrote.
@@ -59,18 +59,22 @@ impl Terminal {
 
     /// Waits until the terminal shows `text`.
     #[track_caller]
-    fn wait_for(&self, text: &str) {
-        wait_until(&format!("the terminal shows {text:?}"), Duration::from_secs(30), || self.screen().contains(text));
+    pub(crate) fn wait_for(&self, text: &str) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !self.screen().contains(text) {
+            assert!(std::time::Instant::now() < deadline, "the terminal never showed {text:?}:\n{}", self.screen());
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
-    fn type_keys(&mut self, keys: &str) {
+    pub(crate) fn type_keys(&mut self, keys: &str) {
         self.keys.write_all(keys.as_bytes()).unwrap();
         self.keys.flush().unwrap();
     }
 
     /// Waits for the command to end; returns its exit status and stdout, and the
     /// terminal's whole transcript, raw.
-    fn finish(mut self) -> (Run, String) {
+    pub(crate) fn finish(mut self) -> (Run, String) {
         let child = self.child.take().unwrap();
         let run = Run::wait(child, "mcpx at a terminal");
         // The reader thread has seen all once the child is gone and its output drained.
@@ -128,7 +132,7 @@ fn world(env: serde_json::Value) -> World {
 }
 
 /// The fake's `elicit` result, from `mcpx call --json` output.
-fn elicited(run: &Run) -> serde_json::Value {
+pub(crate) fn elicited(run: &Run) -> serde_json::Value {
     let text = run.json()["content"][0]["text"].as_str().unwrap().to_owned();
     serde_json::from_str(&text).unwrap()
 }

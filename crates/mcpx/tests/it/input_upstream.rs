@@ -7,15 +7,14 @@
 //! that keeps asking is given up on after a bounded number of rounds. Against the
 //! fake server in its modern era.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
-use crate::harness::{fake_server, wait_until};
+use crate::harness::fake_server;
 use crate::input_modern::{accept, answers, asked, call, text, world};
+use crate::serve::SseCall;
 
 /// The fake server over stdio, in the modern era, with `env` besides.
-fn modern_fake(env: Value) -> Value {
+pub(crate) fn modern_fake(env: Value) -> Value {
     let mut env = env;
     env["FAKE_ERA"] = json!("2026-07-28");
     json!({ "fake": { "command": fake_server(), "env": env } })
@@ -68,38 +67,12 @@ fn a_server_that_keeps_asking_is_given_up_on_after_the_bounded_rounds() {
 #[test]
 fn a_legacy_client_answers_a_modern_servers_question_on_its_calls_stream() {
     let (w, _, _) = world(modern_fake(json!({})), &[]);
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": { "protocolVersion": "2025-11-25", "capabilities": { "elicitation": {} }, "clientInfo": { "name": "t", "version": "1" } } });
-    let (status, head, _) = crate::serve::http(&w, "POST", "/mcp", &[], &body.to_string());
-    assert_eq!(status, 200);
-    let session = head.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).unwrap().trim().to_owned();
-    let events = w.path("call.sse");
     let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "fake__elicit", "arguments": {} } });
-    #[allow(clippy::disallowed_methods)] // Reason: curl holds the call's SSE answer open.
-    let mut pending = std::process::Command::new("curl")
-        .args(["-s", "-N", "--unix-socket"])
-        .arg(w.path("run/daemon.sock"))
-        .args(["-H", "content-type: application/json", "-H", "accept: application/json, text/event-stream"])
-        .args(["-H", &format!("mcp-session-id: {session}"), "--data-binary", &call.to_string(), "-o"])
-        .arg(&events)
-        .arg("http://localhost/mcp")
-        .spawn()
-        .unwrap();
-    let sse = |events: &std::path::Path| -> Vec<Value> {
-        let text = std::fs::read_to_string(events).unwrap_or_default();
-        text.lines().filter_map(|l| l.strip_prefix("data: ")).filter_map(|d| serde_json::from_str(d).ok()).collect()
-    };
-    let mut request = Value::Null;
-    wait_until("the elicitation reaches the client", Duration::from_secs(15), || {
-        request = sse(&events).into_iter().find(|m| m["method"] == "elicitation/create").unwrap_or(Value::Null);
-        !request.is_null()
-    });
+    let pending = SseCall::start(&w, json!({ "elicitation": {} }), &call);
+    let request = pending.request("elicitation/create");
     assert_eq!(request["params"]["message"], "Tell the fake server about you.", "{request}");
-    let answer = json!({ "jsonrpc": "2.0", "id": request["id"],
-        "result": { "action": "accept", "content": { "name": "Legacy", "age": 7 } } });
-    assert_eq!(crate::serve::http(&w, "POST", "/mcp", &[("mcp-session-id", &session)], &answer.to_string()).0, 202);
-    assert!(pending.wait().unwrap().success());
-    let last = sse(&events).pop().unwrap();
+    pending.answer(&w, &request, json!({ "action": "accept", "content": { "name": "Legacy", "age": 7 } }));
+    let last = pending.finish();
     assert_eq!(last["id"], 2);
     let said = last["result"]["content"][0]["text"].as_str().unwrap();
     assert!(said.contains("accept") && said.contains("Legacy"), "{last}");

