@@ -13,12 +13,14 @@ mod era;
 mod error;
 mod handshake;
 mod input_rounds;
+mod listen_streams;
 mod listeners;
 mod notifications;
 mod server_requests;
 mod session;
 #[cfg(test)]
 mod tests;
+mod upstream_listen;
 
 pub use budget::LogBudget;
 pub use context::{CLIENT_ANSWER_TIMEOUT, CallContext, ClientReplies, INTERACTIVE, MAX_INPUT_ROUNDS};
@@ -29,7 +31,7 @@ pub use session::ServerSession;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use mcpx_proto::attach::Identity;
@@ -124,6 +126,10 @@ pub struct Instance {
     log_budget: Arc<LogBudget>,
     /// Its clients' resource subscriptions and log levels.
     pub listeners: Listeners,
+    /// A modern server's `subscriptions/listen` streams (`upstream_listen.rs`).
+    listen: listen_streams::UpstreamListen,
+    /// Itself, for the tasks it starts that must not keep it alive.
+    me: Weak<Instance>,
 }
 
 /// The identity and limits an instance is started with.
@@ -194,13 +200,16 @@ impl Instance {
         let inst = Instance::new(spec, link, events);
         *lock(&inst.session) = Some(session);
         inst.set_state(State::Running);
+        inst.listen_soon();
         inst
     }
 
     fn new(spec: InstanceSpec, link: Link, events: mpsc::UnboundedSender<(String, InstanceEvent)>) -> Arc<Instance> {
         let Link { tx, rx, info, epoch, .. } = link;
         let epoch = epoch.clamp(1, UpstreamId::MAX_EPOCH);
-        let inst = Arc::new(Instance {
+        let inst = Arc::new_cyclic(|me| Instance {
+            me: me.clone(),
+            listen: listen_streams::UpstreamListen::default(),
             identity: spec.identity,
             info,
             origin: spec.origin,
@@ -234,6 +243,7 @@ impl Instance {
         }
         *lock(&self.session) = Some(session);
         self.set_state(State::Running);
+        self.relisten().await;
     }
 
     /// Restarts the server through its supervisor (same supervisor, new process) and
@@ -256,8 +266,10 @@ impl Instance {
         let session = self.handshake(known, start_timeout).await?;
         self.running(session).await;
         // The new process knows nothing of what the old one was asked; a failure is
-        // logged, and the next subscriber or level change asks again.
-        for request in self.listeners.resumed() {
+        // logged, and the next subscriber or level change asks again. A modern
+        // server's listen, opened by `running`, carries the subscriptions.
+        let legacy = !self.era().is_some_and(|e| e.is_modern());
+        for request in self.listeners.resumed().into_iter().filter(|_| legacy) {
             if let Err(e) = self.request(request, start_timeout).await {
                 tracing::warn!(server = %self.identity.server, "cannot resume a subscription or log level after the restart: {e}");
             }
@@ -523,8 +535,12 @@ impl Instance {
                 }
             }
             Inbound::Failed { id, error } => {
+                let error = CallError::Transport(error);
+                if self.listen_answered(&id, Err(&error)) {
+                    return;
+                }
                 if let Some(w) = self.calls.take(&id) {
-                    let _ = w.reply.send(Err(CallError::Transport(error)));
+                    let _ = w.reply.send(Err(error));
                 }
             }
             Inbound::Oversize { bytes, id } => {
@@ -536,6 +552,7 @@ impl Instance {
             Inbound::Restarted(pid) => {
                 tracing::info!(server = %self.identity.server, pid, "server restarted by its supervisor");
                 self.fail_pending(|| CallError::Lost("the server was restarted".into()));
+                self.listen.clear();
                 self.state.send_replace(State::Starting);
             }
             Inbound::Lost(reason) => {
@@ -574,6 +591,9 @@ impl Instance {
             return self.complete_null_id(response);
         }
         let id = response.id().unwrap_or("null").to_owned();
+        if self.listen_answered(&id, Ok(&response)) {
+            return;
+        }
         match self.calls.take(&id) {
             Some(w) => {
                 let gave_up = w.reply.send(Ok(response)).is_err();

@@ -99,6 +99,18 @@ impl Listeners {
         first
     }
 
+    /// The server's resource URIs a live client is subscribed to, sorted: what a
+    /// modern server's `subscriptions/listen` asks updates of.
+    pub fn uris(&self) -> Vec<String> {
+        let inner = lock(&self.inner);
+        let live =
+            |subscribers: &Vec<(ClientHandle, String)>| subscribers.iter().any(|(c, _)| c.sink.strong_count() > 0);
+        let mut uris: Vec<String> =
+            inner.subscriptions.iter().filter(|(_, s)| live(s)).map(|(uri, _)| uri.clone()).collect();
+        uris.sort();
+        uris
+    }
+
     /// Forgets `client`'s subscription to the server's `uri`. True when no client is
     /// subscribed to it any more: then the server must be sent `resources/unsubscribe`.
     pub fn unsubscribe(&self, client: &ClientHandle, uri: &str) -> bool {

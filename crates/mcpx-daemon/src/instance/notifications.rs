@@ -27,6 +27,8 @@ impl Instance {
         related: Option<&str>,
         events: &mpsc::UnboundedSender<(String, InstanceEvent)>,
     ) {
+        // What a `subscriptions/listen` stream carries, without its `subscriptionId`.
+        let Some(m) = self.heard(m) else { return };
         let method = m.method().unwrap_or_default().to_owned();
         if method.ends_with("/list_changed") {
             if self.may_log() {

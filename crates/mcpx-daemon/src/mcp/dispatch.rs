@@ -20,6 +20,7 @@ use crate::daemon::Daemon;
 use crate::mcp::catalog::list;
 use crate::mcp::owner::{Refusal, by_name, by_uri, context, hold};
 use crate::mcp::sessions::ClientSession;
+use crate::mcp::unbridged::{self, Answerer};
 use crate::mcp::{discover, era, listen, modern, uris};
 use crate::notices::NoticeSender;
 use crate::policy;
@@ -77,6 +78,11 @@ async fn answer(
         }
         "logging/setLevel" => return listen::set_level(d, session, id, &params(&request)).await,
         _ => {}
+    }
+    if session.server.is_none() && method.starts_with("tasks/") {
+        if let Some(refusal) = unbridged::refusal(id, &method, &params(&request), is_modern, Answerer::Aggregate) {
+            return refusal;
+        }
     }
     // One server passed through: everything else but ping goes to it as it is, lists
     // included, and its params are not read (but a tool's name, for the policy).
@@ -154,6 +160,14 @@ async fn forward(
         Ok(h) => h,
         Err(refusal) => return *refusal,
     };
+    let to = Answerer::Server { name: &server, modern: held.lease.instance.era().is_some_and(|e| e.is_modern()) };
+    // Passed through, the params are read only when they may ask for a task.
+    let asked_task = session.server.is_some() && method == "tools/call" && request.as_str().contains("\"task\"");
+    let checked = if asked_task { self::params(&request) } else { Value::Null };
+    let checked = if asked_task { &checked } else { &rewritten };
+    if let Some(refusal) = unbridged::refusal(&id, &method, checked, era::is_modern(&session.version), to) {
+        return refusal;
+    }
     if method == "tools/call" {
         let name = match &session.server {
             Some(_) => tool_name(&request),

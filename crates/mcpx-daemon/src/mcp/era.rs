@@ -28,6 +28,10 @@ pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key of a `server/discover` result's server identity (2026-07-28, Server, "server/discover").
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
+/// `_meta` key of the `subscriptions/listen` stream a notification belongs to: the
+/// listen request's id (2026-07-28, Basic, Patterns, "Subscriptions").
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
 /// HTTP header naming the request's revision (Transports, "Protocol Version Header").
 pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 /// HTTP header repeating the request's JSON-RPC method (2026-07-28, Transports, "Request headers").

@@ -6,6 +6,7 @@
 //! last, and the most verbose level of its clients.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use mcpx_proto::Message;
 use mcpx_proto::mcp::error_code;
@@ -58,14 +59,53 @@ pub(crate) async fn subscription(
     if !upstream {
         return Message::response(id, "{}");
     }
-    let mut p = params.clone();
-    p["uri"] = Value::String(original.clone());
-    let answer = send(session, &held, id, method, &p, &server).await;
+    let instance = &held.lease.instance;
+    let answer = if instance.era().is_some_and(|e| e.is_modern()) {
+        through_listen(instance, id, &original, subscribe, held.timeout).await
+    } else {
+        let mut p = params.clone();
+        p["uri"] = Value::String(original.clone());
+        send(session, &held, id, method, &p, &server).await
+    };
     if subscribe && is_error(&answer) {
         listeners.unsubscribe(&client, &original);
         session.subscribed(&held.lease.instance, &original, false);
     }
     answer
+}
+
+/// A URI's first subscription or last unsubscription (`subscribe`) on a modern
+/// server, which has no `resources/subscribe` (MCP 2026-07-28, changelog): the
+/// instance's `subscriptions/listen` is replaced by one whose `resourceSubscriptions`
+/// are its clients' URIs now, and request `id` is answered `{}` once the server
+/// acknowledged it, so updates after the answer are heard. A subscription is refused
+/// when the server offers none, does not agree to `uri`, or does not acknowledge in
+/// `timeout`; an unsubscription is answered `{}` whatever the server says.
+async fn through_listen(
+    instance: &Instance,
+    id: &str,
+    uri: &str,
+    subscribe: bool,
+    timeout: Option<Duration>,
+) -> Message {
+    let agreed = instance.listen_for_uris(timeout).await;
+    match agreed {
+        _ if !subscribe => Message::response(id, "{}"),
+        Ok(uris) if uris.iter().any(|u| u == uri) => Message::response(id, "{}"),
+        Ok(_) => Message::error_response(
+            id,
+            error_code::INVALID_PARAMS,
+            &format!(
+                "the server `{}` did not agree to send updates of `{uri}` (its subscriptions/listen acknowledgement left it out); read the resource again instead of subscribing",
+                instance.identity.server
+            ),
+        ),
+        Err((code, why)) => Message::error_response(
+            id,
+            code,
+            &format!("cannot subscribe to `{uri}`: {why}; read the resource again instead of subscribing"),
+        ),
+    }
 }
 
 /// The resource subscriptions of a modern client's `subscriptions/listen` request `id`

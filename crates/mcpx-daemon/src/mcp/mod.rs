@@ -28,8 +28,9 @@
 //! (one request answered), `input` (a legacy server's requests for input as a modern
 //! client's `InputRequiredResult`, and the retry that answers them), `catalog` (the servers and lists a session sees) and
 //! `discover` (discovery mode's tools), `era` (legacy or 2026-07-28, and the modern
-//! routing headers), and `subscriptions` (a modern client's `subscriptions/listen`
-//! stream).
+//! routing headers), `subscriptions` (a modern client's `subscriptions/listen`
+//! stream), and `unbridged` (features with no counterpart across the eras, refused
+//! by name).
 
 mod catalog;
 mod discover;
@@ -42,6 +43,7 @@ mod owner;
 mod routes;
 mod sessions;
 mod subscriptions;
+mod unbridged;
 mod uris;
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use crate::mcp::era::{self, Era};
 
 /// `_meta` key of the stream a notification belongs to: the listen request's id.
-pub(crate) const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+pub(crate) const SUBSCRIPTION_ID: &str = era::META_SUBSCRIPTION_ID;
 
 /// The `SubscriptionFilter` keys of the `list_changed` notifications, and their
 /// methods.

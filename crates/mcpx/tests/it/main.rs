@@ -31,6 +31,7 @@ mod input_modern;
 mod input_upstream;
 mod keyring;
 mod listen_modern;
+mod listen_upstream;
 mod load;
 mod messy;
 mod modern;

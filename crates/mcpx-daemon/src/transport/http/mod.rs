@@ -168,6 +168,7 @@ fn redirect_refusal(previous: &[reqwest::Url], to: &reqwest::Url) -> Option<Stri
 /// Serves the instance's outbound messages until it stops or drops the link.
 async fn run(remote: Arc<Remote>, mut out: mpsc::Receiver<Outbound>) {
     let mut tasks = JoinSet::new();
+    let mut modern = modern::Posts::default();
     loop {
         tokio::select! {
             item = out.recv() => match item {
@@ -176,11 +177,14 @@ async fn run(remote: Arc<Remote>, mut out: mpsc::Receiver<Outbound>) {
                 Some(Outbound::Message(m)) if m.method() == Some("notifications/initialized") => {
                     remote.clone().send(m, Vec::new()).await;
                 }
+                Some(Outbound::Message(m)) if modern.cancel(&m) => {}
                 Some(Outbound::Message(m)) => {
-                    tasks.spawn(remote.clone().send(m, Vec::new()));
+                    let id = modern::routing(&m).and(m.id().map(str::to_owned));
+                    modern.started(id, tasks.spawn(remote.clone().send(m, Vec::new())));
                 }
                 Some(Outbound::Headed(m, headers)) => {
-                    tasks.spawn(remote.clone().send(m, headers));
+                    let id = modern::routing(&m).and(m.id().map(str::to_owned));
+                    modern.started(id, tasks.spawn(remote.clone().send(m, headers)));
                 }
                 Some(Outbound::StoreSession(json)) => {
                     lock(&remote.state).session = Some(json);
@@ -201,7 +205,9 @@ async fn run(remote: Arc<Remote>, mut out: mpsc::Receiver<Outbound>) {
                 // The daemon is going away: the session stays for the next one.
                 None => break,
             },
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            Some(done) = tasks.join_next_with_id(), if !tasks.is_empty() => {
+                modern.ended(done.map_or_else(|e| e.id(), |(id, ())| id));
+            }
         }
     }
     remote.abort_background();

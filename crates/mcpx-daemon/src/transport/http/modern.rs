@@ -5,12 +5,14 @@
 //! the request's answer, so the era probe and the caller see the server's own error
 //! ("Backward Compatibility": "inspect the response body before falling back").
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use mcpx_proto::{Message, MessageKind};
 use reqwest::StatusCode;
 use reqwest::header::WWW_AUTHENTICATE;
 use serde_json::Value;
+use tokio::task::{self, AbortHandle};
 
 use super::session::{Remote, Sink, header};
 use crate::mcp::era;
@@ -70,6 +72,48 @@ impl Remote {
             let response = self.check(response).await?;
             return self.read_answer(response, m.id(), Sink::Forward).await;
         }
+    }
+}
+
+/// The modern requests whose POST is in flight, so a cancellation can close one
+/// (2026-07-28, Basic, Patterns, "Cancellation": over Streamable HTTP, closing the
+/// request's stream is the signal, and no `notifications/cancelled` is sent).
+#[derive(Debug, Default)]
+pub(super) struct Posts {
+    /// Request id (raw JSON) → the task delivering it.
+    by_request: HashMap<String, AbortHandle>,
+    /// Task → its request id, to forget it when it ends.
+    by_task: HashMap<task::Id, String>,
+}
+
+impl Posts {
+    /// The task `handle` delivers request `id` (`Some` for a modern request only).
+    pub(super) fn started(&mut self, id: Option<String>, handle: AbortHandle) {
+        if let Some(id) = id {
+            self.by_task.insert(handle.id(), id.clone());
+            self.by_request.insert(id, handle);
+        }
+    }
+
+    /// A delivery task ended.
+    pub(super) fn ended(&mut self, task: task::Id) {
+        if let Some(id) = self.by_task.remove(&task) {
+            self.by_request.remove(&id);
+        }
+    }
+
+    /// When `m` is `notifications/cancelled` for a modern request in flight: closes
+    /// that request's POST (the server takes it as the cancellation) and returns true,
+    /// so the notification itself is not sent.
+    pub(super) fn cancel(&mut self, m: &Message) -> bool {
+        if m.method() != Some("notifications/cancelled") || self.by_request.is_empty() {
+            return false;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(m.as_str()) else { return false };
+        let Some(handle) = self.by_request.remove(&v["params"]["requestId"].to_string()) else { return false };
+        self.by_task.remove(&handle.id());
+        handle.abort();
+        true
     }
 }
 
