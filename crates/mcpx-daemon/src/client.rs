@@ -16,6 +16,8 @@ use http_body_util::{BodyExt, Full};
 pub use hyper::Method;
 /// What [`Client::request`] answers, its body streamed.
 pub type Answer = hyper::Response<hyper::body::Incoming>;
+/// A connection [`Client::upgrade`] switched to another protocol: bytes both ways.
+pub type Upgraded = TokioIo<hyper::upgrade::Upgraded>;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
@@ -220,6 +222,41 @@ impl Client {
         }
         let request = builder.body(Full::new(Bytes::from(body))).map_err(|e| ClientError::Broken(e.to_string()))?;
         sender.send_request(request).await.map_err(|e| ClientError::Broken(e.to_string()))
+    }
+
+    /// Opens a connection upgraded to `protocol` (HTTP/1.1 `Upgrade`, RFC 9110 section
+    /// 7.8) with a `GET` of `path` carrying `headers`, after the same checks as
+    /// [`Client::request`]: the raw stream on `101 Switching Protocols`, `None` when
+    /// the daemon answers anything else (one from before the upgrade existed says 404).
+    ///
+    /// Errors: as [`Client::request`].
+    pub async fn upgrade(
+        &self,
+        path: &str,
+        protocol: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<Option<Upgraded>, ClientError> {
+        let stream = self.connect().await?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| ClientError::Broken(e.to_string()))?;
+        tokio::spawn(conn.with_upgrades());
+        let mut builder = Request::builder()
+            .method(Method::GET)
+            .uri(format!("http://localhost{path}"))
+            .header("host", "localhost")
+            .header("connection", "upgrade")
+            .header("upgrade", protocol);
+        for (k, v) in headers {
+            builder = builder.header(*k, *v);
+        }
+        let request = builder.body(Full::new(Bytes::new())).map_err(|e| ClientError::Broken(e.to_string()))?;
+        let response = sender.send_request(request).await.map_err(|e| ClientError::Broken(e.to_string()))?;
+        if response.status() != hyper::StatusCode::SWITCHING_PROTOCOLS {
+            return Ok(None);
+        }
+        let upgraded = hyper::upgrade::on(response).await.map_err(|e| ClientError::Broken(e.to_string()))?;
+        Ok(Some(TokioIo::new(upgraded)))
     }
 
     /// Connects to the socket, and makes sure it is the user's daemon before anything

@@ -123,7 +123,9 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
         )
         .route("/v1/code/runtime", get(|| async { Json(crate::code_runtime::answer()) }))
         .route("/v1/stop", post(|State(d): S, Body(r): Body| async move { Json(control::stop(&d, &r).await) }))
-        .merge(crate::mcp::routes().with_state::<Arc<Daemon>>(mcp))
+        .merge(crate::mcp::routes().with_state::<Arc<Daemon>>(mcp.clone()))
+        // `mcpx serve`'s upgraded link: on the control socket only.
+        .merge(crate::mcp::framed::routes().with_state::<Arc<Daemon>>(mcp))
         // Tool arguments may be as large as a server accepts (`maxMessageBytes`, 64 MiB
         // by default); the HTTP layer's own 2 MB default would refuse them.
         .layer(axum::extract::DefaultBodyLimit::max(MAX_REQUEST_BODY))
@@ -148,7 +150,7 @@ pub async fn run(
     // Each connection carries one request (no keep-alive), so stopping is simply: stop
     // accepting, then let every accepted connection finish. A graceful shutdown that
     // closes idle connections would drop a request accepted but not yet read.
-    let app = router(daemon.clone(), mcp);
+    let app = router(daemon.clone(), mcp.clone());
     let mut conns = tokio::task::JoinSet::new();
     let stop = async {
         tokio::select! {
@@ -164,7 +166,7 @@ pub async fn run(
                     let service = hyper_util::service::TowerToHyperService::new(app.clone());
                     conns.spawn(async move {
                         let io = hyper_util::rt::TokioIo::new(stream);
-                        let _ = hyper::server::conn::http1::Builder::new().keep_alive(false).serve_connection(io, service).await;
+                        let _ = hyper::server::conn::http1::Builder::new().keep_alive(false).serve_connection(io, service).with_upgrades().await;
                     });
                 }
                 Err(e) => {
@@ -179,7 +181,12 @@ pub async fn run(
     // Not accepting any more; clients that connect now wait in the backlog (an upgrade
     // keeps the socket open) or are refused (a stop closes it).
     drop(listener);
-    let drained = tokio::time::timeout(DRAIN, async { while conns.join_next().await.is_some() {} }).await;
+    let drained = tokio::time::timeout(DRAIN, async {
+        while conns.join_next().await.is_some() {}
+        // `mcpx serve`'s links finish what they read, then close.
+        mcp.links.drained().await;
+    })
+    .await;
     if drained.is_err() {
         tracing::warn!("requests still running after {}s were cut off", DRAIN.as_secs());
         conns.abort_all();

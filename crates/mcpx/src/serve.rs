@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use axum::body::Bytes;
 use http_body_util::BodyExt;
 use mcpx_daemon::api::ApiError;
 use mcpx_daemon::client::{Answer, Client, ClientError, Method};
@@ -37,6 +38,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{Mutex, mpsc, watch};
 use tokio::task::AbortHandle;
+
+use crate::serve_link::{Link, NotOffered};
 
 /// Lines waiting for stdout: a relay writes whole lines here, so one closed in the
 /// middle (a cancelled request) never leaves half a line behind.
@@ -55,7 +58,7 @@ struct Bridge {
     /// The session last opened, for the GET stream to follow.
     opened: watch::Sender<Option<String>>,
     /// Whole lines for the one task that writes stdout.
-    out: mpsc::Sender<String>,
+    out: mpsc::Sender<Vec<u8>>,
     /// The 2026-07-28 requests being relayed, by their id's JSON text: what
     /// `notifications/cancelled` closes. Each entry carries its relay's number, so a
     /// relay that ends removes its own entry and not a later one with the same id.
@@ -83,23 +86,46 @@ pub async fn run(
     if discover {
         caller.push((MODE_HEADER, "discover".to_owned()));
     }
+    let out = spawn_writer();
+    let path = server.map_or_else(|| "/mcp".to_owned(), |s| format!("/mcp/{s}"));
+    let link = Arc::new(Link::new(client.clone(), &path, caller.clone(), out.clone()));
     let bridge = Arc::new(Bridge {
         client,
-        path: server.map_or_else(|| "/mcp".to_owned(), |s| format!("/mcp/{s}")),
+        path,
         caller,
         initialize: Mutex::new(None),
         session: Mutex::new(None),
         opened: watch::Sender::new(None),
-        out: spawn_writer(),
+        out,
         modern: std::sync::Mutex::new(HashMap::new()),
         relays: AtomicU64::new(0),
     });
-    tokio::spawn(bridge.clone().listen());
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        if line.trim().is_empty() {
+    // The link first; HTTP when the daemon does not offer it.
+    let mut linked = true;
+    let mut stdin = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    loop {
+        let mut line = Vec::new();
+        match stdin.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if line.trim_ascii().is_empty() {
             continue;
         }
+        let mut line = Bytes::from(line);
+        if linked {
+            match link.send(line).await {
+                Ok(()) => continue,
+                Err(NotOffered(back)) => {
+                    tracing::debug!("the daemon does not offer serve's link: relaying over HTTP");
+                    linked = false;
+                    *bridge.initialize.lock().await = link.initialize().map(Vec::from);
+                    tokio::spawn(bridge.clone().listen());
+                    line = back;
+                }
+            }
+        }
+        let line = String::from_utf8_lossy(line.trim_ascii()).into_owned();
         let is_initialize = Message::parse(line.as_str()).is_ok_and(|m| m.method() == Some("initialize"));
         if is_initialize {
             // In order: everything after it needs the session.
@@ -300,17 +326,17 @@ impl Bridge {
     }
 
     async fn write(&self, message: &str) {
-        let _ = self.out.send(format!("{message}\n")).await;
+        let _ = self.out.send(format!("{message}\n").into_bytes()).await;
     }
 }
 
 /// The task that writes whole lines to stdout, in the order they are queued.
-fn spawn_writer() -> mpsc::Sender<String> {
-    let (tx, mut rx) = mpsc::channel::<String>(OUT_QUEUE);
+fn spawn_writer() -> mpsc::Sender<Vec<u8>> {
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(OUT_QUEUE);
     tokio::spawn(async move {
         let mut out = tokio::io::stdout();
         while let Some(line) = rx.recv().await {
-            if out.write_all(line.as_bytes()).await.is_err() || out.flush().await.is_err() {
+            if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
                 return;
             }
         }

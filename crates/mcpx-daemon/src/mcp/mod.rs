@@ -29,13 +29,15 @@
 //! client's `InputRequiredResult`, and the retry that answers them), `catalog` (the servers and lists a session sees) and
 //! `discover` (discovery mode's tools), `era` (legacy or 2026-07-28, and the modern
 //! routing headers), `subscriptions` (a modern client's `subscriptions/listen`
-//! stream), and `unbridged` (features with no counterpart across the eras, refused
-//! by name).
+//! stream), `unbridged` (features with no counterpart across the eras, refused
+//! by name), and `framed` (`mcpx serve`'s link: one upgraded connection carrying
+//! newline-delimited messages, each served as a `POST /mcp` is).
 
 mod catalog;
 mod discover;
 mod dispatch;
 pub mod era;
+pub mod framed;
 mod input;
 mod listen;
 mod modern;
@@ -54,4 +56,4 @@ pub use routes::{
     CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, Endpoint, MODE_HEADER, PPID_HEADER, SESSION_HEADER,
     STRANGER_IGNORES, TcpGuard, routes, tcp_routes,
 };
-pub use sessions::{ClientSession, ClientSessions, MAX_SESSIONS, SESSION_IDLE, TooManySessions};
+pub use sessions::{ClientSession, ClientSessions, Links, MAX_SESSIONS, SESSION_IDLE, TooManySessions};

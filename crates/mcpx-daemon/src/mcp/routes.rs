@@ -54,6 +54,8 @@ pub struct Endpoint {
     pub(crate) sessions: ClientSessions,
     /// Modern calls that wait for their client's input ([`input`]).
     pub(crate) parked: Arc<Parked>,
+    /// `mcpx serve`'s upgraded links, which the drain before an exit waits for.
+    pub links: crate::mcp::sessions::Links,
 }
 
 impl Endpoint {
@@ -62,7 +64,12 @@ impl Endpoint {
     /// must be called inside a tokio runtime.
     pub fn new(daemon: Arc<Daemon>) -> Arc<Endpoint> {
         let mut notices = daemon.notices();
-        let endpoint = Arc::new(Endpoint { daemon, sessions: ClientSessions::default(), parked: Arc::default() });
+        let endpoint = Arc::new(Endpoint {
+            daemon,
+            sessions: ClientSessions::default(),
+            parked: Arc::default(),
+            links: crate::mcp::sessions::Links::default(),
+        });
         let weak = Arc::downgrade(&endpoint);
         tokio::spawn(async move {
             loop {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use mcpx_proto::Message;
 use serde_json::Value;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, mpsc, watch};
 
 use crate::api::Caller;
 use crate::instance::{ClientHandle, ClientReplies, ClientSink, Instance};
@@ -339,6 +339,42 @@ pub fn sse_event(data: &str) -> Vec<u8> {
 /// would otherwise be held twice).
 pub fn sse_pieces(message: Message) -> Vec<Vec<u8>> {
     vec![b"event: message\ndata: ".to_vec(), message.into_string().into_bytes(), b"\n\n".to_vec()]
+}
+
+/// `mcpx serve`'s links open (`framed`), so the daemon's drain before an exit waits
+/// for them.
+#[derive(Debug)]
+pub struct Links {
+    open: Arc<watch::Sender<usize>>,
+}
+
+impl Default for Links {
+    fn default() -> Links {
+        Links { open: Arc::new(watch::Sender::new(0)) }
+    }
+}
+
+impl Links {
+    /// Returns once no link is open (each finishes what it read when the exit is
+    /// requested, then closes).
+    pub async fn drained(&self) {
+        let mut open = self.open.subscribe();
+        let _ = open.wait_for(|n| *n == 0).await;
+    }
+
+    pub(crate) fn enter(&self) -> LinkGuard {
+        self.open.send_modify(|n| *n += 1);
+        LinkGuard(self.open.clone())
+    }
+}
+
+/// Counts one open link until dropped.
+pub(crate) struct LinkGuard(Arc<watch::Sender<usize>>);
+
+impl Drop for LinkGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 #[cfg(test)]

@@ -46,6 +46,7 @@ mod remote;
 mod secrets;
 mod security;
 mod serve;
+mod serve_link;
 mod shell_resources;
 mod start;
 mod status;

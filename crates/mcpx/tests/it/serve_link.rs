@@ -1,0 +1,94 @@
+//! `mcpx serve`'s link to the daemon (one upgraded connection carrying lines): the
+//! fallback to HTTP when the daemon does not offer it, a daemon killed or upgraded
+//! under a call, and messages of 16 MiB both ways.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::harness::{Serve, World, fake_server, wait_until};
+
+/// What the daemon logs when serve links.
+const LINKED: &str = "mcpx serve linked";
+
+/// A daemon that does not offer the upgrade (as one from before it): serve relays
+/// over HTTP, with the same answers, and its reconnect after a daemon kill works too.
+#[test]
+fn without_the_upgrade_serve_relays_over_http() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let mut cmd = w.command();
+    cmd.env("MCPX_TEST_NO_STREAM", "1");
+    let mut serve = Serve::start_with(cmd, json!({}));
+    let call = serve.request("tools/call", json!({ "name": "fake__counter", "arguments": {} }));
+    assert_eq!(call["result"]["content"][0]["text"], "1", "{call}");
+    w.kill_daemon();
+    let call = serve.request("tools/call", json!({ "name": "fake__counter", "arguments": {} }));
+    assert_eq!(call["result"]["content"][0]["text"], "2", "{call}");
+    assert!(!w.log().contains(LINKED), "serve linked to a daemon that refused it:\n{}", w.log());
+}
+
+/// A daemon killed during a call over the link: the call gets a JSON-RPC error saying
+/// so (never a hang), and the next call reconnects, initializes again by itself and
+/// reaches the same server.
+#[test]
+fn a_daemon_killed_mid_call_fails_that_call_and_serve_reconnects() {
+    let w = World::new(json!({}));
+    let record = w.path("record.jsonl");
+    w.set_servers(json!({ "fake": { "command": fake_server(), "env": { "FAKE_RECORD": record } } }));
+    let mut serve = Serve::start(&w, json!({}));
+    let call = serve.request("tools/call", json!({ "name": "fake__counter", "arguments": {} }));
+    assert_eq!(call["result"]["content"][0]["text"], "1", "{call}");
+    w.assert_log_has(LINKED);
+    serve.send(json!({ "jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+        "params": { "name": "fake__slow", "arguments": { "ms": 60000 } } }));
+    wait_until("the slow call reaches the server", Duration::from_secs(15), || {
+        std::fs::read_to_string(&record).unwrap_or_default().contains("\"slow\"")
+    });
+    w.kill_daemon();
+    let failed = serve.recv();
+    assert_eq!(failed["id"], "slow", "{failed}");
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    assert!(failed["error"]["message"].as_str().unwrap().contains("went away"), "{failed}");
+    let call = serve.request("tools/call", json!({ "name": "fake__counter", "arguments": {} }));
+    assert_eq!(call["result"]["content"][0]["text"], "2", "{call}");
+}
+
+/// An upgrade during a call over the link: the call finishes on the old daemon, and a
+/// call sent while it drains reaches the new one; none is lost or answered twice.
+#[test]
+fn an_upgrade_under_the_link_loses_no_call() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let mut serve = Serve::start(&w, json!({}));
+    let call = serve.request("tools/call", json!({ "name": "fake__counter", "arguments": {} }));
+    assert_eq!(call["result"]["content"][0]["text"], "1", "{call}");
+    serve.send(json!({ "jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+        "params": { "name": "fake__slow", "arguments": { "ms": 1500 } } }));
+    let next = w.path("mcpx-next");
+    std::fs::copy(crate::harness::mcpx_bin(), &next).unwrap();
+    let run = w.run(&["upgrade", "--binary", next.to_str().unwrap(), "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    serve.send(json!({ "jsonrpc": "2.0", "id": "during", "method": "tools/call",
+        "params": { "name": "fake__counter", "arguments": {} } }));
+    let mut answers = vec![serve.recv(), serve.recv()];
+    answers.sort_by_key(|a| a["id"].to_string());
+    assert_eq!(answers[0]["id"], "during", "{answers:?}");
+    assert_eq!(answers[0]["result"]["content"][0]["text"], "2", "{answers:?}");
+    assert_eq!(answers[1]["id"], "slow", "{answers:?}");
+    assert_eq!(answers[1]["result"]["content"][0]["text"], "slept 1500", "{answers:?}");
+    let call = serve.request("tools/call", json!({ "name": "fake__counter", "arguments": {} }));
+    assert_eq!(call["result"]["content"][0]["text"], "3", "{call}");
+}
+
+/// A 16 MiB argument and a 16 MiB result cross the link whole.
+#[test]
+fn sixteen_mib_cross_the_link_both_ways() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let mut serve = Serve::start(&w, json!({}));
+    let message = "y".repeat(16 << 20);
+    let call = serve.request("tools/call", json!({ "name": "fake__echo", "arguments": { "message": message } }));
+    assert_eq!(call["result"]["content"][0]["text"].as_str().map(str::len), Some(16 << 20));
+    let call = serve.request("tools/call", json!({ "name": "fake__big", "arguments": { "line_bytes": 16 << 20 } }));
+    let text = call["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.len() > (16 << 20) - 200 && text.bytes().all(|b| b == b'x'), "{}", text.len());
+    w.assert_log_has(LINKED);
+}
