@@ -29,10 +29,10 @@ use mcpx_proto::{Message, UpstreamId, response_result};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use super::Instance;
 use super::era::{self, Era};
 use super::error::CallError;
 use super::listen_streams::{Acknowledged, Heard};
-use super::Instance;
 use crate::mcp::era::META_SUBSCRIPTION_ID as SUBSCRIPTION_ID;
 use crate::transport::Outbound;
 
