@@ -73,7 +73,9 @@ impl IdScanner {
             // Inside the id value: keep its bytes until the member ends at depth 1.
             let ends = !self.in_string && self.depth == 1 && (b == b',' || b == b'}');
             if ends {
-                let text = String::from_utf8_lossy(cap).trim().to_owned();
+                // An id that is not UTF-8 is none mcpx issued (and, made lossy, could
+                // grow past the limit): it is not an id found.
+                let text = std::str::from_utf8(cap).map(|t| t.trim().to_owned()).unwrap_or_default();
                 self.capture = None;
                 if !text.is_empty() && self.found.is_none() {
                     self.found = Some(text);
@@ -158,6 +160,16 @@ mod tests {
         assert_eq!(IdScanner::scan(raw_escape).as_deref(), Some("\"x\""));
         assert_eq!(IdScanner::scan(b"{\"jsonrpc\":\"2.0\",\"result\":\"\xff\"}"), None);
         assert_eq!(IdScanner::scan(b"not json"), None);
+    }
+
+    /// Found by the fuzz property: an id of invalid UTF-8 bytes, once made lossy, was
+    /// longer than the limit (each byte became three). It is no id at all.
+    #[test]
+    fn an_id_that_is_not_utf8_is_not_found() {
+        let mut text = b"{\"id\":\"".to_vec();
+        text.extend(std::iter::repeat_n(0xff, MAX_ID_LEN - 2));
+        text.extend(b"\",\"result\":1}");
+        assert_eq!(IdScanner::scan(&text), None);
     }
 
     #[test]
