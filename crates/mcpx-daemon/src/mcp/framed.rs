@@ -2,7 +2,7 @@
 //! (HTTP/1.1 `Upgrade`, RFC 9110 section 7.8, answered `101 Switching Protocols`) to
 //! newline-delimited JSON-RPC messages both ways, the framing of MCP's stdio transport
 //! (MCP 2025-11-25, Transports, "stdio"). Each message is served by the very code that
-//! serves a `POST /mcp` ([`handle_post`]), in process: the link only stands in for the
+//! serves a `POST /mcp` (`routes::handle_post`), in process: the link only stands in for the
 //! HTTP around it, so both paths give the same answers.
 //!
 //! What the link does in place of HTTP: it keeps the session id that `initialize`

@@ -145,7 +145,7 @@ pub(crate) fn finish(method: &str, response: Message) -> Message {
 
 /// Adds to the result object of a modern request's `method` what the revision adds
 /// (MCP 2026-07-28, Basic, "Results"; Server, Utilities, "Caching"): `resultType`
-/// (`complete` unless set), `ttlMs` ([`TTL_MS`]) and `cacheScope` ([`CACHE_SCOPE`])
+/// (`complete` unless set), `ttlMs` (0) and `cacheScope` (`private`)
 /// on cacheable results when the result does not set them, and the tools of
 /// `tools/list` sorted by name. Shared by every endpoint mcpx serves modern clients on.
 pub fn complete_result(method: &str, result: &mut serde_json::Map<String, Value>) {
