@@ -99,10 +99,13 @@ def start_rust_peer(binary: Path, fake: Path, base: Path, spawned: list) -> str:
         "[proxy]\nname = \"bench\"\nseparator = \"__\"\n\n[proxy.listen]\nhost = \"127.0.0.1\"\n"
         f"port = {port}\n\n[[backends]]\nname = \"fake\"\ntransport = \"stdio\"\ncommand = {json.dumps(str(fake))}\n"
     )
-    s = Spawned("mcp-proxy (Rust)", [str(binary), "--config", str(config)], base / "rust-peer.log")
+    # Its log at warnings only, as the other peers run (it logs every session at `info`).
+    env = dict(os.environ, RUST_LOG="warn")
+    s = Spawned("mcp-proxy (Rust)", [str(binary), "--config", str(config)], base / "rust-peer.log", env=env)
     spawned.append(s)
     wait_port(port, s)
-    return f"http://127.0.0.1:{port}/mcp"
+    # Its standalone MCP endpoint is `/` (the crate's README, "Quick Start").
+    return f"http://127.0.0.1:{port}/"
 
 
 def run(args, tmp: Path, registry: list) -> HotResults:
