@@ -200,7 +200,7 @@ fn known_fingerprints(d: &Daemon) -> HashMap<String, ServerOptions> {
     let mut set = HashMap::new();
     for entry in d.known_entries().0 {
         if let Ok(target) = d.targets.target(&entry) {
-            set.insert(target.fingerprint, entry.options);
+            set.insert(target.fingerprint.clone(), entry.options);
         }
     }
     set

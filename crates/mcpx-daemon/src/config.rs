@@ -76,7 +76,8 @@ pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport, Secrets, Stor
 pub use oauth::{ExpandedOAuth, Grant, OAUTH_KEYS, OAuthSpec, TokenAuthMethod};
 pub use parse::{NamedEntry, read_client_file};
 pub use resolve::{
-    ConfigCache, ExplicitFiles, FileContents, MCPX_PROJECT_FILE, PROJECT_FILE, PROJECT_FILES, ResolveRequest, Role,
+    ConfigCache, ExplicitFiles, FileContents, Inputs, MCPX_PROJECT_FILE, PROJECT_FILE, PROJECT_FILES, ResolveRequest,
+    Role,
 };
 pub use review::{ProjectEntry, project_entries, project_files};
 pub use spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};

@@ -18,7 +18,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::api::{ApiError, Caller, ConfigErrorStatus, ErrorKind, Request};
 use crate::config::{
-    ConfigCache, ConfigEnv, ExplicitFiles, ResolveRequest, ResolvedConfig, ServerEntry, TransportSpec,
+    ConfigCache, ConfigEnv, ExplicitFiles, Inputs, ResolveRequest, ResolvedConfig, ServerEntry, TransportSpec,
 };
 use crate::instance::InstanceEvent;
 use crate::paths::{EXPLICIT_CONFIGS, KNOWN_CONFIGS, OpenDirs};
@@ -32,6 +32,17 @@ use crate::transport::Launchers;
 /// How many announcements for MCP clients may wait for a slow listener before the
 /// oldest are dropped (a client then lists again on the next one).
 const NOTICES: usize = 64;
+
+/// How many requests' resolutions are kept for reuse ([`Daemon::resolve`]); past it the
+/// memo starts again empty (a caller per working directory, so only a daemon serving
+/// very many directories ever gets there).
+const RESOLUTIONS: usize = 256;
+
+/// A request's configuration as last resolved, and what it was resolved from.
+struct Resolution {
+    inputs: Inputs,
+    config: Arc<ResolvedConfig>,
+}
 
 /// Everything a running daemon holds.
 pub struct Daemon {
@@ -75,6 +86,8 @@ pub struct Daemon {
     dropped_notifications: Arc<AtomicU64>,
     /// The shell calls in flight that answer server requests themselves.
     pub shell_calls: crate::shell_calls::ShellCalls,
+    /// The last resolution of each request, reused while none of its files changed.
+    resolutions: Mutex<HashMap<ResolveRequest, Arc<Resolution>>>,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -124,6 +137,7 @@ impl Daemon {
             dropped_notifications: Arc::default(),
             shell_calls: Default::default(),
             untrusted_logged: Mutex::new(HashSet::new()),
+            resolutions: Mutex::new(HashMap::new()),
         });
         for w in &daemon.warnings {
             tracing::warn!("{w}");
@@ -149,11 +163,23 @@ impl Daemon {
     /// records newly seen files in the state directory.
     ///
     /// Errors: a configuration file cannot be read or is malformed (`config`).
-    pub fn resolve(&self, req: &Request) -> Result<ResolvedConfig, ApiError> {
+    pub fn resolve(&self, req: &Request) -> Result<Arc<ResolvedConfig>, ApiError> {
+        self.resolve_for(&req.caller)
+    }
+
+    /// [`resolve`](Self::resolve) for `caller`. A request resolved before, whose files all
+    /// have the stamps they had then (a `stat` each, on this thread), gets that resolution
+    /// again: an edit is still seen by the next request, and an unchanged configuration
+    /// costs no merge. Anything else is resolved afresh, off the runtime's worker.
+    pub fn resolve_for(&self, caller: &Caller) -> Result<Arc<ResolvedConfig>, ApiError> {
+        let request = ResolveRequest { cwd: caller.cwd.clone(), explicit: caller.config.clone() };
+        let last = lock(&self.resolutions).get(&request).cloned();
+        if let Some(last) = last.filter(|last| self.config.unchanged(&last.inputs)) {
+            return Ok(last.config.clone());
+        }
         let before = self.config.known_files().len();
         let explicit_before = self.config.explicit_changes();
-        let request = ResolveRequest { cwd: req.caller.cwd.clone(), explicit: req.caller.config.clone() };
-        let mut resolved = off_the_runtime(|| self.config.resolve(&request))
+        let (mut resolved, inputs) = off_the_runtime(|| self.config.resolve_recorded(&request))
             .map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
         if let Some(own) = self.http_url() {
             // An entry for this daemon's own `/mcp` (how a client reaches mcpx over HTTP)
@@ -173,7 +199,15 @@ impl Daemon {
         if self.config.explicit_changes() != explicit_before {
             self.record_files(EXPLICIT_CONFIGS, &self.config.explicit_files());
         }
-        Ok(resolved)
+        let config = Arc::new(resolved);
+        if let Some(inputs) = inputs {
+            let mut memo = lock(&self.resolutions);
+            if memo.len() >= RESOLUTIONS {
+                memo.clear();
+            }
+            memo.insert(request, Arc::new(Resolution { inputs, config: config.clone() }));
+        }
+        Ok(config)
     }
 
     /// Writes `files` to `name` in the state directory, for the next daemon.
@@ -298,6 +332,8 @@ impl Daemon {
     /// first one stays.
     pub fn set_http_url(&self, url: String) {
         let _ = self.http_url.set(url);
+        // A resolution kept from before would still hold an entry for it.
+        lock(&self.resolutions).clear();
     }
 
     /// Asks the daemon to exit as `how` says: `server::run` stops accepting, drains
@@ -340,7 +376,7 @@ impl Daemon {
     /// Starts `target` under `key` in the background, once at a time per server, and
     /// tells every MCP client with a stream that the lists changed when it comes up.
     /// The pool's backoff applies: during one, the attempt fails at once.
-    pub(crate) fn start_in_background(&self, target: Target, key: PoolKey) {
+    pub(crate) fn start_in_background(&self, target: Arc<Target>, key: PoolKey) {
         let Some(daemon) = self.me.upgrade() else { return };
         if !lock(&self.retrying).insert(target.cache_key.clone()) {
             return;

@@ -4,17 +4,19 @@
 //! caller's pool key from the server's `scope` ([`crate::scope`]).
 //!
 //! Every call resolves its server, and a `PATH` walk costs a `stat` per directory, so
-//! a command lookup is reused for [`RESOLVE_TTL`].
+//! a command lookup is reused for [`RESOLVE_TTL`]; so is a whole target, while its
+//! entry is unchanged and its expansion read no secret.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::api::{ApiError, Caller, ErrorKind};
 use crate::config::{
-    CommandNotFound, ExeIdentity, ExpandedOAuth, ExpandedTransport, ServerEntry, StoreIn, TransportSpec,
+    CommandNotFound, ExeIdentity, ExpandedOAuth, ExpandedTransport, Secrets, ServerEntry, StoreIn, TransportSpec,
 };
 use crate::config::{exe_identity, resolve_command};
 use crate::pool::Target;
@@ -53,6 +55,23 @@ struct Memo {
     programs: HashMap<ProgramQuery, (Instant, PathBuf, Option<ExeIdentity>)>,
     /// (server, fix) pairs already logged for degraded scopes: each is said once.
     degraded: HashSet<(String, &'static str)>,
+    /// Recent targets by server name: the entry each was built from, the target, and
+    /// when its command was looked up (or it was built, for a remote server). Only
+    /// targets whose expansion read no secret: the store may change at any time.
+    targets: HashMap<String, (ServerEntry, Arc<Target>, Instant)>,
+}
+
+/// The secret store, noting whether an expansion looked anything up in it.
+struct Noting<'a> {
+    store: StoreIn<'a>,
+    asked: Cell<bool>,
+}
+
+impl Secrets for Noting<'_> {
+    fn secret(&self, name: &str) -> Result<Option<mcpx_platform::secrets::SecretValue>, String> {
+        self.asked.set(true);
+        self.store.secret(name)
+    }
 }
 
 impl Targets {
@@ -77,7 +96,7 @@ impl Targets {
     /// [`Targets::pool_key`].
     ///
     /// Errors: those of [`Targets::target`].
-    pub fn for_caller(&self, entry: &ServerEntry, caller: &Caller) -> Result<(Target, PoolKey), ApiError> {
+    pub fn for_caller(&self, entry: &ServerEntry, caller: &Caller) -> Result<(Arc<Target>, PoolKey), ApiError> {
         let target = self.target(entry)?;
         Ok((target, self.pool_key(entry, caller)))
     }
@@ -122,12 +141,31 @@ impl Targets {
     /// configuration error (`config`, exit 2); a command that is not found is kept in
     /// the target, so the start fails as a server error (exit 4) and the server shows
     /// `error`.
-    pub fn target(&self, entry: &ServerEntry) -> Result<Target, ApiError> {
+    ///
+    /// The same entry gets the same target again (shared) for [`RESOLVE_TTL`] after its
+    /// command was looked up, unless its expansion read a secret.
+    pub fn target(&self, entry: &ServerEntry) -> Result<Arc<Target>, ApiError> {
+        if let Some((built_from, target, at)) = lock(&self.memo).targets.get(&entry.name) {
+            if built_from == entry && at.elapsed() < RESOLVE_TTL {
+                return Ok(target.clone());
+            }
+        }
+        let secrets = Noting { store: self.secrets(), asked: Cell::new(false) };
+        let (target, at) = self.build(entry, &secrets)?;
+        let target = Arc::new(target);
+        if !secrets.asked.get() {
+            lock(&self.memo).targets.insert(entry.name.clone(), (entry.clone(), target.clone(), at));
+        }
+        Ok(target)
+    }
+
+    /// A fresh [`target`](Self::target) of `entry`, expanded with `secrets`, and when its
+    /// command was looked up (now, for a remote server).
+    fn build(&self, entry: &ServerEntry, secrets: &dyn Secrets) -> Result<(Target, Instant), ApiError> {
         // Nothing of an untrusted project file's entry is expanded, whoever asks.
         crate::policy::check_trusted(entry)?;
         let cache_key = entry.cache_key();
-        let expanded =
-            entry.expand(&self.env, &self.secrets()).map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
+        let expanded = entry.expand(&self.env, secrets).map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
         let options = &entry.options;
         let identity = |fingerprint: String| Identity {
             server: entry.name.clone(),
@@ -149,7 +187,7 @@ impl Targets {
                     kind: remote.kind,
                     max_message_bytes,
                     oauth: entry
-                        .expand_oauth(&self.env, &self.secrets())
+                        .expand_oauth(&self.env, secrets)
                         .map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?,
                 };
                 // A malformed URL or header is the configuration's mistake (exit 2).
@@ -160,7 +198,8 @@ impl Targets {
                     )
                 })?;
                 let launch = Ok(Launch::Remote(spec));
-                return Ok(Target { entry: entry.clone(), fingerprint: cache_key.clone(), cache_key, launch });
+                let target = Target { entry: entry.clone(), fingerprint: cache_key.clone(), cache_key, launch };
+                return Ok((target, Instant::now()));
             }
             _ => unreachable!("an entry expands to its own kind of transport"),
         };
@@ -172,8 +211,10 @@ impl Targets {
         env.extend(stdio.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
         let path_var = env.get(OsStr::new("PATH")).and_then(|p| p.to_str()).map(str::to_owned);
         // Messages name the command as written: an expanded value may be a secret.
+        let mut at = Instant::now();
         let (fingerprint, launch) = match self.program(&stdio.command, path_var.as_deref(), cwd.as_deref()) {
-            Ok((program, exe)) => {
+            Ok((program, exe, looked_up)) => {
+                at = looked_up;
                 let fingerprint = entry.fingerprint(exe.as_ref());
                 let spec = StdioSpec {
                     identity: identity(fingerprint.clone()),
@@ -196,7 +237,7 @@ impl Targets {
                 Err(format!("command `{written}` (after ${{VAR}} expansion) is not an executable file or not on PATH")),
             ),
         };
-        Ok(Target { entry: entry.clone(), cache_key, fingerprint, launch })
+        Ok((Target { entry: entry.clone(), cache_key, fingerprint, launch }, at))
     }
 
     /// The pool key of `entry` for `caller`; a scope that cannot be resolved runs the
@@ -219,22 +260,58 @@ impl Targets {
     }
 
     /// Finds the program for `command` (like execvp) and its identity, reusing a
-    /// lookup younger than [`RESOLVE_TTL`].
+    /// lookup younger than [`RESOLVE_TTL`]; with when it was looked up.
     fn program(
         &self,
         command: &str,
         path_var: Option<&str>,
         cwd: Option<&Path>,
-    ) -> Result<(PathBuf, Option<ExeIdentity>), CommandNotFound> {
+    ) -> Result<(PathBuf, Option<ExeIdentity>, Instant), CommandNotFound> {
         let query = (command.to_owned(), path_var.map(str::to_owned), cwd.map(Path::to_path_buf));
         if let Some((at, program, identity)) = lock(&self.memo).programs.get(&query) {
             if at.elapsed() < RESOLVE_TTL {
-                return Ok((program.clone(), identity.clone()));
+                return Ok((program.clone(), identity.clone(), *at));
             }
         }
         let program = resolve_command(command, path_var, cwd)?;
         let identity = exe_identity(&program).ok();
-        lock(&self.memo).programs.insert(query, (Instant::now(), program.clone(), identity.clone()));
-        Ok((program, identity))
+        let at = Instant::now();
+        lock(&self.memo).programs.insert(query, (at, program.clone(), identity.clone()));
+        Ok((program, identity, at))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stdio(name: &str, command: &str) -> ServerEntry {
+        let transport =
+            TransportSpec::Stdio { command: command.into(), args: vec![], env: Default::default(), cwd: None };
+        ServerEntry::for_tests(name, transport)
+    }
+
+    /// The same entry gets the same target again; an edited entry, or one whose
+    /// expansion reads the secret store (which may change at any time), a fresh one.
+    #[test]
+    fn a_target_is_reused_only_for_the_same_entry_without_secrets() {
+        let state = tempfile::tempdir().unwrap();
+        let dir = Dir::open_private(&state.path().join("state"), true).unwrap();
+        let env: HashMap<String, String> = [("PATH".to_owned(), "/usr/bin:/bin".to_owned())].into();
+        let targets = Targets::new(env, dir);
+        let sh = stdio("a", "sh");
+        let first = targets.target(&sh).unwrap();
+        assert!(Arc::ptr_eq(&first, &targets.target(&sh).unwrap()));
+        let edited = stdio("a", "true");
+        let other = targets.target(&edited).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_ne!(first.fingerprint, other.fingerprint);
+
+        let mut secret = stdio("s", "sh");
+        let TransportSpec::Stdio { env, .. } = &mut secret.transport else { unreachable!() };
+        env.insert("TOKEN".into(), "${secret:token}".into());
+        let unset = targets.target(&secret).unwrap_err();
+        assert!(unset.message.contains("token"), "{}", unset.message);
+        assert!(!lock(&targets.memo).targets.contains_key("s"), "an expansion that read a secret is not kept");
     }
 }

@@ -22,7 +22,7 @@ pub const MCPX_PROJECT_FILE: &str = ".mcpx.json";
 pub const PROJECT_FILES: [&str; 4] = [MCPX_PROJECT_FILE, PROJECT_FILE, ".cursor/mcp.json", ".vscode/mcp.json"];
 
 /// What one request resolves against.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ResolveRequest {
     /// The caller's working directory (absolute); `None` for callers without one.
     pub cwd: Option<PathBuf>,
@@ -106,6 +106,22 @@ impl FileStamp {
     }
 }
 
+/// The stamp of the file at `path` now; `None` when nothing can be found there.
+fn stamp_of(path: &Path) -> Option<FileStamp> {
+    std::fs::metadata(path).ok().map(|meta| FileStamp::of(&meta))
+}
+
+/// What one resolution read ([`ConfigCache::resolve_recorded`]): every path it looked at,
+/// with the stamp found there before reading it (`None`: nothing there), and the trust
+/// records' file's when it judged a project file's entries. While every stamp is
+/// unchanged ([`ConfigCache::unchanged`]), resolving the same request again would give
+/// the same configuration.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    files: Vec<(PathBuf, Option<FileStamp>)>,
+    trust: Option<(PathBuf, Option<FileStamp>)>,
+}
+
 struct CachedFile {
     stamp: FileStamp,
     parsed: Arc<ParsedFile>,
@@ -179,6 +195,16 @@ impl ConfigCache {
     /// in [`ResolvedConfig::file_warnings`]. Errors: [`ConfigError::Io`] for an explicit file
     /// that is missing or cannot be read.
     pub fn resolve(&self, req: &ResolveRequest) -> Result<ResolvedConfig, ConfigError> {
+        self.resolve_recorded(req).map(|(resolved, _)| resolved)
+    }
+
+    /// [`resolve`](Self::resolve), with what it read: `None` when a file could not be
+    /// read or parsed, which is read again on every request until it is fixed (so no
+    /// resolution of it is reused).
+    ///
+    /// Errors: as [`resolve`](Self::resolve).
+    pub fn resolve_recorded(&self, req: &ResolveRequest) -> Result<(ResolvedConfig, Option<Inputs>), ConfigError> {
+        let mut inputs = Inputs::default();
         let mut resolved = ResolvedConfig::default();
         let mut queue = req.search_paths(&self.env);
         let mut roles: HashMap<PathBuf, Role> = HashMap::new();
@@ -186,6 +212,8 @@ impl ConfigCache {
         let mut i = 0;
         while let Some((path, role)) = queue.get(i).cloned() {
             i += 1;
+            // Stamped before reading: a change in between makes the next check differ.
+            inputs.files.push((path.clone(), stamp_of(&path)));
             let loaded = match self.load(&path, role == Role::Explicit) {
                 Ok(Some(loaded)) => loaded,
                 Ok(None) => continue,
@@ -246,6 +274,7 @@ impl ConfigCache {
             resolved.files.push(path);
         }
         if roles.values().any(|r| *r == Role::Project) {
+            inputs.trust = self.trust_file.as_ref().map(|file| (file.clone(), stamp_of(file)));
             let store = self.trust_store();
             for entry in resolved.servers.values_mut() {
                 if roles.get(&entry.source) == Some(&Role::Project) {
@@ -265,7 +294,15 @@ impl ConfigCache {
                 }
             }
         }
-        Ok(resolved)
+        let reusable = resolved.file_errors.is_empty();
+        Ok((resolved, reusable.then_some(inputs)))
+    }
+
+    /// Whether every file `inputs` recorded still has the stamp it had (one `stat` each,
+    /// no read): then resolving its request again would give the same configuration.
+    pub fn unchanged(&self, inputs: &Inputs) -> bool {
+        let same = |(path, stamp): &(PathBuf, Option<FileStamp>)| stamp_of(path) == *stamp;
+        inputs.files.iter().all(same) && inputs.trust.iter().all(same)
     }
 
     /// The known files some caller named explicitly, with their entries as named (see

@@ -436,6 +436,41 @@ fn cache_rereads_only_changed_files() {
     assert!(cache.known_files().contains(&file), "known files are remembered");
 }
 
+/// What a resolution records tells every change that could change its outcome: a file
+/// edited, a farther file appearing, the trust records written; a broken file is never
+/// reused.
+#[test]
+fn a_resolution_is_unchanged_until_one_of_its_inputs_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("p");
+    let file = project.join(".mcp.json");
+    write(&file, r#"{"mcpServers": {"a": {"command": "one"}}}"#);
+    let trust = tmp.path().join("trust.json");
+    let cache = ConfigCache::new(env_for(tmp.path())).with_trust_file(trust.clone());
+    let req = ResolveRequest { cwd: Some(project.clone()), explicit: None };
+    let recorded = |cache: &ConfigCache| cache.resolve_recorded(&req).unwrap().1;
+
+    let inputs = recorded(&cache).expect("a good resolution is reusable");
+    assert!(cache.unchanged(&inputs));
+    // Another size: a same-size edit within the clock's tick keeps the stamp (as the file
+    // cache has always had it).
+    write(&file, r#"{"mcpServers": {"a": {"command": "three"}}}"#);
+    assert!(!cache.unchanged(&inputs), "the file was edited");
+
+    let inputs = recorded(&cache).unwrap();
+    write(&tmp.path().join("xdg/mcpx/config.json"), r#"{"mcpServers": {}}"#);
+    assert!(!cache.unchanged(&inputs), "the user file appeared");
+
+    let inputs = recorded(&cache).unwrap();
+    write(&project.join("sub/.mcp.json"), "{}");
+    assert!(cache.unchanged(&inputs), "a file below the caller's directory is none of its own");
+    write(&trust, "{}");
+    assert!(!cache.unchanged(&inputs), "the trust records were written");
+
+    write(&file, r#"{"mcpServers": {"a": {"command": }}}"#);
+    assert!(recorded(&cache).is_none(), "a broken file is read again on every request");
+}
+
 #[cfg(unix)]
 #[test]
 fn resolve_command_lookup() {

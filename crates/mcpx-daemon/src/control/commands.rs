@@ -40,9 +40,9 @@ pub fn commands(d: &Daemon, req: &Request) -> Result<Vec<CommandCheck>, ApiError
             ("disabled", None)
         } else {
             match d.targets.target(entry) {
-                Ok(target) => match target.launch {
+                Ok(target) => match &target.launch {
                     Ok(_) => ("found", None),
-                    Err(e) => ("not_found", Some(e)),
+                    Err(e) => ("not_found", Some(e.clone())),
                 },
                 Err(e) => ("error", Some(e.message)),
             }

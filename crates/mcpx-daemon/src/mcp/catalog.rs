@@ -3,9 +3,11 @@
 //! listings from the schema cache (starting servers never listed) with the tools the
 //! policy leaves out removed, and the aggregate lists with names and URIs made unique.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
-use crate::api::{ApiError, Request};
+use crate::api::ApiError;
 use crate::config::{ResolvedConfig, ServerEntry};
 use crate::daemon::Daemon;
 use crate::mcp::sessions::ClientSession;
@@ -37,9 +39,8 @@ pub(crate) fn servers(d: &Daemon, session: &ClientSession) -> Result<Vec<ServerE
 /// The caller's configuration.
 ///
 /// Errors: it cannot be read (-32603).
-pub(crate) fn config(d: &Daemon, session: &ClientSession) -> Result<ResolvedConfig, (i64, String)> {
-    let req = Request { caller: session.caller.clone(), ..Request::default() };
-    d.resolve(&req).map_err(|e| (error_code::INTERNAL_ERROR, e.message))
+pub(crate) fn config(d: &Daemon, session: &ClientSession) -> Result<Arc<ResolvedConfig>, (i64, String)> {
+    d.resolve_for(&session.caller).map_err(|e| (error_code::INTERNAL_ERROR, e.message))
 }
 
 /// The configured server `name`, when the policy offers it.

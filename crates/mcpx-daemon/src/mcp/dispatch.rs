@@ -173,7 +173,7 @@ async fn forward(
             Some(_) => tool_name(&request),
             None => rewritten["name"].as_str().map(str::to_owned),
         };
-        if let Err(refusal) = policy::check_tool(&held.entry, name.as_deref().unwrap_or_default()) {
+        if let Err(refusal) = policy::check_tool(&held.target.entry, name.as_deref().unwrap_or_default()) {
             return policy::rpc_refusal(&id, &refusal);
         }
     }
@@ -187,12 +187,12 @@ async fn forward(
         Message::request(&id, &method, Some(&rewritten.to_string()))
     };
     let result = held.lease.instance.forward(upstream, held.timeout, context(session, notify)).await;
-    let entry = held.entry;
+    let target = held.target;
     drop(held.lease);
     d.pool.notify_changed();
     match result {
         // A passed-through listing, without what the policy leaves out.
-        Ok(response) if method == "tools/list" => policy::filter_tools_response(&entry, response),
+        Ok(response) if method == "tools/list" => policy::filter_tools_response(&target.entry, response),
         Ok(response) if session.server.is_some() => response,
         // The server's answer, with the client's id, and URIs the aggregate reads back.
         Ok(response) => uris::rewrite(&method, &server, &asked, &original, response),

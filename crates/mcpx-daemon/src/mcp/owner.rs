@@ -18,7 +18,7 @@ use crate::mcp::sessions::ClientSession;
 use crate::names::{SEPARATOR, split_resource_uri};
 use crate::notices::NoticeSender;
 use crate::policy;
-use crate::pool::Lease;
+use crate::pool::{Lease, Target};
 use crate::sync::lock;
 
 /// The JSON-RPC answer to a request that goes nowhere (boxed: a message is large).
@@ -28,8 +28,8 @@ pub(crate) type Refusal = Box<Message>;
 pub(crate) struct Held {
     /// The lease on the instance.
     pub(crate) lease: Lease,
-    /// The server's configuration entry.
-    pub(crate) entry: ServerEntry,
+    /// What the instance was acquired for; its `entry` is the server's configuration.
+    pub(crate) target: Arc<Target>,
     /// Its `callTimeout`.
     pub(crate) timeout: Option<Duration>,
 }
@@ -129,12 +129,12 @@ fn lists(d: &Daemon, session: &ClientSession, entry: &ServerEntry, uri: &str) ->
 pub(crate) async fn hold(d: &Daemon, session: &ClientSession, id: &str, server: &str) -> Result<Held, Refusal> {
     let fail = |code: i64, message: String| Box::new(Message::error_response(id, code, &message));
     let config = config(d, session).map_err(|(code, message)| fail(code, message))?;
-    let entry = entry(d, &config, server).map_err(|(code, message)| fail(code, message))?.clone();
+    let entry = entry(d, &config, server).map_err(|(code, message)| fail(code, message))?;
     let (target, key) =
-        d.targets.for_caller(&entry, &session.caller).map_err(|e| fail(error_code::INTERNAL_ERROR, e.message))?;
+        d.targets.for_caller(entry, &session.caller).map_err(|e| fail(error_code::INTERNAL_ERROR, e.message))?;
     let timeout = entry.options.call_timeout;
     match d.pool.acquire(&target, &key, timeout).await {
-        Ok(lease) => Ok(Held { lease, entry, timeout }),
+        Ok(lease) => Ok(Held { lease, target, timeout }),
         Err(e) => Err(fail(error_code::INTERNAL_ERROR, e.of_server(server))),
     }
 }
