@@ -19,6 +19,7 @@ mod sanitize;
 mod secret;
 mod serve;
 mod serve_code;
+mod serve_io;
 mod serve_link;
 mod service;
 mod show_config;

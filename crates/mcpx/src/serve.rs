@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use axum::body::Bytes;
 use http_body_util::BodyExt;
@@ -35,15 +35,11 @@ use mcpx_daemon::mcp::{
 use mcpx_proto::mcp::error_code;
 use mcpx_proto::{Message, MessageKind};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::{Mutex, mpsc, watch};
+use tokio::sync::{Mutex, watch};
 use tokio::task::AbortHandle;
 
+use crate::serve_io::Out;
 use crate::serve_link::{Link, NotOffered};
-
-/// Lines waiting for stdout: a relay writes whole lines here, so one closed in the
-/// middle (a cancelled request) never leaves half a line behind.
-const OUT_QUEUE: usize = 64;
 
 /// What `serve` knows of its session with the daemon.
 struct Bridge {
@@ -57,8 +53,8 @@ struct Bridge {
     session: Mutex<Option<String>>,
     /// The session last opened, for the GET stream to follow.
     opened: watch::Sender<Option<String>>,
-    /// Whole lines for the one task that writes stdout.
-    out: mpsc::Sender<Vec<u8>>,
+    /// stdout, written a whole line at a time.
+    out: Arc<Out>,
     /// The 2026-07-28 requests being relayed, by their id's JSON text: what
     /// `notifications/cancelled` closes. Each entry carries its relay's number, so a
     /// relay that ends removes its own entry and not a later one with the same id.
@@ -86,7 +82,7 @@ pub async fn run(
     if discover {
         caller.push((MODE_HEADER, "discover".to_owned()));
     }
-    let out = spawn_writer();
+    let out = Arc::new(Out::default());
     let path = server.map_or_else(|| "/mcp".to_owned(), |s| format!("/mcp/{s}"));
     let link = Arc::new(Link::new(client.clone(), &path, caller.clone(), out.clone()));
     let bridge = Arc::new(Bridge {
@@ -101,25 +97,37 @@ pub async fn run(
         relays: AtomicU64::new(0),
     });
     // The link first; HTTP when the daemon does not offer it.
-    let mut linked = true;
-    let mut stdin = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
-    loop {
-        let mut line = Vec::new();
-        match stdin.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        if line.trim_ascii().is_empty() {
-            continue;
-        }
-        let mut line = Bytes::from(line);
-        if linked {
-            match link.send(line).await {
-                Ok(()) => continue,
+    let reader = Arc::new(Reader { link, bridge: bridge.clone(), linked: AtomicBool::new(true) });
+    crate::serve_io::each_line(move |line| {
+        let reader = reader.clone();
+        async move { reader.line(line).await }
+    })
+    .await;
+    if let Some(id) = bridge.session.lock().await.take() {
+        let _ = bridge.client.request(Method::DELETE, &bridge.path, &[(SESSION_HEADER, &id)], Vec::new()).await;
+    }
+    Ok(0)
+}
+
+/// What the stdin thread holds: the link, and the HTTP relay it falls back to.
+struct Reader {
+    link: Arc<Link>,
+    bridge: Arc<Bridge>,
+    /// Still on the link: the daemon offered it.
+    linked: AtomicBool,
+}
+
+impl Reader {
+    /// Sends one line from the client (with its `\n`, or without).
+    async fn line(&self, mut line: Bytes) {
+        let bridge = &self.bridge;
+        if self.linked.load(Ordering::Relaxed) {
+            match self.link.send(line).await {
+                Ok(()) => return,
                 Err(NotOffered(back)) => {
                     tracing::debug!("the daemon does not offer serve's link: relaying over HTTP");
-                    linked = false;
-                    *bridge.initialize.lock().await = link.initialize().map(Vec::from);
+                    self.linked.store(false, Ordering::Relaxed);
+                    *bridge.initialize.lock().await = self.link.initialize().map(Vec::from);
                     tokio::spawn(bridge.clone().listen());
                     line = back;
                 }
@@ -131,18 +139,14 @@ pub async fn run(
             // In order: everything after it needs the session.
             *bridge.initialize.lock().await = Some(line.clone().into_bytes());
             bridge.relay(line.into_bytes(), true).await;
-            continue;
+            return;
         }
         let body: Value = serde_json::from_str(&line).unwrap_or_default();
         if cancelled_request(&body).is_some_and(|id| bridge.close_modern(&id)) {
-            continue;
+            return;
         }
         bridge.spawn_relay(line.into_bytes(), modern_request_id(&body));
     }
-    if let Some(id) = bridge.session.lock().await.take() {
-        let _ = bridge.client.request(Method::DELETE, &bridge.path, &[(SESSION_HEADER, &id)], Vec::new()).await;
-    }
-    Ok(0)
 }
 
 impl Bridge {
@@ -326,22 +330,8 @@ impl Bridge {
     }
 
     async fn write(&self, message: &str) {
-        let _ = self.out.send(format!("{message}\n").into_bytes()).await;
+        self.out.line(message.as_bytes());
     }
-}
-
-/// The task that writes whole lines to stdout, in the order they are queued.
-fn spawn_writer() -> mpsc::Sender<Vec<u8>> {
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(OUT_QUEUE);
-    tokio::spawn(async move {
-        let mut out = tokio::io::stdout();
-        while let Some(line) = rx.recv().await {
-            if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
-                return;
-            }
-        }
-    });
-    tx
 }
 
 /// The id (JSON text) of the request a `notifications/cancelled` names.

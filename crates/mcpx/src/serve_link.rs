@@ -28,7 +28,8 @@ use mcpx_proto::mcp::error_code;
 use mcpx_proto::{Message, MessageKind};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
-use tokio::sync::mpsc;
+
+use crate::serve_io::Out;
 
 /// The daemon answered the upgrade with something other than 101: it predates the
 /// link. The message that could not be sent is handed back.
@@ -41,8 +42,8 @@ pub struct Link {
     path: String,
     /// Headers naming the caller: working directory, config, pool session, client pid.
     caller: Vec<(&'static str, String)>,
-    /// Whole lines for the one task that writes stdout.
-    out: mpsc::Sender<Vec<u8>>,
+    /// stdout, written a whole line at a time.
+    out: Arc<Out>,
     /// The client's `initialize`, replayed on a new link.
     initialize: std::sync::Mutex<Option<Bytes>>,
     /// The connection in use; `None` before the first message and after one broke.
@@ -78,12 +79,7 @@ enum Unavailable {
 impl Link {
     /// A link for `/mcp` path `mcp_path` (`/mcp` or `/mcp/<server>`), connected at the
     /// first message.
-    pub fn new(
-        client: Client,
-        mcp_path: &str,
-        caller: Vec<(&'static str, String)>,
-        out: mpsc::Sender<Vec<u8>>,
-    ) -> Link {
+    pub fn new(client: Client, mcp_path: &str, caller: Vec<(&'static str, String)>, out: Arc<Out>) -> Link {
         Link {
             client,
             path: format!("{PATH_PREFIX}{mcp_path}"),
@@ -251,7 +247,7 @@ impl Link {
                         continue;
                     }
                 }
-                if self.out.send(line).await.is_err() {
+                if !self.out.line(&line) {
                     return;
                 }
             }
@@ -293,7 +289,7 @@ impl Link {
 
     async fn error(&self, id: &str, message: &str) {
         let error = Message::error_response(id, error_code::INTERNAL_ERROR, &format!("mcpx: {message}"));
-        let _ = self.out.send(format!("{}\n", error.as_str()).into_bytes()).await;
+        self.out.line(error.as_str().as_bytes());
     }
 }
 
