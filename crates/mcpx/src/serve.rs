@@ -62,7 +62,8 @@ struct Bridge {
     relays: AtomicU64,
 }
 
-/// Runs until stdin ends. `server`: pass one server through instead of the aggregate.
+/// Runs until stdin ends and the requests sent over the link are answered. `server`:
+/// pass one server through instead of the aggregate.
 pub async fn run(
     client: Client,
     server: Option<String>,
@@ -98,11 +99,16 @@ pub async fn run(
     });
     // The link first; HTTP when the daemon does not offer it.
     let reader = Arc::new(Reader { link, bridge: bridge.clone(), linked: AtomicBool::new(true) });
+    let lines = reader.clone();
     crate::serve_io::each_line(move |line| {
-        let reader = reader.clone();
+        let reader = lines.clone();
         async move { reader.line(line).await }
     })
     .await;
+    if reader.linked.load(Ordering::Relaxed) {
+        // stdin ended: the requests it sent are answered before leaving.
+        reader.link.settle().await;
+    }
     if let Some(id) = bridge.session.lock().await.take() {
         let _ = bridge.client.request(Method::DELETE, &bridge.path, &[(SESSION_HEADER, &id)], Vec::new()).await;
     }

@@ -50,6 +50,9 @@ pub struct Link {
     conn: tokio::sync::Mutex<Option<Arc<Conn>>>,
     /// Numbers the requests written, so those sent again keep their order.
     sent: AtomicU64,
+    /// Told when a request is answered or forgotten and when a connection has ended,
+    /// for [`Link::settle`].
+    answered: tokio::sync::Notify,
 }
 
 /// One upgraded connection.
@@ -88,6 +91,7 @@ impl Link {
             initialize: std::sync::Mutex::new(None),
             conn: tokio::sync::Mutex::new(None),
             sent: AtomicU64::new(0),
+            answered: tokio::sync::Notify::new(),
         }
     }
 
@@ -235,6 +239,7 @@ impl Link {
                     if let Some(map) = lock(&conn.pending).as_mut() {
                         map.remove(&id);
                     }
+                    self.answered.notify_waiters();
                     let replayed = {
                         let mut swallow = lock(&conn.swallow);
                         let replayed = swallow.as_deref() == Some(id.as_str());
@@ -273,7 +278,28 @@ impl Link {
                     self.error(&id, &message).await;
                 }
             }
+            self.answered.notify_waiters();
         })
+    }
+
+    /// Waits until every request written on the link has been answered (or got its
+    /// error) or the connection has ended: what `serve` does when stdin ends, so a
+    /// client that writes its requests and closes stdin still gets their answers. A
+    /// `subscriptions/listen` is not waited for: its stream has no end of its own.
+    pub async fn settle(&self) {
+        loop {
+            let answered = self.answered.notified();
+            tokio::pin!(answered);
+            // Registered before looking, so an answer in between is not missed.
+            answered.as_mut().enable();
+            let conn = self.conn.lock().await.clone();
+            let waiting =
+                conn.is_some_and(|c| lock(&c.pending).as_ref().is_some_and(|m| m.values().any(|p| !p.listen)));
+            if !waiting {
+                return;
+            }
+            answered.await;
+        }
     }
 
     /// Forgets the request a `notifications/cancelled` names: it may go unanswered.
@@ -285,6 +311,7 @@ impl Link {
                 map.remove(&id);
             }
         }
+        self.answered.notify_waiters();
     }
 
     async fn error(&self, id: &str, message: &str) {

@@ -92,3 +92,32 @@ fn sixteen_mib_cross_the_link_both_ways() {
     assert!(text.len() > (16 << 20) - 200 && text.bytes().all(|b| b == b'x'), "{}", text.len());
     w.assert_log_has(LINKED);
 }
+
+/// A client that writes its requests and closes stdin at once (`printf … | mcpx
+/// serve`) gets every answer before serve exits.
+#[test]
+fn requests_sent_before_stdin_ends_are_answered() {
+    use std::io::{Read, Write};
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let mut cmd = w.command();
+    cmd.arg("serve").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+    let mut child = crate::harness::Spawned(cmd.spawn().unwrap());
+    let lines = [
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }),
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "fake__echo", "arguments": { "message": "last" } } }),
+    ];
+    let mut stdin = child.0.stdin.take().unwrap();
+    for line in &lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    let mut out = String::new();
+    child.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let answers: Vec<serde_json::Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let ids: Vec<_> = answers.iter().map(|a| a["id"].clone()).collect();
+    assert_eq!(ids, [json!(1), json!(2)], "{out}");
+    assert_eq!(answers[1]["result"]["content"][0]["text"], "last", "{out}");
+    assert!(child.0.wait().unwrap().success());
+}
