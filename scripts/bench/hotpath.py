@@ -54,7 +54,8 @@ class HotPath:
 class HotResults:
     http: list[HotPath]  # direct first
     stdio: list[HotPath]  # direct stdio, then `mcpx serve`
-    cpu: list[dict]  # the 64-caller reports
+    cpu: list[dict]  # the 64-caller reports (control socket: the row of record)
+    cpu_tcp: list[dict]  # the same load on `/mcp/fake` over TCP, kept-alive connections
     ls: list[float]  # seconds per `mcpx ls`
     rss: list[dict]  # per fresh daemon: idle and peak KiB
     rounds: int
@@ -167,6 +168,7 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         sock = str(Path(m.env["MCPX_RUNTIME_DIR"]) / "daemon.sock")
         pids = ["--pid", f"daemon={daemon}", "--pid", f"supervisor={sup}", "--pid", f"server={server}"]
         cpu: list[dict] = []
+        cpu_tcp: list[dict] = []
         log(
             f"hotpath: {args.hotpath_rounds} round{plural(args.hotpath_rounds)} of {len(http)} HTTP paths "
             f"({CONNECTIONS} connections for {args.hotpath_seconds:g} s, then {args.hotpath_calls} calls on one), "
@@ -182,6 +184,9 @@ def run(args, tmp: Path, registry: list) -> HotResults:
             cpu.append(
                 load(args, "-c", str(CPU_CALLERS), "--seconds", str(args.hotpath_seconds), "--warmup", warm, "--tool", "fake__echo", *pids, "http", "--unix", sock, "/mcp")
             )
+            cpu_tcp.append(
+                load(args, "-c", str(CPU_CALLERS), "--seconds", str(args.hotpath_seconds), "--warmup", warm, "--tool", "echo", *pids, "http", f"http://127.0.0.1:{port}/mcp/fake")
+            )
             log(f"hotpath: round {r + 1}: " + ", ".join(f"{p.key} {p.tput[-1]['calls_per_s']:.0f}/s" for p in http))
         if m.instance("fake") != (daemon, sup, server):
             raise BenchError("hotpath: mcpx's daemon, supervisor or server changed during the rounds")
@@ -190,7 +195,7 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         stop_spawned(spawned, "hotpath")
     rss = [relay_rss(args, base / f"rss{i}", registry) for i in range(1 if args.quick else 3)]
     versions = {"rust_peer": RUST_PEER_VERSION if rust_peer else None}
-    return HotResults(http, stdio, cpu, ls, rss, args.hotpath_rounds, args.hotpath_seconds, args.hotpath_calls, rust_why, versions)
+    return HotResults(http, stdio, cpu, cpu_tcp, ls, rss, args.hotpath_rounds, args.hotpath_seconds, args.hotpath_calls, rust_why, versions)
 
 
 def time_ls(m, runs: int) -> list[float]:
@@ -337,15 +342,22 @@ def section(n: int, h: HotResults, info: dict) -> list[str]:
         lines.append(f"| {p.label} | - | - | {us_(p.p50())} | {us_(p.p99())} | {signed_us(p.p50() - s0.p50())} (over direct stdio) |")
     if h.rust_peer:
         lines += ["", f"The Rust `mcp-proxy` {RUST_PEER_VERSION} is {h.rust_peer}."]
-    cpu = h.cpu
-    per = {k: median(r["cpu_us_per_call"][k] for r in cpu) for k in ("daemon", "supervisor", "server", "self")}
-    rate = median(r["calls_per_s"] for r in cpu)
+    def per_call(reports: list[dict]) -> tuple[float, dict]:
+        per = {k: median(r["cpu_us_per_call"][k] for r in reports) for k in ("daemon", "supervisor", "server", "self")}
+        return median(r["calls_per_s"] for r in reports), per
+
+    rate, per = per_call(h.cpu)
+    tcp_rate, tcp = per_call(h.cpu_tcp)
     rss = h.rss
     lines += [
         "",
-        f"{CPU_CALLERS} callers on `/mcp` (control socket): {rate:,.0f} calls/s; CPU per call: daemon {us_(per['daemon'])}, "
-        f"supervisor {us_(per['supervisor'])}, server {us_(per['server'])}, the load generator {us_(per['self'])}. The OS "
-        "counts CPU time in clock ticks (10 ms), so a row needs many calls to be exact.",
+        f"{CPU_CALLERS} callers on `/mcp` (control socket, the row of record): {rate:,.0f} calls/s; CPU per call: daemon "
+        f"{us_(per['daemon'])}, supervisor {us_(per['supervisor'])}, server {us_(per['server'])}, the load generator "
+        f"{us_(per['self'])}. Every request on the control socket is a connection of its own (so that a stop or an "
+        f"upgrade drains without dropping a request already sent). The same {CPU_CALLERS} callers on `/mcp/fake` over TCP, "
+        f"each on one kept-alive connection: {tcp_rate:,.0f} calls/s; daemon {us_(tcp['daemon'])}, supervisor "
+        f"{us_(tcp['supervisor'])}, server {us_(tcp['server'])}. The OS counts CPU time in clock ticks (10 ms), so a row "
+        "needs many calls to be exact.",
         "",
         f"`mcpx ls` (one server, the daemon running): median {median(h.ls) * 1000:.2f} ms over {len(h.ls)} runs, wall "
         "clock from spawn to exit.",

@@ -79,7 +79,8 @@ impl Caller {
 pub async fn run(plan: Plan) -> Result<Report> {
     let plan = Arc::new(plan);
     let n = plan.callers;
-    let barriers = Arc::new([Barrier::new(n + 1), Barrier::new(n + 1), Barrier::new(n + 1)]);
+    // Set up; warmed up; measured; sampled (a caller's process must outlive the sample).
+    let barriers = Arc::new([Barrier::new(n + 1), Barrier::new(n + 1), Barrier::new(n + 1), Barrier::new(n + 1)]);
     let children = Arc::new(Mutex::new(Vec::new()));
     let (errors, mut failed) = mpsc::unbounded_channel::<anyhow::Error>();
     let mut tasks = Vec::with_capacity(n);
@@ -107,6 +108,7 @@ pub async fn run(plan: Plan) -> Result<Report> {
     phase(2, &mut failed).await?;
     let seconds = start.elapsed().as_secs_f64();
     let cpu_after = sample(&plan.pids, &children)?;
+    phase(3, &mut failed).await?;
     let mut total = Tally::default();
     for task in tasks {
         let tally = task.await.context("a caller panicked")??;
@@ -173,8 +175,8 @@ fn sample(pids: &[(String, u32)], children: &[u32]) -> Result<Vec<(String, Durat
 }
 
 /// One caller: set up, wait for all; warm up, wait for all; the measured calls, wait for
-/// all; then close.
-async fn caller(index: usize, plan: &Plan, barriers: &[Barrier; 3], children: &Mutex<Vec<u32>>) -> Result<Tally> {
+/// all; wait for the CPU times to be read; then close.
+async fn caller(index: usize, plan: &Plan, barriers: &[Barrier; 4], children: &Mutex<Vec<u32>>) -> Result<Tally> {
     let tool_json = serde_json::to_string(&plan.tool)?;
     let mut caller = match &plan.target {
         Target::Stdio(argv) => {
@@ -215,6 +217,7 @@ async fn caller(index: usize, plan: &Plan, barriers: &[Barrier; 3], children: &M
     }
     tally.checked += tally.warmup_calls + made;
     barriers[2].wait().await;
+    barriers[3].wait().await;
     match caller {
         Caller::Stdio(c) => c.finish().await?,
         Caller::Http(c) => {

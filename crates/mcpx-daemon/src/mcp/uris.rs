@@ -14,7 +14,7 @@ use crate::names::{URI_SCHEME, resource_uri};
 /// URIs rewritten. A response with nothing to rewrite (an error, another method)
 /// comes back as it is, byte for byte.
 pub(crate) fn rewrite(method: &str, server: &str, asked: &str, original: &str, response: Message) -> Message {
-    if !matches!(method, "resources/read" | "tools/call" | "prompts/get") {
+    if !matches!(method, "resources/read" | "tools/call" | "prompts/get") || !may_hold_uri(response.as_str()) {
         return response;
     }
     let Ok(mut v) = serde_json::from_str::<Value>(response.as_str()) else { return response };
@@ -61,6 +61,13 @@ pub(crate) fn rewrite(method: &str, server: &str, asked: &str, original: &str, r
     Message::parse(v.to_string()).unwrap_or(response)
 }
 
+/// Whether JSON `text` may have a `uri` key: it has `"uri"` as written, or a `\u`
+/// escape, which could spell the key another way. Most answers have neither, and are
+/// then not parsed at all.
+fn may_hold_uri(text: &str) -> bool {
+    text.contains("\"uri\"") || text.contains("\\u")
+}
+
 /// The URI of a `resource_link` block, or of a `resource` block's embedded resource.
 fn content_block(block: &mut Value, map: &mut impl FnMut(&mut Value)) {
     match block["type"].as_str() {
@@ -102,5 +109,19 @@ mod tests {
             { "role": "user", "content": { "type": "resource", "resource": { "uri": "test://p", "text": "p" } } } ] }));
         let prompt: Value = serde_json::from_str(rewrite("prompts/get", "s", "", "", prompt).as_str()).unwrap();
         assert_eq!(prompt["result"]["messages"][0]["content"]["resource"]["uri"], "mcpx://s/test://p");
+    }
+
+    /// An answer without a `uri` key is passed on without being parsed; one whose key
+    /// is spelled with an escape is still rewritten.
+    #[test]
+    fn only_an_answer_that_may_name_a_uri_is_parsed() {
+        let text = response(serde_json::json!({ "content": [{ "type": "text", "text": "no link" }] }));
+        assert!(!may_hold_uri(text.as_str()));
+        let escaped = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"resource_link","\u0075ri":"test://l","name":"l"}]}}"#;
+        let call: Value = serde_json::from_str(
+            rewrite("tools/call", "s", "", "", Message::parse(escaped.to_owned()).unwrap()).as_str(),
+        )
+        .unwrap();
+        assert_eq!(call["result"]["content"][0]["uri"], "mcpx://s/test://l");
     }
 }
