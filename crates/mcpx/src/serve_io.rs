@@ -20,8 +20,11 @@ const READ_BUFFER: usize = 64 * 1024;
 /// writers take it, so lines from concurrent relays never interleave and a relay closed
 /// in the middle (a cancelled request) never leaves half a line.
 ///
-/// A write blocks the thread that makes it until the client has room for the line; a
-/// client that reads nothing stops `serve` reading the daemon, as a full queue did.
+/// A write blocks the thread that makes it (the runtime's, mostly) until the client has
+/// room for the line. So a client must read stdout while it writes stdin, as MCP
+/// clients do: one that writes on without reading, past what stdout's pipe and the
+/// daemon's socket hold, stalls both ways until it reads (before, a queue and a pool
+/// thread kept the runtime free and stdin read meanwhile).
 #[derive(Default)]
 pub struct Out {
     /// stdout failed (the client closed it): nothing more is written.
