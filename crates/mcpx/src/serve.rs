@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use axum::body::Bytes;
 use http_body_util::BodyExt;
-use mcpx_daemon::api::ApiError;
+use mcpx_daemon::api::{ApiError, ErrorKind};
 use mcpx_daemon::client::{Answer, Client, ClientError, Method};
 use mcpx_daemon::mcp::{
     CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, MODE_HEADER, PPID_HEADER, SESSION_HEADER, era,
@@ -83,7 +83,12 @@ pub async fn run(
     if discover {
         caller.push((MODE_HEADER, "discover".to_owned()));
     }
-    let out = Arc::new(Out::default());
+    let out = Arc::new(Out::start().map_err(|e| {
+        ApiError::new(
+            ErrorKind::Daemon,
+            format!("cannot start the thread that writes stdout ({e}); free some memory and try again"),
+        )
+    })?);
     let path = server.map_or_else(|| "/mcp".to_owned(), |s| format!("/mcp/{s}"));
     let link = Arc::new(Link::new(client.clone(), &path, caller.clone(), out.clone()));
     let bridge = Arc::new(Bridge {
@@ -112,6 +117,8 @@ pub async fn run(
     if let Some(id) = bridge.session.lock().await.take() {
         let _ = bridge.client.request(Method::DELETE, &bridge.path, &[(SESSION_HEADER, &id)], Vec::new()).await;
     }
+    // What came is written before leaving.
+    bridge.out.flush().await;
     Ok(0)
 }
 
@@ -336,7 +343,7 @@ impl Bridge {
     }
 
     async fn write(&self, message: &str) {
-        self.out.line(message.as_bytes());
+        self.out.line(message.as_bytes().to_vec()).await;
     }
 }
 

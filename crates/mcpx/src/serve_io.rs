@@ -1,58 +1,75 @@
 //! `mcpx serve`'s stdin and stdout, kept off tokio's blocking pool: the client's lines
 //! are read by one thread of their own, which also sends each to the daemon, and the
-//! answers are written to stdout by whoever has them, so a call crosses no thread on its
-//! way through `serve` (tokio's `stdin()` and `stdout()` hand every read and write to a
-//! pool thread and back: two thread wake-ups per call, each tens of microseconds).
+//! answers are written to stdout by another, so a call crosses one thread wake-up on
+//! its way through `serve` (tokio's `stdin()` and `stdout()` hand every read and write
+//! to a pool thread and back: four wake-ups per call, two on the call's way, each tens
+//! of microseconds).
 //!
 //! stdin is read with blocking reads, never made non-blocking: it may be a file, a pipe
 //! or a terminal, and a non-blocking flag would be shared with every process holding it.
 
 use std::future::Future;
 use std::io::{BufRead, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::body::Bytes;
+use tokio::sync::{mpsc, oneshot};
 
 /// The size of the buffer stdin is read through, in bytes.
 const READ_BUFFER: usize = 64 * 1024;
 
-/// serve's stdout: each line is written whole, under stdout's lock, in the order the
-/// writers take it, so lines from concurrent relays never interleave and a relay closed
-/// in the middle (a cancelled request) never leaves half a line.
+/// serve's stdout, written by a thread of its own: each line is written whole, in the
+/// order the lines were queued, so lines from concurrent relays never interleave and a
+/// relay closed in the middle (a cancelled request) never leaves half a line.
 ///
-/// A write blocks the thread that makes it (the runtime's, mostly) until the client has
-/// room for the line. So a client must read stdout while it writes stdin, as MCP
-/// clients do: one that writes on without reading, past what stdout's pipe and the
-/// daemon's socket hold, stalls both ways until it reads (before, a queue and a pool
-/// thread kept the runtime free and stdin read meanwhile).
-#[derive(Default)]
+/// The thread, not the runtime, waits for a client that does not read: a client that
+/// writes on without reading (its stdin and our stdout both full) must not stop the
+/// runtime, which the stdin thread needs to send to the daemon. When [`OUT_QUEUE`]
+/// lines wait, queueing waits too (as a task, never blocking the runtime).
 pub struct Out {
-    /// stdout failed (the client closed it): nothing more is written.
-    broken: AtomicBool,
+    queue: mpsc::Sender<(Vec<u8>, Option<oneshot::Sender<()>>)>,
 }
 
+/// Lines waiting for stdout.
+const OUT_QUEUE: usize = 64;
+
 impl Out {
-    /// Writes `line` (a `\n` is added when it has none) and flushes it; false once
-    /// stdout has failed, after which nothing more is written.
-    pub fn line(&self, line: &[u8]) -> bool {
-        if self.broken.load(Ordering::Relaxed) {
-            return false;
-        }
-        let mut out = std::io::stdout().lock();
-        let written = if line.ends_with(b"\n") {
-            out.write_all(line)
-        } else {
-            // One write for the line and its end, as the client may read it at once.
-            let mut whole = Vec::with_capacity(line.len() + 1);
-            whole.extend_from_slice(line);
-            whole.push(b'\n');
-            out.write_all(&whole)
+    /// Starts the thread that writes stdout.
+    ///
+    /// Errors: the message of an [`std::io::Error`] when the thread cannot be started.
+    pub fn start() -> std::io::Result<Out> {
+        let (queue, mut lines) = mpsc::channel::<(Vec<u8>, Option<oneshot::Sender<()>>)>(OUT_QUEUE);
+        let writer = move || {
+            let mut out = std::io::stdout().lock();
+            let mut broken = false;
+            while let Some((line, written)) = lines.blocking_recv() {
+                if !broken && !line.is_empty() {
+                    // A client that closed stdout reads no more: the rest is dropped.
+                    broken = out.write_all(&line).and_then(|()| out.flush()).is_err();
+                }
+                if let Some(written) = written {
+                    let _ = written.send(());
+                }
+            }
         };
-        let ok = written.and_then(|()| out.flush()).is_ok();
-        if !ok {
-            self.broken.store(true, Ordering::Relaxed);
+        std::thread::Builder::new().name("mcpx-serve-stdout".to_owned()).spawn(writer)?;
+        Ok(Out { queue })
+    }
+
+    /// Queues `line` for stdout (a `\n` is added when it has none).
+    pub async fn line(&self, mut line: Vec<u8>) {
+        if !line.ends_with(b"\n") {
+            line.push(b'\n');
         }
-        ok
+        let _ = self.queue.send((line, None)).await;
+    }
+
+    /// Resolves when every line queued before it has been written (or dropped, stdout
+    /// being closed).
+    pub async fn flush(&self) {
+        let (written, done) = oneshot::channel();
+        if self.queue.send((Vec::new(), Some(written))).await.is_ok() {
+            let _ = done.await;
+        }
     }
 }
 

@@ -252,9 +252,7 @@ impl Link {
                         continue;
                     }
                 }
-                if !self.out.line(&line) {
-                    return;
-                }
+                self.out.line(line).await;
             }
             let left = lock(&conn.pending).take().unwrap_or_default();
             self.drop_conn(&conn).await;
@@ -316,7 +314,7 @@ impl Link {
 
     async fn error(&self, id: &str, message: &str) {
         let error = Message::error_response(id, error_code::INTERNAL_ERROR, &format!("mcpx: {message}"));
-        self.out.line(error.as_str().as_bytes());
+        self.out.line(error.as_str().as_bytes().to_vec()).await;
     }
 }
 

@@ -1,6 +1,7 @@
 //! `mcpx serve`'s link to the daemon (one upgraded connection carrying lines): the
 //! fallback to HTTP when the daemon does not offer it, a daemon killed or upgraded
-//! under a call, and messages of 16 MiB both ways.
+//! under a call, messages of 16 MiB both ways, and a client that reads only after
+//! closing stdin.
 
 use std::time::Duration;
 
@@ -93,31 +94,44 @@ fn sixteen_mib_cross_the_link_both_ways() {
     w.assert_log_has(LINKED);
 }
 
-/// A client that writes its requests and closes stdin at once (`printf … | mcpx
-/// serve`) gets every answer before serve exits.
+/// A client that writes all its requests before reading anything, more than stdout's
+/// pipe and the link's socket hold, and then closes stdin (`printf … | mcpx serve`),
+/// gets every answer, in full, before serve exits.
 #[test]
-fn requests_sent_before_stdin_ends_are_answered() {
+fn requests_written_without_reading_and_before_stdin_ends_are_all_answered() {
     use std::io::{Read, Write};
+    const CALLS: usize = 8;
     let w = World::new(json!({ "fake": { "command": fake_server() } }));
     let mut cmd = w.command();
     cmd.arg("serve").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
     let mut child = crate::harness::Spawned(cmd.spawn().unwrap());
-    let lines = [
-        json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }),
-        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
-        json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "fake__echo", "arguments": { "message": "last" } } }),
-    ];
+    let big = "x".repeat(1024 * 1024);
     let mut stdin = child.0.stdin.take().unwrap();
-    for line in &lines {
-        writeln!(stdin, "{line}").unwrap();
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    writeln!(stdin, "{init}").unwrap();
+    writeln!(stdin, "{}", json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).unwrap();
+    for id in 1..=CALLS {
+        let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": "fake__echo", "arguments": { "message": format!("{id}{big}") } } });
+        writeln!(stdin, "{call}").unwrap();
     }
     drop(stdin);
-    let mut out = String::new();
-    child.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let mut stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        let _ = tx.send(out);
+    });
+    let out = rx.recv_timeout(Duration::from_secs(60)).expect("serve stalled: its stdout did not end");
     let answers: Vec<serde_json::Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let ids: Vec<_> = answers.iter().map(|a| a["id"].clone()).collect();
-    assert_eq!(ids, [json!(1), json!(2)], "{out}");
-    assert_eq!(answers[1]["result"]["content"][0]["text"], "last", "{out}");
+    let mut ids: Vec<u64> = answers.iter().filter_map(|a| a["id"].as_u64()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..=CALLS as u64).collect::<Vec<_>>(), "{} answers", answers.len());
+    for a in answers.iter().filter(|a| a["id"] != 0) {
+        let text = a["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        assert_eq!(text, format!("{}{big}", a["id"]), "the answer to {} came cut", a["id"]);
+    }
     assert!(child.0.wait().unwrap().success());
 }
