@@ -14,31 +14,12 @@
 // "ask"}}}` (null for what S does not offer), and exits non-zero on any failure.
 // mcpx's own environment (MCPX_*) is handed to `mcpx serve`.
 //
-// The SDK is taken from the node_modules of $MCPX_E2E_DIR when it is set, else of
-// this script's directory.
+// The SDK and the transport come from sdk_v2_transport.mjs.
 
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-
-const e2e = process.env.MCPX_E2E_DIR ?? dirname(fileURLToPath(import.meta.url));
-const require = createRequire(join(e2e, "package.json"));
-const { Client, StreamableHTTPClientTransport } = require("@modelcontextprotocol/client");
-const { StdioClientTransport, getDefaultEnvironment } = require("@modelcontextprotocol/client/stdio");
+import { Client, transport as connect } from "./sdk_v2_transport.mjs";
 
 const [mode, servers, kind, target, token] = process.argv.slice(2);
-let transport;
-if (kind === "stdio") {
-  const env = getDefaultEnvironment();
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith("MCPX_")) env[k] = v;
-  }
-  transport = new StdioClientTransport({ command: target, args: ["serve"], env, stderr: "inherit" });
-} else {
-  transport = new StreamableHTTPClientTransport(new URL(target), {
-    requestInit: { headers: { Authorization: `Bearer ${token}` } },
-  });
-}
+const transport = connect(kind, target, token);
 const client = new Client(
   { name: "mcpx-era-ts", version: "1.0.0" },
   { capabilities: { elicitation: {} }, versionNegotiation: { mode: { pin: mode } } },
