@@ -362,10 +362,21 @@ impl Instance {
         self.calls.insert(seq, Pending { reply: reply_tx, ctx, progress, level });
         let _guard = InFlight::new(self);
         let mut cancel = CancelOnDrop { inst: self, seq, upstream: &upstream, armed: true };
-        if let State::Exited(exit) = self.state() {
-            cancel.armed = false;
-            self.calls.remove(seq);
-            return Err(self.exited_error(exit));
+        // Ended before the request was recorded: the pending calls were failed already,
+        // and nothing will answer this one (a caller that waited for an exclusive
+        // instance's permit while its supervisor died gets here).
+        match self.state() {
+            State::Exited(exit) => {
+                cancel.armed = false;
+                self.calls.remove(seq);
+                return Err(self.exited_error(exit));
+            }
+            State::Lost => {
+                cancel.armed = false;
+                self.calls.remove(seq);
+                return Err(CallError::Lost("the link to its supervisor is gone".into()));
+            }
+            _ => {}
         }
         let headed = !ctx_headers.is_empty() && self.info.remote.is_some();
         let out = if headed {

@@ -392,3 +392,16 @@ async fn a_call_between_the_link_closing_and_its_exit_report_names_the_exit() {
     let error = call.await.unwrap().unwrap_err();
     assert_eq!(error.to_string(), "server exited with code 3");
 }
+
+/// A call made after the link was lost (its supervisor died) while the link's writer
+/// still takes messages fails at once, rather than waiting for an answer nothing will
+/// send (found by the chaos soak: an exclusive instance's waiter timed out after 20 s).
+#[tokio::test]
+async fn a_call_after_the_link_was_lost_fails_at_once() {
+    let Harness { inst, out: _out, inbound, events: _events } = harness();
+    inbound.send(Inbound::Lost("its supervisor (pid 1) died".into())).await.unwrap();
+    let mut state = inst.state.subscribe();
+    state.wait_for(|s| *s == State::Lost).await.unwrap();
+    let call = inst.request(Message::request("1", "tools/call", None), Some(Duration::from_secs(60))).await;
+    assert!(matches!(call, Err(CallError::Lost(_))), "{call:?}");
+}
