@@ -115,6 +115,8 @@ pub struct Instance {
     calls: Calls,
     /// Watched, so `terminate` can wait for the exit without polling.
     state: watch::Sender<State>,
+    /// Why the link was lost, once it was: what a request made after it fails with.
+    lost: Mutex<Option<String>>,
     session: Mutex<Option<ServerSession>>,
     in_flight: AtomicU64,
     last_used: Mutex<Instant>,
@@ -222,6 +224,7 @@ impl Instance {
             state: watch::Sender::new(State::Starting),
             session: Mutex::new(None),
             in_flight: AtomicU64::new(0),
+            lost: Mutex::new(None),
             last_used: Mutex::new(Instant::now()),
             dropped_notifications: AtomicU64::new(0),
             null_id_errors: AtomicU64::new(0),
@@ -374,7 +377,8 @@ impl Instance {
             State::Lost => {
                 cancel.armed = false;
                 self.calls.remove(seq);
-                return Err(CallError::Lost("the link to its supervisor is gone".into()));
+                let reason = lock(&self.lost).clone().unwrap_or_else(|| "the link is gone".into());
+                return Err(CallError::Lost(reason));
             }
             _ => {}
         }
@@ -570,6 +574,7 @@ impl Instance {
                 // A crash is an unrequested end of a running instance; a failed start
                 // is counted by the pool, once.
                 let expected = self.state() != State::Running;
+                *lock(&self.lost) = Some(reason.clone());
                 self.state.send_replace(State::Lost);
                 self.fail_pending(|| CallError::Lost(reason.clone()));
                 let crash = (!expected).then(|| CallError::Lost(reason.clone()));
