@@ -20,6 +20,7 @@ pub mod paths;
 pub mod policy;
 pub mod pool;
 pub mod process;
+pub mod repoll;
 pub mod ring;
 pub mod schema;
 pub mod scope;

@@ -25,6 +25,7 @@ use crate::api::{Answer, ApiError, ErrorBody, ErrorKind, Request};
 use crate::control;
 use crate::daemon::{Daemon, Exit};
 use crate::mcp::{Endpoint, TcpGuard, tcp_routes};
+use crate::repoll::Repoll;
 use crate::stream::{channel_body, stream_call};
 
 /// The largest control API request body, in bytes (1 GiB).
@@ -164,10 +165,12 @@ pub async fn run(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let service = hyper_util::service::TowerToHyperService::new(app.clone());
-                    conns.spawn(async move {
+                    // `Repoll`: the connection wakes itself when its handler reads the
+                    // body, and on a connection of one request that wake is only waste.
+                    conns.spawn(Repoll::new(async move {
                         let io = hyper_util::rt::TokioIo::new(stream);
                         let _ = hyper::server::conn::http1::Builder::new().keep_alive(false).serve_connection(io, service).with_upgrades().await;
-                    });
+                    }));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accepting a connection failed");
@@ -218,6 +221,9 @@ pub async fn run_tcp(listener: TcpListener, mcp: Arc<Endpoint>, guard: TcpGuard,
             tracing::warn!(error = %e, "cannot set TCP_NODELAY on a /mcp connection");
         }
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        // No `Repoll` here: on a kept-alive connection the yield that a self-wake costs
+        // lets the next request arrive before the connection is polled again, and
+        // 16 connections served more calls per second without it.
         tokio::spawn(async move {
             let io = hyper_util::rt::TokioIo::new(stream);
             let _ = hyper::server::conn::http1::Builder::new()
