@@ -5,6 +5,7 @@
 //!   reported to every caller that waited for it, without a second spawn.
 //! - `exclusive` instances take one call at a time: a [`Lease`] holds the instance's
 //!   only permit, and other callers queue in arrival order (tokio's semaphore is fair).
+//!   One whose turn comes after the instance died gets a fresh instance.
 //! - `max` counts a server's live instances across keys; at `max` the least recently
 //!   used idle one is stopped, and with none idle callers wait (up to their deadline).
 //! - Crashes and failed starts count per fingerprint: the first restart is immediate,
@@ -321,7 +322,7 @@ impl Pool {
     ) -> Result<Lease, CallError> {
         let deadline = wait.map(|w| Instant::now() + w);
         let slot = self.slot(&target.entry.name, &target.fingerprint, key);
-        let instance = self.instance(target, &slot, deadline, report).await?;
+        let mut instance = self.instance(target, &slot, deadline, report).await?;
         let permit = if lock(&slot.settings).sharing == Sharing::Exclusive {
             if slot.exclusive.available_permits() == 0 {
                 report(Wait::Exclusive);
@@ -331,7 +332,15 @@ impl Pool {
                 Some(d) => tokio::time::timeout_at(d.into(), acquire).await.map_err(|_| CallError::Busy(1))?,
                 None => acquire.await,
             };
-            Some(permit.map_err(|_| CallError::Lost("the instance was closed".into()))?)
+            let permit = permit.map_err(|_| CallError::Lost("the instance was closed".into()))?;
+            // The instance may have died while this call waited its turn (its
+            // supervisor killed, the server crashed under the call before it). The
+            // permit is the slot's, not the instance's: the call keeps it and gets the
+            // slot's next instance, started now if need be, with the usual backoff.
+            if !instance.is_alive() {
+                instance = self.instance(target, &slot, deadline, report).await?;
+            }
+            Some(permit)
         } else {
             None
         };
@@ -660,6 +669,42 @@ mod tests {
         let pool = &fx.daemon.pool;
         assert!(Arc::ptr_eq(&pool.log_budget("a"), &pool.log_budget("a")), "one budget per server");
         assert!(!Arc::ptr_eq(&pool.log_budget("a"), &pool.log_budget("b")), "each server its own");
+    }
+
+    /// A call waiting for an exclusive instance whose instance dies meanwhile gets a
+    /// fresh one when its turn comes, not the dead one.
+    #[tokio::test]
+    async fn a_waiter_of_an_exclusive_instance_that_died_gets_a_fresh_one() {
+        let fx = crate::testing::Fixture::new(&[("fake", serde_json::json!({ "sharing": "exclusive" }))]);
+        let d = fx.daemon.clone();
+        let config = d.resolve(&fx.request()).unwrap();
+        let entry = d.server(&config, "fake").unwrap();
+        let target = d.targets.target(entry).unwrap();
+        let key = d.targets.pool_key(entry, &fx.caller());
+        let first = d.pool.acquire(&target, &key, None).await.unwrap();
+        let (queued_tx, queued) = tokio::sync::oneshot::channel();
+        let queued_tx = Mutex::new(Some(queued_tx));
+        let waiter = tokio::spawn({
+            let (d, target, key) = (d.clone(), target.clone(), key.clone());
+            async move {
+                let report = move |w: Wait| {
+                    if matches!(w, Wait::Exclusive) {
+                        if let Some(tx) = lock(&queued_tx).take() {
+                            let _ = tx.send(());
+                        }
+                    }
+                };
+                d.pool.acquire_reporting(&target, &key, Some(Duration::from_secs(10)), &report).await
+            }
+        });
+        queued.await.unwrap();
+        let exit = mcpx_proto::Message::request("1", "tools/call", Some(r#"{"name":"exit","arguments":{}}"#));
+        assert!(first.instance.request(exit, Some(Duration::from_secs(10))).await.is_err());
+        assert!(!first.instance.is_alive());
+        drop(first);
+        let lease = waiter.await.unwrap().unwrap();
+        assert!(lease.instance.is_alive(), "the waiter got the dead instance");
+        assert_eq!(fx.server.count("launch"), 2);
     }
 
     #[test]
