@@ -173,14 +173,20 @@ mod tests {
         assert_eq!(polls.get(), REPOLLS);
     }
 
-    #[test]
-    fn a_wake_after_the_poll_reaches_the_task() {
+    /// A future that never ends and keeps the waker of its last poll.
+    fn keeping_its_waker() -> (Arc<Mutex<Option<Waker>>>, impl Future<Output = ()>) {
         let kept: Arc<Mutex<Option<Waker>>> = Arc::default();
         let keep = kept.clone();
         let future = std::future::poll_fn(move |cx| {
             *keep.lock().unwrap() = Some(cx.waker().clone());
             Poll::<()>::Pending
         });
+        (kept, future)
+    }
+
+    #[test]
+    fn a_wake_after_the_poll_reaches_the_task() {
+        let (kept, future) = keeping_its_waker();
         let (count, waker) = task();
         let mut repoll = std::pin::pin!(Repoll::new(future));
         assert!(repoll.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
@@ -192,12 +198,7 @@ mod tests {
 
     #[test]
     fn the_newest_task_waker_is_the_one_woken() {
-        let kept: Arc<Mutex<Option<Waker>>> = Arc::default();
-        let keep = kept.clone();
-        let future = std::future::poll_fn(move |cx| {
-            *keep.lock().unwrap() = Some(cx.waker().clone());
-            Poll::<()>::Pending
-        });
+        let (kept, future) = keeping_its_waker();
         let (first, first_waker) = task();
         let (second, second_waker) = task();
         let mut repoll = std::pin::pin!(Repoll::new(future));
