@@ -24,9 +24,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
+
+use futures_util::task::AtomicWaker;
 
 /// How many polls [`Repoll`] makes in a row before it hands a self-wake to the
 /// scheduler.
@@ -52,14 +54,15 @@ pub struct Repoll<F> {
 struct State {
     /// [`IDLE`], [`POLLING`] or [`WOKEN`].
     phase: AtomicU8,
-    /// The waker of the task that last polled the [`Repoll`].
-    task: Mutex<Option<Waker>>,
+    /// The waker of the task that last polled the [`Repoll`] (taken by a wake, and
+    /// registered again by the next poll).
+    task: AtomicWaker,
 }
 
 impl<F: Future> Repoll<F> {
     /// Wraps `inner`.
     pub fn new(inner: F) -> Repoll<F> {
-        let state = Arc::new(State { phase: AtomicU8::new(IDLE), task: Mutex::new(None) });
+        let state = Arc::new(State { phase: AtomicU8::new(IDLE), task: AtomicWaker::new() });
         let waker = Waker::from(state.clone());
         Repoll { inner: Box::pin(inner), state, waker }
     }
@@ -69,7 +72,7 @@ impl<F: Future> Future for Repoll<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        self.state.set_task(cx.waker());
+        self.state.task.register(cx.waker());
         let this = &mut *self;
         let mut inner_cx = Context::from_waker(&this.waker);
         for _ in 0..REPOLLS {
@@ -87,16 +90,6 @@ impl<F: Future> Future for Repoll<F> {
     }
 }
 
-impl State {
-    /// Keeps `waker` as the task's, unless it already is.
-    fn set_task(&self, waker: &Waker) {
-        let mut task = crate::sync::lock(&self.task);
-        if !task.as_ref().is_some_and(|t| t.will_wake(waker)) {
-            *task = Some(waker.clone());
-        }
-    }
-}
-
 impl Wake for State {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();
@@ -108,11 +101,7 @@ impl Wake for State {
         // before the poll ends (and is seen there) or after (and goes to the task).
         match self.phase.compare_exchange(POLLING, WOKEN, Ordering::SeqCst, Ordering::SeqCst) {
             Ok(_) | Err(WOKEN) => {}
-            Err(_) => {
-                if let Some(task) = crate::sync::lock(&self.task).as_ref() {
-                    task.wake_by_ref();
-                }
-            }
+            Err(_) => self.task.wake(),
         }
     }
 }
@@ -122,6 +111,7 @@ mod tests {
     #![allow(clippy::unwrap_used)] // Reason: a failed unwrap is a failed test.
 
     use super::*;
+    use std::sync::Mutex;
     use std::sync::atomic::AtomicUsize;
 
     /// A task waker that counts its wakes.
