@@ -58,6 +58,10 @@ pub struct World {
     victim: Option<users::Victim>,
 }
 
+/// The MCPX_* variables of the test run that a world's commands keep: where the
+/// end-to-end tools are, and the log level.
+const INHERITED: [&str; 2] = ["MCPX_E2E_DIR", "MCPX_LOG"];
+
 /// Builds mcpx commands for one world; cheap to clone into threads.
 #[derive(Clone)]
 pub struct Launcher {
@@ -82,6 +86,13 @@ impl Launcher {
         if let Some((ids, _)) = &self.victim {
             use std::os::unix::process::CommandExt;
             cmd.env_clear().uid(ids.uid).gid(ids.gid);
+        }
+        // The world has exactly the MCPX_* settings it sets: none of the developer's own
+        // (a TCP address, `MCPX_HTTP_NO_AUTH`, ...) reaches it, except the test run's.
+        for (key, _) in std::env::vars_os() {
+            if key.to_str().is_some_and(|k| k.starts_with("MCPX_") && !INHERITED.contains(&k)) {
+                cmd.env_remove(&key);
+            }
         }
         cmd.envs(self.env.iter().map(|(k, v)| (k, v))).env_remove("MCPX_SESSION_ID").current_dir(&self.dir);
         for var in &self.unset {
