@@ -201,13 +201,7 @@ async fn serve_until_exit(
             _ = int.recv() => tracing::info!("SIGINT: stopping"),
         }
     };
-    // On a worker, not on this thread (the runtime's `block_on`): a connection is then
-    // accepted and spawned on a worker, and no request wakes this thread twice (for its
-    // accept, and for its connection's end).
-    tokio::spawn(serve(listener, daemon, mcp, signals))
-        .await
-        .context("the task serving the control API panicked")?
-        .context("serving the control API")
+    serve(listener, daemon, mcp, signals).await.context("serving the control API")
 }
 
 /// Serves `/mcp` on TCP at `addr` (opt-in, loopback only), behind `guard`: the
