@@ -380,6 +380,7 @@ pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiErro
         cwd: Some(PathBuf::from("/")),
         piped: false,
         detach: Detach::Session,
+        confine: None,
     });
     drop(writer);
     let mut child = spawned.map_err(cannot)?;

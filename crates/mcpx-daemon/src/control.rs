@@ -431,6 +431,7 @@ pub async fn upgrade(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
         cwd: None,
         piped: true,
         detach: crate::process::Detach::Inherit,
+        confine: None,
     };
     let version = match crate::process::spawn(&probe) {
         Ok(child) => child.wait_with_output().await,

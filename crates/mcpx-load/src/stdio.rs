@@ -43,6 +43,7 @@ impl Caller {
             cwd: None,
             piped: true,
             detach: Detach::Group,
+            confine: None,
         };
         let mut cmd = tokio::process::Command::from(mcpx_platform::process::command(&spec));
         cmd.stderr(Stdio::inherit()).kill_on_drop(true);

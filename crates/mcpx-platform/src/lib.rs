@@ -8,7 +8,7 @@
 //!
 //! The crate denies `unsafe_code`. The only modules allowed to use it are the ones that
 //! call raw syscalls or C functions the `nix` crate does not wrap (`linux::pidfd`,
-//! `macos::libc_sys`), `signal` (installing a signal disposition is unsafe in `nix`) and
+//! `macos::libc_sys`, the functions of `linux::confine` that apply a sandbox after `fork`), `signal` (installing a signal disposition is unsafe in `nix`) and
 //! [`process`] (`pre_exec`: `setsid`, `setrlimit`); every unsafe block carries a `// Safety:` comment.
 //!
 //! No function here starts a thread or needs an async runtime: the supervisor calls them
@@ -32,6 +32,7 @@ mod macos;
 use macos as sys;
 
 pub mod build;
+pub mod confine;
 pub mod exec;
 pub mod fs;
 pub mod limits;

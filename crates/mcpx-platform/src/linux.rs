@@ -1,5 +1,6 @@
 //! Linux implementation: `/proc`, pidfds, `SO_PEERCRED`, `prctl`, `execveat`.
 
+mod confine;
 #[allow(unsafe_code)]
 mod pidfd;
 
@@ -15,6 +16,7 @@ use nix::unistd::{SysconfVar, sysconf};
 
 use crate::pid::ProcStat;
 
+pub(crate) use confine::{Prepared, apply_in_child, confine_prepare, confine_runtime_base, confine_support};
 pub(crate) use pidfd::{open as pidfd_open, send_signal as pidfd_send_signal};
 
 /// Reads `/proc/<pid>/stat`, see proc_pid_stat(5).

@@ -1,6 +1,7 @@
 //! macOS implementation: libproc, sysctl, `getpeereid`. macOS has no pidfds, no child
 //! subreaper, no cgroups, no `/proc` and no `fexecve`.
 
+mod confine;
 #[allow(unsafe_code)]
 mod libc_sys;
 
@@ -12,6 +13,8 @@ use std::path::{Path, PathBuf};
 use nix::sys::signal::Signal;
 
 use crate::pid::ProcStat;
+
+pub(crate) use confine::{Prepared, SANDBOX_EXEC, confine_prepare, confine_runtime_base, confine_support};
 
 /// `proc_pidinfo(PROC_PIDTBSDINFO)`: the start time in microseconds since the epoch and
 /// whether `pbi_status` is `SZOMB`.

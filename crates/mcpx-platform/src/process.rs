@@ -1,7 +1,7 @@
 //! The one place mcpx builds processes (architecture invariant: "every process is
 //! spawned through one function"; `clippy.toml` forbids `Command::new` elsewhere),
 //! with the descriptor limit the process was given, and process-group signalling.
-#![allow(unsafe_code)] // Reason: `pre_exec` (setsid, setrlimit) for spawned processes and adopting inherited descriptors; see the Safety comments.
+#![allow(unsafe_code)] // Reason: `pre_exec` (setsid, setrlimit, confinement) for spawned processes and adopting inherited descriptors; see the Safety comments.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -40,6 +40,9 @@ pub struct SpawnSpec {
     pub piped: bool,
     /// Group or session.
     pub detach: Detach,
+    /// Kernel confinement applied between `fork` and `exec` (Linux), or through
+    /// `sandbox-exec` (macOS); `None` runs the program with the caller's rights.
+    pub confine: Option<std::sync::Arc<crate::confine::Prepared>>,
 }
 
 /// The stop sequence of a server, the same for the supervisor and the daemon's own
@@ -56,7 +59,16 @@ pub const URL_OPENER: &str = if cfg!(target_os = "macos") { "open" } else { "xdg
 /// runtime's `Command::from`). This is the only constructor of `Command`.
 #[allow(clippy::disallowed_methods)] // Reason: this is the one spawn function.
 pub fn command(spec: &SpawnSpec) -> Command {
-    let mut cmd = Command::new(&spec.program);
+    let mut cmd = match &spec.confine {
+        // Seatbelt applies the profile, then executes the program.
+        #[cfg(target_os = "macos")]
+        Some(prepared) => {
+            let mut cmd = Command::new(crate::sys::SANDBOX_EXEC);
+            cmd.arg("-p").arg(&prepared.0.profile).arg(&spec.program);
+            cmd
+        }
+        _ => Command::new(&spec.program),
+    };
     cmd.args(&spec.args).env_clear().envs(&spec.env);
     if let Some(cwd) = &spec.cwd {
         cmd.current_dir(cwd);
@@ -83,6 +95,16 @@ pub fn command(spec: &SpawnSpec) -> Command {
         // setrlimit(2), which is async-signal-safe and touches no shared state.
         unsafe {
             cmd.pre_exec(move || crate::limits::set_in_child(original));
+        }
+    }
+    // Last, so that nothing above runs confined.
+    #[cfg(target_os = "linux")]
+    if let Some(prepared) = spec.confine.clone() {
+        // Safety: the closure runs in the child between fork and exec; `apply_in_child`
+        // allocates nothing and makes only async-signal-safe system calls (prctl, capset,
+        // landlock_restrict_self, seccomp) on memory `prepared` keeps alive.
+        unsafe {
+            cmd.pre_exec(move || crate::sys::apply_in_child(&prepared.0));
         }
     }
     cmd

@@ -81,6 +81,7 @@ impl Child {
             cwd: req.cwd.clone(),
             piped: true,
             detach: Detach::Group,
+            confine: None,
         };
         let mut child = mcpx_platform::process::spawn(&spec)
             .map_err(|source| SpawnError::Start { command: req.command.clone(), source })?;

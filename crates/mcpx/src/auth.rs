@@ -216,7 +216,15 @@ fn show(url: &str, no_browser: bool) {
         return;
     };
     let env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
-    let spec = SpawnSpec { program, args: vec![url.into()], env, cwd: None, piped: false, detach: Detach::Group };
+    let spec = SpawnSpec {
+        program,
+        args: vec![url.into()],
+        env,
+        cwd: None,
+        piped: false,
+        detach: Detach::Group,
+        confine: None,
+    };
     match mcpx_platform::process::command(&spec).spawn() {
         Ok(mut child) => {
             eprintln!("opened the login in a browser; if none shows, open this URL:\n{url}");

@@ -133,6 +133,9 @@ enum Command {
         /// Offer only four tools (list servers, search, describe, call), so the client pays no context for schemas it has not asked for.
         #[arg(long)]
         discover: bool,
+        /// With --code: run scripts without the kernel's confinement, with Deno's permission flags alone (says what stays open).
+        #[arg(long, requires = "code")]
+        unconfined: bool,
     },
     /// Re-execute the running daemon in place (same pid), from its own binary or --binary;
     /// servers keep running and calls in flight finish first.
@@ -443,12 +446,12 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             let dir = absolute(dir, caller.cwd.as_deref()).unwrap_or_else(here);
             crate::trust::run(&state, &env, crate::trust::Action::Untrust { dir }, json)
         }
-        Command::Serve { server, discover, code } => {
+        Command::Serve { server, discover, code, unconfined } => {
             let exe = std::env::current_exe()
                 .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
             let client = connect_or_start(&dirs, &exe).await?;
             if code {
-                return crate::serve_code::run(client, &opened, &env, caller, server).await;
+                return crate::serve_code::run(client, &opened, &env, caller, server, unconfined).await;
             }
             crate::serve::run(client, server, discover, caller.config.clone()).await
         }

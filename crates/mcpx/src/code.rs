@@ -6,6 +6,7 @@
 
 pub mod channel;
 pub mod command;
+pub mod graph;
 pub mod sandbox;
 
 use std::path::PathBuf;
@@ -46,6 +47,10 @@ pub struct Options {
     /// Run under Node's permission model instead of Deno: no type check, and the network stays open.
     #[arg(long)]
     pub unsafe_node: bool,
+    /// Run without the kernel's confinement, with Deno's permission flags alone (for a
+    /// kernel without Landlock; says what stays open).
+    #[arg(long)]
+    pub unconfined: bool,
 }
 
 /// `mcpx run`'s arguments.
@@ -131,6 +136,8 @@ pub struct Context {
     pub deno_dir: PathBuf,
     /// Only this server's tools (`serve --code --server`).
     pub only: Option<String>,
+    /// Run without the kernel's confinement (`--unconfined`).
+    pub unconfined: bool,
 }
 
 /// Runs `job`: fetches the runtime module and the declarations from the daemon, writes
@@ -181,21 +188,35 @@ pub async fn execute(cx: &Context, job: &Job, logs: &mut Logs) -> Result<Outcome
         "{shim}import \"./setup.ts\";\nimport {{ main }} from \"./mcpx.ts\";\nawait main(() => import({script}));\n"
     );
     dir.write(sandbox::ENTRY_FILE, &entry)?;
+    let file = match &job.source {
+        Source::File(path) => Some(path.as_path()),
+        Source::Code(_) => None,
+    };
     let group = match &cx.engine {
         sandbox::Engine::Deno(deno) => {
             let env = sandbox::deno_env(&cx.deno_dir);
-            if job.check {
-                check(deno, &dir, env.clone()).await?;
+            let policy = sandbox::policy(deno, &dir, Some(&cx.deno_dir), file, &job.access);
+            let confine = sandbox::confinement(&policy, cx.unconfined)?;
+            if !mcpx_platform::confine::runtime_flags_off() {
+                let loadable = graph::Loadable {
+                    dirs: [dir.path("")].into_iter().chain(job.access.read.clone()).collect(),
+                    files: file.map(Into::into).into_iter().collect(),
+                };
+                if let Err(refused) = check_graph(deno, &dir, env.clone(), confine.clone(), &loadable).await? {
+                    return Ok(Outcome::Failed(refused));
+                }
             }
-            Group::start(deno, sandbox::run_args(&dir, &job.access, &job.limits, &job.args), env)?
+            if job.check {
+                check(deno, &dir, env.clone(), confine.clone()).await?;
+            }
+            Group::start(deno, sandbox::run_args(&dir, &job.access, &job.limits, &job.args), env, confine)?
         }
         sandbox::Engine::Node(node) => {
-            let file = match &job.source {
-                Source::File(path) => Some(path.as_path()),
-                Source::Code(_) => None,
-            };
+            let mut policy = sandbox::policy(node, &dir, None, file, &job.access);
+            policy.grants.extend(sandbox::node_extra());
+            let confine = sandbox::confinement(&policy, cx.unconfined)?;
             let args = sandbox::node_args(&dir, file, &job.access, &job.limits, &job.args);
-            Group::start(node, args, std::collections::BTreeMap::new())?
+            Group::start(node, args, std::collections::BTreeMap::new(), confine)?
         }
     };
     serve_channel(cx, job, group, &dir, logs).await
@@ -221,29 +242,72 @@ pub async fn callable_names(cx: &Context) -> Result<std::collections::HashMap<(S
         .collect())
 }
 
+/// The module graph check ([`graph`]): `deno info --json` of the entry, confined as the
+/// script will be, then each module it lists against `loadable`. `Ok(Err(_))` is a
+/// refusal, naming each module refused.
+///
+/// Errors: `deno info` cannot start, or takes over 120 s.
+async fn check_graph(
+    deno: &std::path::Path,
+    dir: &RunDir,
+    env: std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString>,
+    confine: Option<std::sync::Arc<mcpx_platform::confine::Prepared>>,
+    loadable: &graph::Loadable,
+) -> Result<Result<(), String>, ApiError> {
+    let (out, err, status) =
+        collect(Group::start(deno, sandbox::info_args(dir), env, confine)?, "reading the module graph").await?;
+    if out.trim_ascii().is_empty() {
+        let how = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+        let said = String::from_utf8_lossy(&err);
+        return Ok(Err(if said.trim().is_empty() {
+            format!(
+                "the script did not run: reading its module graph {how}, and printed nothing: check that {} is Deno (MCPX_DENO, or `deno` on PATH)",
+                deno.display()
+            )
+        } else {
+            format!("the script did not run: its module graph could not be read ({how}):\n{}", said.trim_end())
+        }));
+    }
+    Ok(graph::check(&out, loadable))
+}
+
+/// What a process of the sandbox printed on stdout and stderr, and how it ended, within
+/// 120 s (`doing` names the step for the timeout's message).
+async fn collect(
+    mut group: Group,
+    doing: &str,
+) -> Result<(Vec<u8>, Vec<u8>, std::io::Result<std::process::ExitStatus>), ApiError> {
+    drop(group.child.stdin.take());
+    let (out, err) = (group.child.stdout.take(), group.child.stderr.take());
+    let read = async {
+        // Both at once: a process that fills one pipe while the other is read would stall.
+        let (a, b) = tokio::join!(read_all(out), read_all(err));
+        (a, b, group.child.wait().await)
+    };
+    tokio::time::timeout(Duration::from_secs(120), read).await.map_err(|_| {
+        ApiError::new(ErrorKind::Timeout, format!("{doing} took over 120s and was stopped; try --no-check"))
+    })
+}
+
+/// Everything `pipe` gives until it ends (nothing without one; a read error ends it).
+async fn read_all(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    if let Some(mut pipe) = pipe {
+        let _ = pipe.read_to_end(&mut bytes).await;
+    }
+    bytes
+}
+
 /// `deno check` of the entry; the compiler's message as a `usage` error when it fails.
 async fn check(
     deno: &std::path::Path,
     dir: &RunDir,
     env: std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString>,
+    confine: Option<std::sync::Arc<mcpx_platform::confine::Prepared>>,
 ) -> Result<(), ApiError> {
-    let mut group = Group::start(deno, sandbox::check_args(dir), env)?;
-    drop(group.child.stdin.take());
-    let (mut out, mut err) = (group.child.stdout.take(), group.child.stderr.take());
-    let read = async {
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        if let Some(out) = out.as_mut() {
-            let _ = out.read_to_end(&mut a).await;
-        }
-        if let Some(err) = err.as_mut() {
-            let _ = err.read_to_end(&mut b).await;
-        }
-        a.extend(b);
-        (a, group.child.wait().await)
-    };
-    let (text, status) = tokio::time::timeout(Duration::from_secs(120), read).await.map_err(|_| {
-        ApiError::new(ErrorKind::Timeout, "the type check took over 120s and was stopped; try --no-check")
-    })?;
+    let (mut text, err, status) =
+        collect(Group::start(deno, sandbox::check_args(dir), env, confine)?, "the type check").await?;
+    text.extend(err);
     match status {
         Ok(s) if s.success() => Ok(()),
         _ => Err(ApiError::new(

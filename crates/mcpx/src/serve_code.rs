@@ -31,6 +31,7 @@ pub async fn run(
     env: &std::collections::HashMap<String, String>,
     mut caller: Caller,
     server: Option<String>,
+    unconfined: bool,
 ) -> Result<i32, ApiError> {
     let deno = sandbox::find_deno(env).map_err(|message| {
         ApiError::new(mcpx_daemon::api::ErrorKind::Usage, format!("`serve --code` runs code with Deno: {message}"))
@@ -44,7 +45,11 @@ pub async fn run(
         engine: sandbox::Engine::Deno(deno),
         deno_dir: deno_dir(opened)?,
         only: server,
+        unconfined,
     };
+    if unconfined {
+        eprintln!("mcpx: {}", sandbox::unconfined_left_open(&cx.engine));
+    }
     let cx = Arc::new(cx);
     let out = Arc::new(Mutex::new(tokio::io::stdout()));
     let version = Arc::new(std::sync::Mutex::new(String::new()));

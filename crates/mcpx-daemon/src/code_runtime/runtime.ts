@@ -150,8 +150,16 @@ export async function main(load: () => Promise<{ default?: unknown }>): Promise<
     else if (value === undefined) send({ none: true });
     else send({ value });
   } catch (e) {
-    const error = e as { name?: string; message?: string; stack?: string; kind?: string };
-    send({ fail: { name: error?.name ?? "Error", message: error?.message ?? String(e), stack: error?.stack, kind: error?.kind } });
+    const error = e as { name?: string; message?: string; stack?: string; kind?: string; cause?: unknown };
+    // The causes say what was refused ("fetch failed: ...: Operation not permitted").
+    let message = error?.message ?? String(e);
+    let cause = error?.cause;
+    for (let depth = 0; cause !== undefined && cause !== null && depth < 4; depth++) {
+      const c = cause as { message?: string; cause?: unknown };
+      message += `: ${c.message ?? String(cause)}`;
+      cause = c.cause;
+    }
+    send({ fail: { name: error?.name ?? "Error", message, stack: error?.stack, kind: error?.kind } });
   }
   Deno.exit(0);
 }

@@ -39,6 +39,7 @@ fn start(spec: StdioSpec) -> Result<Link, TransportError> {
         cwd: spec.cwd.clone(),
         piped: true,
         detach: Detach::Group,
+        confine: None,
     })
     .map_err(|e| TransportError::Start { command: spec.command.clone(), message: e.to_string() })?;
     let pid = child.id();

@@ -83,6 +83,7 @@ impl SupervisedLauncher {
             cwd: Some(PathBuf::from("/")),
             piped: true,
             detach: Detach::Inherit,
+            confine: None,
         })
         .map_err(|e| fail(format!("cannot start the supervisor ({}): {e}", self.exe.display())))?;
         let (Some(mut stdin), Some(mut stdout)) = (helper.stdin.take(), helper.stdout.take()) else {

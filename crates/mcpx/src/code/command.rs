@@ -59,13 +59,24 @@ pub async fn run(
         let node = sandbox::find_on_path(env, "node").ok_or_else(|| {
             ApiError::new(ErrorKind::Usage, "--unsafe-node: Node is not on PATH; install Node 22 or later, or Deno")
         })?;
-        output::warn(&format!("mcpx: {}", sandbox::NODE_LEFT_OPEN));
+        output::warn(&format!("mcpx: {}", sandbox::node_left_open(!options.unconfined)));
         sandbox::Engine::Node(node)
     } else {
         sandbox::Engine::Deno(sandbox::find_deno(env).map_err(|message| ApiError::new(ErrorKind::Usage, message))?)
     };
     let deno_dir = deno_dir(opened)?;
-    let cx = Context { client: client.clone(), caller, runtime: opened.runtime.clone(), engine, deno_dir, only: None };
+    if options.unconfined {
+        output::warn(&format!("mcpx: {}", sandbox::unconfined_left_open(&engine)));
+    }
+    let cx = Context {
+        client: client.clone(),
+        caller,
+        runtime: opened.runtime.clone(),
+        engine,
+        deno_dir,
+        only: None,
+        unconfined: options.unconfined,
+    };
     let mut logs = Logs::Forward;
     let outcome = tokio::select! {
         outcome = super::execute(&cx, &job, &mut logs) => outcome?,

@@ -1,14 +1,16 @@
 //! The Deno sandbox a script runs in (docs/code-mode.md, "The sandbox"): finding Deno,
-//! the private directory of one run (runtime module, declarations, entry), the type
-//! check, the permission flags, the wall-time and memory limits, and the process
-//! group killed on every way out.
+//! the private directory of one run (runtime module, declarations, entry), the kernel
+//! confinement of its processes, the graph check and the type check, the permission
+//! flags, the wall-time and memory limits, and the process group killed on every way out.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcpx_daemon::api::{ApiError, ErrorKind};
+use mcpx_platform::confine::{self, Grant, Policy, Prepared};
 use mcpx_platform::fs::Dir;
 use mcpx_platform::process::{Detach, SpawnSpec};
 
@@ -107,12 +109,24 @@ pub struct Group {
 
 impl Group {
     /// Starts `program args` in its own process group with exactly `env`, its three
-    /// standard streams piped.
+    /// standard streams piped, confined by `confine` when given.
     ///
     /// Errors: the process cannot start (`usage`, naming the program).
-    pub fn start(program: &Path, args: Vec<OsString>, env: BTreeMap<OsString, OsString>) -> Result<Group, ApiError> {
-        let spec =
-            SpawnSpec { program: program.to_path_buf(), args, env, cwd: None, piped: true, detach: Detach::Group };
+    pub fn start(
+        program: &Path,
+        args: Vec<OsString>,
+        env: BTreeMap<OsString, OsString>,
+        confine: Option<Arc<Prepared>>,
+    ) -> Result<Group, ApiError> {
+        let spec = SpawnSpec {
+            program: program.to_path_buf(),
+            args,
+            env,
+            cwd: None,
+            piped: true,
+            detach: Detach::Group,
+            confine,
+        };
         let child = tokio::process::Command::from(mcpx_platform::process::command(&spec)).spawn().map_err(|e| {
             ApiError::new(ErrorKind::Usage, format!("cannot start {}: {e}; {INSTALL_HINT}", program.display()))
         })?;
@@ -154,10 +168,19 @@ pub enum Engine {
     Node(PathBuf),
 }
 
-/// What `--unsafe-node` leaves open, said before the script runs.
-pub const NODE_LEFT_OPEN: &str = "--unsafe-node: running under Node's permission model, without a type check; \
-     left open: the network (fetch and sockets work) and reading the script's own file; \
-     closed: other files, subprocesses, workers, native addons, and the environment (empty)";
+/// What `--unsafe-node` leaves open, said before the script runs: with the kernel's
+/// confinement (`confined`), only what Deno's type check and graph check would catch;
+/// without it, also the network and the script's own file.
+pub fn node_left_open(confined: bool) -> &'static str {
+    if confined {
+        "--unsafe-node: running under Node's permission model, without a type check or the module graph check; \
+         the kernel still confines it as it does Deno (no network, no process, only the files it may read)"
+    } else {
+        "--unsafe-node: running under Node's permission model, without a type check; \
+         left open: the network (fetch and sockets work) and reading the script's own file; \
+         closed: other files, subprocesses, workers, native addons, and the environment (empty)"
+    }
+}
 
 /// The module that gives Node the part of Deno's API the runtime uses (the channel on
 /// stdin and stdout, `Deno.exit`, `Deno.args`).
@@ -227,6 +250,87 @@ pub struct Access {
     pub write: Vec<PathBuf>,
 }
 
+/// What the kernel lets the sandbox's processes reach (docs/security.md): the runtime's
+/// binary (read and execute), the system files any program needs
+/// ([`confine::runtime_base`]), the run directory (read), `DENO_DIR` (read and write:
+/// Deno's caches, when running Deno), the script's own file (read), and the `--allow-read`
+/// (read) and `--allow-write` (write) directories. Nothing else: no network, no socket, no
+/// process, no signal.
+pub fn policy(runtime: &Path, dir: &RunDir, deno_dir: Option<&Path>, script: Option<&Path>, access: &Access) -> Policy {
+    let mut grants = vec![Grant::new(runtime, confine::Access::ReadExecute)];
+    grants.extend(confine::runtime_base());
+    grants.push(Grant::new(dir.path(""), confine::Access::Read));
+    grants.extend(deno_dir.map(|d| Grant::new(d, confine::Access::ReadWrite)));
+    grants.extend(script.map(|f| Grant::new(f, confine::Access::Read)));
+    grants.extend(access.read.iter().map(|d| Grant::new(d, confine::Access::Read)));
+    grants.extend(access.write.iter().map(|d| Grant::new(d, confine::Access::Write)));
+    Policy { grants }
+}
+
+/// What Node reads beyond [`confine::runtime_base`] at every start: OpenSSL's
+/// configuration (it refuses to start without reading it).
+pub fn node_extra() -> Vec<Grant> {
+    ["/etc/ssl/openssl.cnf", "/usr/lib/ssl/openssl.cnf"]
+        .into_iter()
+        .filter(|p| Path::new(p).exists())
+        .map(|p| Grant::new(p, confine::Access::Read))
+        .collect()
+}
+
+/// Prepares the kernel confinement of one run: `None` with `unconfined` (its warning said
+/// first by the caller).
+///
+/// Errors: `usage` when the kernel cannot confine and `unconfined` was not asked for
+/// (saying why and what `--unconfined` does), or a granted path cannot be opened
+/// (naming it).
+pub fn confinement(policy: &Policy, unconfined: bool) -> Result<Option<Arc<Prepared>>, ApiError> {
+    if unconfined {
+        return Ok(None);
+    }
+    if let confine::Support::Unavailable(why) = confine::support() {
+        return Err(ApiError::new(ErrorKind::Usage, refusal_without_kernel(&why)));
+    }
+    confine::prepare(policy)
+        .map(|p| Some(Arc::new(p)))
+        .map_err(|e| ApiError::new(ErrorKind::Usage, format!("cannot confine the script: {e}")))
+}
+
+/// Why code mode does not run on a kernel that cannot confine, and the way out.
+pub fn refusal_without_kernel(why: &str) -> String {
+    format!(
+        "code mode runs scripts only under the kernel's confinement, and {why}; \
+         `--unconfined` runs them with Deno's permission flags alone (see `mcpx doctor`)"
+    )
+}
+
+/// What `--unconfined` leaves open, said before the script runs.
+pub fn unconfined_left_open(engine: &Engine) -> String {
+    let kernel = match confine::support() {
+        confine::Support::Kernel { mechanism, .. } => {
+            format!("this kernel could confine it ({mechanism}) but was told not to")
+        }
+        confine::Support::Unavailable(why) => why,
+    };
+    let walls = match engine {
+        Engine::Deno(_) => "Deno's permission flags and the module graph check are its only walls; a flaw in either",
+        Engine::Node(_) => "Node's permission model is its only wall (and leaves the network open); a flaw in it",
+    };
+    format!(
+        "--unconfined: the kernel does not confine this script: {kernel}. {walls} opens what you can reach: \
+         every file you can read or write, the network, your processes and their signals"
+    )
+}
+
+/// The arguments of `deno info --json` for the run directory's entry: the module graph
+/// [`crate::code::graph`] checks.
+pub fn info_args(dir: &RunDir) -> Vec<OsString> {
+    let mut args: Vec<OsString> =
+        ["info", "--json", "--no-remote", "--no-npm", "--config"].map(OsString::from).to_vec();
+    args.push(dir.path("deno.json").into());
+    args.push(dir.path(ENTRY_FILE).into());
+    args
+}
+
 /// The arguments of `deno check` for the run directory's entry.
 pub fn check_args(dir: &RunDir) -> Vec<OsString> {
     let mut args: Vec<OsString> =
@@ -244,6 +348,10 @@ pub fn run_args(dir: &RunDir, access: &Access, limits: &Limits, script_args: &[S
         ["run", "--no-prompt", "--no-check", "--no-remote", "--no-npm", "--config"].map(OsString::from).to_vec();
     args.push(dir.path("deno.json").into());
     args.push(format!("--v8-flags=--max-old-space-size={}", limits.memory_mib).into());
+    if confine::runtime_flags_off() {
+        // Test-only: Deno's own permissions off, to show the kernel alone confines.
+        args.push("--allow-all".into());
+    }
     for (flag, dirs) in [("--allow-read", &access.read), ("--allow-write", &access.write)] {
         if !dirs.is_empty() {
             let list: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
@@ -292,6 +400,13 @@ pub fn permission_hint(message: &str) -> Option<&'static str> {
         ("Requires run access", "the sandbox starts no processes: call a tool that does"),
         ("Requires sys access", "the sandbox does not describe the system"),
         ("Requires ffi access", "the sandbox loads no native code"),
+        // Below Deno's flags, the kernel's refusals (docs/security.md).
+        (
+            "os error 13",
+            "the kernel refused it: the sandbox reads only the run's files, its script and --allow-read directories, and writes only --allow-write directories",
+        ),
+        ("os error 1)", "the kernel refused it: the sandbox opens no socket, starts no process and signals no one"),
+        ("EPERM", "the kernel refused it: the sandbox opens no socket, starts no process and signals no one"),
     ];
     hints.iter().find(|(needle, _)| message.contains(needle)).map(|(_, hint)| *hint)
 }

@@ -307,7 +307,8 @@ fn serve_code_offers_two_tools_and_runs_the_chain_for_the_python_sdk() {
     }
 }
 
-/// `--unsafe-node`: Node's permission model, no type check, and it says what is open.
+/// `--unsafe-node`: Node's permission model under the kernel's confinement, no type check,
+/// and it says what is open (more with `--unconfined`).
 #[test]
 fn unsafe_node_runs_under_nodes_permission_model_and_says_what_is_left_open() {
     let mut w = code_world();
@@ -319,10 +320,13 @@ fn unsafe_node_runs_under_nodes_permission_model_and_says_what_is_left_open() {
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(run.stdout, "node\n");
     assert!(
-        run.stderr.contains("without a type check") && run.stderr.contains("left open: the network"),
+        run.stderr.contains("without a type check") && run.stderr.contains("the kernel still confines it"),
         "{}",
         run.stderr
     );
+    let run = w.run(&["exec", "--unsafe-node", "--unconfined", "return 'open'"]);
+    assert_eq!(run.stdout, "open\n", "{run:?}");
+    assert!(run.stderr.contains("left open: the network") && run.stderr.contains("--unconfined"), "{}", run.stderr);
     let run = w.run(&[
         "exec",
         "--unsafe-node",
