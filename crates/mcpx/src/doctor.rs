@@ -40,8 +40,8 @@ pub enum Level {
 /// One line of the report.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
-    /// Which check: `directories`, `daemon`, `supervisors`, `service`, `commands`,
-    /// `config`, `secrets` or `logins`.
+    /// Which check: `directories`, `daemon`, `supervisors`, `service`, `code-mode`,
+    /// `commands`, `config`, `secrets` or `logins`.
     pub check: &'static str,
     /// How bad it is.
     pub level: Level,
@@ -67,6 +67,7 @@ pub async fn run(dirs: &Dirs, exe: &Path, env: &HashMap<String, String>, request
         );
     }
     report.service(env);
+    report.code_mode();
     report.secrets(dirs);
     print(&report.findings, json);
     i32::from(report.findings.iter().any(|f| f.level == Level::Error))
@@ -289,6 +290,39 @@ impl Report {
     }
 
     /// The secret store recorded in the state directory answers a listing.
+    /// Whether the kernel confines code mode's scripts (Landlock's ABI on Linux), and
+    /// what the sandbox may reach; without confinement code mode refuses to run unless
+    /// `--unconfined`, a warning rather than an error: the rest of mcpx works.
+    fn code_mode(&mut self) {
+        use mcpx_platform::confine;
+        let system: Vec<String> = confine::runtime_base().iter().map(|g| g.path.display().to_string()).collect();
+        match confine::support() {
+            confine::Support::Kernel { mechanism, scoped, .. } => self.add(
+                "code-mode",
+                Level::Ok,
+                format!(
+                    "code mode is confined by {mechanism}{}: a script reads Deno's binary, the system files {}, \
+                     Deno's cache, its run directory and --allow-read directories, and writes --allow-write \
+                     directories and Deno's cache; it opens no network or socket, starts no process and signals no one",
+                    if scoped {
+                        ""
+                    } else {
+                        " (signals refused by seccomp only: Landlock below ABI 6 cannot scope them)"
+                    },
+                    system.join(", ")
+                ),
+            ),
+            confine::Support::Unavailable(why) => self.add(
+                "code-mode",
+                Level::Warn,
+                format!(
+                    "code mode is not confined: {why}; `mcpx exec` and `mcpx run` refuse to run unless --unconfined, \
+                     which leaves Deno's permission flags as the only wall"
+                ),
+            ),
+        }
+    }
+
     fn secrets(&mut self, dirs: &Dirs) {
         let state = match Dir::open_private(&dirs.state, false) {
             Ok(state) => state,

@@ -190,7 +190,7 @@ async fn answer(cx: &Context, message: &Value) -> Result<Value, (i64, String)> {
             }))
         }
         "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({ "tools": tools() })),
+        "tools/list" => Ok(json!({ "tools": tools(cx.unconfined) })),
         "tools/call" => Ok(call(cx, params["name"].as_str().unwrap_or_default(), &params["arguments"]).await),
         other => Err((error_code::METHOD_NOT_FOUND, format!("mcpx serve --code does not offer `{other}`"))),
     }
@@ -201,8 +201,20 @@ const INSTRUCTIONS: &str = "Write TypeScript against your tools instead of calli
     global namespace of async functions (`await everything.echo({ message: \"hi\" })`); only what the \
     code returns comes back.";
 
-/// The two tools (MCP 2025-11-25, Server Features, Tools, "Listing Tools").
-fn tools() -> Value {
+/// What `mcpx_exec`'s description says a script reaches (docs/code-mode.md, "The sandbox").
+const REACHES: &str = "The code reaches tools and nothing else: no file (not even by an import), no network or \
+    socket, no environment variable, no process, no signal. The kernel enforces this (Landlock and seccomp), \
+    and Deno's permissions again.";
+
+/// The same, for `serve --code --unconfined`.
+const REACHES_UNCONFINED: &str = "The code reaches tools and nothing else: no file (not even by an import), no \
+    network, no environment variable, no process; Deno's permissions alone enforce this (the kernel does not \
+    confine this server's scripts).";
+
+/// The two tools (MCP 2025-11-25, Server Features, Tools, "Listing Tools"); `mcpx_exec`
+/// says what a script reaches, as confined or not.
+fn tools(unconfined: bool) -> Value {
+    let reaches = if unconfined { REACHES_UNCONFINED } else { REACHES };
     json!([
         {
             "name": "mcpx_types",
@@ -218,9 +230,9 @@ fn tools() -> Value {
         },
         {
             "name": "mcpx_exec",
-            "description": "Run TypeScript (the body of an async function) in a sandbox where each server is a \
+            "description": format!("Run TypeScript (the body of an async function) in a sandbox where each server is a \
                 global namespace of typed async tool functions; answers what the code returns (JSON or text) \
-                and what it logged. No file system, network, environment or processes; a tool error throws.",
+                and what it logged; a tool error throws. {reaches}"),
             "inputSchema": {
                 "type": "object",
                 "properties": {

@@ -348,12 +348,13 @@ pub fn run_args(dir: &RunDir, access: &Access, limits: &Limits, script_args: &[S
         ["run", "--no-prompt", "--no-check", "--no-remote", "--no-npm", "--config"].map(OsString::from).to_vec();
     args.push(dir.path("deno.json").into());
     args.push(format!("--v8-flags=--max-old-space-size={}", limits.memory_mib).into());
-    if confine::runtime_flags_off() {
+    let flags_off = confine::runtime_flags_off();
+    if flags_off {
         // Test-only: Deno's own permissions off, to show the kernel alone confines.
         args.push("--allow-all".into());
     }
     for (flag, dirs) in [("--allow-read", &access.read), ("--allow-write", &access.write)] {
-        if !dirs.is_empty() {
+        if !dirs.is_empty() && !flags_off {
             let list: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
             args.push(format!("{flag}={}", list.join(",")).into());
         }

@@ -498,9 +498,20 @@ impl Serve {
         Serve::start_cmd(w.command(), args, capabilities)
     }
 
+    /// Starts `cmd` as it is (its arguments already given: `serve --code`, say) and
+    /// initializes with `capabilities`.
+    pub fn start_cmd_args(cmd: std::process::Command, capabilities: serde_json::Value) -> Serve {
+        Serve::spawn(cmd, capabilities)
+    }
+
     fn start_cmd(mut cmd: std::process::Command, args: &[&str], capabilities: serde_json::Value) -> Serve {
+        cmd.arg("serve").args(args);
+        Serve::spawn(cmd, capabilities)
+    }
+
+    fn spawn(mut cmd: std::process::Command, capabilities: serde_json::Value) -> Serve {
         use std::io::BufRead;
-        cmd.arg("serve").args(args).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+        cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
         let mut child = Spawned(cmd.spawn().unwrap());
         let stdin = child.0.stdin.take();
         let stdout = child.0.stdout.take().unwrap();

@@ -14,6 +14,7 @@ mod cli;
 mod cli_extras;
 mod clients;
 mod code;
+mod code_confine;
 mod code_types;
 mod conformance;
 mod conformance_client;
