@@ -150,3 +150,6 @@ pub fn runtime_flags_off() -> bool {
     }
     false
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests;
