@@ -1,0 +1,81 @@
+//! What a confined process may reach ([`Policy`]), and whether this kernel can hold it
+//! to that ([`Support`]): plain data, shared by the Linux and macOS implementations.
+
+use std::path::PathBuf;
+
+/// What a [`Grant`] opens under its path (a directory and everything beneath it, or one
+/// file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read files and list directories.
+    Read,
+    /// Read, and execute: a program or the dynamic loader.
+    ReadExecute,
+    /// Create, write, truncate, rename within and remove files and directories; not read.
+    Write,
+    /// [`Access::Read`] and [`Access::Write`].
+    ReadWrite,
+}
+
+/// One path the confined process may reach, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// A directory (the grant covers everything beneath it) or a file. Symbolic links in
+    /// it are followed when the policy is prepared: the grant is of what it names then.
+    pub path: PathBuf,
+    /// What the grant opens.
+    pub access: Access,
+}
+
+impl Grant {
+    /// A grant of `access` to `path`.
+    pub fn new(path: impl Into<PathBuf>, access: Access) -> Grant {
+        Grant { path: path.into(), access }
+    }
+}
+
+/// What a confined process may reach: exactly its grants of the file system. Everything
+/// else stays closed: TCP, new sockets of any family, new processes, signals, tracing and
+/// other processes' memory (see [`CLOSED`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// The paths it may reach.
+    pub grants: Vec<Grant>,
+}
+
+/// What confinement closes, whatever the grants, one line each, for a reader
+/// (`mcpx doctor`, docs/security.md).
+pub const CLOSED: &[&str] = &[
+    "every file and directory not granted (symbolic links are followed to what they name)",
+    "TCP bind and connect (Landlock ABI 4)",
+    "new sockets of any family: unix, UDP, raw, netlink (seccomp)",
+    "new processes: fork, vfork, clone without CLONE_THREAD (seccomp); executing any file not granted (Landlock)",
+    "signals to any process (seccomp; Landlock ABI 6 scopes them to the sandbox too)",
+    "ptrace, process_vm_readv/writev, pidfd_open/getfd (seccomp)",
+    "abstract unix sockets outside the sandbox (Landlock ABI 6)",
+    "io_uring, new namespaces, bpf, perf events, userfaultfd, the kernel keyrings, open_by_handle_at (seccomp)",
+    "capabilities: all dropped, and no_new_privs set, so none come back on exec",
+];
+
+/// Whether this kernel confines, as [`support`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Support {
+    /// Confinement is enforced by the kernel.
+    Kernel {
+        /// What enforces it, for a reader: `Landlock ABI 7 and seccomp`, `Seatbelt`.
+        mechanism: String,
+        /// The Landlock ABI (0 on macOS).
+        abi: u32,
+        /// Signals and abstract unix sockets are scoped by the kernel too (Landlock ABI 6).
+        scoped: bool,
+    },
+    /// The kernel cannot confine: why, for a reader.
+    Unavailable(String),
+}
+
+impl Support {
+    /// Whether the kernel confines.
+    pub fn confines(&self) -> bool {
+        matches!(self, Support::Kernel { .. })
+    }
+}
