@@ -1,5 +1,6 @@
 """Section 10: code mode. (a) A script making three calls (`mcpx exec`, with and without its type
-check) against three `mcpx call`s, to warm server-everything, taking turns. (b) The bytes an MCP
+check, each confined by the kernel and `--unconfined`) against three `mcpx call`s, to warm
+server-everything, taking turns. (b) The bytes an MCP
 client receives for one task, done with plain tool calls over `mcpx serve` and with `mcpx serve
 --code`: read a file with server-filesystem, store one entity per line in server-memory, and get
 the entities' names back. Every output and answer is checked."""
@@ -79,8 +80,8 @@ def run(args, tmp: Path, registry: list) -> CodeResults:
             total += elapsed
         return total, None
 
-    def exec_side(check: bool):
-        args_ = ("exec", THREE) if check else ("exec", "--no-check", THREE)
+    def exec_side(check: bool, confined: bool = True):
+        args_ = ("exec",) + (() if check else ("--no-check",)) + (() if confined else ("--unconfined",)) + (THREE,)
         return lambda: (m.checked(args_, lambda out: out == THREE_OUT, f"it did not print {THREE_OUT!r}")[0], None)
 
     row = Row(
@@ -89,7 +90,9 @@ def run(args, tmp: Path, registry: list) -> CodeResults:
         what="three echo calls to warm server-everything",
         sides=[
             Side("script, no type check", "mcpx exec --no-check '<three calls>'", exec_side(False)),
+            Side("script, no type check, unconfined", "mcpx exec --no-check --unconfined '<three calls>'", exec_side(False, False)),
             Side("script, type-checked", "mcpx exec '<three calls>'", exec_side(True)),
+            Side("script, type-checked, unconfined", "mcpx exec --unconfined '<three calls>'", exec_side(True, False)),
             Side("three commands", "mcpx call everything.echo ... (x3)", three_calls),
         ],
         request="",
@@ -196,11 +199,14 @@ def summary(cr: CodeResults) -> list[str]:
     sides = {s.label: s for s in cr.row.sides}
     three, plain = sides["three commands"], sides["script, no type check"]
     checked = sides["script, type-checked"]
+    unconfined = sides["script, no type check, unconfined"]
     return [
         "| what | result |",
         "| --- | --- |",
         f"| three echo calls: one `mcpx exec --no-check` script vs. three `mcpx call`s (medians) | "
         f"{ms(plain.median)} vs. {ms(three.median)}; type-checked: {ms(checked.median)} |",
+        f"| the same script confined by the kernel vs. `--unconfined` (medians, no type check) | "
+        f"{ms(plain.median)} vs. {ms(unconfined.median)} ({plain.median / max(unconfined.median, 1e-9):.2f}x) |",
         f"| bytes an MCP client receives for one task (read a file, store 3 entities, list them): plain tool calls vs. "
         f"`serve --code` | {cr.plain['received']:,} vs. {cr.code['received']:,} "
         f"({cr.plain['received'] / max(cr.code['received'], 1):.1f}x fewer with `--code`) |",
@@ -214,7 +220,9 @@ def section(n: int, cr: CodeResults) -> list[str]:
         "",
         f"A script making three calls to warm server-everything (`mcpx exec`, on {cr.deno}), against the same three "
         "calls as three `mcpx call`s, taking turns; the three commands' times are summed per round. The type check "
-        "(`deno check` against the declarations) is most of the type-checked script's time.",
+        "(`deno check` against the declarations) is most of the type-checked script's time. Each script runs "
+        "confined by the kernel (Landlock and seccomp, applied to `deno info`, `deno check` and `deno run`) and "
+        "with `--unconfined` (Deno's flags alone); both check the module graph first (`deno info`).",
         "",
         *sides_table(cr.row.sides),
         "",
