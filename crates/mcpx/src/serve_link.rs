@@ -7,7 +7,8 @@
 //! What `serve` keeps here is what lets the link break safely: the client's
 //! `initialize`, replayed (its answer swallowed) on a new link after the daemon
 //! restarts, and the requests written and not yet answered. When the link breaks,
-//! each of those gets a JSON-RPC error (it may have run); when the daemon closes it to
+//! each of those gets a JSON-RPC error (it may have run), but one whose write failed
+//! (it never went out) is sent again on a new link; when the daemon closes it to
 //! stop or upgrade (`notifications/mcpx/closing`, after answering all it read), they
 //! were never read and are sent again on the next link. A `subscriptions/listen` whose
 //! stream ended with the daemon is not sent again, as over HTTP.
@@ -60,6 +61,11 @@ struct Conn {
     writer: tokio::sync::Mutex<WriteHalf<Upgraded>>,
     /// What was written and not answered; `None` once the connection has ended.
     pending: std::sync::Mutex<Option<HashMap<String, Pending>>>,
+    /// Requests whose write had not finished when the connection broke, handed back
+    /// to their writers: only a writer knows whether its line went out (then it may
+    /// have run, and gets an error) or not (then it is sent again). Filled under the
+    /// `pending` lock, as that map is taken.
+    unsent: std::sync::Mutex<HashMap<String, Pending>>,
     /// The id of a replayed `initialize`, whose answer the client must not see.
     swallow: std::sync::Mutex<Option<String>>,
 }
@@ -70,7 +76,12 @@ struct Pending {
     line: Bytes,
     /// A `subscriptions/listen`: its stream ends with the daemon, unanswered.
     listen: bool,
+    /// Its line was written whole on the connection.
+    written: bool,
 }
+
+/// The error of a request the daemon may have read before it went away.
+const WENT_AWAY: &str = "the mcpx daemon went away during the request; the next request reconnects";
 
 /// Why no connection could be had.
 enum Unavailable {
@@ -118,7 +129,7 @@ impl Link {
         }
         let listen = method == Some("subscriptions/listen");
         let number = self.sent.fetch_add(1, Ordering::Relaxed);
-        let pending = request.map(|id| (id.to_owned(), Pending { number, line: line.clone(), listen }));
+        let pending = request.map(|id| (id.to_owned(), Pending { number, line: line.clone(), listen, written: false }));
         match self.write(&line, pending, !initialize).await {
             Ok(()) => Ok(()),
             Err(Unavailable::NotOffered) => Err(NotOffered(line)),
@@ -133,8 +144,10 @@ impl Link {
 
     /// Writes `line` (remembered as `pending` until answered) on the connection,
     /// connecting first when there is none. A line the connection refuses was never
-    /// read, so it is tried once more on a new one. `replay`: a new connection first
-    /// initializes with the client's `initialize`.
+    /// read, so it is tried once more on a new one, even when the connection's end was
+    /// seen meanwhile; one written whole before the connection broke may have run, and
+    /// fails. `replay`: a new connection first initializes with the client's
+    /// `initialize`.
     async fn write(
         self: &Arc<Self>,
         line: &Bytes,
@@ -149,19 +162,39 @@ impl Link {
                 // Ended meanwhile: take a new one.
                 let Some(map) = map.as_mut() else { continue };
                 if let Some((id, p)) = pending.take() {
-                    map.insert(id, p);
+                    map.insert(id, Pending { written: false, ..p });
                 }
             }
-            if conn.write(line).await.is_ok() {
-                return Ok(());
-            }
+            let wrote = conn.write(line).await.is_ok();
+            let Some(id) = &id else {
+                if wrote {
+                    return Ok(());
+                }
+                self.drop_conn(&conn).await;
+                continue;
+            };
+            // Still pending on a live connection, or handed back by its broken end.
+            let mine = {
+                let mut map = lock(&conn.pending);
+                match map.as_mut() {
+                    Some(map) if wrote => {
+                        if let Some(p) = map.get_mut(id) {
+                            p.written = true;
+                        }
+                        return Ok(());
+                    }
+                    Some(map) => map.remove(id),
+                    None => lock(&conn.unsent).remove(id),
+                }
+            };
             self.drop_conn(&conn).await;
-            if let Some(id) = &id {
-                match lock(&conn.pending).as_mut().and_then(|m| m.remove(id)) {
-                    Some(p) => pending = Some((id.clone(), p)),
-                    // The connection's end took it, and answered it or sent it again.
-                    None => return Ok(()),
-                }
+            match mine {
+                // Written whole before the connection broke: it may have run.
+                Some(_) if wrote => return Err(Unavailable::Failed(WENT_AWAY.to_owned())),
+                // Never went out: tried again on a new connection.
+                Some(p) => pending = Some((id.clone(), p)),
+                // The connection's end took it (answered, or sent again after a close).
+                None => return Ok(()),
             }
         }
         Err(Unavailable::Failed("the mcpx daemon could not be reached; the next request reconnects".to_owned()))
@@ -191,6 +224,7 @@ impl Link {
         let conn = Arc::new(Conn {
             writer: tokio::sync::Mutex::new(write),
             pending: std::sync::Mutex::new(Some(HashMap::new())),
+            unsent: std::sync::Mutex::new(HashMap::new()),
             swallow: std::sync::Mutex::new(None),
         });
         tokio::spawn(self.clone().read(conn.clone(), read));
@@ -254,13 +288,21 @@ impl Link {
                 }
                 self.out.line(line).await;
             }
-            let left = lock(&conn.pending).take().unwrap_or_default();
+            let left = {
+                let mut pending = lock(&conn.pending);
+                let mut left = pending.take().unwrap_or_default();
+                if !closing {
+                    // A write still under way is its writer's to settle.
+                    lock(&conn.unsent).extend(left.extract_if(|_, p| !p.written));
+                }
+                left
+            };
             self.drop_conn(&conn).await;
             let mut left: Vec<(String, Pending)> = left.into_iter().collect();
             left.sort_by_key(|(_, p)| p.number);
             for (id, p) in left {
                 if !closing {
-                    self.error(&id, "the mcpx daemon went away during the request; the next request reconnects").await;
+                    self.error(&id, WENT_AWAY).await;
                 } else if !p.listen {
                     // Never read by the daemon that closed: the next one takes it.
                     let line = p.line.clone();
