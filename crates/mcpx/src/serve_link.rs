@@ -293,7 +293,14 @@ impl Link {
                 let mut left = pending.take().unwrap_or_default();
                 if !closing {
                     // A write still under way is its writer's to settle.
-                    lock(&conn.unsent).extend(left.extract_if(|_, p| !p.written));
+                    let unwritten: Vec<String> =
+                        left.iter().filter(|(_, p)| !p.written).map(|(id, _)| id.clone()).collect();
+                    let mut unsent = lock(&conn.unsent);
+                    for id in unwritten {
+                        if let Some(p) = left.remove(&id) {
+                            unsent.insert(id, p);
+                        }
+                    }
                 }
                 left
             };
