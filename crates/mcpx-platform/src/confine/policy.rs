@@ -57,7 +57,7 @@ pub const CLOSED: &[&str] = &[
     "capabilities: all dropped, and no_new_privs set, so none come back on exec",
 ];
 
-/// Whether this kernel confines, as [`support`] finds it.
+/// Whether this kernel confines, as [`super::support`] finds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Support {
     /// Confinement is enforced by the kernel.
