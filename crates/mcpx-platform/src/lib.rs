@@ -221,6 +221,23 @@ pub fn peer_uid(fd: BorrowedFd<'_>) -> io::Result<u32> {
     sys::peer_uid(fd)
 }
 
+/// The uid owning the TCP socket at `peer` that is connected to this process's `local`,
+/// both on this machine (a loopback listener's accepted connection): so a listener on
+/// 127.0.0.1 can refuse another user's connections, which loopback TCP does not do.
+///
+/// - Linux: the `uid` column of the row of `/proc/net/tcp` (or `tcp6`) whose local
+///   address is `peer` and remote address is `local` (proc_net_tcp(5)).
+/// - macOS: not known (`Ok(None)`); the caller cannot tell.
+///
+/// `Ok(None)` also when no row matches (the peer closed meanwhile).
+///
+/// # Errors
+///
+/// The `io::Error` of reading the table.
+pub fn tcp_peer_uid(local: std::net::SocketAddr, peer: std::net::SocketAddr) -> io::Result<Option<u32>> {
+    sys::tcp_peer_uid(local, peer)
+}
+
 /// Makes the calling process a child subreaper, so that orphaned descendants (e.g. a server's
 /// daemonized grandchildren) are re-parented to it instead of to init, and it can reap them.
 ///

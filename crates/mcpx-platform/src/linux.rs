@@ -88,6 +88,35 @@ fn parse_stat(stat: &[u8]) -> io::Result<ProcStat> {
     Ok(ProcStat { start_time, zombie })
 }
 
+/// The `uid` of the `/proc/net/tcp` (IPv4) or `tcp6` row whose local address is `peer`
+/// and remote address `local`, see proc_net_tcp(5).
+pub(crate) fn tcp_peer_uid(local: std::net::SocketAddr, peer: std::net::SocketAddr) -> io::Result<Option<u32>> {
+    let table = if peer.is_ipv4() { "/proc/net/tcp" } else { "/proc/net/tcp6" };
+    Ok(tcp_owner(&fs::read_to_string(table)?, local, peer))
+}
+
+/// The owner of the row `peer` -> `local` of a `/proc/net/tcp{,6}` table's text.
+fn tcp_owner(table: &str, local: std::net::SocketAddr, peer: std::net::SocketAddr) -> Option<u32> {
+    let (want_local, want_remote) = (proc_net_address(peer), proc_net_address(local));
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_ascii_whitespace().collect();
+        let (from, to, uid) = (fields.get(1)?, fields.get(2)?, fields.get(7)?);
+        (from.eq_ignore_ascii_case(&want_local) && to.eq_ignore_ascii_case(&want_remote)).then(|| uid.parse().ok())?
+    })
+}
+
+/// An address as `/proc/net/tcp` writes it: the IP's 32-bit words in the kernel's byte
+/// order (this machine's), in hex, then `:` and the port in hex.
+fn proc_net_address(addr: std::net::SocketAddr) -> String {
+    let ip = match addr.ip() {
+        std::net::IpAddr::V4(ip) => format!("{:08X}", u32::from_ne_bytes(ip.octets())),
+        std::net::IpAddr::V6(ip) => {
+            ip.octets().chunks(4).map(|w| format!("{:08X}", u32::from_ne_bytes([w[0], w[1], w[2], w[3]]))).collect()
+        }
+    };
+    format!("{ip}:{:04X}", addr.port())
+}
+
 /// `getsockopt(SO_PEERCRED)`, see unix(7).
 pub(crate) fn peer_uid(fd: BorrowedFd<'_>) -> io::Result<u32> {
     Ok(getsockopt(&fd, PeerCredentials)?.uid())

@@ -65,6 +65,11 @@ pub(crate) fn peer_uid(fd: BorrowedFd<'_>) -> io::Result<u32> {
     Ok(uid.as_raw())
 }
 
+/// macOS keeps no table of TCP sockets' owners that mcpx can read without privileges.
+pub(crate) fn tcp_peer_uid(_local: std::net::SocketAddr, _peer: std::net::SocketAddr) -> io::Result<Option<u32>> {
+    Ok(None)
+}
+
 /// macOS cannot run a file by its descriptor: the caller runs the path once it has
 /// checked that the path still names the file.
 pub(crate) fn fd_program(_fd: BorrowedFd<'_>) -> Option<PathBuf> {

@@ -42,6 +42,11 @@ pub const STORE_RECORD: &str = "secret-store";
 /// `file` or `keychain`. Read by the CLI; see [`Wanted::parse`].
 pub const STORE_VARIABLE: &str = "MCPX_SECRET_STORE";
 
+/// How the names of the logins `mcpx auth login` keeps begin: their own namespace in
+/// the store. `mcpx secret set` and `rm` refuse such names, and a configuration's
+/// `${secret:}` and `${input:}` never expand one (docs/security.md, "Remote servers").
+pub const LOGIN_PREFIX: &str = "oauth-";
+
 /// Where secrets are kept: the store recorded in the state directory.
 #[derive(Debug, Clone)]
 pub enum SecretStore {

@@ -205,3 +205,19 @@ fn child_subreaper_is_linux_only() {
     // Harmless for the test process: orphaned grandchildren of tests would become its children.
     assert_eq!(set_child_subreaper().unwrap(), cfg!(target_os = "linux"));
 }
+
+/// A loopback connection's owner is this process's user (Linux), or unknown (macOS); a
+/// pair of addresses with no connection between them has none.
+#[test]
+fn a_loopback_tcp_peer_is_this_user() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (_conn, peer) = listener.accept().unwrap();
+    let local = listener.local_addr().unwrap();
+    assert_eq!(peer, client.local_addr().unwrap());
+    let uid = nix::unistd::getuid().as_raw();
+    let expected = if cfg!(target_os = "linux") { Some(uid) } else { None };
+    assert_eq!(tcp_peer_uid(local, peer).unwrap(), expected);
+    let nowhere: std::net::SocketAddr = "127.0.0.1:1".parse().unwrap();
+    assert_eq!(tcp_peer_uid(local, nowhere).unwrap(), None);
+}
