@@ -73,7 +73,7 @@ pub use command::{CommandNotFound, DEFAULT_PATH, ExeIdentity, SearchedIn, exe_id
 pub use entry::{EntryError, FileWarning, ResolvedConfig, ServerEntry, ServerOptions};
 pub use error::ConfigError;
 pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport, Secrets, StoreIn};
-pub use oauth::{ExpandedOAuth, Grant, OAUTH_KEYS, OAuthSpec, TokenAuthMethod};
+pub use oauth::{ExpandedOAuth, Grant, OAUTH_KEYS, OAuthSpec, TokenAuthMethod, is_secure};
 pub use parse::{NamedEntry, read_client_file};
 pub use resolve::{
     ConfigCache, ExplicitFiles, FileContents, Inputs, MCPX_PROJECT_FILE, PROJECT_FILE, PROJECT_FILES, ResolveRequest,

@@ -320,7 +320,8 @@ impl Pool {
         wait: Option<Duration>,
         report: &(dyn Fn(Wait) + Send + Sync),
     ) -> Result<Lease, CallError> {
-        let deadline = wait.map(|w| Instant::now() + w);
+        // A wait past the clock's range is no deadline.
+        let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let slot = self.slot(&target.entry.name, &target.fingerprint, key);
         let mut instance = self.instance(target, &slot, deadline, report).await?;
         let permit = if lock(&slot.settings).sharing == Sharing::Exclusive {

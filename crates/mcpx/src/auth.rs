@@ -17,6 +17,7 @@ use mcpx_platform::process::{Detach, SpawnSpec, URL_OPENER};
 use serde_json::Value;
 
 use crate::output;
+use crate::sanitize;
 
 /// Logs in to `server`; returns the exit status (0), or the daemon's error (`auth`,
 /// exit 4, when the login failed).
@@ -206,7 +207,17 @@ fn utc(secs: u64) -> String {
 
 /// Shows the user the authorization URL: opens it in `$BROWSER` or with the
 /// platform's opener, and prints it when that is not wanted or not possible.
+/// Only an https URL, or http to this machine, goes to a browser: a `file:` or
+/// `javascript:` URL an authorization server named is printed, escaped, instead.
 fn show(url: &str, no_browser: bool) {
+    let secure = url::Url::parse(url).is_ok_and(|u| mcpx_daemon::config::is_secure(&u));
+    if !secure {
+        eprintln!(
+            "the login's URL is neither https nor on this machine, so mcpx does not open it: {}",
+            sanitize::line(url)
+        );
+        return;
+    }
     let browser = std::env::var("BROWSER").ok().filter(|b| !b.trim().is_empty());
     let program = if no_browser { None } else { browser.or_else(|| Some(URL_OPENER.to_owned())) };
     let path = std::env::var("PATH").ok();
@@ -239,14 +250,16 @@ fn show(url: &str, no_browser: bool) {
 /// line: where to go and the code to enter there, and the link with the code in it
 /// when the server gives one.
 fn device_prompt(code: &Value) -> String {
-    let field = |name: &str| code[name].as_str().unwrap_or("?");
+    // What the authorization server wrote, escaped: it cannot drive the terminal or
+    // forge a line of mcpx's.
+    let field = |name: &str| sanitize::line(code[name].as_str().unwrap_or("?")).into_owned();
     let mut text = format!(
         "to log in, open {} on any device and enter the code\n\n    {}\n\n",
         field("verification_uri"),
         field("user_code")
     );
     if let Some(complete) = code["verification_uri_complete"].as_str() {
-        text.push_str(&format!("(or open {complete}, which has the code in it)\n"));
+        text.push_str(&format!("(or open {}, which has the code in it)\n", sanitize::line(complete)));
     }
     let minutes = code["expires_in"].as_u64().map(|s| s.div_ceil(60)).unwrap_or(0);
     text.push_str(&format!("waiting for the login; the code expires in {minutes} min (Ctrl-C to give up)\n"));

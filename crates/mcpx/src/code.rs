@@ -336,7 +336,10 @@ async fn serve_channel(
     let limit = job.limits.output_bytes;
     let collect = matches!(logs, Logs::Collect(_));
     let logged = tokio::spawn(pass_logs(stderr, limit, collect));
-    let deadline = tokio::time::Instant::now() + job.limits.timeout;
+    // The limits are capped ([`sandbox::MAX_TIMEOUT`]); a deadline past the clock's
+    // range is none.
+    let far = tokio::time::Instant::now() + sandbox::MAX_TIMEOUT;
+    let deadline = tokio::time::Instant::now().checked_add(job.limits.timeout).unwrap_or(far);
     let mut calls = tokio::task::JoinSet::new();
     let mut line = Vec::new();
     let ended = loop {

@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 
 use self::edit::{CopyError, Edited, Refused};
 use crate::output;
+use crate::sanitize;
 
 /// What `mcpx import` is asked to do.
 #[derive(Debug)]
@@ -251,6 +252,13 @@ impl Place {
         self.tilde(Some(&self.config))
     }
 
+    /// Whether the config file (the one a link at its path names) can be read by the
+    /// group or others.
+    fn open_to_others(&self) -> bool {
+        std::fs::metadata(&self.config)
+            .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o044 != 0)
+    }
+
     /// `path` with HOME written `~`; `-` for none.
     fn tilde(&self, path: Option<&Path>) -> String {
         path.map_or_else(|| "-".to_owned(), |p| output::tilde(p, self.env.home.as_deref()))
@@ -400,9 +408,9 @@ fn copy(place: &Place, clients: &[Client], force: bool, json: bool) -> Result<i3
         for (name, mut entry) in read {
             anchor_cwd(&mut entry, file.parent());
             if entries.iter().any(|(n, _)| *n == name) {
-                skipped.push(format!("{name} ({})", client.name()));
+                skipped.push(format!("{} ({})", sanitize::line(&name), client.name()));
             } else {
-                names.push(name.clone());
+                names.push(sanitize::line(&name).into_owned());
                 entries.push((name, entry));
             }
         }
@@ -431,9 +439,19 @@ fn copy(place: &Place, clients: &[Client], force: bool, json: bool) -> Result<i3
     if let Some(text) = &edited.text {
         place.write(text)?;
     }
+    let exposed = if place.open_to_others() { literal_values(&entries) } else { Vec::new() };
+    if !exposed.is_empty() {
+        output::warn(&format!(
+            "mcpx: warning: the copies carry literal values ({}) into {}, which others can read: put each in the secret store (`mcpx secret set NAME`) and write `${{secret:NAME}}` instead, or `chmod 600 {}`",
+            exposed.join(", "),
+            place.show(),
+            place.show()
+        ));
+    }
     if json {
         let body = serde_json::json!({
             "config": place.config, "added": edited.added, "replaced": edited.present, "skipped": skipped,
+            "exposed": exposed,
         });
         output::say_json(&serde_json::to_string_pretty(&body).unwrap_or_default());
         return Ok(0);
@@ -461,6 +479,28 @@ fn copy(place: &Place, clients: &[Client], force: bool, json: bool) -> Result<i3
         output::say(&format!("\n{} holds the copies; `mcpx ls` lists them", place.show()));
     }
     Ok(0)
+}
+
+/// The values of copied entries that may be credentials written in the clear: each
+/// `env` and `headers` value, and `oauth.clientSecret`, without a `${...}` reference,
+/// named `server env NAME`.
+fn literal_values(entries: &[(String, Map<String, Value>)]) -> Vec<String> {
+    let literal = |v: &Value| v.as_str().is_some_and(|s| !s.is_empty() && !s.contains("${"));
+    let mut found = Vec::new();
+    for (name, entry) in entries {
+        let name = sanitize::line(name);
+        for field in ["env", "headers"] {
+            if let Some(Value::Object(values)) = entry.get(field) {
+                for (key, _) in values.iter().filter(|(_, v)| literal(v)) {
+                    found.push(format!("{name} {field} {}", sanitize::line(key)));
+                }
+            }
+        }
+        if entry.get("oauth").and_then(|o| o.get("clientSecret")).is_some_and(literal) {
+            found.push(format!("{name} oauth clientSecret"));
+        }
+    }
+    found
 }
 
 /// Makes a relative `cwd` of an entry copied out of a file in `dir` absolute: it was relative

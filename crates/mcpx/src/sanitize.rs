@@ -39,6 +39,17 @@ pub fn text(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` for one line of output: as [`text`], and newlines and tabs escaped too
+/// (`\n`, `\t`), so a name or a server's message cannot break the line or forge one
+/// under it.
+pub fn line(text: &str) -> Cow<'_, str> {
+    if !text.contains(['\n', '\t']) {
+        return self::text(text);
+    }
+    let escaped = text.replace('\n', "\\n").replace('\t', "\\t");
+    Cow::Owned(self::text(&escaped).into_owned())
+}
+
 /// JSON text for a terminal, holding the same value: inside strings every unsafe
 /// character becomes a `\u00XX` escape (serde_json escapes C0 but writes DEL and C1
 /// raw; a server's JSON passed through may hold them too). Outside strings a CR

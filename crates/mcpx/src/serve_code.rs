@@ -237,7 +237,7 @@ fn tools(unconfined: bool) -> Value {
                 "type": "object",
                 "properties": {
                     "code": { "type": "string", "description": "The body of an async function; `return` what you want back." },
-                    "timeout": { "type": "string", "description": "Stop after this long (30s, 5m); default 60s." }
+                    "timeout": { "type": "string", "description": "Stop after this long (30s, 5m); default 60s, at most 10m." }
                 },
                 "required": ["code"]
             }
@@ -302,6 +302,12 @@ async fn exec(cx: &Context, arguments: &Value) -> Value {
     let mut limits = Limits::default();
     if let Some(t) = arguments["timeout"].as_str() {
         match mcpx_daemon::config::units::parse_duration(t) {
+            Ok(d) if d > sandbox::MAX_CLIENT_TIMEOUT => {
+                return result(
+                    format!("timeout: {t} is longer than the 10m an MCP client's script may run; ask for 10m or less"),
+                    true,
+                );
+            }
             Ok(d) => limits.timeout = d,
             Err(e) => return result(format!("timeout: {e}"), true),
         }

@@ -60,11 +60,16 @@ pub fn run(state: &Path, env: &HashMap<String, String>, action: Action, json: bo
         Action::Trust { dir: project, yes } => {
             let entries =
                 project_entries(&project, &env).map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
+            let (refused, entries): (Vec<ProjectEntry>, Vec<ProjectEntry>) =
+                entries.into_iter().partition(|e| e.refused.is_some());
+            if !json {
+                show_refused(&refused);
+            }
             let new: Vec<ProjectEntry> =
                 entries.into_iter().filter(|e| !store.trusts(&e.file, &e.server, &e.hash)).collect();
             if new.is_empty() {
                 if json {
-                    output::say_json(&serde_json::json!({ "trusted": [] }).to_string());
+                    output::say_json(&serde_json::json!({ "trusted": [], "refused": refused }).to_string());
                 } else {
                     output::say(&format!(
                         "nothing to trust: every entry of the project files found upward from {} is trusted",
@@ -85,7 +90,7 @@ pub fn run(state: &Path, env: &HashMap<String, String>, action: Action, json: bo
             }
             write_store(&dir, &store)?;
             if json {
-                output::say_json(&serde_json::json!({ "trusted": new }).to_string());
+                output::say_json(&serde_json::json!({ "trusted": new, "refused": refused }).to_string());
             } else {
                 output::say(&format!("trusted {} (a changed or new entry needs `mcpx trust` again)", count(new.len())));
             }
@@ -152,6 +157,20 @@ fn show(entries: &[ProjectEntry]) {
         if !e.variables.is_empty() {
             output::say(&format!("    uses {}", e.variables.join(", ")));
         }
+    }
+}
+
+/// Prints the entries no one can trust, and why: they do not parse (a `${secret:}`
+/// naming a stored login, say), so they run nothing.
+fn show_refused(entries: &[ProjectEntry]) {
+    for e in entries {
+        let why = e.refused.as_deref().unwrap_or_default();
+        output::warn(&format!(
+            "refused, not trusted: {} in {}: {}",
+            quote(&e.server),
+            e.file.display(),
+            crate::sanitize::line(why)
+        ));
     }
 }
 

@@ -68,8 +68,8 @@ async fn login_sleeping<S: Fn(std::time::Duration) -> F, F: std::future::Future<
     let details: StandardDeviceAuthorizationResponse = request.request_async(http).await.map_err(|e| match e {
         RequestTokenError::ServerResponse(answer) => format!(
             "the device authorization request to {endpoint} failed: the server answered {}{}",
-            answer.error(),
-            answer.error_description().map(|d| format!(" ({d})")).unwrap_or_default()
+            super::said(answer.error().as_ref()),
+            answer.error_description().map(|d| format!(" ({})", super::said(d))).unwrap_or_default()
         ),
         other => format!("the device authorization request to {endpoint} failed: {}", flow::request_failure(&other)),
     })?;
@@ -93,7 +93,7 @@ fn poll_error<RE: std::error::Error + 'static>(e: &RequestTokenError<RE, oauth2:
     let RequestTokenError::ServerResponse(answer) = e else {
         return format!("waiting for the device login failed: {}", flow::request_failure(e));
     };
-    let description = answer.error_description().map(|d| format!(" ({d})")).unwrap_or_default();
+    let description = answer.error_description().map(|d| format!(" ({})", super::said(d))).unwrap_or_default();
     match answer.error() {
         Kind::AccessDenied => {
             format!("the login was denied at the authorization server{description}; run it again to retry")

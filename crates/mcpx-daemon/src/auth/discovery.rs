@@ -84,6 +84,26 @@ pub enum DiscoveryError {
         /// The MCP server's URL.
         server: String,
     },
+    /// An OAuth URL (metadata, or an endpoint a document names) that is neither https
+    /// nor on this machine (OAuth 2.1 §1.5).
+    #[error(
+        "{what} is at {url}, which is neither https nor on this machine (plain http only to 127.0.0.1, ::1 or localhost); mcpx sends no login or secret there: tell the server's operator"
+    )]
+    Insecure {
+        /// What the URL is for.
+        what: &'static str,
+        /// The URL.
+        url: String,
+    },
+    /// The challenge names protected resource metadata on another origin, over plain
+    /// http (RFC 9728 §3.1 places it at the server's own origin).
+    #[error(
+        "the server's challenge names its protected resource metadata at {url}, on another origin and not https; mcpx reads it only from the server's own origin or over https: tell the server's operator"
+    )]
+    ForeignMetadata {
+        /// The URL the challenge named.
+        url: String,
+    },
     /// No authorization server metadata at any of the URLs the specification names.
     #[error(
         "no authorization server metadata for {issuer} (tried {tried}); the server's operator has to publish it, or the entry's `oauth` block has to name the endpoints"
@@ -222,6 +242,10 @@ pub async fn discover(
     let resource_url = canonical(server);
     let mut protected = None;
     for url in protected_resource_urls(server, challenge) {
+        if url.origin() != server.origin() && url.scheme() != "https" {
+            return Err(DiscoveryError::ForeignMetadata { url: url.to_string() });
+        }
+        secure("the protected resource metadata", &url)?;
         if let Some(json) = fetch.get_json(&url).await? {
             protected = Some(parse_protected_resource(url, json)?);
             break;
@@ -312,6 +336,7 @@ pub fn authorization_server_urls(issuer: &str) -> Result<Vec<(Url, Source)>, Dis
 pub async fn authorization_server(fetch: &dyn Fetch, issuer: &str) -> Result<(AuthServer, Source), DiscoveryError> {
     let urls = authorization_server_urls(issuer)?;
     for (url, source) in &urls {
+        secure("the authorization server's metadata", url)?;
         let Some(json) = fetch.get_json(url).await? else { continue };
         let server = parse_auth_server(url, json)?;
         if server.issuer != issuer {
@@ -339,6 +364,7 @@ async fn origin_fallback(fetch: &dyn Fetch, server: &Url) -> Result<(AuthServer,
         u
     };
     let url = at("/.well-known/oauth-authorization-server");
+    secure("the authorization server's metadata", &url)?;
     if let Some(json) = fetch.get_json(&url).await? {
         return Ok((parse_auth_server(&url, json)?, Source::Origin2025_03_26));
     }
@@ -347,6 +373,7 @@ async fn origin_fallback(fetch: &dyn Fetch, server: &Url) -> Result<(AuthServer,
         registration_endpoint: Some(at("/register")),
         ..AuthServer::token_only(base.as_str().trim_end_matches('/').to_owned(), at("/token"))
     };
+    endpoints_secure(&defaults)?;
     Ok((defaults, Source::Defaults2025_03_26))
 }
 
@@ -362,7 +389,7 @@ fn parse_protected_resource(url: Url, json: serde_json::Value) -> Result<Protect
         scopes_supported: Option<Vec<String>>,
     }
     let raw: Raw = serde_json::from_value(json)
-        .map_err(|e| DiscoveryError::BadMetadata { url: url.to_string(), message: e.to_string() })?;
+        .map_err(|e| DiscoveryError::BadMetadata { url: url.to_string(), message: describe(&e) })?;
     Ok(ProtectedResource {
         url,
         resource: raw.resource,
@@ -371,10 +398,58 @@ fn parse_protected_resource(url: Url, json: serde_json::Value) -> Result<Protect
     })
 }
 
-/// The authorization server metadata in `json`, found at `url`.
+/// The authorization server metadata in `json`, found at `url`, every endpoint it
+/// names https or on this machine.
 fn parse_auth_server(url: &Url, json: serde_json::Value) -> Result<AuthServer, DiscoveryError> {
-    serde_json::from_value(json)
-        .map_err(|e| DiscoveryError::BadMetadata { url: url.to_string(), message: e.to_string() })
+    let server: AuthServer = serde_json::from_value(json)
+        .map_err(|e| DiscoveryError::BadMetadata { url: url.to_string(), message: describe(&e) })?;
+    endpoints_secure(&server)?;
+    Ok(server)
+}
+
+/// Refuses `url` for `what` unless it is https or on this machine ([`crate::config::is_secure`]).
+///
+/// Errors: [`DiscoveryError::Insecure`].
+pub fn secure(what: &'static str, url: &Url) -> Result<(), DiscoveryError> {
+    if crate::config::is_secure(url) { Ok(()) } else { Err(DiscoveryError::Insecure { what, url: url.to_string() }) }
+}
+
+/// Every endpoint of `server` is https or on this machine: authorization, token,
+/// registration, device authorization and revocation.
+///
+/// Errors: [`DiscoveryError::Insecure`] for the first that is not.
+pub fn endpoints_secure(server: &AuthServer) -> Result<(), DiscoveryError> {
+    secure("the token endpoint", &server.token_endpoint)?;
+    let named = [
+        ("the authorization endpoint", &server.authorization_endpoint),
+        ("the registration endpoint", &server.registration_endpoint),
+        ("the device authorization endpoint", &server.device_authorization_endpoint),
+        ("the revocation endpoint", &server.revocation_endpoint),
+    ];
+    for (what, url) in named {
+        if let Some(url) = url {
+            secure(what, url)?;
+        }
+    }
+    Ok(())
+}
+
+/// What is wrong with a metadata document, from its parse error, without quoting the
+/// document: a missing field is named (the name is the specification's), any other
+/// error is described by its kind only.
+fn describe(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    if text.starts_with("missing field") {
+        return text;
+    }
+    let kind = if text.starts_with("invalid type") {
+        "a field has the wrong type"
+    } else if text.starts_with("invalid value") || text.contains("relative URL") || text.contains("URL") {
+        "a field's value is not valid (a URL that does not parse, say)"
+    } else {
+        "it is not the metadata document it should be"
+    };
+    kind.to_owned()
 }
 
 /// `/.well-known/<name>` for `server`: with its path inserted (when it has one), then

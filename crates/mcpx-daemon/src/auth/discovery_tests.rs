@@ -299,3 +299,49 @@ fn covers_is_same_origin_and_a_path_prefix_at_a_boundary() {
         assert!(!covers(&url(resource), &url(server)), "{resource} does not cover {server}");
     }
 }
+
+#[test]
+fn plain_http_endpoints_off_this_machine_are_refused() {
+    let prm = "https://api.example.com/.well-known/oauth-protected-resource/mcp";
+    let with_as = |metadata: serde_json::Value| {
+        Docs::default()
+            .with(prm, json!({ "authorization_servers": ["https://auth.example.com"] }))
+            .with("https://auth.example.com/.well-known/oauth-authorization-server", metadata)
+    };
+    for (field, value) in [
+        ("token_endpoint", "http://auth.example.com/token"),
+        ("authorization_endpoint", "file:///etc/passwd"),
+        ("registration_endpoint", "http://10.0.0.1/register"),
+        ("device_authorization_endpoint", "ftp://auth.example.com/device"),
+        ("revocation_endpoint", "http://[::2]/revoke"),
+    ] {
+        let mut metadata = as_metadata("https://auth.example.com", "https://auth.example.com");
+        metadata[field] = json!(value);
+        let e = run(&with_as(metadata), "https://api.example.com/mcp", None).unwrap_err();
+        assert!(matches!(&e, DiscoveryError::Insecure { .. }), "{field}: {e:?}");
+        assert!(e.to_string().contains("neither https nor on this machine"), "{e}");
+    }
+    // Loopback http is this machine's, in each spelling.
+    for base in ["http://127.0.0.1:9", "http://127.0.0.2:9", "http://localhost:9", "http://[::1]:9"] {
+        let metadata = as_metadata("https://auth.example.com", base);
+        assert!(run(&with_as(metadata), "https://api.example.com/mcp", None).is_ok(), "{base}");
+    }
+    // A server whose own metadata is over plain http to another machine is not read.
+    let docs = Docs::default();
+    let e = run(&docs, "http://api.example.com/mcp", None).unwrap_err();
+    assert!(matches!(e, DiscoveryError::Insecure { .. }), "{e:?}");
+    assert!(docs.asked().is_empty(), "{:?}", docs.asked());
+    // A challenge's metadata on another origin is read over https only.
+    let foreign = r#"Bearer resource_metadata="http://other.example.com/prm""#;
+    let e = run(&docs, "https://api.example.com/mcp", Some(foreign)).unwrap_err();
+    assert!(matches!(e, DiscoveryError::ForeignMetadata { .. }), "{e:?}");
+    assert!(docs.asked().is_empty(), "{:?}", docs.asked());
+}
+
+#[test]
+fn a_document_that_is_not_metadata_is_described_not_quoted() {
+    let prm = "https://api.example.com/.well-known/oauth-protected-resource/mcp";
+    let docs = Docs::default().with(prm, json!({ "authorization_servers": "QUOTED-TEXT-91c" }));
+    let e = run(&docs, "https://api.example.com/mcp", None).unwrap_err().to_string();
+    assert!(e.contains("wrong type") && !e.contains("QUOTED-TEXT-91c"), "{e}");
+}

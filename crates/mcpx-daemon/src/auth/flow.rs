@@ -326,8 +326,9 @@ fn token_error<RE: std::error::Error + 'static, T: oauth2::ErrorResponse + 'stat
     let what = match e {
         RequestTokenError::ServerResponse(answer) => {
             let json = serde_json::to_value(answer).unwrap_or_default();
-            let code = json["error"].as_str().unwrap_or("an error");
-            let description = json["error_description"].as_str().map(|d| format!(" ({d})")).unwrap_or_default();
+            let code = super::said(json["error"].as_str().unwrap_or("an error"));
+            let description =
+                json["error_description"].as_str().map(|d| format!(" ({})", super::said(d))).unwrap_or_default();
             format!("the server answered {code}{description}")
         }
         other => request_failure(other),
@@ -352,8 +353,8 @@ pub(super) fn request_failure<RE: std::error::Error + 'static, T: oauth2::ErrorR
 fn oauth_error(body: &str) -> String {
     let json: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
     match (json["error"].as_str(), json["error_description"].as_str()) {
-        (Some(code), Some(d)) => format!(" ({code}: {d})"),
-        (Some(code), None) => format!(" ({code})"),
+        (Some(code), Some(d)) => format!(" ({}: {})", super::said(code), super::said(d)),
+        (Some(code), None) => format!(" ({})", super::said(code)),
         _ => String::new(),
     }
 }

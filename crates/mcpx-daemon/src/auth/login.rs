@@ -32,6 +32,9 @@ const SESSION_ID: &str = "mcp-session-id";
 /// The largest redirect request read, in bytes.
 const MAX_REDIRECT_REQUEST: usize = 16 * 1024;
 
+/// How long a connection to the redirect listener has to send its request.
+const REDIRECT_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// What a login is for.
 pub struct LoginTarget<'a> {
     /// The HTTP client (it should follow no redirects to other origins).
@@ -159,7 +162,7 @@ async fn authorization_code(
     };
     let pending = flow::authorize(&found.server, &client, &redirect_uri, resource, scopes)?;
     show(Prompt::Open(&pending.url))?;
-    let query = tokio::time::timeout(LOGIN_TIMEOUT, redirect(&listener)).await.map_err(|_| {
+    let query = tokio::time::timeout(LOGIN_TIMEOUT, redirect(&listener, &pending.state)).await.map_err(|_| {
         format!(
             "no login came back within {} s; run `mcpx auth login {}` again",
             LOGIN_TIMEOUT.as_secs(),
@@ -178,6 +181,25 @@ pub(super) fn configured_client(
     server: &AuthServer,
 ) -> Result<Option<ClientInfo>, String> {
     let Some(oauth) = oauth else { return Ok(None) };
+    // Credentials go only to the server that issued them, whatever a resource server's
+    // metadata names (the configuration requires `issuer` with them).
+    if oauth.client_secret.is_some() || oauth.private_key.is_some() {
+        match &oauth.spec.issuer {
+            Some(issuer) if *issuer == server.issuer => {}
+            Some(issuer) => {
+                return Err(format!(
+                    "the entry's `oauth.issuer` is {issuer:?}, but the server's metadata names the authorization server {:?}; mcpx sends the client's credentials to no other server, and sent nothing: check the entry's `url` and `oauth.issuer`",
+                    server.issuer
+                ));
+            }
+            None => {
+                return Err(
+                    "the entry's `oauth` block has credentials but no `issuer`; name the authorization server that issued them (`oauth.issuer`)"
+                        .to_owned(),
+                );
+            }
+        }
+    }
     if let Some(id) = &oauth.client_id {
         let supported = server.token_endpoint_auth_methods_supported.as_deref();
         let offers = |m: &str| supported.is_none_or(|s| s.iter().any(|x| x == m));
@@ -241,35 +263,87 @@ async fn probe(target: &LoginTarget<'_>) -> Result<(bool, Option<Challenge>), St
     Ok((true, challenge))
 }
 
-/// Serves the loopback listener until the redirect comes (`GET /callback?...`); returns
-/// its query. Other requests (a browser's `/favicon.ico`) get a 404.
-async fn redirect(listener: &TcpListener) -> Result<Vec<(String, String)>, String> {
+/// Serves the loopback listener until the redirect of this login comes (`GET
+/// /callback?...` carrying `state`); returns its query.
+/// - Connections are served at once, each on its own task, with
+///   [`REDIRECT_READ_TIMEOUT`] to send its request: an idle one holds nothing up.
+/// - A connection from another user is closed unread (loopback TCP lets any user in).
+/// - A `/callback` without this login's `state` is answered 400, and the listener goes
+///   on waiting (RFC 6749 §10.12: only the request carrying `state` is the redirect).
+/// - Other requests (a browser's `/favicon.ico`) get a 404.
+async fn redirect(listener: &TcpListener, state: &str) -> Result<Vec<(String, String)>, String> {
+    let (found, mut came) = tokio::sync::mpsc::channel(1);
+    let mut conns = tokio::task::JoinSet::new();
+    let local = listener.local_addr().map_err(|e| format!("the login's redirect listener failed: {e}"))?;
     loop {
-        let (mut conn, _) =
-            listener.accept().await.map_err(|e| format!("the login's redirect listener failed: {e}"))?;
-        let mut head = Vec::new();
-        let mut buf = [0u8; 2048];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_REDIRECT_REQUEST {
-            match conn.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => head.extend_from_slice(&buf[..n]),
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (conn, peer) = accepted.map_err(|e| format!("the login's redirect listener failed: {e}"))?;
+                if !from_this_user(local, peer) {
+                    tracing::warn!(%peer, "the login's redirect listener refused a connection from another user");
+                    continue;
+                }
+                let (found, state) = (found.clone(), state.to_owned());
+                conns.spawn(async move {
+                    let answered = tokio::time::timeout(REDIRECT_READ_TIMEOUT, answer_redirect(conn, &state)).await;
+                    if let Ok(Some(query)) = answered {
+                        let _ = found.send(query).await;
+                    }
+                });
             }
+            Some(query) = came.recv() => return Ok(query),
         }
-        let line = String::from_utf8_lossy(&head).lines().next().unwrap_or_default().to_owned();
-        let target = line.strip_prefix("GET ").and_then(|rest| rest.split(' ').next()).unwrap_or_default();
-        let parsed = Url::parse(&format!("http://127.0.0.1{target}")).ok().filter(|u| u.path() == "/callback");
-        let Some(url) = parsed else {
-            let _ = conn.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
-            continue;
-        };
-        let page = "<!doctype html><title>mcpx</title><p>mcpx: the login is done. You can close this tab.</p>";
+    }
+}
+
+/// Whether the connection from `peer` to `local` is this user's (or cannot be told, on
+/// a platform that does not say).
+fn from_this_user(local: std::net::SocketAddr, peer: std::net::SocketAddr) -> bool {
+    match mcpx_platform::tcp_peer_uid(local, peer) {
+        Ok(Some(uid)) => uid == nix::unistd::getuid().as_raw(),
+        Ok(None) => true,
+        Err(e) => {
+            tracing::debug!(error = %e, "cannot tell whose the redirect connection is");
+            true
+        }
+    }
+}
+
+/// Reads one request on `conn` and answers it; the query of a `/callback` carrying
+/// `state`.
+async fn answer_redirect(mut conn: tokio::net::TcpStream, state: &str) -> Option<Vec<(String, String)>> {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 2048];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_REDIRECT_REQUEST {
+        match conn.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let line = String::from_utf8_lossy(&head).lines().next().unwrap_or_default().to_owned();
+    let target = line.strip_prefix("GET ").and_then(|rest| rest.split(' ').next()).unwrap_or_default();
+    let parsed = Url::parse(&format!("http://127.0.0.1{target}")).ok().filter(|u| u.path() == "/callback");
+    let Some(url) = parsed else {
+        let _ = conn.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
+        return None;
+    };
+    let query: Vec<(String, String)> = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+    if !query.iter().any(|(k, v)| k == "state" && v == state) {
+        let page = "<!doctype html><title>mcpx</title><p>mcpx: this is not the login mcpx is waiting for.</p>";
         let answer = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
             page.len()
         );
         let _ = conn.write_all(answer.as_bytes()).await;
-        return Ok(url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect());
+        return None;
     }
+    let page = "<!doctype html><title>mcpx</title><p>mcpx: the login is done. You can close this tab.</p>";
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+        page.len()
+    );
+    let _ = conn.write_all(answer.as_bytes()).await;
+    Some(query)
 }
 
 /// The code of a redirect's `query`, once its `state` is the request's and its `iss`
@@ -279,12 +353,14 @@ async fn redirect(listener: &TcpListener) -> Result<Vec<(String, String)>, Strin
 /// Errors: the server refused (its `error` quoted), or a check failed.
 pub fn check_redirect(query: &[(String, String)], state: &str, server: &AuthServer) -> Result<String, String> {
     let get = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
-    if let Some(error) = get("error") {
-        let description = get("error_description").map(|d| format!(" ({d})")).unwrap_or_default();
-        return Err(format!("the authorization server refused the login: {error}{description}"));
-    }
+    // `state` first: a redirect without this login's is no one's word on it, not even
+    // an `error` (RFC 6749 §10.12).
     if get("state") != Some(state) {
         return Err("the login's redirect carries another `state`; it was not this login's: run it again".to_owned());
+    }
+    if let Some(error) = get("error") {
+        let description = get("error_description").map(|d| format!(" ({})", super::said(d))).unwrap_or_default();
+        return Err(format!("the authorization server refused the login: {}{description}", super::said(error)));
     }
     match get("iss") {
         Some(iss) if iss != server.issuer => {

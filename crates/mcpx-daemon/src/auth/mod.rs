@@ -16,3 +16,11 @@ pub mod flow;
 pub mod login;
 pub mod logout;
 pub mod tokens;
+
+/// Text an authorization server wrote (an `error_description`, a device login's code),
+/// for a one-line message: control characters, newlines included, escaped as Rust
+/// escapes them (`\n`, `\u{1b}`), so the text can neither break the line nor forge one
+/// under it. Everything else is kept as written.
+pub fn said(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}

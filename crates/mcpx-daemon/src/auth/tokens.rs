@@ -95,9 +95,9 @@ pub fn expiry(now: SystemTime, expires_in: Option<Duration>) -> Option<u64> {
     expires_in.map(|d| (now + d).as_secs())
 }
 
-/// How the secret store names of logins begin; no user secret needs it, and
+/// How the secret store names of logins begin; no user secret may have it, and
 /// `mcpx secret ls` shows the secrets that have it as logins.
-pub const PREFIX: &str = "oauth-";
+pub const PREFIX: &str = mcpx_platform::secrets::LOGIN_PREFIX;
 
 /// The secret store name of the login for `issuer` and `resource`:
 /// `oauth-<16 hex digits of SHA-256>`, a valid secret name whatever the URLs hold.

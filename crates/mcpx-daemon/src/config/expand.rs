@@ -112,6 +112,12 @@ fn parse_reference(body: &str) -> Result<Segment<'_>, String> {
                 ));
             }
             mcpx_platform::secrets::check_name(secret).map_err(|e| format!("`${{{body}}}`: {e}"))?;
+            if secret.starts_with(mcpx_platform::secrets::LOGIN_PREFIX) {
+                return Err(format!(
+                    "`${{{body}}}` names a login to a remote server (`{}…` names are the logins `mcpx auth login` keeps), which mcpx never hands to a server; give the entry a secret of its own (`mcpx secret set NAME`)",
+                    mcpx_platform::secrets::LOGIN_PREFIX
+                ));
+            }
             return Ok(Segment::Secret { name: secret, input: kind == "input" });
         }
         Some(_) => {
@@ -374,6 +380,9 @@ mod tests {
         assert!(check("${input:api-key}").is_ok() && check("${secret:A.b_c-1}").is_ok());
         assert!(check("${secret:a b}").unwrap_err().contains("not a valid secret name"));
         assert!(check("${secret:}").unwrap_err().contains("not a valid secret name"));
+        for login in ["${secret:oauth-9594c76830ce8f80}", "${input:oauth-x}"] {
+            assert!(check(login).unwrap_err().contains("names a login"), "{login}");
+        }
         assert!(check("${secret:K:-x}").unwrap_err().contains("a secret has no default"));
         assert!(check("${workspaceFolder}").unwrap_err().contains("belongs to no project"));
         assert!(check("$${not closed").is_ok());

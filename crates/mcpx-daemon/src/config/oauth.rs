@@ -9,6 +9,7 @@ use super::units::json_kind;
 /// The keys of an `oauth` block, in documentation order. `callbackPort` is Claude
 /// Code's name for `redirectPort`.
 pub const OAUTH_KEYS: &[&str] = &[
+    "issuer",
     "clientId",
     "clientSecret",
     "privateKey",
@@ -75,6 +76,19 @@ impl Grant {
     }
 }
 
+/// Whether `url` may carry a login or a secret: `https`, or `http` to this machine
+/// (`127.0.0.0/8`, `::1`, `localhost`), as OAuth 2.1 (§1.5) asks of every endpoint but
+/// a native client's loopback redirect (RFC 8252 §8.3).
+pub fn is_secure(url: &url::Url) -> bool {
+    match (url.scheme(), url.host()) {
+        ("https", Some(_)) => true,
+        ("http", Some(url::Host::Ipv4(ip))) => ip.is_loopback(),
+        ("http", Some(url::Host::Ipv6(ip))) => ip.is_loopback(),
+        ("http", Some(url::Host::Domain(name))) => name.eq_ignore_ascii_case("localhost"),
+        _ => false,
+    }
+}
+
 /// A key (`oauth.<name>`) and what is wrong with its value.
 pub(super) type KeyError = (String, String);
 
@@ -84,6 +98,10 @@ pub(super) type Template<'a> = &'a dyn Fn(&str, &str) -> Result<String, KeyError
 /// A remote entry's `oauth` block, as written: templates unexpanded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct OAuthSpec {
+    /// `issuer`: the authorization server that issued the client's credentials (its
+    /// metadata's `issuer`, RFC 8414 §2). Required with `clientSecret` or `privateKey`:
+    /// they are sent to no other server, whatever a resource server's metadata names.
+    pub issuer: Option<String>,
     /// `clientId`: a pre-registered client's id (a template).
     pub client_id: Option<String>,
     /// `clientSecret`: its secret, through `${secret:NAME}` or `${VAR}` (a template).
@@ -151,6 +169,18 @@ pub(super) fn parse_oauth(value: &Value, strict: bool, template: Template<'_>) -
         }
         let text = || v.as_str().ok_or_else(|| (key.clone(), format!("expected a string, found {}", json_kind(v))));
         match name.as_str() {
+            "issuer" => {
+                let issuer = text()?;
+                let secure = url::Url::parse(issuer).is_ok_and(|u| is_secure(&u));
+                if !secure {
+                    return Err((
+                        key,
+                        "must be the authorization server's https URL (http only on this machine: 127.0.0.1, ::1, localhost)"
+                            .into(),
+                    ));
+                }
+                spec.issuer = Some(issuer.to_owned());
+            }
             "clientId" => spec.client_id = Some(template(&key, text()?)?),
             "clientSecret" => spec.client_secret = Some(template(&key, text()?)?),
             "privateKey" => spec.private_key = Some(template(&key, text()?)?),
@@ -209,6 +239,12 @@ fn check(spec: &OAuthSpec) -> Result<(), KeyError> {
             "oauth.clientId".into(),
             "missing: a client secret, a private key or the client credentials grant needs the client's `clientId`"
                 .into(),
+        ));
+    }
+    if (spec.client_secret.is_some() || spec.private_key.is_some()) && spec.issuer.is_none() {
+        return Err((
+            "oauth.issuer".into(),
+            "missing: a `clientSecret` or `privateKey` is sent only to the authorization server that issued it; name that server (`\"issuer\": \"https://auth.example.com\"`, the `issuer` of its metadata)".into(),
         ));
     }
     if spec.grant == Grant::ClientCredentials && spec.client_secret.is_none() && spec.private_key.is_none() {
@@ -279,11 +315,13 @@ mod tests {
     #[test]
     fn a_full_block_is_read() {
         let spec = parse(
-            json!({ "clientId": "id", "clientSecret": "${secret:S}", "tokenEndpointAuthMethod": "client_secret_post",
-                "scopes": ["a", "b:c"], "redirectPort": 8976, "grant": "client_credentials", "x-other": null }),
+            json!({ "issuer": "https://as.example", "clientId": "id", "clientSecret": "${secret:S}",
+                "tokenEndpointAuthMethod": "client_secret_post", "scopes": ["a", "b:c"], "redirectPort": 8976,
+                "grant": "client_credentials", "x-other": null }),
             false,
         )
         .unwrap();
+        assert_eq!(spec.issuer.as_deref(), Some("https://as.example"));
         assert_eq!(spec.client_id.as_deref(), Some("id"));
         assert_eq!(spec.client_secret.as_deref(), Some("${secret:S}"));
         assert_eq!(spec.token_endpoint_auth_method, Some(TokenAuthMethod::ClientSecretPost));
@@ -310,9 +348,20 @@ mod tests {
         assert_eq!(err_key(json!({ "clientSecret": "s" })), "oauth.clientId");
         assert_eq!(err_key(json!({ "grant": "client_credentials", "clientId": "i" })), "oauth.clientSecret");
         assert_eq!(err_key(json!({ "clientId": "i", "clientSecret": "s", "privateKey": "k" })), "oauth.privateKey");
+        // Credentials name the server that issued them, over https (or on this machine).
+        assert_eq!(err_key(json!({ "clientId": "i", "clientSecret": "s" })), "oauth.issuer");
+        assert_eq!(err_key(json!({ "clientId": "i", "privateKey": "k" })), "oauth.issuer");
+        for insecure in ["http://as.example", "file:///x", "not a url"] {
+            assert_eq!(err_key(json!({ "issuer": insecure })), "oauth.issuer", "{insecure}");
+        }
+        assert!(parse(json!({ "issuer": "http://127.0.0.1:8080" }), true).is_ok());
+        let issued = |mut v: Value| {
+            v["issuer"] = json!("https://as.example");
+            v
+        };
         let mismatch = json!({ "clientId": "i", "privateKey": "k", "tokenEndpointAuthMethod": "client_secret_basic" });
-        assert_eq!(err_key(mismatch), "oauth.tokenEndpointAuthMethod");
+        assert_eq!(err_key(issued(mismatch)), "oauth.tokenEndpointAuthMethod");
         let mismatch = json!({ "clientId": "i", "clientSecret": "s", "tokenEndpointAuthMethod": "private_key_jwt" });
-        assert_eq!(err_key(mismatch), "oauth.tokenEndpointAuthMethod");
+        assert_eq!(err_key(issued(mismatch)), "oauth.tokenEndpointAuthMethod");
     }
 }

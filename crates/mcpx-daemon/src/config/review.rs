@@ -47,12 +47,16 @@ pub struct ProjectEntry {
     /// The variables and secrets the entry uses, as written in it: `HOME`,
     /// `secret:TOKEN`, `input:key` (`${env:X}` is listed as `X`); sorted, no repeats.
     pub variables: Vec<String>,
+    /// Why the entry is refused whatever the user says (it does not parse: a
+    /// `${secret:}` naming a stored login, say); it runs nothing and cannot be trusted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// The entries of every project file found upward from `dir` (the files a caller in
 /// `dir` reads with [`Role::Project`]), nearest file first, in name order within a
-/// file. An entry that does not parse, or that runs `mcpx serve`, is left out: it can
-/// run nothing.
+/// file. An entry that does not parse is listed as refused ([`ProjectEntry::refused`]);
+/// one that runs `mcpx serve` is left out: neither can run anything.
 ///
 /// Errors: [`ConfigError::Io`] when a file cannot be read, [`ConfigError::Syntax`] when
 /// one does not parse (it must be fixed before it can be reviewed).
@@ -63,6 +67,14 @@ pub fn project_entries(dir: &Path, env: &ConfigEnv) -> Result<Vec<ProjectEntry>,
         let text = std::fs::read_to_string(&file).map_err(io_err)?;
         let canonical = super::trust::trust_key(&file).map_err(io_err)?;
         let parsed = parse::parse_file(&file, &FileKind::of(&file, env), &text)?;
+        for (server, error) in &parsed.main.errors {
+            found.push(ProjectEntry {
+                file: canonical.clone(),
+                server: server.clone(),
+                refused: Some(error.0.to_string()),
+                ..ProjectEntry::default()
+            });
+        }
         for entry in parsed.main.servers.into_values() {
             let mut variables = BTreeSet::new();
             let mut shown = ProjectEntry {

@@ -584,7 +584,7 @@ fn project_entries_are_trusted_only_as_recorded() {
 fn a_remote_entry_takes_an_oauth_block_and_a_command_entry_does_not() {
     let cfg = parse_text(
         r#"{"mcpServers": {"r": {"url": "https://h/mcp",
-            "oauth": {"clientId": "${ID}", "clientSecret": "${secret:R_SECRET}", "scopes": ["read"]}}}}"#,
+            "oauth": {"issuer": "https://as.h", "clientId": "${ID}", "clientSecret": "${secret:R_SECRET}", "scopes": ["read"]}}}}"#,
     )
     .unwrap();
     let oauth = cfg.get("r").unwrap().oauth.clone().unwrap();

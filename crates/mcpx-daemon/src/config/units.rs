@@ -15,11 +15,15 @@ use serde_json::Value;
 
 const NANOS_PER_SEC: u128 = 1_000_000_000;
 
+/// The longest duration any setting or flag takes: 365 days. A longer one is refused, so
+/// a deadline computed from one (`Instant::now() + d`) cannot overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// Parses a duration string such as `"500ms"`, `"30s"`, `"5m"`, `"1h"` or `"1h30m"`.
 ///
 /// A bare number (`"30"`, `"0.5"`) is seconds. Whitespace around the whole string and between
 /// parts is ignored. Errors: a message (lowercase, no trailing period) describing the problem,
-/// e.g. for an unknown unit, a missing number, or a value that overflows [`Duration`].
+/// e.g. for an unknown unit, a missing number, or a value over [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let s = text.trim();
     if s.is_empty() {
@@ -175,6 +179,9 @@ fn decimal_times(number: &str, scale: u128) -> Option<u128> {
 }
 
 fn nanos_to_duration(nanos: u128) -> Result<Duration, String> {
+    if nanos > MAX_DURATION.as_nanos() {
+        return Err("the duration is over 365 days, the longest mcpx takes".to_owned());
+    }
     let secs = u64::try_from(nanos / NANOS_PER_SEC).map_err(|_| "duration is too large".to_owned())?;
     // The remainder is < 1e9 so it fits in u32.
     let sub = u32::try_from(nanos % NANOS_PER_SEC).map_err(|_| "duration is too large".to_owned())?;
@@ -184,6 +191,14 @@ fn nanos_to_duration(nanos: u128) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_over_a_year_are_refused() {
+        assert_eq!(parse_duration("8760h"), Ok(MAX_DURATION));
+        for long in ["8760h1s", "18446744073709551615s", "31536001"] {
+            assert!(parse_duration(long).unwrap_err().contains("365 days"), "{long}");
+        }
+    }
 
     #[test]
     fn durations() {

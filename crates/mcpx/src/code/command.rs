@@ -117,6 +117,9 @@ pub fn job(
     };
     if let Some(t) = &options.timeout {
         limits.timeout = mcpx_daemon::config::units::parse_duration(t).map_err(|e| bad("--timeout", e, "30s or 5m"))?;
+        if limits.timeout > sandbox::MAX_TIMEOUT {
+            return Err(bad("--timeout", format!("{t} is longer than the 24h a script may run"), "30s or 5m"));
+        }
     }
     if let Some(m) = &options.max_memory {
         let bytes = mcpx_daemon::config::units::parse_size(m).map_err(|e| bad("--max-memory", e, "256MiB or 1GiB"))?;

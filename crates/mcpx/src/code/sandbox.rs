@@ -235,6 +235,12 @@ pub struct Limits {
     pub output_bytes: usize,
 }
 
+/// The longest `--timeout` of `mcpx exec` and `mcpx run`: 24 hours.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// The longest `timeout` an MCP client gives `serve --code`'s `mcpx_exec`: 10 minutes.
+pub const MAX_CLIENT_TIMEOUT: Duration = Duration::from_secs(600);
+
 impl Default for Limits {
     fn default() -> Limits {
         Limits { timeout: Duration::from_secs(60), memory_mib: 512, output_bytes: 1 << 20 }

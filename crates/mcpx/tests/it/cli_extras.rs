@@ -104,10 +104,12 @@ fn config_shows_sources_defaults_and_trust_but_no_values() {
         },
         "search": { "url": "https://example.com/mcp", "headers": { "Authorization": "Bearer ${DOCS_TOKEN}" } },
         "tracker": { "url": "https://tracker.example.com/mcp", "oauth": {
-            "clientId": "mcpx-cli", "clientSecret": "${secret:tracker}", "scopes": ["issues:read"], "redirectPort": 8765,
+            "issuer": "https://auth.tracker.example.com", "clientId": "mcpx-cli", "clientSecret": "${secret:tracker}",
+            "scopes": ["issues:read"], "redirectPort": 8765,
         } },
         "machine": { "url": "https://m.example.com/mcp", "oauth": {
-            "clientId": "m", "clientSecret": "literal-value", "grant": "client_credentials",
+            "issuer": "https://auth.m.example.com", "clientId": "m", "clientSecret": "literal-value",
+            "grant": "client_credentials",
         } },
     }});
     std::fs::write(home.join(".config/mcpx/config.json"), user.to_string()).unwrap();

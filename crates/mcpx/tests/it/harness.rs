@@ -7,6 +7,7 @@
 
 #![allow(dead_code)] // Reason: not every test module uses every helper.
 
+pub mod scripted;
 mod users;
 
 use std::os::unix::fs::DirBuilderExt;

@@ -8,6 +8,7 @@ mod harness;
 
 mod args;
 mod at_terminal;
+mod boundaries;
 mod cases;
 mod claude_code;
 mod cli;

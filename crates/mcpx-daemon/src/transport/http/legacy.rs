@@ -43,12 +43,23 @@ impl Remote {
             }
         };
         let endpoint = String::from_utf8_lossy(&endpoint).trim().to_owned();
-        let endpoint = self.url.join(&endpoint).map_err(|e| {
+        let named = self.url.join(&endpoint).map_err(|e| {
             TransportError::exchange(format!(
-                "{} named an endpoint that is not a URL ({endpoint}): {e}",
-                self.written_url
+                "{} named an endpoint that is not a URL ({}): {e}",
+                self.written_url,
+                crate::auth::said(&endpoint)
             ))
         })?;
+        // The entry's headers go only to its own origin, as with redirects (the
+        // TypeScript SDK's SSE client refuses another origin too).
+        if named.origin() != self.url.origin() {
+            return Err(TransportError::exchange(format!(
+                "{} named an endpoint on another origin, {}; mcpx posts only to the `url`'s scheme, host and port, so that the entry's `headers` go nowhere else: tell the server's operator",
+                self.written_url,
+                crate::auth::said(named.as_str())
+            )));
+        }
+        let endpoint = named;
         lock(&self.state).legacy = Some(endpoint);
         *lock(&self.info.handover) = Some(HANDOVER_ENDED);
         let this = self.clone();

@@ -1,0 +1,178 @@
+//! A scripted HTTP/1.1 server for the hostile-server tests: each request is answered by
+//! the test's function, and every request is recorded (method, path, headers, body), so
+//! a test can show what reached a server and what did not. One thread per connection;
+//! the listener stops when the server is dropped.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+/// A request as it arrived.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    /// The path and query.
+    pub target: String,
+    /// Header names lowercased.
+    pub headers: BTreeMap<String, String>,
+    pub body: String,
+}
+
+impl Request {
+    /// The path, without the query.
+    pub fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or_default()
+    }
+}
+
+/// An answer: status, headers, body.
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Body,
+}
+
+/// An answer's body.
+pub enum Body {
+    /// All of it, with its length.
+    Full(String),
+    /// The start of a stream that stays open until the peer goes (SSE).
+    Stream(String),
+}
+
+impl Answer {
+    /// A JSON answer.
+    pub fn json(status: u16, body: serde_json::Value) -> Answer {
+        Answer {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: Body::Full(body.to_string()),
+        }
+    }
+
+    /// An empty answer with `status` and `headers`.
+    pub fn status(status: u16, headers: &[(&str, &str)]) -> Answer {
+        Answer {
+            status,
+            headers: headers.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            body: Body::Full(String::new()),
+        }
+    }
+
+    /// An SSE stream that sends `events` and stays open.
+    pub fn sse(events: &str) -> Answer {
+        Answer {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: Body::Stream(events.to_owned()),
+        }
+    }
+}
+
+type Handler = dyn Fn(&Request, &str) -> Answer + Send + Sync;
+
+/// A running scripted server.
+pub struct Scripted {
+    /// `http://<ip>:<port>`.
+    pub origin: String,
+    seen: Arc<Mutex<Vec<Request>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    addr: std::net::SocketAddr,
+}
+
+impl Scripted {
+    /// Serves on `ip` (any free port); `handler` gets each request and the server's
+    /// own origin.
+    pub fn start(ip: &str, handler: impl Fn(&Request, &str) -> Answer + Send + Sync + 'static) -> Scripted {
+        let listener = TcpListener::bind((ip, 0)).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let origin = format!("http://{addr}");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let handler: Arc<Handler> = Arc::new(handler);
+        let (seen2, stop2, origin2) = (seen.clone(), stop.clone(), origin.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if stop2.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(conn) = conn else { continue };
+                let (seen, handler, origin) = (seen2.clone(), handler.clone(), origin2.clone());
+                std::thread::spawn(move || serve(conn, &seen, &*handler, &origin));
+            }
+        });
+        Scripted { origin, seen, stop, addr }
+    }
+
+    /// Every request so far.
+    pub fn seen(&self) -> Vec<Request> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Scripted {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+fn serve(conn: TcpStream, seen: &Mutex<Vec<Request>>, handler: &Handler, origin: &str) {
+    let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(30)));
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut conn = conn;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let (method, target) =
+            (parts.next().unwrap_or_default().to_owned(), parts.next().unwrap_or_default().to_owned());
+        let mut headers = BTreeMap::new();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
+            }
+        }
+        let length: usize = headers.get("content-length").and_then(|l| l.parse().ok()).unwrap_or(0);
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let request = Request { method, target, headers, body: String::from_utf8_lossy(&body).into_owned() };
+        seen.lock().unwrap().push(request.clone());
+        let answer = handler(&request, origin);
+        let mut head = format!("HTTP/1.1 {} X\r\n", answer.status);
+        for (k, v) in &answer.headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        match &answer.body {
+            Body::Full(body) => {
+                head.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
+                if conn.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+            }
+            Body::Stream(events) => {
+                head.push_str("cache-control: no-cache\r\n\r\n");
+                head.push_str(events);
+                let _ = conn.write_all(head.as_bytes());
+                // The stream stays open until the peer goes.
+                let mut rest = [0u8; 1];
+                let _ = conn.set_read_timeout(None);
+                let _ = reader.read(&mut rest);
+                return;
+            }
+        }
+    }
+}
