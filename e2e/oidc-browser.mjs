@@ -25,6 +25,8 @@ const unescape = (text) =>
 let request = { url: new URL(url), method: "GET", body: undefined };
 for (let step = 0; step < 30; step++) {
   const headers = { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join("; ") };
+  // Who logs in: the provider takes it from this header (its default account without).
+  if (process.env.OIDC_BROWSER_ACCOUNT) headers["x-oidc-account"] = process.env.OIDC_BROWSER_ACCOUNT;
   if (request.body) headers["content-type"] = "application/x-www-form-urlencoded";
   const answer = await fetch(request.url, { method: request.method, body: request.body, headers, redirect: "manual" });
   for (const line of answer.headers.getSetCookie()) {

@@ -9,7 +9,8 @@
 //   - revocation (RFC 7009), introspection (RFC 7662) and the device authorization
 //     grant (RFC 8628);
 //   - its own small login and consent pages at /interaction/<uid>: each is one form
-//     with an "Approve" button (any user: the account is `mcpx-test-user`), so a
+//     with an "Approve" button (any user: the account is `mcpx-test-user`, or the one
+//     the scripted browser names in `x-oidc-account`), so a
 //     scripted browser (oidc-browser.mjs) completes a login over plain HTTP.
 //
 // usage: node oidc-provider.mjs
@@ -125,7 +126,8 @@ provider.use(async (ctx, next) => {
   }
   let result;
   if (prompt.name === "login") {
-    result = { login: { accountId: ACCOUNT } };
+    // A second account for the tests of identities: the scripted browser names it.
+    result = { login: { accountId: ctx.get("x-oidc-account") || ACCOUNT } };
   } else {
     const grant = details.grantId
       ? await provider.Grant.find(details.grantId)

@@ -102,6 +102,10 @@ impl Daemon {
     /// instances, so it must be called inside a tokio runtime.
     pub fn new(dirs: OpenDirs, env: HashMap<String, String>, launchers: Launchers) -> Arc<Daemon> {
         let schema = Arc::new(SchemaCache::new(dirs.cache.clone()));
+        let pruned = schema.prune_private();
+        if pruned > 0 {
+            tracing::info!(pruned, "removed private listings of contexts unused for 30 days");
+        }
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let config = ConfigCache::new(ConfigEnv::from_vars(&env))
             .with_trust_file(dirs.paths.state.join(crate::config::TRUST_FILE));
@@ -240,37 +244,42 @@ impl Daemon {
         config.get(name).ok_or_else(|| unknown_server(config, name))
     }
 
-    /// The schema cache entry of `entry` as `caller` sees it, as it is
-    /// ([`SchemaCache::get_for`] in the context of the caller's pool key), stale or
-    /// not; [`Daemon::schema_for`] lists a stale one again first.
-    pub fn cached_for(&self, entry: &ServerEntry, caller: &Caller) -> Option<CacheEntry> {
-        self.schema.get_for(&entry.cache_key(), &self.targets.pool_key(entry, caller).to_string())
+    /// The schema cache entry of `entry` as its callers see it, as it is
+    /// ([`SchemaCache::get_for`] in the authorization context of the entry as the
+    /// caller's configuration resolves it), stale or not; [`Daemon::schema_for`] lists a
+    /// stale one again first. The context is computed only for a private listing.
+    pub fn cached_for(&self, entry: &ServerEntry, _caller: &Caller) -> Option<CacheEntry> {
+        let key = entry.cache_key();
+        let shared = self.schema.get(&key)?;
+        if !shared.private {
+            return Some(shared);
+        }
+        self.schema.get_for(&key, self.targets.context(entry).as_deref())
     }
 
     /// The schema cache entry of `entry` as `caller` sees it
-    /// ([`SchemaCache::get_for`], in the authorization context of the caller's pool
-    /// key), listed again first from a running instance when it is past its `ttlMs`
-    /// (MCP 2026-07-28, Server, Utilities, "Caching": "the client checks freshness
-    /// when it needs the data, and re-fetches only if stale"): any instance of the
-    /// server for a shared listing, the caller's own for a private one. With none
-    /// running, or when listing again fails ("Clients MAY serve stale responses if
-    /// errors occur"), the stale entry is given, which [`CacheEntry::is_stale`] says.
-    /// `None`: never listed.
+    /// ([`SchemaCache::get_for`], in its authorization context), listed again first
+    /// from a running instance when it is past its `ttlMs` (MCP 2026-07-28, Server,
+    /// Utilities, "Caching": "the client checks freshness when it needs the data, and
+    /// re-fetches only if stale"): any instance of the server for a shared listing, one
+    /// of the same context for a private one. With none running, or when listing again
+    /// fails ("Clients MAY serve stale responses if errors occur"), the stale entry is
+    /// given, which [`CacheEntry::is_stale`] says. `None`: never listed.
     pub async fn schema_for(&self, entry: &ServerEntry, caller: &Caller) -> Option<CacheEntry> {
         let key = entry.cache_key();
-        let pool_key = self.targets.pool_key(entry, caller);
-        let context = pool_key.to_string();
-        let cached = self.schema.get_for(&key, &context)?;
+        let cached = self.cached_for(entry, caller)?;
         if !cached.is_stale(schema::now_ms()) {
             return Some(cached);
         }
-        let running =
-            self.pool.keyed_instances().into_iter().find(|(k, inst)| {
-                inst.identity.cache_key == key && inst.is_alive() && (!cached.private || *k == pool_key)
-            });
+        let context = if cached.private { self.targets.context(entry) } else { None };
+        let running = self.pool.keyed_instances().into_iter().find(|(_, inst)| {
+            inst.identity.cache_key == key
+                && inst.is_alive()
+                && (!cached.private || inst.context() == context.as_deref())
+        });
         let Some((_, inst)) = running else { return Some(cached) };
         match self.schema.refresh(&key, &inst, entry.options.start_timeout).await {
-            Ok(_) => self.schema.get_for(&key, &context),
+            Ok(_) => self.schema.get_for(&key, context.as_deref()),
             Err(e) => {
                 tracing::warn!(server = %entry.name, error = %e, "listing a stale schema again failed; using the stale one");
                 Some(cached)

@@ -132,6 +132,10 @@ pub struct Instance {
     listen: listen_streams::UpstreamListen,
     /// Itself, for the tasks it starts that must not keep it alive.
     me: Weak<Instance>,
+    /// The authorization context of its private listings, set once by whoever started
+    /// it from a target ([`crate::pool::Target::context`]); unknown for an instance
+    /// adopted from an earlier daemon until it starts again.
+    context: std::sync::OnceLock<String>,
 }
 
 /// The identity and limits an instance is started with.
@@ -211,6 +215,7 @@ impl Instance {
         let epoch = epoch.clamp(1, UpstreamId::MAX_EPOCH);
         let inst = Arc::new_cyclic(|me| Instance {
             me: me.clone(),
+            context: std::sync::OnceLock::new(),
             listen: listen_streams::UpstreamListen::default(),
             identity: spec.identity,
             info,
@@ -278,6 +283,16 @@ impl Instance {
             }
         }
         Ok(())
+    }
+
+    /// Sets the authorization context of its private listings (the first value stays).
+    pub fn set_context(&self, context: String) {
+        let _ = self.context.set(context);
+    }
+
+    /// The authorization context of its private listings, when known.
+    pub fn context(&self) -> Option<&str> {
+        self.context.get().map(String::as_str)
     }
 
     /// The negotiated session, once initialized.

@@ -51,6 +51,9 @@ pub struct Target {
     pub fingerprint: String,
     /// How to start it, or why it cannot be started (command not found, ...).
     pub launch: Result<Launch, String>,
+    /// The authorization context of its private listings (docs/api.md, "The schema
+    /// cache"): an HMAC of what the entry expands to; `None` without a context key.
+    pub context: Option<String>,
 }
 
 /// An instance lent to one call; for `exclusive` servers it holds the instance's
@@ -471,6 +474,9 @@ impl Pool {
                 (Instance::start(spec, link, options.start_timeout, self.events.clone()).await?, "server initialized")
             }
         };
+        if let Some(context) = &target.context {
+            inst.set_context(context.clone());
+        }
         let version = inst.session().map(|s| s.protocol_version).unwrap_or_default();
         let era = if inst.era().is_some_and(|e| e.is_modern()) { "modern" } else { "legacy" };
         tracing::info!(server = %server, key, pid, protocol = %version, era, "{how}");

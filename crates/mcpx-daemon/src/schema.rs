@@ -12,11 +12,14 @@
 //! "Caching"). `ttlMs` makes an entry stale that long after it was listed (absent or
 //! negative counts as 0, as the section says: stale at once); a stale entry is listed
 //! again from a running instance when it is next read ([`CacheEntry::is_stale`]), and
-//! shown as stale otherwise. A list with `cacheScope: "private"` is "not meant to be
-//! shared between callers": it is kept in memory only, per authorization context
-//! (the instance's pool key), and never written to the file, which then holds
-//! everything else (the session, the freshness, errors) and `private: true`. A legacy
-//! server's lists have no hints: fresh until its `list_changed`, and shared.
+//! shown as stale otherwise. A list with `cacheScope: "private"` "MUST NOT be shared
+//! across authorization contexts": it is kept per authorization context (an HMAC of
+//! what the entry expands to, and of the login that covers a remote one: docs/api.md,
+//! "The schema cache"), in memory and in `<cache>/private/<key>/<context>.json`, and
+//! never in the server's own file, which then holds everything else (the session, the
+//! freshness, errors) and `private: true`. A context's file not read or written for
+//! [`PRIVATE_KEEP`] is pruned. A legacy server's lists have no hints: fresh until its
+//! `list_changed`, and shared.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -33,6 +36,13 @@ use mcpx_proto::{Message, response_result};
 
 /// The cache file format written by this build.
 pub const FORMAT_VERSION: u32 = 1;
+
+/// How long a context's private listing is kept on disk without being read or written.
+pub const PRIVATE_KEEP: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
+/// A private listing read from disk is written again (its file's time renewed) when
+/// it is older than this, so a context in use is not pruned.
+const PRIVATE_RENEW: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// At most this many pages are read from one paginated list (a server that
 /// returns a cursor forever must not hang the listing).
@@ -173,22 +183,84 @@ impl SchemaCache {
         entry
     }
 
-    /// The entry for `key` as a caller in authorization `context` sees it (its pool
-    /// key, as [`crate::scope::PoolKey`] writes it): with the lists listed in that
-    /// context when the server's lists are private, and none from another context.
-    pub fn get_for(&self, key: &str, context: &str) -> Option<CacheEntry> {
+    /// The entry for `key` as a caller in authorization `context` sees it
+    /// ([`crate::target::Targets::context`]): with the lists listed in that context when
+    /// the server's lists are private (from memory, else from its file), and none from
+    /// another context, nor without one.
+    pub fn get_for(&self, key: &str, context: Option<&str>) -> Option<CacheEntry> {
         let entry = self.get(key)?;
         if !entry.private {
             return Some(entry);
         }
-        let own = lock(&self.private).get(&(key.to_owned(), context.to_owned())).cloned();
-        Some(own.unwrap_or(entry))
+        let Some(context) = context else { return Some(entry) };
+        let id = (key.to_owned(), context.to_owned());
+        if let Some(own) = lock(&self.private).get(&id) {
+            return Some(own.clone());
+        }
+        let Some(own) = self.load_private(key, context) else { return Some(entry) };
+        lock(&self.private).insert(id, own.clone());
+        Some(own)
     }
 
-    /// Forgets the private lists of `key` in every context (the server's login
-    /// changed: its lists were fetched as someone else).
+    /// `private/<key>/` of the cache directory (made, with `create`).
+    fn private_dir(&self, key: &str, create: bool) -> Result<Dir, mcpx_platform::fs::OpenError> {
+        self.cache.subdir("private", create)?.subdir(key, create)
+    }
+
+    /// The private listing of `key` in `context` from its file; its file written again
+    /// when it is older than [`PRIVATE_RENEW`], so a context in use stays.
+    fn load_private(&self, key: &str, context: &str) -> Option<CacheEntry> {
+        let dir = self.private_dir(key, false).ok()?;
+        let name = Self::name(context);
+        let bytes = dir.read(&name).ok()?;
+        let entry: CacheEntry = match serde_json::from_slice(&bytes) {
+            Ok(entry) => entry,
+            Err(e) => {
+                tracing::warn!(key, error = %e, "ignoring an unreadable private schema cache file");
+                return None;
+            }
+        };
+        let old = std::fs::symlink_metadata(dir.path().join(&name))
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > PRIVATE_RENEW));
+        if old {
+            let _ = mcpx_platform::fs::write_atomic(&dir, &name, &bytes, 0o600);
+        }
+        Some(entry)
+    }
+
+    /// Forgets the private lists of `key` in every context, in memory and on disk (the
+    /// server's login changed: its lists were fetched as someone else).
     pub fn forget_private(&self, key: &str) {
         lock(&self.private).retain(|(k, _), _| k != key);
+        if let Ok(dir) = self.private_dir(key, false) {
+            for name in dir.names().unwrap_or_default() {
+                if let Some(name) = name.to_str() {
+                    let _ = dir.remove(name);
+                }
+            }
+        }
+    }
+
+    /// Removes the private listings whose files were not read or written for
+    /// [`PRIVATE_KEEP`]; returns how many. Run when the daemon starts.
+    pub fn prune_private(&self) -> usize {
+        let Ok(private) = self.cache.subdir("private", false) else { return 0 };
+        let mut pruned = 0;
+        for key in private.names().unwrap_or_default() {
+            let Some(key) = key.to_str() else { continue };
+            let Ok(dir) = private.subdir(key, false) else { continue };
+            for name in dir.names().unwrap_or_default() {
+                let Some(name) = name.to_str() else { continue };
+                let stale = std::fs::symlink_metadata(dir.path().join(name))
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > PRIVATE_KEEP));
+                if stale && dir.remove(name).is_ok() {
+                    pruned += 1;
+                }
+            }
+        }
+        pruned
     }
 
     /// Writes `entry` atomically and keeps it in memory.
@@ -255,12 +327,20 @@ impl SchemaCache {
         }
         let written = if entry.private { entry.clone().without_lists() } else { entry.clone() };
         self.put(written).map_err(|e| format!("cannot write the schema cache: {e}"))?;
-        let context = (key.to_owned(), inst.identity.key.clone());
-        if entry.private {
-            lock(&self.private).insert(context, entry.clone());
-        } else {
+        if !entry.private {
             // Public now: nothing private of this server is kept any more.
             self.forget_private(key);
+        } else if let Some(context) = inst.context() {
+            let bytes = serde_json::to_vec_pretty(&entry).map_err(|e| e.to_string())?;
+            self.private_dir(key, true)
+                .map_err(std::io::Error::other)
+                .and_then(|dir| mcpx_platform::fs::write_atomic(&dir, &Self::name(context), &bytes, 0o600))
+                .map_err(|e| format!("cannot write the schema cache: {e}"))?;
+            lock(&self.private).insert((key.to_owned(), context.to_owned()), entry.clone());
+        } else {
+            // An instance adopted from an earlier daemon: its context is not known, so
+            // its lists are kept for no one (its file from its start still serves).
+            tracing::debug!(key, "a private listing of an instance of unknown context is not kept");
         }
         Ok(entry)
     }
@@ -374,20 +454,35 @@ mod tests {
     }
 
     #[test]
-    fn a_private_listing_is_seen_in_its_own_context_only() {
+    fn a_private_listing_is_seen_in_its_own_context_only_and_outlives_the_daemon() {
         let dir = tempfile::tempdir().unwrap();
-        let cache = SchemaCache::new(Dir::open_unchecked(dir.path()).unwrap());
+        let open = || SchemaCache::new(Dir::open_unchecked(dir.path()).unwrap());
+        let cache = open();
         let mut entry = empty("k", "s");
         entry.tools = Some(vec![raw(r#"{"name":"mine"}"#)]);
         entry.private = true;
         entry.fresh_until_ms = Some(10);
         cache.put(entry.clone().without_lists()).unwrap();
-        lock(&cache.private).insert(("k".to_owned(), "session:a".to_owned()), entry);
-        assert_eq!(cache.get_for("k", "session:a").and_then(|e| e.tools).map(|t| t.len()), Some(1));
-        assert!(cache.get_for("k", "session:b").is_some_and(|e| e.tools.is_none()), "another context");
-        assert!(cache.get("k").is_some_and(|e| e.tools.is_none() && e.private), "no context");
+        let file = SchemaCache::name("ctx-a");
+        let private = cache.private_dir("k", true).unwrap();
+        mcpx_platform::fs::write_atomic(&private, &file, &serde_json::to_vec(&entry).unwrap(), 0o600).unwrap();
+        // A new daemon's cache reads it back, in its own context only.
+        let cache = open();
+        assert_eq!(cache.get_for("k", Some("ctx-a")).and_then(|e| e.tools).map(|t| t.len()), Some(1));
+        assert!(cache.get_for("k", Some("ctx-b")).is_some_and(|e| e.tools.is_none()), "another context");
+        assert!(cache.get_for("k", None).is_some_and(|e| e.tools.is_none() && e.private), "no context");
         assert!(cache.get("k").is_some_and(|e| e.is_stale(10) && !e.is_stale(9)));
+        // Unused for longer than it is kept, it is pruned; a fresh one stays.
+        assert_eq!(cache.prune_private(), 0);
+        let month_ago = SystemTime::now() - PRIVATE_KEEP - std::time::Duration::from_secs(60);
+        std::fs::File::options().write(true).open(private.path().join(&file)).unwrap().set_modified(month_ago).unwrap();
+        assert_eq!(open().prune_private(), 1);
+        assert!(open().get_for("k", Some("ctx-a")).is_some_and(|e| e.tools.is_none()), "pruned");
+        // Forgotten: in memory and on disk.
+        mcpx_platform::fs::write_atomic(&private, &file, &serde_json::to_vec(&entry).unwrap(), 0o600).unwrap();
+        assert!(cache.get_for("k", Some("ctx-a")).is_some_and(|e| e.tools.is_some()));
         cache.forget_private("k");
-        assert!(cache.get_for("k", "session:a").is_some_and(|e| e.tools.is_none()), "forgotten");
+        assert!(cache.get_for("k", Some("ctx-a")).is_some_and(|e| e.tools.is_none()), "forgotten");
+        assert!(open().get_for("k", Some("ctx-a")).is_some_and(|e| e.tools.is_none()), "forgotten on disk");
     }
 }

@@ -43,7 +43,13 @@ pub struct Targets {
     /// What is remembered between requests. One lock, held only for a lookup or an
     /// insert, never across an await.
     memo: Mutex<Memo>,
+    /// The key of the schema cache's authorization contexts (`<state>/context-key`,
+    /// 32 random bytes, 0600), read or made at first use; `None` when neither can be.
+    context_key: std::sync::OnceLock<Option<Vec<u8>>>,
 }
+
+/// The file of the authorization contexts' HMAC key, in the state directory.
+pub const CONTEXT_KEY_FILE: &str = "context-key";
 
 /// A command lookup: (command, `PATH`, working directory).
 type ProgramQuery = (String, Option<String>, Option<PathBuf>);
@@ -78,7 +84,46 @@ impl Targets {
     /// Targets resolved against the daemon's captured environment `env` and the
     /// secret store recorded in the state directory `state`.
     pub fn new(env: HashMap<String, String>, state: Dir) -> Targets {
-        Targets { env, state, memo: Mutex::new(Memo::default()) }
+        Targets { env, state, memo: Mutex::new(Memo::default()), context_key: std::sync::OnceLock::new() }
+    }
+
+    /// The authorization context of `entry`'s private listings (docs/api.md, "The
+    /// schema cache"): its target's ([`Target::context`]). `None` when the entry cannot
+    /// be expanded (untrusted, an unset secret): then no private listing is served.
+    pub fn context(&self, entry: &ServerEntry) -> Option<String> {
+        self.target(entry).ok()?.context.clone()
+    }
+
+    /// An HMAC-SHA256 (RFC 2104) of `parts` under the user's context key, hex; `None`
+    /// without a key.
+    fn context_of(&self, parts: &serde_json::Value) -> Option<String> {
+        use hmac::Mac;
+        let key = self.context_key.get_or_init(|| self.load_context_key()).as_ref()?;
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).ok()?;
+        mac.update(parts.to_string().as_bytes());
+        Some(mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// `<state>/context-key`, made (random, 0600) when missing.
+    fn load_context_key(&self) -> Option<Vec<u8>> {
+        match self.state.read_private(CONTEXT_KEY_FILE) {
+            Ok(key) if key.len() == 32 => return Some(key),
+            Ok(_) => tracing::warn!("{CONTEXT_KEY_FILE} is not 32 bytes; making a new one"),
+            Err(mcpx_platform::fs::OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read {CONTEXT_KEY_FILE}; private listings are kept in memory only");
+                return None;
+            }
+        }
+        let mut key = vec![0u8; 32];
+        mcpx_platform::random_bytes(&mut key).ok()?;
+        match mcpx_platform::fs::write_atomic(&self.state, CONTEXT_KEY_FILE, &key, 0o600) {
+            Ok(()) => Some(key),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot write {CONTEXT_KEY_FILE}; private listings are kept in memory only");
+                None
+            }
+        }
     }
 
     /// The secret store `${secret:NAME}` and `${input:ID}` read from.
@@ -143,7 +188,7 @@ impl Targets {
     /// `error`.
     ///
     /// The same entry gets the same target again (shared) for [`RESOLVE_TTL`] after its
-    /// command was looked up, unless its expansion read a secret.
+    /// command was looked up, unless its expansion read a secret or it is remote.
     pub fn target(&self, entry: &ServerEntry) -> Result<Arc<Target>, ApiError> {
         if let Some((built_from, target, at)) = lock(&self.memo).targets.get(&entry.name) {
             if built_from == entry && at.elapsed() < RESOLVE_TTL {
@@ -153,7 +198,10 @@ impl Targets {
         let secrets = Noting { store: self.secrets(), asked: Cell::new(false) };
         let (target, at) = self.build(entry, &secrets)?;
         let target = Arc::new(target);
-        if !secrets.asked.get() {
+        // A remote target's context names the login that covers it, which a login or
+        // a logout may change at any moment: built afresh each time (no `PATH` walk).
+        let remote = matches!(entry.transport, TransportSpec::Remote { .. });
+        if !secrets.asked.get() && !remote {
             lock(&self.memo).targets.insert(entry.name.clone(), (entry.clone(), target.clone(), at));
         }
         Ok(target)
@@ -166,6 +214,19 @@ impl Targets {
         crate::policy::check_trusted(entry)?;
         let cache_key = entry.cache_key();
         let expanded = entry.expand(&self.env, secrets).map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
+        let context = match &expanded {
+            ExpandedTransport::Stdio(s) => {
+                self.context_of(&serde_json::json!(["stdio", cache_key, s.command, s.args, s.env, s.cwd]))
+            }
+            ExpandedTransport::Remote(r) => {
+                // The login that covers the URL is part of who asks (none: anonymous).
+                let identity = url::Url::parse(&r.url)
+                    .ok()
+                    .and_then(|u| crate::auth::tokens::covering(&self.state, &u).ok())
+                    .and_then(|logins| logins.first().map(crate::auth::tokens::Kept::identity));
+                self.context_of(&serde_json::json!(["remote", cache_key, r.url, r.headers, identity]))
+            }
+        };
         let options = &entry.options;
         let identity = |fingerprint: String| Identity {
             server: entry.name.clone(),
@@ -198,7 +259,8 @@ impl Targets {
                     )
                 })?;
                 let launch = Ok(Launch::Remote(spec));
-                let target = Target { entry: entry.clone(), fingerprint: cache_key.clone(), cache_key, launch };
+                let target =
+                    Target { entry: entry.clone(), fingerprint: cache_key.clone(), cache_key, launch, context };
                 return Ok((target, Instant::now()));
             }
             _ => unreachable!("an entry expands to its own kind of transport"),
@@ -237,7 +299,7 @@ impl Targets {
                 Err(format!("command `{written}` (after ${{VAR}} expansion) is not an executable file or not on PATH")),
             ),
         };
-        Ok((Target { entry: entry.clone(), cache_key, fingerprint, launch }, at))
+        Ok((Target { entry: entry.clone(), cache_key, fingerprint, launch, context }, at))
     }
 
     /// The pool key of `entry` for `caller`; a scope that cannot be resolved runs the

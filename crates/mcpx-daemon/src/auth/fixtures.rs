@@ -41,6 +41,7 @@ pub fn kept(token_endpoint: &str) -> Kept {
         expires_at: Some(1),
         scopes: vec!["read".into()],
         step_up: Vec::new(),
+        login_id: None,
     }
 }
 

@@ -314,6 +314,7 @@ pub(super) fn kept(grant: &Grant<'_>, kind: &str, answer: &BasicTokenResponse, r
             .map(|s| s.iter().map(|s| s.to_string()).collect())
             .unwrap_or_else(|| grant.scopes.to_vec()),
         step_up: Vec::new(),
+        login_id: None,
     }
 }
 

@@ -123,6 +123,14 @@ pub async fn login(
     } else {
         authorization_code(target, &found, &resource, &scopes, show).await?
     };
+    // A user's login is a new identity for the schema cache (a client's own grant
+    // is its client's).
+    let mut kept = kept;
+    if grant_kind != GrantKind::ClientCredentials {
+        let mut id = [0u8; 16];
+        mcpx_platform::random_bytes(&mut id).map_err(|e| e.to_string())?;
+        kept.login_id = Some(id.iter().map(|b| format!("{b:02x}")).collect());
+    }
     // Under the renewal lock, so a renewal of the previous login under way does not
     // save its tokens over these.
     let _held = tokens::hold(&kept.issuer, &kept.resource).await;

@@ -57,6 +57,12 @@ pub struct Kept {
     /// asks for them too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub step_up: Vec<String>,
+    /// Who logged in, as far as mcpx can tell: a random id made at each `mcpx auth
+    /// login` (kept across refreshes), so the private listings of one login are not
+    /// shown to the next (docs/api.md, "The schema cache"). `None` for a client
+    /// credentials grant, whose identity is its client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login_id: Option<String>,
 }
 
 impl std::fmt::Debug for Kept {
@@ -70,6 +76,15 @@ impl std::fmt::Debug for Kept {
 }
 
 impl Kept {
+    /// The identity of this login for the schema cache's authorization contexts: the
+    /// login's own id, else the client at its issuer.
+    pub fn identity(&self) -> String {
+        match &self.login_id {
+            Some(id) => format!("login {id}"),
+            None => format!("client {} at {}", self.client_id, self.issuer),
+        }
+    }
+
     /// Whether the access token is expired, or expires within [`REFRESH_MARGIN`].
     pub fn due(&self, now: SystemTime) -> bool {
         let now = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
@@ -225,6 +240,7 @@ mod tests {
             expires_at: Some(1_000),
             scopes: vec!["a".into()],
             step_up: Vec::new(),
+            login_id: None,
         }
     }
 

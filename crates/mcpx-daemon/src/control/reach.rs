@@ -138,7 +138,7 @@ pub(super) async fn listed(d: &Daemon, req: &Request, entry: &ServerEntry) -> Re
     if pool_key.is_call() {
         d.pool.release(&inst, &pool_key).await;
     }
-    match d.schema.get_for(&key, &pool_key.to_string()) {
+    match d.schema.get_for(&key, target.context.as_deref()) {
         Some(cached) if cached.tools.is_some() => Ok(cached),
         cached => {
             let why = cached.and_then(|c| c.error).unwrap_or_else(|| "it sent no listing".to_owned());

@@ -86,7 +86,7 @@ pub(crate) async fn listed(d: &Daemon, session: &ClientSession, entry: &ServerEn
         return None;
     }
     match d.pool.acquire(&target, &pool_key, entry.options.start_timeout).await {
-        Ok(_) => d.schema.get_for(&entry.cache_key(), &pool_key.to_string()),
+        Ok(_) => d.schema.get_for(&entry.cache_key(), target.context.as_deref()),
         Err(e) => {
             tracing::warn!(server = %entry.name, error = %e, "left out of an MCP listing: it failed to start");
             None

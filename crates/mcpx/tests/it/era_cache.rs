@@ -175,43 +175,95 @@ fn the_schema_cache_honours_ttl_ms() {
     assert_eq!(w.status()["instances"].as_array().map(Vec::len), Some(0), "ls started nothing");
 }
 
-/// A modern server whose lists are `cacheScope: "private"`, one instance per
-/// session (`scope: session`): what one session's instance listed (here a tool it
-/// added, listed again once its 100 ms `ttlMs` passed) is never shown to another
-/// session, which gets its own instance's lists; nothing private reaches the cache
-/// file.
+/// The `tools` count `mcpx ls --json` shows for `server`, and its state.
+fn ls_row(w: &World, server: &str) -> (Value, String) {
+    let rows: Value = serde_json::from_str(&w.run(&["ls", "--json"]).ok()).unwrap();
+    let row = rows.as_array().unwrap().iter().find(|r| r["name"] == server).unwrap().clone();
+    (row["tools"].clone(), row["state"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Sets secret `name` to `value` in `w`'s store.
+fn set_secret(w: &World, name: &str, value: &str) {
+    let file = w.path("secret-value");
+    std::fs::write(&file, format!("{value}\n")).unwrap();
+    w.run_with(&["secret", "set", name], |cmd| {
+        cmd.stdin(std::fs::File::open(&file).unwrap());
+    })
+    .ok();
+}
+
+/// A private listing (`cacheScope: "private"`, `ttlMs: 0`: every list of the Python SDK
+/// 2.x) is kept per authorization context, which is what the entry expands to: here a
+/// secret that sets how many tools the fake lists. After `mcpx stop --all` each context
+/// gets its own listing back, as `stale`; the other context's is never shown; nothing
+/// private is in the server's own cache file, and the context files are private.
 #[test]
-fn a_private_list_is_not_served_to_another_scope() {
+fn a_private_list_is_kept_per_authorization_context_across_daemons() {
     let w = World::new(json!({}));
+    set_secret(&w, "tools", "1");
     w.set_servers(json!({ "fake": { "command": fake_server(), "mcpx": { "scope": "session" },
-        "env": { "FAKE_ERA": "2026-07-28", "FAKE_CACHE_SCOPE": "private", "FAKE_TTL_MS": "100" } } }));
-    let as_session = |session: &str, args: &[&str]| {
-        w.run_with(args, |c| {
-            c.env("MCPX_SESSION_ID", session);
-        })
-        .ok()
-    };
-    assert_eq!(as_session("a", &["call", "fake.add_tool", r#"{"name":"secret_a"}"#]).trim(), "added tool secret_a");
-    crate::harness::wait_until("a sees its own tool", std::time::Duration::from_secs(10), || {
-        as_session("a", &["tools", "fake"]).contains("secret_a")
-    });
-    let b_tools = as_session("b", &["tools", "fake"]);
-    assert!(b_tools.contains("echo") && !b_tools.contains("secret_a"), "{b_tools}");
-    let b_search = as_session("b", &["search", "secret_a"]);
-    assert!(!b_search.contains("secret_a"), "{b_search}");
-    let tools_of = |session: &str| {
-        let rows: Value = serde_json::from_str(&as_session(session, &["ls", "--json"])).unwrap();
-        rows.as_array().unwrap().iter().find(|r| r["name"] == "fake").unwrap()["tools"].as_u64().unwrap()
-    };
-    assert_eq!(tools_of("a"), tools_of("b") + 1);
-    let c_rows: Value = serde_json::from_str(&as_session("c", &["ls", "--json"])).unwrap();
-    let c_row = c_rows.as_array().unwrap().iter().find(|r| r["name"] == "fake").unwrap().clone();
-    assert_eq!(c_row["tools"], Value::Null, "a third session has seen no list: {c_row}");
-    let cached = std::fs::read_dir(w.path("cache/servers")).unwrap();
-    for file in cached {
+        "env": { "FAKE_ERA": "2026-07-28", "FAKE_CACHE_SCOPE": "private", "FAKE_TTL_MS": "0",
+            "FAKE_TOOLS": "${secret:tools}" } } }));
+    w.call("fake.echo", r#"{"message":"one"}"#).ok();
+    let (one, _) = ls_row(&w, "fake");
+    let one = one.as_u64().expect("listed");
+    w.run(&["stop", "--all"]).ok();
+    assert_eq!(ls_row(&w, "fake"), (json!(one), "stale".to_owned()), "its listing after the daemon stopped");
+    assert!(w.run(&["search", "gen_0000"]).ok().contains("gen_0000"));
+    // Another secret is another context: nothing of the first is shown.
+    set_secret(&w, "tools", "2");
+    assert_eq!(ls_row(&w, "fake").0, Value::Null, "another context's listing was shown");
+    assert!(!w.run(&["search", "gen_0000"]).ok().contains("gen_0000"));
+    w.call("fake.echo", r#"{"message":"two"}"#).ok();
+    w.run(&["stop", "--all"]).ok();
+    assert_eq!(ls_row(&w, "fake").0, json!(one + 1));
+    // Each gets its own back, whichever listed last.
+    set_secret(&w, "tools", "1");
+    assert_eq!(ls_row(&w, "fake").0, json!(one));
+    for file in std::fs::read_dir(w.path("cache/servers")).unwrap() {
         let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
         let entry: Value = serde_json::from_str(&text).unwrap();
-        assert!(!text.contains("secret_a") && entry.get("tools").is_none(), "{text}");
+        assert!(!text.contains("gen_0000") && entry.get("tools").is_none(), "{text}");
         assert_eq!(entry["private"], true, "{text}");
     }
+    let contexts: Vec<_> = std::fs::read_dir(w.path("cache/private"))
+        .unwrap()
+        .flat_map(|k| std::fs::read_dir(k.unwrap().path()).unwrap().map(|f| f.unwrap().path()))
+        .collect();
+    assert_eq!(contexts.len(), 2, "{contexts:?}");
+    for file in contexts {
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+    }
+}
+
+/// The quickstart's mcp-server-time (the Python SDK 2.x: `ttlMs: 0`, `cacheScope:
+/// "private"`) and a modern fake answering the same: after `mcpx stop --all`, `ls`
+/// shows their tool counts (`stale`), `search` finds their tools, `types` declares
+/// them, all from the cache, starting nothing.
+#[test]
+fn private_never_fresh_listings_serve_ls_search_and_types_after_a_stop() {
+    let e2e = crate::harness::e2e_dir();
+    let w = World::new(json!({
+        "time": { "command": e2e.join(".venv/bin/mcp-server-time").display().to_string(), "args": ["--local-timezone", "UTC"] },
+        "fake": { "command": fake_server(),
+            "env": { "FAKE_ERA": "2026-07-28", "FAKE_CACHE_SCOPE": "private", "FAKE_TTL_MS": "0" } },
+    }));
+    w.call("time.get_current_time", r#"{"timezone":"UTC"}"#).ok();
+    w.call("fake.echo", r#"{"message":"x"}"#).ok();
+    let before = (ls_row(&w, "time").0, ls_row(&w, "fake").0);
+    assert!(before.0.as_u64().is_some_and(|n| n >= 2) && before.1.as_u64().is_some(), "{before:?}");
+    w.run(&["stop", "--all"]).ok();
+    for server in ["time", "fake"] {
+        let (tools, state) = ls_row(&w, server);
+        assert_eq!(tools, if server == "time" { before.0.clone() } else { before.1.clone() }, "{server}");
+        assert_eq!(state, "stale", "{server}");
+    }
+    assert!(w.run(&["search", "current", "time"]).ok().contains("get_current_time"));
+    assert!(w.run(&["search", "echo"]).ok().contains("fake"));
+    let types = w.run(&["types"]).ok();
+    assert!(types.contains("declare namespace time") && types.contains("get_current_time"), "{types}");
+    assert!(types.contains("declare namespace fake"), "{types}");
+    let status = w.status();
+    assert!(status["instances"].as_array().is_none_or(|i| i.is_empty()), "something started: {status}");
 }

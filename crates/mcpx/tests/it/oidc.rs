@@ -260,3 +260,54 @@ fn assert_no_leak(w: &World, tokens: &[String], printed: &[String]) {
         }
     }
 }
+
+/// Two identities: a private listing (`cacheScope: "private"`) fetched under one login
+/// is kept for that login's context only; after `mcpx auth logout` and a login as
+/// another account (the provider's second), it is not shown, even with nothing
+/// running; the new login's own listing is.
+#[test]
+fn a_private_listing_is_not_shown_to_another_identity() {
+    let (provider, issuer) = provider(&[]);
+    let introspection = format!("{issuer}/token/introspection");
+    let client = format!("{}:{}", RESOURCE_CLIENT.0, RESOURCE_CLIENT.1);
+    let (_resource, url) = fake_http(
+        "127.0.0.1:0",
+        &[
+            ("FAKE_AUTH_SERVER", &issuer),
+            ("FAKE_AUTH_INTROSPECTION", &introspection),
+            ("FAKE_AUTH_CLIENT", &client),
+            ("FAKE_ERA", "2026-07-28"),
+            ("FAKE_CACHE_SCOPE", "private"),
+            ("FAKE_TTL_MS", "0"),
+        ],
+    );
+    let _provider = provider;
+    let mut w = World::new(json!({ "docs": { "url": url } }));
+    let path = format!("{}:{}", node_bin().display(), std::env::var("PATH").unwrap_or_default());
+    w.env.push(("PATH".into(), path));
+    w.env.push(("BROWSER".into(), script("oidc-browser.mjs").display().to_string()));
+    let tools = |w: &World| {
+        let rows: Value = serde_json::from_str(&w.run(&["ls", "--json"]).ok()).unwrap();
+        rows.as_array().unwrap().iter().find(|r| r["name"] == "docs").unwrap()["tools"].clone()
+    };
+    let login_as = |w: &World, account: &str| {
+        w.run_with(&["auth", "login", "docs"], |cmd| {
+            cmd.env("OIDC_BROWSER_ACCOUNT", account);
+        })
+        .ok();
+    };
+    login_as(&w, "alice");
+    echo(&w, "as alice");
+    let listed = tools(&w);
+    assert!(listed.as_u64().is_some(), "{listed}");
+    w.run(&["stop", "--all"]).ok();
+    assert_eq!(tools(&w), listed, "alice's own listing, after a restart");
+    w.run(&["auth", "logout", "docs"]).ok();
+    login_as(&w, "bob");
+    assert_eq!(tools(&w), Value::Null, "alice's listing was shown to bob");
+    echo(&w, "as bob");
+    w.run(&["stop", "--all"]).ok();
+    assert_eq!(tools(&w), listed, "bob's own listing, after a restart");
+    let cached = std::fs::read_dir(w.path("cache/servers")).unwrap().next().unwrap().unwrap().path();
+    assert!(std::fs::read_to_string(cached).unwrap().contains("\"private\": true"), "the listing was not private");
+}
