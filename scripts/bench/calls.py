@@ -149,6 +149,16 @@ def run(args, tmp: Path, registry: list) -> tuple[list[Row], dict]:
     def tools_ok(out: str) -> bool:
         return out.count("\n") >= n_mcpx and re.search(r"^echo\s", out, re.M) is not None
 
+    many = {scope: twenty(args, tmp, registry, scope) for scope in ("public", "private")}
+
+    def many_side(scope: str) -> Side:
+        m = many[scope]
+        return Side(
+            "mcpx",
+            f"mcpx ls (20 servers, {scope} listings, env with ${{secret:}})",
+            lambda: m.checked(("ls", "--json"), twenty_listed, "not 20 servers with their tools"),
+        )
+
     def direct_side(op: str) -> Side:
         what = "tools/list" if op == "list" else "tools/call echo"
         return Side("direct", f"spawn server-everything, initialize, {what}, exit", lambda: direct.session(op))
@@ -170,9 +180,14 @@ def run(args, tmp: Path, registry: list) -> tuple[list[Row], dict]:
         f"with its tool count; `mcpx tools everything` prints its {n_mcpx} tools with their "
         f"descriptions. The direct client gets {n_tools} tools from `tools/list`: server-everything "
         "registers some tools only for clients that declare the roots, sampling or elicitation "
-        "capabilities, as mcpx does.",
+        "capabilities, as mcpx does. Two more mcpx each hold 20 modern fake servers whose `env` "
+        "reads a `${secret:}`, all listed and running: with `cacheScope: \"public\"` listings `ls` "
+        "reads the cache as before; with `\"private\"` ones it also works out each server's "
+        "authorization context (the entry expanded, its secret read, an HMAC) to find its listing.",
         [
             Side("mcpx", "mcpx ls", lambda: mcpx.checked(("ls",), ls_row.search, f"no `everything {n_mcpx}` row")),
+            many_side("public"),
+            many_side("private"),
             Side(
                 "mcpx",
                 "mcpx tools everything",
@@ -257,6 +272,42 @@ def row_table(row: Row) -> list[str]:
             "",
         ]
     return lines
+
+
+def twenty(args, tmp: Path, registry: list, scope: str) -> Mcpx:
+    """A private mcpx holding 20 modern fake servers with `cacheScope: SCOPE` listings
+    (fresh for 10 minutes) and an `env` value from the secret store, each started and listed."""
+    servers = {
+        f"s{n:02}": {
+            "command": str(args.fake_server),
+            "env": {
+                "FAKE_ERA": "2026-07-28",
+                "FAKE_CACHE_SCOPE": scope,
+                "FAKE_TTL_MS": "600000",
+                "BENCH_TOKEN": "${secret:bench-token}",
+                "BENCH_INSTANCE": str(n),
+            },
+            "mcpx": {"orphanTimeout": "10m"},
+        }
+        for n in range(20)
+    }
+    m = private_mcpx(args.mcpx, tmp / f"twenty-{scope}", servers, registry)
+    m.env["MCPX_SECRET_STORE"] = "file"
+    stored = subprocess.run(
+        [str(m.binary), "secret", "set", "bench-token"], input=b"bench-value\n", env=m.env, capture_output=True, timeout=60
+    )
+    if stored.returncode != 0:
+        raise BenchError(f"`mcpx secret set bench-token` failed: {stored.stderr.decode(errors='replace')[-1000:]}")
+    m.refresh(list(servers))
+    listed = json.loads(m.run("ls", "--json")[1])
+    if not twenty_listed(json.dumps(listed)):
+        raise BenchError(f"`mcpx ls --json` of the 20 {scope} servers does not show their tools:\n{json.dumps(listed)[:1000]}")
+    return m
+
+
+def twenty_listed(out: str) -> bool:
+    rows = json.loads(out)
+    return len(rows) == 20 and all(isinstance(r.get("tools"), int) and r["tools"] > 0 for r in rows)
 
 
 def summary_table(rows: list[Row]) -> list[str]:

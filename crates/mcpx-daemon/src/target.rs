@@ -65,6 +65,9 @@ struct Memo {
     /// when its command was looked up (or it was built, for a remote server). Only
     /// targets whose expansion read no secret: the store may change at any time.
     targets: HashMap<String, (ServerEntry, Arc<Target>, Instant)>,
+    /// Authorization contexts by server name: the entry, the secret store's stamp they
+    /// were computed under, and the context ([`Targets::context`]).
+    contexts: HashMap<String, (ServerEntry, String, Option<String>)>,
 }
 
 /// The secret store, noting whether an expansion looked anything up in it.
@@ -90,8 +93,24 @@ impl Targets {
     /// The authorization context of `entry`'s private listings (docs/api.md, "The
     /// schema cache"): its target's ([`Target::context`]). `None` when the entry cannot
     /// be expanded (untrusted, an unset secret): then no private listing is served.
+    ///
+    /// `ls` asks this of every server with a private listing, and an expansion reads the
+    /// secret store: the answer is remembered for as long as the entry and the store
+    /// are unchanged ([`mcpx_platform::secrets::change_stamp`]; never for a keychain).
     pub fn context(&self, entry: &ServerEntry) -> Option<String> {
-        self.target(entry).ok()?.context.clone()
+        let stamp = mcpx_platform::secrets::change_stamp(&self.state);
+        if let Some(stamp) = &stamp {
+            if let Some((built_from, seen, context)) = lock(&self.memo).contexts.get(&entry.name) {
+                if built_from == entry && seen == stamp {
+                    return context.clone();
+                }
+            }
+        }
+        let context = self.target(entry).ok()?.context.clone();
+        if let Some(stamp) = stamp {
+            lock(&self.memo).contexts.insert(entry.name.clone(), (entry.clone(), stamp, context.clone()));
+        }
+        context
     }
 
     /// An HMAC-SHA256 (RFC 2104) of `parts` under the user's context key, hex; `None`

@@ -42,6 +42,24 @@ pub const STORE_RECORD: &str = "secret-store";
 /// `file` or `keychain`. Read by the CLI; see [`Wanted::parse`].
 pub const STORE_VARIABLE: &str = "MCPX_SECRET_STORE";
 
+/// A stamp of the store recorded in `state` that changes whenever a value in it may
+/// have: the file store's `secrets.json` (inode, size, modification time) and the
+/// record. `None` when the store is a keychain, whose values change without a file of
+/// mcpx's changing: then nothing derived from its values may be remembered.
+pub fn change_stamp(state: &Dir) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let stat = |name: &str| match std::fs::symlink_metadata(state.path().join(name)) {
+        Ok(m) => format!("{}:{}:{}.{}", m.ino(), m.len(), m.mtime(), m.mtime_nsec()),
+        Err(_) => "-".to_owned(),
+    };
+    let record = file::read_private(state, STORE_RECORD).ok()?;
+    match record.as_deref().map(|r| String::from_utf8_lossy(r).trim().to_owned()) {
+        None => Some(format!("{} {}", stat(file::SECRETS_FILE), stat(STORE_RECORD))),
+        Some(kind) if kind == "file" => Some(format!("{} {}", stat(file::SECRETS_FILE), stat(STORE_RECORD))),
+        Some(_) => None,
+    }
+}
+
 /// How the names of the logins `mcpx auth login` keeps begin: their own namespace in
 /// the store. `mcpx secret set` and `rm` refuse such names, and a configuration's
 /// `${secret:}` and `${input:}` never expand one (docs/security.md, "Remote servers").
