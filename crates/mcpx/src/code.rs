@@ -192,6 +192,7 @@ pub async fn execute(cx: &Context, job: &Job, logs: &mut Logs) -> Result<Outcome
         Source::File(path) => Some(path.as_path()),
         Source::Code(_) => None,
     };
+    let mut run_cache = None;
     let group = match &cx.engine {
         sandbox::Engine::Deno(deno) => {
             let env = sandbox::deno_env(&cx.deno_dir);
@@ -209,6 +210,14 @@ pub async fn execute(cx: &Context, job: &Job, logs: &mut Logs) -> Result<Outcome
             if job.check {
                 check(deno, &dir, env.clone(), confine.clone()).await?;
             }
+            // The script itself runs with a cache of its own, removed after it: the
+            // shared one holds other runs' compiled modules, and what a script wrote
+            // there a later run would load.
+            let cache = run_cache.insert(sandbox::RunDir::in_cache(&cx.deno_dir)?);
+            let own = cache.path("");
+            let policy = sandbox::policy(deno, &dir, Some(&own), file, &job.access);
+            let confine = sandbox::confinement(&policy, cx.unconfined)?;
+            let env = sandbox::deno_env(&own);
             Group::start(deno, sandbox::run_args(&dir, &job.access, &job.limits, &job.args), env, confine)?
         }
         sandbox::Engine::Node(node) => {
@@ -219,7 +228,9 @@ pub async fn execute(cx: &Context, job: &Job, logs: &mut Logs) -> Result<Outcome
             Group::start(node, args, std::collections::BTreeMap::new(), confine)?
         }
     };
-    serve_channel(cx, job, group, &dir, logs).await
+    let outcome = serve_channel(cx, job, group, &dir, logs).await;
+    drop(run_cache);
+    outcome
 }
 
 /// What the type check's refusal adds for a shell user; `serve --code`, whose client

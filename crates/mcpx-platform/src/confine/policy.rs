@@ -54,6 +54,9 @@ pub const CLOSED: &[&str] = &[
     "ptrace, process_vm_readv/writev, pidfd_open/getfd (seccomp)",
     "abstract unix sockets outside the sandbox (Landlock ABI 6)",
     "io_uring, new namespaces, bpf, perf events, userfaultfd, the kernel keyrings, open_by_handle_at (seccomp)",
+    "a file's mode, owner, times and extended attributes by path, and file watches (seccomp: Landlock does not cover metadata)",
+    "resource limits of other processes (prlimit64 on a pid but the sandbox's own; seccomp)",
+    "descriptors inherited from the parent: all closed at exec",
     "capabilities: all dropped, and no_new_privs set, so none come back on exec",
 ];
 

@@ -64,6 +64,22 @@ fn probe() {
         #[cfg(target_arch = "x86_64")]
         say("x32-getpid", libc::syscall(0x4000_0000 | libc::SYS_getpid));
         say("no-new-privs", libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0).into());
+        // Metadata by path, through a link in a writable directory: Landlock does not
+        // cover it, seccomp does.
+        let link = std::ffi::CString::new(dir.join("writable/link").as_os_str().as_encoded_bytes()).unwrap();
+        say("chmod-through-link", libc::chmod(link.as_ptr(), 0o666).into());
+        say("chown-through-link", libc::chown(link.as_ptr(), 0, 0).into());
+        say("utimes-through-link", libc::utimes(link.as_ptr(), std::ptr::null()).into());
+        let mut limit = libc::rlimit { rlim_cur: 4, rlim_max: 4 };
+        say("prlimit-parent", libc::syscall(libc::SYS_prlimit64, parent, libc::RLIMIT_NOFILE, &raw const limit, 0));
+        say("prlimit-self", libc::syscall(libc::SYS_prlimit64, 0, libc::RLIMIT_NOFILE, 0, &raw mut limit));
+        // A descriptor the parent left open across exec is closed (its number may have
+        // been given to another file since: compared by inode).
+        let inherited: libc::c_int = std::env::var("MCPX_CONFINE_PROBE_FD").unwrap().parse().unwrap();
+        let mut stat: libc::stat = std::mem::zeroed();
+        let secret_inode = std::fs::metadata(dir.join("secret.txt")).map(|m| std::os::unix::fs::MetadataExt::ino(&m));
+        let still = libc::fstat(inherited, &raw mut stat) == 0 && secret_inode.is_ok_and(|ino| ino == stat.st_ino);
+        println!("probe inherited-fd {}", if still { "open" } else { "closed" });
         let mut header = [0x2008_0522u32, 0];
         let mut data = [0u32; 6];
         libc::syscall(libc::SYS_capget, header.as_mut_ptr(), data.as_mut_ptr());
@@ -88,6 +104,10 @@ fn confined_calls_are_refused_by_the_kernel() {
     std::fs::write(root.join("allowed/ok.txt"), "ok").unwrap();
     std::fs::write(root.join("secret.txt"), "secret").unwrap();
     std::os::unix::fs::symlink(root.join("secret.txt"), root.join("allowed/link.txt")).unwrap();
+    std::os::unix::fs::symlink(root.join("secret.txt"), root.join("writable/link")).unwrap();
+    // A descriptor of the secret, open across exec, as a shell may leave one.
+    let inherited =
+        nix::fcntl::open(&root.join("secret.txt"), nix::fcntl::OFlag::O_RDONLY, nix::sys::stat::Mode::empty()).unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut grants = runtime_base();
     grants.extend([
@@ -96,7 +116,11 @@ fn confined_calls_are_refused_by_the_kernel() {
         Grant::new(root.join("writable"), Access::Write),
     ]);
     let prepared = prepare(&Policy { grants }).unwrap();
-    let env: BTreeMap<OsString, OsString> = [(OsString::from(PROBE_DIR), root.clone().into_os_string())].into();
+    let env: BTreeMap<OsString, OsString> = [
+        (OsString::from(PROBE_DIR), root.clone().into_os_string()),
+        (OsString::from("MCPX_CONFINE_PROBE_FD"), std::os::fd::AsRawFd::as_raw_fd(&inherited).to_string().into()),
+    ]
+    .into();
     let args = ["--exact", "confine::tests::probe", "--ignored", "--nocapture", "--test-threads=1"];
     let spec = SpawnSpec {
         program: exe,
@@ -143,6 +167,12 @@ fn confined_calls_are_refused_by_the_kernel() {
         ("io_uring", &eperm),
         ("keyctl", &eperm),
         ("no-new-privs", "ok"),
+        ("chmod-through-link", &eperm),
+        ("chown-through-link", &eperm),
+        ("utimes-through-link", &eperm),
+        ("prlimit-parent", &eperm),
+        ("prlimit-self", "ok"),
+        ("inherited-fd", "closed"),
         ("capabilities", "[0, 0, 0, 0, 0, 0]"),
     ];
     if cfg!(target_arch = "x86_64") {
@@ -152,6 +182,8 @@ fn confined_calls_are_refused_by_the_kernel() {
         assert_eq!(answers.get(call).copied(), Some(want), "{call}: {out}\n{err}");
     }
     assert!(!root.join("made.txt").exists());
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(root.join("secret.txt")).unwrap().permissions().mode() & 0o777, 0o644);
     assert!(root.join("writable/made.txt").exists());
 }
 

@@ -181,9 +181,30 @@ fn denied() -> Vec<(libc::c_long, &'static str)> {
         (libc::SYS_request_key, "the kernel keyrings"),
         (libc::SYS_name_to_handle_at, "file handles, which open files without a path walk"),
         (libc::SYS_open_by_handle_at, "file handles, which open files without a path walk"),
+        // Landlock does not cover a file's metadata: by path, through a link in a
+        // granted directory, these would reach any file of the user's.
+        (libc::SYS_fchmodat, "changing a file's mode by path (Landlock does not cover it)"),
+        (libc::SYS_fchownat, "changing a file's owner by path"),
+        (libc::SYS_utimensat, "changing a file's times"),
+        (libc::SYS_setxattr, "extended attributes by path"),
+        (libc::SYS_lsetxattr, "extended attributes by path"),
+        (libc::SYS_removexattr, "extended attributes by path"),
+        (libc::SYS_lremovexattr, "extended attributes by path"),
+        (libc::SYS_inotify_add_watch, "watching files outside what may be read"),
+        (libc::SYS_fanotify_init, "watching the file system"),
     ];
     #[cfg(target_arch = "x86_64")]
-    calls.extend([(libc::SYS_fork, "new processes"), (libc::SYS_vfork, "new processes")]);
+    calls.extend([
+        (libc::SYS_fork, "new processes"),
+        (libc::SYS_vfork, "new processes"),
+        (libc::SYS_chmod, "changing a file's mode by path"),
+        (libc::SYS_fchmodat2, "changing a file's mode by path"),
+        (libc::SYS_chown, "changing a file's owner by path"),
+        (libc::SYS_lchown, "changing a file's owner by path"),
+        (libc::SYS_utime, "changing a file's times"),
+        (libc::SYS_utimes, "changing a file's times"),
+        (libc::SYS_futimesat, "changing a file's times"),
+    ]);
     calls
 }
 
@@ -206,6 +227,12 @@ fn filters() -> io::Result<Vec<BpfProgram>> {
             .and_then(|c| SeccompRule::new(vec![c]))
             .map_err(|e| io::Error::other(format!("the seccomp rule for clone: {e}")))?;
     rules.insert(libc::SYS_clone, vec![new_process]);
+    // Resource limits of the process itself (pid 0) only: another process of the user's,
+    // the daemon, could be left without descriptors or killed by a CPU limit.
+    let other_process = SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0)
+        .and_then(|c| SeccompRule::new(vec![c]))
+        .map_err(|e| io::Error::other(format!("the seccomp rule for prlimit64: {e}")))?;
+    rules.insert(libc::SYS_prlimit64, vec![other_process]);
     let eperm = SeccompAction::Errno(libc::EPERM as u32);
     let mut programs = vec![
         compile(SeccompFilter::new(rules, SeccompAction::Allow, eperm, arch))?,
@@ -247,14 +274,21 @@ fn x32_guard() -> BpfProgram {
     ]
 }
 
-/// Confines the calling process: sets `no_new_privs`, drops every capability, enforces
-/// the Landlock ruleset, installs the seccomp filters. Called in the child between `fork`
-/// and `exec`: it allocates nothing and makes only async-signal-safe system calls.
+/// Confines the calling process: marks every descriptor above the standard streams
+/// close-on-exec (what the parent inherited and left open must not reach the program:
+/// Landlock checks a file when it is opened, not when it is used), sets
+/// `no_new_privs`, drops every capability, enforces the Landlock ruleset, installs the
+/// seccomp filters. Called in the child between `fork` and `exec`: it allocates nothing
+/// and makes only async-signal-safe system calls.
 ///
 /// Errors: the first call that fails, as its `errno`.
 #[allow(unsafe_code)] // Reason: prctl, capset and landlock_restrict_self have no safe wrapper usable after fork.
 pub(crate) fn apply_in_child(prepared: &Prepared) -> io::Result<()> {
     let check = |rc: libc::c_long| if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) };
+    // Safety: close_range(3, ~0, CLOSE_RANGE_CLOEXEC) takes integers only; it marks the
+    // descriptors (Linux 5.11; Landlock ABI 4 needs 6.7), so those still needed until
+    // `exec` (the ruleset, the spawn's error pipe) stay open until then.
+    check(unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) })?;
     // Safety: prctl(PR_SET_NO_NEW_PRIVS, 1) takes integers only and touches no memory of ours.
     check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }.into())?;
     // capset(2) with version 3: a header and two data words (the 64 capabilities), all

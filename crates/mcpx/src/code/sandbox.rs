@@ -81,6 +81,28 @@ impl RunDir {
         Ok(RunDir { dir })
     }
 
+    /// A private directory for one run's own Deno cache, `runs/<pid>-<n>` beside the
+    /// shared cache `deno_dir` (under mcpx's cache directory, on disk), removed when
+    /// this is dropped.
+    ///
+    /// Errors: the directory cannot be made (`daemon`).
+    pub fn in_cache(deno_dir: &Path) -> Result<RunDir, ApiError> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let failed = |e: &dyn std::fmt::Display| {
+            ApiError::new(
+                ErrorKind::Daemon,
+                format!("cannot make the script's own cache under the cache directory: {e}"),
+            )
+        };
+        let parent = deno_dir.parent().unwrap_or(deno_dir);
+        let cache = Dir::open_private(parent, false).map_err(|e| failed(&e))?;
+        let runs = cache.subdir("deno-runs", true).map_err(|e| failed(&e))?;
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("{}-{}-{n}", std::process::id(), mcpx_daemon::schema::now());
+        let dir = runs.subdir(&name, true).map_err(|e| failed(&e))?;
+        Ok(RunDir { dir })
+    }
+
     /// Writes `name` (mode 0600).
     pub fn write(&self, name: &str, text: &str) -> Result<(), ApiError> {
         mcpx_platform::fs::write_atomic(&self.dir, name, text.as_bytes(), 0o600).map_err(|e| {

@@ -206,6 +206,12 @@ fn the_file_system_api_reads_nothing_outside() {
             &[READ, &["/proc/self/cwd"]],
         ),
         exec("/proc/self/environ", "return await Deno.readTextFile('/proc/self/environ')", &[READ, &["environ"]]),
+        // The cache other runs compiled their modules into.
+        exec(
+            "the shared Deno cache",
+            format!("return [...Deno.readDirSync({:?})].map((e) => e.name).join(',')", f.p("cache/deno")),
+            &[READ],
+        ),
     ];
     f.refuse_all(&escapes);
 }
@@ -356,6 +362,30 @@ fn nothing_is_written_outside_the_allowed_directories() {
         exec("remove", format!("await Deno.remove({secret:?}); return 'removed'"), &[WRITE]),
         exec("truncate", format!("await Deno.truncate({secret:?}); return 'cut'"), &[WRITE]),
         exec(
+            "planting a module in the shared Deno cache",
+            format!("await Deno.writeTextFile({:?}, 'x'); return 'planted'", f.p("cache/deno/planted.js")),
+            &[WRITE],
+        ),
+        // Metadata through a link in a writable directory: mode, owner, times.
+        exec(
+            "chmod through a link in --allow-write",
+            format!("await Deno.chmod({:?}, 0o666); return 'changed'", f.p("writable/link.txt")),
+            &[&[WRITE, &["Requires write access", "os error 1)"]].concat()],
+        )
+        .with(f.flag("--allow-write", "writable")),
+        exec(
+            "utime through a link in --allow-write",
+            format!("await Deno.utime({:?}, 0, 0); return 'changed'", f.p("writable/link.txt")),
+            &[&[WRITE, &["os error 1)"]].concat()],
+        )
+        .with(f.flag("--allow-write", "writable")),
+        exec(
+            "chown through a link in --allow-write",
+            format!("await Deno.chown({:?}, 0, 0); return 'changed'", f.p("writable/link.txt")),
+            &[&[WRITE, &["os error 1)"]].concat()],
+        )
+        .with(f.flag("--allow-write", "writable")),
+        exec(
             "a write through a link in --allow-write",
             format!("await Deno.writeTextFile({:?}, 'x'); return 'written'", f.p("writable/link.txt")),
             &[WRITE],
@@ -383,9 +413,12 @@ fn nothing_is_written_outside_the_allowed_directories() {
         .with([f.flag("--allow-read", "both"), f.flag("--allow-write", "both")].concat()),
     ];
     f.refuse_all(&escapes);
-    for made in ["written.txt", "made", "both/moved", "both/hard"] {
+    for made in ["written.txt", "made", "both/moved", "both/hard", "cache/deno/planted.js"] {
         assert!(!f.w.path(made).exists(), "{made} was made");
     }
+    let secret = std::fs::metadata(f.w.path("secret.txt")).unwrap();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&secret.permissions()) & 0o777, 0o644, "its mode changed");
+    assert!(secret.modified().unwrap().elapsed().unwrap() < std::time::Duration::from_secs(3600), "its time changed");
 }
 
 /// A local listener proves that no connection was made; the daemon's and a
