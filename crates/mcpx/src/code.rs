@@ -15,7 +15,7 @@ use std::time::Duration;
 use mcpx_daemon::api::{ApiError, Caller, ErrorKind, Request, TypesAnswer};
 use mcpx_daemon::client::{Client, Method};
 use mcpx_platform::fs::Dir;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 
 use self::channel::Frame;
 use self::sandbox::{Access, Group, Limits, RunDir};
@@ -272,7 +272,8 @@ async fn check_graph(
         let said = String::from_utf8_lossy(&err);
         return Ok(Err(if said.trim().is_empty() {
             format!(
-                "the script did not run: reading its module graph {how}, and printed nothing: check that {} is Deno (MCPX_DENO, or `deno` on PATH)",
+                "the script did not run: asked for its module graph, {} exited ({how}) and printed nothing: check that {} is Deno (MCPX_DENO, or `deno` on PATH)",
+                deno.display(),
                 deno.display()
             )
         } else {
@@ -298,6 +299,34 @@ async fn collect(
     tokio::time::timeout(Duration::from_secs(120), read).await.map_err(|_| {
         ApiError::new(ErrorKind::Timeout, format!("{doing} took over 120s and was stopped; try --no-check"))
     })
+}
+
+/// Reads one line of the channel into `line` (its newline included), at most
+/// [`channel::MAX_FRAME`] bytes: a script that writes without a newline is not held in
+/// memory without end. Cancel-safe: what was read stays in `line`.
+///
+/// Errors: `InvalidData` past the limit (`line` then holds more than it); the pipe's.
+async fn read_frame(reader: &mut (impl tokio::io::AsyncBufRead + Unpin), line: &mut Vec<u8>) -> std::io::Result<usize> {
+    use tokio::io::AsyncBufReadExt as _;
+    let start = line.len();
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(line.len() - start);
+        }
+        let (taken, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        line.extend_from_slice(&available[..taken]);
+        reader.consume(taken);
+        if line.len() > channel::MAX_FRAME {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a channel line past its limit"));
+        }
+        if done {
+            return Ok(line.len() - start);
+        }
+    }
 }
 
 /// Everything `pipe` gives until it ends (nothing without one; a read error ends it).
@@ -355,9 +384,14 @@ async fn serve_channel(
     let mut line = Vec::new();
     let ended = loop {
         tokio::select! {
-            read = stdout.read_until(b'\n', &mut line) => {
-                if read.unwrap_or(0) == 0 {
-                    break None;
+            read = read_frame(&mut stdout, &mut line) => {
+                match read {
+                    Ok(0) | Err(_) if line.len() <= channel::MAX_FRAME => break None,
+                    Err(_) => break Some(Outcome::Failed(format!(
+                        "the script wrote a line of over {} MiB on its channel, which carries tool calls only; it was stopped",
+                        channel::MAX_FRAME >> 20
+                    ))),
+                    _ => {}
                 }
                 let frame = channel::parse(line.trim_ascii());
                 line.clear();
@@ -443,7 +477,10 @@ async fn pass_logs(mut stderr: tokio::process::ChildStderr, limit: usize, collec
         if collect {
             kept.extend_from_slice(&chunk[..room]);
         } else {
-            let _ = out.write_all(&chunk[..room]).await;
+            // Escaped as every other human output is (a chunk cut inside a character
+            // shows it replaced).
+            let text = String::from_utf8_lossy(&chunk[..room]);
+            let _ = out.write_all(crate::sanitize::text(&text).as_bytes()).await;
         }
         passed += room;
         if room < n && !cut {

@@ -300,6 +300,9 @@ async fn exec(cx: &Context, arguments: &Value) -> Value {
         return result("mcpx_exec needs `code`: the body of an async function".to_owned(), true);
     };
     let mut limits = Limits::default();
+    if !arguments["timeout"].is_null() && !arguments["timeout"].is_string() {
+        return result("timeout: write it as a string such as \"30s\" or \"5m\" (at most 10m)".to_owned(), true);
+    }
     if let Some(t) = arguments["timeout"].as_str() {
         match mcpx_daemon::config::units::parse_duration(t) {
             Ok(d) if d > sandbox::MAX_CLIENT_TIMEOUT => {

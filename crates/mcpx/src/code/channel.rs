@@ -7,6 +7,10 @@ use mcpx_daemon::api::{ApiError, Caller, ErrorKind, Request};
 use mcpx_daemon::client::{Client, Method};
 use serde_json::value::RawValue;
 
+/// The longest line the script may write on its channel, in bytes: 64 MiB, the
+/// default `maxMessageBytes` of a server's message.
+pub const MAX_FRAME: usize = 64 << 20;
+
 /// One line the script sent.
 #[derive(Debug)]
 pub enum Frame {

@@ -116,10 +116,20 @@ pub fn job(
         ApiError::new(ErrorKind::Usage, format!("{flag}: {e} (write it like {like})"))
     };
     if let Some(t) = &options.timeout {
-        limits.timeout = mcpx_daemon::config::units::parse_duration(t).map_err(|e| bad("--timeout", e, "30s or 5m"))?;
-        if limits.timeout > sandbox::MAX_TIMEOUT {
-            return Err(bad("--timeout", format!("{t} is longer than the 24h a script may run"), "30s or 5m"));
-        }
+        let longest = || bad("--timeout", format!("{t} is longer than the 24h a script may run"), "30s or 5m");
+        limits.timeout = match mcpx_daemon::config::units::parse_duration(t) {
+            Ok(d) if d > sandbox::MAX_TIMEOUT => return Err(longest()),
+            Ok(d) if d.is_zero() => {
+                return Err(bad(
+                    "--timeout",
+                    "a script needs a limit: 0 would stop it at once".to_owned(),
+                    "30s or 5m",
+                ));
+            }
+            Ok(d) => d,
+            Err(e) if e.contains("365 days") => return Err(longest()),
+            Err(e) => return Err(bad("--timeout", e, "30s or 5m")),
+        };
     }
     if let Some(m) = &options.max_memory {
         let bytes = mcpx_daemon::config::units::parse_size(m).map_err(|e| bad("--max-memory", e, "256MiB or 1GiB"))?;
@@ -170,7 +180,10 @@ pub fn returned_text(returned: Returned, json: bool, limit: usize) -> (String, b
 fn print_returned(returned: Returned, json: bool, limit: usize) {
     let (text, cut) = returned_text(returned, json, limit);
     if !text.is_empty() {
-        println!("{}", text.strip_suffix('\n').unwrap_or(&text));
+        // Through the sanitizer: what a script returns (a tool's text, say) cannot drive
+        // the terminal.
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        if json { output::say_json(text) } else { output::say(text) }
     }
     if cut {
         output::warn(&format!("mcpx: the answer was cut at {limit} bytes (--max-output raises the limit)"));

@@ -395,3 +395,19 @@ fn serve_code_search_names_what_a_script_calls() {
     let text = bad["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("(fix it)") && !text.contains("--no-check"), "{text}");
 }
+
+/// What a script returns and logs goes through the terminal sanitizer, as every human
+/// output does; a channel line without an end is cut at its limit, not held without
+/// bound.
+#[test]
+fn output_is_escaped_and_a_channel_line_has_a_limit() {
+    let w = code_world();
+    let run = w.run(&["exec", "--no-check", "console.log('\\x1b]0;title\\x07 log'); return '\\x1b[2Kforged\\rline'"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "\\e[2Kforged\\rline\n");
+    assert!(run.stderr.contains("\\e]0;title\\x07 log") && !run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
+    let flood = "const b = new Uint8Array(16 << 20).fill(120); for (let i = 0; i < 5; i++) Deno.stdout.writeSync(b); await new Promise(() => {})";
+    let run = w.run(&["exec", "--no-check", "--timeout", "60s", flood]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("a line of over 64 MiB on its channel"), "{}", run.stderr);
+}
