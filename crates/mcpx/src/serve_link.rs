@@ -78,6 +78,9 @@ struct Pending {
     listen: bool,
     /// Its line was written whole on the connection.
     written: bool,
+    /// Its line was a JSON-RPC batch: answered as a whole, by an array, or refused
+    /// with one error whose `id` is `null`.
+    batch: bool,
 }
 
 /// The error of a request the daemon may have read before it went away.
@@ -129,7 +132,9 @@ impl Link {
         }
         let listen = method == Some("subscriptions/listen");
         let number = self.sent.fetch_add(1, Ordering::Relaxed);
-        let pending = request.map(|id| (id.to_owned(), Pending { number, line: line.clone(), listen, written: false }));
+        let batch = line.trim_ascii_start().starts_with(b"[");
+        let pending =
+            request.map(|id| (id.to_owned(), Pending { number, line: line.clone(), listen, written: false, batch }));
         match self.write(&line, pending, !initialize).await {
             Ok(()) => Ok(()),
             Err(Unavailable::NotOffered) => Err(NotOffered(line)),
@@ -272,6 +277,11 @@ impl Link {
                 if let Some(id) = response_id(message) {
                     if let Some(map) = lock(&conn.pending).as_mut() {
                         map.remove(&id);
+                        // A refused batch is answered once, with a `null` id (JSON-RPC
+                        // 2.0, section 6); an array answers a whole batch.
+                        if id == "null" || message.starts_with(b"[") {
+                            map.retain(|_, p| !p.batch);
+                        }
                     }
                     self.answered.notify_waiters();
                     let replayed = {
@@ -379,10 +389,11 @@ impl Conn {
     }
 }
 
-/// The id (JSON text) of a response line.
+/// The id (JSON text) of a response line: `null` for an error that answers no one
+/// request (a refused batch, a line that did not parse).
 fn response_id(line: &[u8]) -> Option<String> {
     let message = Message::parse_line(line).ok()?.into_iter().next()?;
-    (message.kind() == MessageKind::Response).then(|| message.id().map(str::to_owned)).flatten()
+    (message.kind() == MessageKind::Response).then(|| message.id().unwrap_or("null").to_owned())
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

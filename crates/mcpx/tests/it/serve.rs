@@ -174,6 +174,32 @@ fn c16_batches_only_under_2025_03_26() {
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], -32600);
 }
 
+/// C16 through `mcpx serve`: a batch refused under 2025-06-18 (one error, `id: null`)
+/// leaves nothing waiting, so serve ends when its input does; under 2025-03-26 a batch
+/// of two is answered whole, and serve ends too.
+#[test]
+fn c16_serve_ends_after_a_batch_in_either_era() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    for (version, batch_answered) in [("2025-06-18", false), ("2025-03-26", true)] {
+        let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": { "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "c", "version": "1" } } });
+        let batch =
+            json!([{ "jsonrpc": "2.0", "id": 5, "method": "ping" }, { "jsonrpc": "2.0", "id": 6, "method": "ping" }]);
+        let input = w.path("input.jsonl");
+        std::fs::write(&input, format!("{init}\n{batch}\n")).unwrap();
+        let run = w.run_with(&["serve"], |cmd| {
+            cmd.stdin(std::fs::File::open(&input).unwrap());
+        });
+        assert_eq!(run.code, 0, "{version}: {run:?}");
+        let last: Value = serde_json::from_str(run.stdout.lines().last().unwrap()).unwrap();
+        if batch_answered {
+            assert_eq!(last.as_array().map(Vec::len), Some(2), "{version}: {last}");
+        } else {
+            assert_eq!(last["error"]["code"], -32600, "{version}: {last}");
+        }
+    }
+}
+
 /// Tools named with `.`, `/`, spaces, non-ASCII or too long for one name are exposed
 /// under valid names, and calls reach the original tool; resources read through
 /// their rewritten URIs return the original content; progress arrives over SSE.
