@@ -119,24 +119,6 @@ with_login() {
 # A user logs in once; a machine-to-machine client (client credentials) needs no login.
 # The daemon that ran the login stops (its servers too), so the calls go through a new
 # one: the login is kept in the secret store, not in a daemon.
-# Credentials go only to the authorization server that issued them (`oauth.issuer`). A
-# user copies it from their provider; here it is looked up once, as the server's
-# protected resource metadata names it (the first `authorization_servers`).
-if [ -n "$client_secret" ] || [ -n "$CONFORMANCE_PRIVATE_KEY" ]; then
-    challenge="$(curl -s -o /dev/null -D - -X POST -H 'content-type: application/json' \
-        -H 'accept: application/json, text/event-stream' \
-        --data '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"lookup","version":"1"}}}' \
-        "$url" | tr -d '\r' | sed -n 's/.*resource_metadata="\([^"]*\)".*/\1/Ip' | head -n 1)"
-    origin="$(sed -E 's#^(https?://[^/]+).*#\1#' <<<"$url")"
-    path="$(sed -E 's#^https?://[^/]+##' <<<"$url")"
-    issuer=""
-    for prm in "$challenge" "$origin/.well-known/oauth-protected-resource$path" "$origin/.well-known/oauth-protected-resource"; do
-        [ -n "$prm" ] || continue
-        issuer="$(curl -s "$prm" | jq -r '.authorization_servers[0] // empty' 2>/dev/null)"
-        [ -n "$issuer" ] && break
-    done
-    oauth="$(jq --arg issuer "$issuer" '. + {issuer: $issuer}' <<<"$oauth")"
-fi
 case "$scenario" in
     auth/client-credentials-*) ;;
     auth/*) { login && step stop --all >&2; } || exit 1 ;;

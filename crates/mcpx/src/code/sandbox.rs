@@ -55,6 +55,10 @@ pub struct RunDir {
     dir: Dir,
 }
 
+fn cannot_make(what: &str, e: &dyn std::fmt::Display) -> ApiError {
+    ApiError::new(ErrorKind::Daemon, format!("cannot make {what}: {e}"))
+}
+
 /// The runtime module's file name in the run directory.
 pub const RUNTIME_FILE: &str = "mcpx.ts";
 /// The entry module's file name.
@@ -63,43 +67,32 @@ pub const ENTRY_FILE: &str = "main.ts";
 pub const EXEC_FILE: &str = "exec.ts";
 
 impl RunDir {
-    /// Makes `code/<pid>-<n>` under `runtime` (the runtime directory, private).
+    /// Makes `code/<pid>-<time>-<n>` under `runtime` (the runtime directory, private).
     ///
     /// Errors: the directory cannot be made (`daemon`: it is the runtime directory's).
     pub fn new(runtime: &Dir) -> Result<RunDir, ApiError> {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let failed = |e: &dyn std::fmt::Display| {
-            ApiError::new(
-                ErrorKind::Daemon,
-                format!("cannot make the script's directory under the runtime directory: {e}"),
-            )
-        };
-        let code = runtime.subdir("code", true).map_err(|e| failed(&e))?;
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let name = format!("{}-{}-{n}", std::process::id(), mcpx_daemon::schema::now());
-        let dir = code.subdir(&name, true).map_err(|e| failed(&e))?;
-        Ok(RunDir { dir })
+        RunDir::make(runtime, "code", "the script's directory under the runtime directory")
     }
 
-    /// A private directory for one run's own Deno cache, `runs/<pid>-<n>` beside the
-    /// shared cache `deno_dir` (under mcpx's cache directory, on disk), removed when
-    /// this is dropped.
+    /// A private directory for one run's own Deno cache, `deno-runs/<pid>-<time>-<n>`
+    /// beside the shared cache `deno_dir` (under mcpx's cache directory, on disk),
+    /// removed when this is dropped.
     ///
     /// Errors: the directory cannot be made (`daemon`).
     pub fn in_cache(deno_dir: &Path) -> Result<RunDir, ApiError> {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let failed = |e: &dyn std::fmt::Display| {
-            ApiError::new(
-                ErrorKind::Daemon,
-                format!("cannot make the script's own cache under the cache directory: {e}"),
-            )
-        };
+        let what = "the script's own cache under the cache directory";
         let parent = deno_dir.parent().unwrap_or(deno_dir);
-        let cache = Dir::open_private(parent, false).map_err(|e| failed(&e))?;
-        let runs = cache.subdir("deno-runs", true).map_err(|e| failed(&e))?;
+        let cache = Dir::open_private(parent, false).map_err(|e| cannot_make(what, &e))?;
+        RunDir::make(&cache, "deno-runs", what)
+    }
+
+    /// `group/<pid>-<time>-<n>` under `parent`, private; `what` names it in the error.
+    fn make(parent: &Dir, group: &str, what: &str) -> Result<RunDir, ApiError> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let group = parent.subdir(group, true).map_err(|e| cannot_make(what, &e))?;
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("{}-{}-{n}", std::process::id(), mcpx_daemon::schema::now());
-        let dir = runs.subdir(&name, true).map_err(|e| failed(&e))?;
+        let dir = group.subdir(&name, true).map_err(|e| cannot_make(what, &e))?;
         Ok(RunDir { dir })
     }
 
