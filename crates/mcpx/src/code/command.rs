@@ -59,6 +59,7 @@ pub async fn run(
         let node = sandbox::find_on_path(env, "node").ok_or_else(|| {
             ApiError::new(ErrorKind::Usage, "--unsafe-node: Node is not on PATH; install Node 22 or later, or Deno")
         })?;
+        sandbox::check_node(&node).map_err(|message| ApiError::new(ErrorKind::Usage, message))?;
         output::warn(&format!("mcpx: {}", sandbox::node_left_open(!options.unconfined)));
         sandbox::Engine::Node(node)
     } else {

@@ -197,6 +197,38 @@ pub fn node_left_open(confined: bool) -> &'static str {
     }
 }
 
+/// The oldest Node whose permission model `--unsafe-node` relies on (`--permission`
+/// without `--experimental-`).
+pub const NODE_MAJOR: u32 = 22;
+
+/// Checks that `node` is Node [`NODE_MAJOR`] or later, by its `--version`.
+///
+/// Errors: a sentence naming the version found and what to install.
+pub fn check_node(node: &Path) -> Result<(), String> {
+    let spec = SpawnSpec {
+        program: node.to_path_buf(),
+        args: vec!["--version".into()],
+        env: BTreeMap::new(),
+        cwd: None,
+        piped: true,
+        detach: Detach::Group,
+        confine: None,
+    };
+    let out = mcpx_platform::process::command(&spec)
+        .output()
+        .map_err(|e| format!("--unsafe-node: cannot run {} --version: {e}", node.display()))?;
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let major = version.trim_start_matches('v').split('.').next().and_then(|m| m.parse::<u32>().ok());
+    match major {
+        Some(major) if major >= NODE_MAJOR => Ok(()),
+        _ => Err(format!(
+            "--unsafe-node needs Node {NODE_MAJOR} or later (its permission model), and {} is {}: put a newer Node first on PATH, or use Deno",
+            node.display(),
+            if version.is_empty() { "not Node" } else { version.as_str() }
+        )),
+    }
+}
+
 /// The module that gives Node the part of Deno's API the runtime uses (the channel on
 /// stdin and stdout, `Deno.exit`, `Deno.args`).
 pub const NODE_SHIM: &str = r#"import { writeSync } from "node:fs";
@@ -320,7 +352,8 @@ pub fn confinement(policy: &Policy, unconfined: bool) -> Result<Option<Arc<Prepa
 pub fn refusal_without_kernel(why: &str) -> String {
     format!(
         "code mode runs scripts only under the kernel's confinement, and {why}; \
-         `--unconfined` runs them with Deno's permission flags alone (see `mcpx doctor`)"
+         `--unconfined` (for an MCP client, `mcpx serve --code --unconfined` in its configuration) runs them \
+         with Deno's permission flags alone (see `mcpx doctor`)"
     )
 }
 

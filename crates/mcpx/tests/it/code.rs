@@ -324,6 +324,16 @@ fn unsafe_node_runs_under_nodes_permission_model_and_says_what_is_left_open() {
         "{}",
         run.stderr
     );
+    // A Node older than 22 (a stand-in that says it is 20) is named, not run.
+    let old = w.path("old-node");
+    std::fs::create_dir(&old).unwrap();
+    std::fs::write(old.join("node"), "#!/bin/sh\necho v20.20.2\n").unwrap();
+    std::fs::set_permissions(old.join("node"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let run = w.run_with(&["exec", "--unsafe-node", "return 1"], |cmd| {
+        cmd.env("PATH", format!("{}:/usr/bin:/bin", old.display()));
+    });
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("needs Node 22 or later") && run.stderr.contains("v20.20.2"), "{}", run.stderr);
     let run = w.run(&["exec", "--unsafe-node", "--unconfined", "return 'open'"]);
     assert_eq!(run.stdout, "open\n", "{run:?}");
     assert!(run.stderr.contains("left open: the network") && run.stderr.contains("--unconfined"), "{}", run.stderr);
