@@ -86,7 +86,15 @@ pub(crate) async fn listed(d: &Daemon, session: &ClientSession, entry: &ServerEn
         return None;
     }
     match d.pool.acquire(&target, &pool_key, entry.options.start_timeout).await {
-        Ok(_) => d.schema.get_for(&entry.cache_key(), target.context.as_deref()),
+        Ok(lease) => {
+            // Started to be listed: a `call` key's instance ends with the listing.
+            let inst = lease.instance.clone();
+            drop(lease);
+            if pool_key.is_call() {
+                d.pool.release(&inst, &pool_key).await;
+            }
+            d.schema.get_for(&entry.cache_key(), target.context.as_deref())
+        }
         Err(e) => {
             tracing::warn!(server = %entry.name, error = %e, "left out of an MCP listing: it failed to start");
             None

@@ -187,8 +187,8 @@ async fn forward(
         Message::request(&id, &method, Some(&rewritten.to_string()))
     };
     let result = held.lease.instance.forward(upstream, held.timeout, context(session, notify)).await;
-    let target = held.target;
-    drop(held.lease);
+    let target = held.target.clone();
+    held.done(d).await;
     d.pool.notify_changed();
     match result {
         // A passed-through listing, without what the policy leaves out.

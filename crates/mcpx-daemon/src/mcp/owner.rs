@@ -32,6 +32,21 @@ pub(crate) struct Held {
     pub(crate) target: Arc<Target>,
     /// Its `callTimeout`.
     pub(crate) timeout: Option<Duration>,
+    /// The caller's pool key: a `call` key's instance is stopped when its request is
+    /// answered ([`Held::done`]).
+    pub(crate) key: crate::scope::PoolKey,
+}
+
+impl Held {
+    /// Ends the lease: a `call`-scoped instance is stopped, as the CLI's path stops its
+    /// own (`pool.release`); any other stays for the next request.
+    pub(crate) async fn done(self, d: &Daemon) {
+        let inst = self.lease.instance.clone();
+        drop(self.lease);
+        if self.key.is_call() {
+            d.pool.release(&inst, &self.key).await;
+        }
+    }
 }
 
 /// The (server, original name) of `exposed`, a tool (`field` is `tools`) or prompt
@@ -134,7 +149,7 @@ pub(crate) async fn hold(d: &Daemon, session: &ClientSession, id: &str, server: 
         d.targets.for_caller(entry, &session.caller).map_err(|e| fail(error_code::INTERNAL_ERROR, e.message))?;
     let timeout = entry.options.call_timeout;
     match d.pool.acquire(&target, &key, timeout).await {
-        Ok(lease) => Ok(Held { lease, target, timeout }),
+        Ok(lease) => Ok(Held { lease, target, timeout, key }),
         Err(e) => Err(fail(error_code::INTERNAL_ERROR, e.of_server(server))),
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::harness::{Spawned, World, fake_server, wait_until};
+use crate::harness::{Serve, Spawned, World, fake_server, wait_until};
 
 /// One HTTP exchange with the daemon's socket: (status, headers, body).
 pub(crate) fn http(w: &World, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
@@ -512,4 +512,35 @@ fn a_client_cancellation_reaches_the_server() {
     let forwarded = lines.iter().find(|m| m["params"]["name"] == "slow").unwrap();
     let cancelled = lines.iter().find(|m| m["method"] == "notifications/cancelled").unwrap();
     assert_eq!(cancelled["params"]["requestId"], forwarded["id"]);
+}
+
+/// A server with `"scope": "call"` gets an instance per call, which ends when its call
+/// is answered, on every MCP path (`/mcp`, `/mcp/<server>`, `mcpx serve`), as on the
+/// CLI's: five calls leave no instance running.
+#[test]
+fn call_scoped_instances_end_with_their_call_on_every_mcp_path() {
+    let w = World::new(json!({ "fake": { "command": fake_server(), "mcpx": { "scope": "call" } } }));
+    w.run(&["ls"]).ok();
+    let live = |w: &World| {
+        w.status()["instances"].as_array().map_or(0, |i| {
+            i.iter().filter(|x| x["server"] == "fake" && x["state"] != "exited" && x["state"] != "lost").count()
+        })
+    };
+    for (path, tool) in [("/mcp", "fake__echo"), ("/mcp/fake", "echo")] {
+        let (session, _) = initialize(&w, path, "2025-11-25");
+        for n in 0..5 {
+            let call = json!({ "jsonrpc": "2.0", "id": n + 2, "method": "tools/call",
+                "params": { "name": tool, "arguments": { "message": format!("m{n}") } } });
+            let answer = rpc(&w, path, &session, call);
+            assert_eq!(answer["result"]["content"][0]["text"], format!("m{n}"), "{path}: {answer}");
+        }
+        wait_until(&format!("{path}: no call-scoped instance left"), Duration::from_secs(10), || live(&w) == 0);
+    }
+    let mut serve = Serve::start(&w, json!({}));
+    for n in 0..5 {
+        let answer =
+            serve.request("tools/call", json!({ "name": "fake__echo", "arguments": { "message": format!("s{n}") } }));
+        assert_eq!(answer["result"]["content"][0]["text"], format!("s{n}"), "{answer}");
+    }
+    wait_until("serve: no call-scoped instance left", Duration::from_secs(10), || live(&w) == 0);
 }
