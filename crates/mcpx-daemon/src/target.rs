@@ -46,6 +46,9 @@ pub struct Targets {
     /// The key of the schema cache's authorization contexts (`<state>/context-key`,
     /// 32 random bytes, 0600), read or made at first use; `None` when neither can be.
     context_key: std::sync::OnceLock<Option<Vec<u8>>>,
+    /// How many logins and logouts the daemon has made: a target built under another
+    /// count is not reused.
+    logins: std::sync::atomic::AtomicU64,
 }
 
 /// The file of the authorization contexts' HMAC key, in the state directory.
@@ -64,7 +67,7 @@ struct Memo {
     /// Recent targets by server name: the entry each was built from, the target, and
     /// when its command was looked up (or it was built, for a remote server). Only
     /// targets whose expansion read no secret: the store may change at any time.
-    targets: HashMap<String, (ServerEntry, Arc<Target>, Instant)>,
+    targets: HashMap<String, (ServerEntry, Arc<Target>, Instant, u64)>,
     /// Authorization contexts by server name: the entry, the secret store's stamp they
     /// were computed under, and the context ([`Targets::context`]).
     contexts: HashMap<String, (ServerEntry, String, Option<String>)>,
@@ -87,7 +90,13 @@ impl Targets {
     /// Targets resolved against the daemon's captured environment `env` and the
     /// secret store recorded in the state directory `state`.
     pub fn new(env: HashMap<String, String>, state: Dir) -> Targets {
-        Targets { env, state, memo: Mutex::new(Memo::default()), context_key: std::sync::OnceLock::new() }
+        Targets {
+            env,
+            state,
+            memo: Mutex::new(Memo::default()),
+            context_key: std::sync::OnceLock::new(),
+            logins: std::sync::atomic::AtomicU64::new(0),
+        }
     }
 
     /// The authorization context of `entry`'s private listings (docs/api.md, "The
@@ -207,23 +216,29 @@ impl Targets {
     /// `error`.
     ///
     /// The same entry gets the same target again (shared) for [`RESOLVE_TTL`] after its
-    /// command was looked up, unless its expansion read a secret or it is remote.
+    /// command was looked up, unless its expansion read a secret or a login or logout
+    /// came meanwhile ([`Targets::logins_changed`]: a remote target's context names the
+    /// login that covers it).
     pub fn target(&self, entry: &ServerEntry) -> Result<Arc<Target>, ApiError> {
-        if let Some((built_from, target, at)) = lock(&self.memo).targets.get(&entry.name) {
-            if built_from == entry && at.elapsed() < RESOLVE_TTL {
+        let logins = self.logins.load(std::sync::atomic::Ordering::Acquire);
+        if let Some((built_from, target, at, seen)) = lock(&self.memo).targets.get(&entry.name) {
+            if built_from == entry && at.elapsed() < RESOLVE_TTL && *seen == logins {
                 return Ok(target.clone());
             }
         }
         let secrets = Noting { store: self.secrets(), asked: Cell::new(false) };
         let (target, at) = self.build(entry, &secrets)?;
         let target = Arc::new(target);
-        // A remote target's context names the login that covers it, which a login or
-        // a logout may change at any moment: built afresh each time (no `PATH` walk).
-        let remote = matches!(entry.transport, TransportSpec::Remote { .. });
-        if !secrets.asked.get() && !remote {
-            lock(&self.memo).targets.insert(entry.name.clone(), (entry.clone(), target.clone(), at));
+        if !secrets.asked.get() {
+            lock(&self.memo).targets.insert(entry.name.clone(), (entry.clone(), target.clone(), at, logins));
         }
         Ok(target)
+    }
+
+    /// Says that a login or a logout changed the logins kept (the daemon runs both):
+    /// targets built before are built again, so their contexts name the new login.
+    pub fn logins_changed(&self) {
+        self.logins.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 
     /// A fresh [`target`](Self::target) of `entry`, expanded with `secrets`, and when its

@@ -69,6 +69,7 @@ async fn run(d: &Daemon, req: &Request, tx: &mpsc::Sender<Vec<u8>>) -> Result<se
     // for it (MCP 2026-07-28, Server, Utilities, "Caching": a private result is not
     // shared across authorization contexts).
     d.schema.forget_private(&entry.cache_key());
+    d.targets.logins_changed();
     Ok(serde_json::json!({
         "server": name,
         "issuer": done.issuer,

@@ -83,6 +83,7 @@ pub async fn logout(d: &Daemon, req: &Request) -> Result<Value, ApiError> {
     let done = log_out(&http, &d.dirs.state, &url, oauth.as_ref())
         .await
         .map_err(|m| ApiError::new(ErrorKind::Auth, format!("server `{name}`: {m}")))?;
+    d.targets.logins_changed();
     // The caller's other entries that share a forgotten login stop too.
     let forgotten: Vec<url::Url> = done.iter().filter_map(|l| url::Url::parse(&l.resource).ok()).collect();
     let mut stopped = 0;

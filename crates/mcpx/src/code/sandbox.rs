@@ -378,17 +378,18 @@ pub fn unconfined_left_open(engine: &Engine) -> String {
 /// The arguments of `deno info --json` for the run directory's entry: the module graph
 /// [`crate::code::graph`] checks.
 pub fn info_args(dir: &RunDir) -> Vec<OsString> {
-    let mut args: Vec<OsString> =
-        ["info", "--json", "--no-remote", "--no-npm", "--config"].map(OsString::from).to_vec();
-    args.push(dir.path("deno.json").into());
-    args.push(dir.path(ENTRY_FILE).into());
-    args
+    entry_args(&["info", "--json"], dir)
 }
 
 /// The arguments of `deno check` for the run directory's entry.
 pub fn check_args(dir: &RunDir) -> Vec<OsString> {
-    let mut args: Vec<OsString> =
-        ["check", "--quiet", "--no-remote", "--no-npm", "--config"].map(OsString::from).to_vec();
+    entry_args(&["check", "--quiet"], dir)
+}
+
+/// `command`, no remote or npm modules, the run's `deno.json`, and its entry.
+fn entry_args(command: &[&str], dir: &RunDir) -> Vec<OsString> {
+    let mut args: Vec<OsString> = command.iter().map(OsString::from).collect();
+    args.extend(["--no-remote", "--no-npm", "--config"].map(OsString::from));
     args.push(dir.path("deno.json").into());
     args.push(dir.path(ENTRY_FILE).into());
     args
