@@ -267,6 +267,9 @@ impl Link {
                 let mut line = Vec::new();
                 match reader.read_until(b'\n', &mut line).await {
                     Ok(0) | Err(_) => break,
+                    // The daemon died in the middle of a line: the part is not a
+                    // message, and the request it answered gets an error below.
+                    Ok(_) if !line.ends_with(b"\n") => break,
                     Ok(_) => {}
                 }
                 let message = line.trim_ascii();

@@ -173,6 +173,8 @@ impl Link {
                     tracing::warn!("an MCP stream sent a message over {MAX_LINE} bytes: closed");
                     break false;
                 }
+                // The client died in the middle of a line: the part is not a message.
+                Ok(_) if !line.ends_with(b"\n") => break false,
                 Ok(_) => {}
             }
             let body = Bytes::from(std::mem::take(&mut line));

@@ -1,7 +1,7 @@
 //! `mcpx serve`'s link to the daemon (one upgraded connection carrying lines): the
 //! fallback to HTTP when the daemon does not offer it, a daemon killed or upgraded
-//! under a call, messages of 16 MiB both ways, and a client that reads only after
-//! closing stdin.
+//! under a call, an answer cut by a daemon's death, messages of 16 MiB both ways, and
+//! a client that reads only after closing stdin.
 
 use std::time::Duration;
 
@@ -134,4 +134,103 @@ fn requests_written_without_reading_and_before_stdin_ends_are_all_answered() {
         assert_eq!(text, format!("{}{big}", a["id"]), "the answer to {} came cut", a["id"]);
     }
     assert!(child.0.wait().unwrap().success());
+}
+
+/// A daemon that dies in the middle of writing an answer (as one killed while it relays
+/// a large result): serve writes no part of that line, the request gets a JSON-RPC
+/// error saying the daemon went away, and the next request reconnects and is answered.
+/// The "daemon" is the test's own listener on the daemon's socket, offering the link
+/// and cutting the answer to any call whose arguments say `cut`.
+#[test]
+fn an_answer_cut_by_the_daemon_dying_is_never_written_in_part() {
+    use std::io::{BufRead, Write};
+    let w = World::new(json!({}));
+    let listener = std::os::unix::net::UnixListener::bind(w.path("run/daemon.sock")).unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || cutting_daemon(conn));
+        }
+    });
+    let mut cmd = w.command();
+    cmd.arg("serve").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+    let mut child = crate::harness::Spawned(cmd.spawn().unwrap());
+    let mut stdin = child.0.stdin.take().unwrap();
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            let _ = tx.send(line);
+        }
+    });
+    let next = || {
+        let line = rx.recv_timeout(Duration::from_secs(30)).expect("no line from mcpx serve");
+        serde_json::from_str::<serde_json::Value>(&line)
+            .unwrap_or_else(|e| panic!("serve wrote a line that is not JSON ({e}): {line:.200}"))
+    };
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    writeln!(stdin, "{init}").unwrap();
+    assert_eq!(next()["id"], 0);
+    writeln!(stdin, "{}", json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).unwrap();
+    let call = |id: u64, cut: bool| {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": "echo", "arguments": { "cut": cut } } })
+    };
+    writeln!(stdin, "{}", call(1, true)).unwrap();
+    let failed = next();
+    assert_eq!(failed["id"], 1, "{failed}");
+    assert!(failed["error"]["message"].as_str().unwrap_or_default().contains("went away"), "{failed}");
+    writeln!(stdin, "{}", call(2, false)).unwrap();
+    let answered = next();
+    assert_eq!(answered["id"], 2, "{answered}");
+    assert_eq!(answered["result"]["content"][0]["text"], "whole", "{answered}");
+}
+
+/// One connection of the test's daemon: answers `GET /v1/health`, and the upgrade to
+/// serve's link, then
+/// `initialize` and every call, except that a call with `"cut": true` gets the first
+/// part of its answer and the connection closes.
+fn cutting_daemon(conn: std::os::unix::net::UnixStream) {
+    use std::io::{BufRead, Write};
+    let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+    let mut writer = conn;
+    loop {
+        let mut head = String::new();
+        while reader.read_line(&mut head).is_ok_and(|n| n > 0) && !head.ends_with("\r\n\r\n") {}
+        if head.is_empty() {
+            return;
+        }
+        if head.contains("/v1/health ") {
+            let health = format!(r#"{{"pid":{},"build":"cutting","started_at_ms":0}}"#, std::process::id());
+            write!(
+                writer,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{health}",
+                health.len()
+            )
+            .unwrap();
+            continue;
+        }
+        write!(writer, "HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: mcpx-mcp/1\r\n\r\n")
+            .unwrap();
+        break;
+    }
+    let mut line = String::new();
+    while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+        let message: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        line.clear();
+        let id = &message["id"];
+        if message["method"] == "initialize" {
+            let result = json!({ "protocolVersion": "2025-11-25", "capabilities": { "tools": {} },
+                "serverInfo": { "name": "cutting", "version": "1" } });
+            writeln!(writer, "{}", json!({ "jsonrpc": "2.0", "id": id, "result": result })).unwrap();
+        } else if message["params"]["arguments"]["cut"] == true {
+            let answer = json!({ "jsonrpc": "2.0", "id": id, "result": { "content": [{ "type": "text", "text": "x".repeat(4096) }] } }).to_string();
+            let _ = writer.write_all(&answer.as_bytes()[..answer.len() / 2]);
+            return;
+        } else if !id.is_null() {
+            let result = json!({ "content": [{ "type": "text", "text": "whole" }] });
+            writeln!(writer, "{}", json!({ "jsonrpc": "2.0", "id": id, "result": result })).unwrap();
+        }
+    }
 }
