@@ -154,7 +154,7 @@ pub fn start_warm(d: &Arc<Daemon>) {
         let d = d.clone();
         tokio::spawn(async move {
             let name = target.entry.name.clone();
-            match d.pool.acquire(&target, &PoolKey::Global, target.entry.options.start_timeout).await {
+            match d.lease_as(&target, &PoolKey::Global, target.entry.options.start_timeout).await {
                 Ok(_) => tracing::info!(server = %name, "started (min ≥ 1)"),
                 Err(e) => tracing::warn!(server = %name, error = %e, "starting a server with min ≥ 1 failed"),
             }
@@ -187,7 +187,7 @@ pub fn take_up_remote_sessions(d: &Arc<Daemon>) {
         let d = d.clone();
         tokio::spawn(async move {
             let timeout = target.entry.options.start_timeout;
-            if let Err(e) = d.pool.acquire(&target, &PoolKey::parse(&session.key), timeout).await {
+            if let Err(e) = d.lease_as(&target, &PoolKey::parse(&session.key), timeout).await {
                 tracing::warn!(server = %target.entry.name, error = %e, "taking up a kept remote session failed");
             }
         });

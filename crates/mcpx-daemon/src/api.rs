@@ -258,8 +258,16 @@ pub struct InstanceStatus {
     pub pid: Option<u32>,
     /// `starting`, `running`, `stopping`, `exited`, or `error` (the last start failed).
     pub state: String,
-    /// Calls in flight.
+    /// Requests in flight, the daemon's own (schema listings) included: what
+    /// `in_flight` says too (kept: the interface never renames a field).
     pub calls: u64,
+    /// Callers' requests the instance answered (results and JSON-RPC errors) since
+    /// this daemon started or took it up.
+    #[serde(default)]
+    pub calls_served: u64,
+    /// Requests in flight, the daemon's own (schema listings) included.
+    #[serde(default)]
+    pub in_flight: u64,
     /// The callers (session or parent pid) with calls in flight.
     #[serde(default)]
     pub holders: Vec<String>,

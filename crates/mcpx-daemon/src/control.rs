@@ -18,6 +18,7 @@ use crate::api::{Answer, ApiError, ErrorKind, Request, SearchHit, ServerRow, Sou
 use crate::config::{Client, ConfigEnv, EntryError, ServerEntry};
 use crate::daemon::{Daemon, Exit};
 use crate::instance::ClientReplies;
+use crate::lease::Failure;
 use crate::notices::NoticeSender;
 use crate::policy;
 use crate::pool::Target;
@@ -334,8 +335,9 @@ pub async fn restart(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
     if restarted == 0 {
         restarted = d.pool.stop_server(&target.fingerprint, only.as_ref()).await;
         let key = only.unwrap_or_else(|| d.targets.pool_key(entry, &req.caller));
-        let lease = d.pool.acquire(&target, &key, timeout).await.map_err(|e| server_error(name, e))?;
+        let lease = d.lease_as(&target, &key, timeout).await.map_err(|e| server_error(name, e))?;
         pid = lease.instance.info.pid();
+        lease.finish().await;
     }
     Ok(serde_json::json!({ "server": name, "restarted": restarted, "replaced": replaced, "pid": pid }))
 }
@@ -369,9 +371,12 @@ pub async fn refresh(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
             match d.pool.relist(&target.fingerprint, timeout).await {
                 Ok(true) => Ok(()),
                 Ok(false) => {
-                    let key = d.targets.pool_key(entry, &req.caller);
-                    let lease = d.pool.acquire(&target, &key, timeout).await;
-                    lease.map_err(|e| server_error(&entry.name, e))?;
+                    let lease = d.lease(entry, &req.caller, timeout, &|_| {}).await.map_err(|e| match e {
+                        Failure::Refused(e) | Failure::Checked(e) => e,
+                        Failure::Server(e) => server_error(&entry.name, e),
+                    })?;
+                    // Listed by the start: a `call`-scoped instance ends here.
+                    lease.finish().await;
                     // The start lists the server; a failed listing is kept in the cache.
                     match d.schema.get(&target.cache_key).and_then(|c| c.error) {
                         Some(e) => Err(ApiError::new(ErrorKind::Server, format!("server `{}`: {e}", entry.name))),

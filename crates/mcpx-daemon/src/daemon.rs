@@ -392,7 +392,7 @@ impl Daemon {
         }
         tokio::spawn(async move {
             let timeout = target.entry.options.start_timeout;
-            let started = daemon.pool.acquire(&target, &key, timeout).await;
+            let started = daemon.lease_as(&target, &key, timeout).await;
             lock(&daemon.retrying).remove(&target.cache_key);
             match started {
                 Ok(_) if daemon.schema.get(&target.cache_key).is_some_and(|c| c.error.is_none()) => {

@@ -119,6 +119,8 @@ pub struct Instance {
     lost: Mutex<Option<String>>,
     session: Mutex<Option<ServerSession>>,
     in_flight: AtomicU64,
+    /// Callers' requests answered ([`Instance::count_served`]).
+    served: AtomicU64,
     last_used: Mutex<Instant>,
     /// Progress and log notifications lost because their caller read too slowly.
     dropped_notifications: AtomicU64,
@@ -229,6 +231,7 @@ impl Instance {
             state: watch::Sender::new(State::Starting),
             session: Mutex::new(None),
             in_flight: AtomicU64::new(0),
+            served: AtomicU64::new(0),
             lost: Mutex::new(None),
             last_used: Mutex::new(Instant::now()),
             dropped_notifications: AtomicU64::new(0),
@@ -335,6 +338,18 @@ impl Instance {
     /// Requests in flight right now.
     pub fn in_flight(&self) -> u64 {
         self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Callers' requests this instance answered (a result or a JSON-RPC error) since
+    /// this daemon started or took it up; the daemon's own (schema listings) are not
+    /// counted.
+    pub fn calls_served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+
+    /// Counts one caller's request answered ([`crate::daemon::Daemon::ask`]).
+    pub(crate) fn count_served(&self) {
+        self.served.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Time since the last call ended or started.

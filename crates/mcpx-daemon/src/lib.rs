@@ -12,6 +12,7 @@ pub mod config;
 pub mod control;
 pub mod daemon;
 pub mod instance;
+pub mod lease;
 pub mod log_file;
 pub mod mcp;
 pub mod names;

@@ -56,13 +56,103 @@ pub struct Target {
     pub context: Option<String>,
 }
 
-/// An instance lent to one call; for `exclusive` servers it holds the instance's
-/// only permit until dropped.
-#[derive(Debug)]
+/// An instance lent to one request, the only way to one: the pool makes it for
+/// [`crate::daemon::Daemon::lease`], and its end releases what the pool key's scope
+/// says. For `exclusive` servers it holds the instance's only permit until it ends.
+///
+/// It ends with [`Lease::finish`], which waits until a `call`-scoped instance has
+/// stopped, or when dropped, which stops such an instance in the background (a
+/// request cancelled halfway still ends its instance). Either way, callers waiting for
+/// a free instance are woken.
 pub struct Lease {
     /// The instance.
     pub instance: Arc<Instance>,
-    _permit: Option<OwnedSemaphorePermit>,
+    /// What the instance was leased for; its `entry` is the server's configuration.
+    pub target: Arc<Target>,
+    /// The pool key it was leased under.
+    key: PoolKey,
+    /// The pool's slots and wake-up, for the release.
+    release: Release,
+    permit: Option<OwnedSemaphorePermit>,
+    /// [`Lease::finish`] ran: the drop has nothing left to do.
+    ended: bool,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease").field("instance", &self.instance.identity).field("key", &self.key).finish()
+    }
+}
+
+impl Lease {
+    /// The pool key the instance was leased under.
+    pub fn key(&self) -> &PoolKey {
+        &self.key
+    }
+
+    /// Ends the lease: a `call`-scoped instance is stopped (this waits for it), any
+    /// other stays for the next request; callers waiting for an instance are woken.
+    pub async fn finish(mut self) {
+        self.ended = true;
+        drop(self.permit.take());
+        if self.key.is_call() {
+            self.release.release(&self.instance, &self.key).await;
+        } else {
+            self.release.changed.notify_waiters();
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        // The permit first, so a woken waiter finds the instance free.
+        drop(self.permit.take());
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) if self.key.is_call() => {
+                let (release, instance, key) = (self.release.clone(), self.instance.clone(), self.key.clone());
+                runtime.spawn(async move { release.release(&instance, &key).await });
+            }
+            _ => self.release.changed.notify_waiters(),
+        }
+    }
+}
+
+/// The slots by (fingerprint, pool key).
+type Slots = HashMap<(String, PoolKey), Arc<Slot>>;
+
+/// What a lease's end needs of the pool.
+#[derive(Clone)]
+struct Release {
+    slots: Arc<Mutex<Slots>>,
+    changed: Arc<Notify>,
+}
+
+impl Release {
+    /// Stops `inst`, held under `key`, if it is still its slot's instance, forgets a
+    /// `call` key's slot, and wakes waiting callers.
+    async fn release(&self, inst: &Arc<Instance>, key: &PoolKey) {
+        let slot = lock(&self.slots).get(&(inst.identity.fingerprint.clone(), key.clone())).cloned();
+        let taken = slot.and_then(|slot| {
+            let mut current = lock(&slot.current);
+            if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, inst)) { current.take() } else { None }
+        });
+        if let Some(inst) = taken {
+            inst.terminate().await;
+        }
+        // A `call` key is used once: forget its slot. (Other slots stay: one may be
+        // starting an instance right now.)
+        if key.is_call() {
+            let mut slots = lock(&self.slots);
+            let key = (inst.identity.fingerprint.clone(), key.clone());
+            if slots.get(&key).is_some_and(|s| lock(&s.current).is_none() && s.starting.try_lock().is_ok()) {
+                slots.remove(&key);
+            }
+        }
+        self.changed.notify_waiters();
+    }
 }
 
 #[derive(Debug)]
@@ -148,7 +238,7 @@ pub struct Pool {
     launchers: Launchers,
     schema: Arc<SchemaCache>,
     /// Slots by (fingerprint, pool key).
-    slots: Mutex<HashMap<(String, PoolKey), Arc<Slot>>>,
+    slots: Arc<Mutex<Slots>>,
     health: Mutex<HashMap<String, Health>>,
     /// Each server's log budget, by cache key, shared by its instances.
     log_budgets: Mutex<HashMap<String, Arc<LogBudget>>>,
@@ -163,7 +253,7 @@ impl std::fmt::Debug for Pool {
     }
 }
 
-/// What [`Pool::acquire_reporting`] starts waiting on.
+/// What a lease ([`crate::daemon::Daemon::lease`]) starts waiting on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wait {
     /// The server is starting: this call starts it, or waits for a start under way.
@@ -172,6 +262,9 @@ pub enum Wait {
     Full(usize),
     /// The server is `exclusive` and its instance is busy with another call.
     Exclusive,
+    /// The request is with the server, which has yet to answer (never reported by
+    /// the pool: [`crate::daemon::Daemon::ask`] says so).
+    Calling,
 }
 
 impl Pool {
@@ -185,7 +278,7 @@ impl Pool {
         Pool {
             launchers,
             schema,
-            slots: Mutex::new(HashMap::new()),
+            slots: Arc::new(Mutex::new(HashMap::new())),
             health: Mutex::new(HashMap::new()),
             log_budgets: Mutex::new(HashMap::new()),
             changed: Arc::new(Notify::new()),
@@ -305,20 +398,17 @@ impl Pool {
 
     /// The instance for `target` under `key`, started (and its schema listed) if
     /// needed, and leased to one call: for an `exclusive` server the lease waits, in
-    /// arrival order, until the instance is free. `wait` bounds the waiting.
+    /// arrival order, until the instance is free. `wait` bounds the waiting, and `report`
+    /// is called each time it starts waiting on something ([`Wait`]), so a caller can
+    /// say what it waits for (`mcpx call`'s status line). The daemon's one way to it
+    /// is [`crate::daemon::Daemon::lease`].
     ///
     /// Errors: the start failed (the error says why, with the server's exit status
     /// and stderr tail when it exited; it is also recorded in the schema cache so `ls`
     /// shows `error`); the server is in a backoff or `crash-loop`; or `wait` passed.
-    pub async fn acquire(&self, target: &Target, key: &PoolKey, wait: Option<Duration>) -> Result<Lease, CallError> {
-        self.acquire_reporting(target, key, wait, &|_| {}).await
-    }
-
-    /// [`Pool::acquire`], calling `report` each time it starts waiting on something
-    /// ([`Wait`]), so a caller can say what it waits for (`mcpx call`'s status line).
-    pub async fn acquire_reporting(
+    pub(crate) async fn acquire(
         &self,
-        target: &Target,
+        target: &Arc<Target>,
         key: &PoolKey,
         wait: Option<Duration>,
         report: &(dyn Fn(Wait) + Send + Sync),
@@ -348,7 +438,8 @@ impl Pool {
         } else {
             None
         };
-        Ok(Lease { instance, _permit: permit })
+        let release = Release { slots: self.slots.clone(), changed: self.changed.clone() };
+        Ok(Lease { instance, target: target.clone(), key: key.clone(), release, permit, ended: false })
     }
 
     async fn instance(
@@ -526,27 +617,9 @@ impl Pool {
         stopped
     }
 
-    /// Stops one instance, held under `key`, now (a `call`-scoped one after its call,
-    /// say).
+    /// Stops one instance, held under `key`, now, as a `call`-scoped lease's end does.
     pub async fn release(&self, inst: &Arc<Instance>, key: &PoolKey) {
-        let slot = self.slot(&inst.identity.server, &inst.identity.fingerprint, key);
-        let taken = {
-            let mut current = lock(&slot.current);
-            if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, inst)) { current.take() } else { None }
-        };
-        if let Some(inst) = taken {
-            inst.terminate().await;
-        }
-        // A `call` key is used once: forget its slot. (Other slots stay: one may be
-        // starting an instance right now.)
-        if key.is_call() {
-            let mut slots = lock(&self.slots);
-            let key = (inst.identity.fingerprint.clone(), key.clone());
-            if slots.get(&key).is_some_and(|s| lock(&s.current).is_none() && s.starting.try_lock().is_ok()) {
-                slots.remove(&key);
-            }
-        }
-        self.notify_changed();
+        Release { slots: self.slots.clone(), changed: self.changed.clone() }.release(inst, key).await;
     }
 
     /// Stops instances idle for their `idleTimeout` (not `global` ones kept warm by
@@ -688,7 +761,7 @@ mod tests {
         let entry = d.server(&config, "fake").unwrap();
         let target = d.targets.target(entry).unwrap();
         let key = d.targets.pool_key(entry, &fx.caller());
-        let first = d.pool.acquire(&target, &key, None).await.unwrap();
+        let first = d.pool.acquire(&target, &key, None, &|_| {}).await.unwrap();
         let (queued_tx, queued) = tokio::sync::oneshot::channel();
         let queued_tx = Mutex::new(Some(queued_tx));
         let waiter = tokio::spawn({
@@ -701,7 +774,7 @@ mod tests {
                         }
                     }
                 };
-                d.pool.acquire_reporting(&target, &key, Some(Duration::from_secs(10)), &report).await
+                d.pool.acquire(&target, &key, Some(Duration::from_secs(10)), &report).await
             }
         });
         queued.await.unwrap();

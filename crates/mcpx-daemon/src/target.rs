@@ -165,7 +165,7 @@ impl Targets {
     }
 
     /// The target of `entry` and the pool key it has for `caller`: what
-    /// [`crate::pool::Pool::acquire`] takes. See [`Targets::target`] and
+    /// [`crate::daemon::Daemon::lease_as`] takes. See [`Targets::target`] and
     /// [`Targets::pool_key`].
     ///
     /// Errors: those of [`Targets::target`].

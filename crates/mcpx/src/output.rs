@@ -292,7 +292,8 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
                 i.key.clone(),
                 i.pid.map_or("-".into(), |p| p.to_string()),
                 i.state.clone(),
-                i.calls.to_string(),
+                i.calls_served.to_string(),
+                i.in_flight.to_string(),
                 i.idle_s.map_or("-".into(), |s| format!("{s}s")),
                 i.dropped_bytes.to_string(),
                 one_line(i.last_error.as_deref(), 80),
@@ -303,7 +304,7 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
             row
         })
         .collect();
-    let mut header = vec!["SERVER", "KEY", "PID", "STATE", "CALLS", "IDLE", "DROPPED", "LAST ERROR"];
+    let mut header = vec!["SERVER", "KEY", "PID", "STATE", "SERVED", "IN FLIGHT", "IDLE", "DROPPED", "LAST ERROR"];
     if told_apart {
         header.insert(2, "FROM");
     }

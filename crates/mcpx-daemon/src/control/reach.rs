@@ -12,7 +12,8 @@ use serde_json::value::RawValue;
 use crate::api::{ApiError, Caller, ErrorKind, Request};
 use crate::config::{ServerEntry, TransportSpec};
 use crate::daemon::Daemon;
-use crate::instance::{CallContext, CallError, ClientReplies};
+use crate::instance::{CallContext, CallError, ClientReplies, Instance};
+use crate::lease::{Ask, Failure};
 use crate::notices::NoticeSender;
 use crate::pool::{Target, Wait};
 
@@ -36,10 +37,11 @@ use crate::schema::CacheEntry;
 
 /// Sends the request `method` with `params` (JSON text) to an instance of `entry` in
 /// the caller's pool, started when there is none, and returns the server's `result`
-/// exactly as sent: the one path of `POST /v1/call`, `/v1/read` and `/v1/prompt`.
-/// `check` runs before the instance is acquired and again after, since a start lists
-/// the server. The deadline is `timeout_ms`, else the server's `callTimeout`; a
-/// `call`-scoped instance is stopped after.
+/// exactly as sent: the one path of `POST /v1/call`, `/v1/read` and `/v1/prompt`,
+/// through [`Daemon::ask`] as the MCP endpoint's requests go. `check` runs before the
+/// instance is leased and again after, since a start lists the server. The deadline
+/// is `timeout_ms`, else the server's `callTimeout`; a `call`-scoped instance is
+/// stopped after.
 ///
 /// Errors: `check`'s; the server failed (`server`, `protocol`, `timeout`) or answered
 /// a JSON-RPC error (`rpc`, with its code).
@@ -50,17 +52,14 @@ pub(super) async fn through_pool(
     method: &str,
     params: &str,
     hear: Hearing,
-    check: impl Fn(&Target) -> Result<(), ApiError>,
+    check: impl Fn(&Target) -> Result<(), ApiError> + Send + Sync,
 ) -> Result<Box<RawValue>, ApiError> {
     let server = &entry.name;
-    let target = d.targets.target(entry)?;
-    check(&target)?;
     let timeout = match req.timeout_ms {
         Some(0) => None,
         Some(ms) => Some(Duration::from_millis(ms)),
         None => entry.options.call_timeout,
     };
-    let key = d.targets.pool_key(entry, &req.caller);
     let status = |fields: serde_json::Value| {
         if let (true, Some(notify)) = (req.status, &hear.notify) {
             let mut params = serde_json::json!({ "server": server });
@@ -77,32 +76,38 @@ pub(super) async fn through_pool(
                 "reason": format!("all {max} instances are busy (its `max`)") }),
             Wait::Exclusive => serde_json::json!({ "phase": "waiting",
                 "reason": "its instance is busy with another call (it is `exclusive`)" }),
+            Wait::Calling => {
+                let mut calling = serde_json::json!({ "phase": "calling" });
+                if let (Some(c), serde_json::Value::Object(f)) = (calling.as_object_mut(), hear.calling.clone()) {
+                    c.extend(f);
+                }
+                calling
+            }
         });
     };
-    let lease = d.pool.acquire_reporting(&target, &key, timeout, &report).await.map_err(|e| server_error(server, e))?;
-    let inst = lease.instance.clone();
-    check(&target)?;
-    let mut calling = serde_json::json!({ "phase": "calling" });
-    if let (Some(c), serde_json::Value::Object(f)) = (calling.as_object_mut(), hear.calling) {
-        c.extend(f);
-    }
-    status(calling);
-    let ctx = Arc::new(CallContext {
+    let context = Arc::new(CallContext {
         label: caller_label(&req.caller),
-        notify: hear.notify,
+        notify: hear.notify.clone(),
         roots: req.caller.cwd.clone().map(|cwd| vec![cwd]),
         client: hear.answers.map(|replies| (req.answers.clone(), replies)),
         shell: true,
         ..CallContext::default()
     });
-    let response = inst.request_for(Message::request("0", method, Some(params)), timeout, ctx).await;
-    drop(lease);
-    if key.is_call() {
-        d.pool.release(&inst, &key).await;
-    } else {
-        d.pool.notify_changed();
-    }
-    let response = response.map_err(|e| server_error(server, e))?;
+    let check = |target: &Target, _: Option<&Instance>| check(target);
+    let ask = Ask {
+        entry,
+        caller: &req.caller,
+        request: Message::request("0", method, Some(params)),
+        timeout,
+        context,
+        check: &check,
+        report: &report,
+        forward: false,
+    };
+    let response = d.ask(ask).await.map_err(|e| match e {
+        Failure::Refused(e) | Failure::Checked(e) => e,
+        Failure::Server(e) => server_error(server, e),
+    })?;
     response_result(&response).map_err(|e| ApiError {
         kind: ErrorKind::Rpc,
         message: format!("server `{server}` answered {method} with an error: {}", e.message),
@@ -129,15 +134,13 @@ pub(super) async fn listed(d: &Daemon, req: &Request, entry: &ServerEntry) -> Re
             format!("server `{name}` has not been listed yet; `mcpx tools {name}` starts it and lists it"),
         ));
     }
-    let target = d.targets.target(entry)?;
-    let pool_key = d.targets.pool_key(entry, &req.caller);
-    let lease =
-        d.pool.acquire(&target, &pool_key, entry.options.start_timeout).await.map_err(|e| server_error(name, e))?;
-    let inst = lease.instance.clone();
-    drop(lease);
-    if pool_key.is_call() {
-        d.pool.release(&inst, &pool_key).await;
-    }
+    let lease = d.lease(entry, &req.caller, entry.options.start_timeout, &|_| {}).await.map_err(|e| match e {
+        Failure::Refused(e) | Failure::Checked(e) => e,
+        Failure::Server(e) => server_error(name, e),
+    })?;
+    let target = lease.target.clone();
+    // Started to be listed: a `call`-scoped instance ends with the listing.
+    lease.finish().await;
     match d.schema.get_for(&key, target.context.as_deref()) {
         Some(cached) if cached.tools.is_some() => Ok(cached),
         cached => {

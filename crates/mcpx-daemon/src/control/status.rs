@@ -23,6 +23,8 @@ pub fn status(d: &Daemon) -> Status {
                 pid: i.info.pid(),
                 state: state.as_str().to_owned(),
                 calls: i.in_flight(),
+                calls_served: i.calls_served(),
+                in_flight: i.in_flight(),
                 holders: i.holders(),
                 supervised: i.supervised(),
                 supervisor_pid: i.info.supervisor.as_ref().map(|s| s.pid),

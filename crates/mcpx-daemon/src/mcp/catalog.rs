@@ -85,14 +85,10 @@ pub(crate) async fn listed(d: &Daemon, session: &ClientSession, entry: &ServerEn
         d.start_in_background(target, pool_key);
         return None;
     }
-    match d.pool.acquire(&target, &pool_key, entry.options.start_timeout).await {
+    match d.lease_as(&target, &pool_key, entry.options.start_timeout).await {
         Ok(lease) => {
             // Started to be listed: a `call` key's instance ends with the listing.
-            let inst = lease.instance.clone();
-            drop(lease);
-            if pool_key.is_call() {
-                d.pool.release(&inst, &pool_key).await;
-            }
+            lease.finish().await;
             d.schema.get_for(&entry.cache_key(), target.context.as_deref())
         }
         Err(e) => {

@@ -17,13 +17,16 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::daemon::Daemon;
+use crate::instance::Instance;
+use crate::lease::Ask;
 use crate::mcp::catalog::list;
-use crate::mcp::owner::{Refusal, by_name, by_uri, context, hold};
+use crate::mcp::owner::{Refusal, by_name, by_uri, context, entry_of, failure};
 use crate::mcp::sessions::ClientSession;
 use crate::mcp::unbridged::{self, Answerer};
 use crate::mcp::{discover, era, listen, modern, uris};
 use crate::notices::NoticeSender;
 use crate::policy;
+use crate::pool::Target;
 
 /// [`answer`], stopped early when the client cancels the request: the work is
 /// dropped, which sends `notifications/cancelled` to the server it was forwarded to.
@@ -156,27 +159,32 @@ async fn forward(
             Err(refusal) => return *refusal,
         },
     };
-    let held = match hold(d, session, &id, &server).await {
-        Ok(h) => h,
+    let entry = match entry_of(d, session, &id, &server) {
+        Ok(entry) => entry,
         Err(refusal) => return *refusal,
     };
-    let to = Answerer::Server { name: &server, modern: held.lease.instance.era().is_some_and(|e| e.is_modern()) };
     // Passed through, the params are read only when they may ask for a task.
     let asked_task = session.server.is_some() && method == "tools/call" && request.as_str().contains("\"task\"");
     let checked = if asked_task { self::params(&request) } else { Value::Null };
     let checked = if asked_task { &checked } else { &rewritten };
-    if let Some(refusal) = unbridged::refusal(&id, &method, checked, era::is_modern(&session.version), to) {
-        return refusal;
-    }
-    if method == "tools/call" {
-        let name = match &session.server {
-            Some(_) => tool_name(&request),
-            None => rewritten["name"].as_str().map(str::to_owned),
-        };
-        if let Err(refusal) = policy::check_tool(&held.target.entry, name.as_deref().unwrap_or_default()) {
-            return policy::rpc_refusal(&id, &refusal);
+    let tool = match (method.as_str(), &session.server) {
+        ("tools/call", Some(_)) => Some(tool_name(&request).unwrap_or_default()),
+        ("tools/call", None) => Some(rewritten["name"].as_str().unwrap_or_default().to_owned()),
+        _ => None,
+    };
+    let modern_client = era::is_modern(&session.version);
+    let check = |target: &Target, instance: Option<&Instance>| -> Result<(), Refusal> {
+        if let Some(instance) = instance {
+            let to = Answerer::Server { name: &server, modern: instance.era().is_some_and(|e| e.is_modern()) };
+            if let Some(refusal) = unbridged::refusal(&id, &method, checked, modern_client, to) {
+                return Err(Box::new(refusal));
+            }
         }
-    }
+        match &tool {
+            Some(tool) => policy::check_tool(&target.entry, tool).map_err(|r| Box::new(policy::rpc_refusal(&id, &r))),
+            None => Ok(()),
+        }
+    };
     // Passed through, the request goes as the client wrote it (byte for byte but its
     // id); mapped, only its params are rebuilt, and absent params stay absent.
     let upstream = if session.server.is_some() {
@@ -186,17 +194,24 @@ async fn forward(
     } else {
         Message::request(&id, &method, Some(&rewritten.to_string()))
     };
-    let result = held.lease.instance.forward(upstream, held.timeout, context(session, notify)).await;
-    let target = held.target.clone();
-    held.done(d).await;
-    d.pool.notify_changed();
+    let ask = Ask {
+        entry: &entry,
+        caller: &session.caller,
+        request: upstream,
+        timeout: entry.options.call_timeout,
+        context: context(session, notify),
+        check: &check,
+        report: &|_| {},
+        forward: true,
+    };
+    let result = d.ask(ask).await;
     match result {
         // A passed-through listing, without what the policy leaves out.
-        Ok(response) if method == "tools/list" => policy::filter_tools_response(&target.entry, response),
+        Ok(response) if method == "tools/list" => policy::filter_tools_response(&entry, response),
         Ok(response) if session.server.is_some() => response,
         // The server's answer, with the client's id, and URIs the aggregate reads back.
         Ok(response) => uris::rewrite(&method, &server, &asked, &original, response),
-        Err(e) => Message::error_response(&id, error_code::INTERNAL_ERROR, &e.of_server(&server)),
+        Err(e) => failure(&id, &server, e),
     }
 }
 

@@ -13,40 +13,25 @@ use serde_json::Value;
 use crate::config::ServerEntry;
 use crate::daemon::Daemon;
 use crate::instance::{CallContext, level_index};
+use crate::lease::Failure;
 use crate::mcp::catalog::{config, entry, left_out_owner, list, refused_name, servers};
 use crate::mcp::sessions::ClientSession;
 use crate::names::{SEPARATOR, split_resource_uri};
 use crate::notices::NoticeSender;
 use crate::policy;
-use crate::pool::{Lease, Target};
+use crate::pool::Lease;
 use crate::sync::lock;
 
 /// The JSON-RPC answer to a request that goes nowhere (boxed: a message is large).
 pub(crate) type Refusal = Box<Message>;
 
-/// A server's instance, held for one request.
+/// A server's instance, held for one request: its lease (whose end releases what its
+/// scope says) and its `callTimeout`.
 pub(crate) struct Held {
-    /// The lease on the instance.
+    /// The lease on the instance; its `target.entry` is the server's configuration.
     pub(crate) lease: Lease,
-    /// What the instance was acquired for; its `entry` is the server's configuration.
-    pub(crate) target: Arc<Target>,
     /// Its `callTimeout`.
     pub(crate) timeout: Option<Duration>,
-    /// The caller's pool key: a `call` key's instance is stopped when its request is
-    /// answered ([`Held::done`]).
-    pub(crate) key: crate::scope::PoolKey,
-}
-
-impl Held {
-    /// Ends the lease: a `call`-scoped instance is stopped, as the CLI's path stops its
-    /// own (`pool.release`); any other stays for the next request.
-    pub(crate) async fn done(self, d: &Daemon) {
-        let inst = self.lease.instance.clone();
-        drop(self.lease);
-        if self.key.is_call() {
-            d.pool.release(&inst, &self.key).await;
-        }
-    }
 }
 
 /// The (server, original name) of `exposed`, a tool (`field` is `tools`) or prompt
@@ -136,21 +121,35 @@ fn lists(d: &Daemon, session: &ClientSession, entry: &ServerEntry, uri: &str) ->
         .any(|v| v["uri"] == uri || v["uriTemplate"] == uri)
 }
 
-/// The instance of `server` for this session's caller, started if need be.
+/// The entry of `server` in this session's configuration.
 ///
 /// Errors, as the JSON-RPC answer to request `id`: the configuration cannot be read
-/// (-32603), the server is not configured or is disabled (-32602), or it cannot be
-/// started (-32603, with why).
+/// (-32603), or the server is not configured or is disabled (-32602).
+pub(crate) fn entry_of(d: &Daemon, session: &ClientSession, id: &str, server: &str) -> Result<ServerEntry, Refusal> {
+    let fail = |(code, message): (i64, String)| Box::new(Message::error_response(id, code, &message));
+    let config = config(d, session).map_err(fail)?;
+    entry(d, &config, server).cloned().map_err(fail)
+}
+
+/// The JSON-RPC answer to request `id` for a request to `server` that got no answer.
+pub(crate) fn failure(id: &str, server: &str, failure: Failure<Refusal>) -> Message {
+    match failure {
+        Failure::Refused(e) => Message::error_response(id, error_code::INTERNAL_ERROR, &e.message),
+        Failure::Checked(refusal) => *refusal,
+        Failure::Server(e) => Message::error_response(id, error_code::INTERNAL_ERROR, &e.of_server(server)),
+    }
+}
+
+/// The instance of `server` for this session's caller, started if need be.
+///
+/// Errors, as the JSON-RPC answer to request `id`: those of [`entry_of`], or the
+/// server cannot be started (-32603, with why).
 pub(crate) async fn hold(d: &Daemon, session: &ClientSession, id: &str, server: &str) -> Result<Held, Refusal> {
-    let fail = |code: i64, message: String| Box::new(Message::error_response(id, code, &message));
-    let config = config(d, session).map_err(|(code, message)| fail(code, message))?;
-    let entry = entry(d, &config, server).map_err(|(code, message)| fail(code, message))?;
-    let (target, key) =
-        d.targets.for_caller(entry, &session.caller).map_err(|e| fail(error_code::INTERNAL_ERROR, e.message))?;
+    let entry = entry_of(d, session, id, server)?;
     let timeout = entry.options.call_timeout;
-    match d.pool.acquire(&target, &key, timeout).await {
-        Ok(lease) => Ok(Held { lease, target, timeout, key }),
-        Err(e) => Err(fail(error_code::INTERNAL_ERROR, e.of_server(server))),
+    match d.lease(&entry, &session.caller, timeout, &|_| {}).await {
+        Ok(lease) => Ok(Held { lease, timeout }),
+        Err(e) => Err(Box::new(failure(id, server, e))),
     }
 }
 

@@ -32,6 +32,7 @@ mod input_callers;
 mod input_modern;
 mod input_upstream;
 mod keyring;
+mod lease;
 mod listen_modern;
 mod listen_upstream;
 mod load;
