@@ -64,9 +64,18 @@ pub struct Request {
     /// first, instead of failing (`server`).
     #[serde(default)]
     pub start: bool,
-    /// `call`: the tool's arguments, a JSON object; `prompt`: the prompt's, an object of strings.
+    /// `call`: the tool's arguments, a JSON object, or the `key=value` words as the
+    /// user typed them, an array of [`crate::arguments::Pair`]s, which the daemon
+    /// types by the tool's `inputSchema` and checks (a daemon from before the pairs
+    /// refuses an array as a `usage` error, having run nothing); `prompt`: the
+    /// prompt's, an object of strings.
     #[serde(default)]
     pub arguments: Option<Box<RawValue>>,
+    /// `call`: the command and the tool as the user named them (`call fake.echo`):
+    /// the arguments are checked against the tool's `inputSchema` before the call,
+    /// and a failed check's `usage` error ends with the tool's usage under this name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown: Option<String>,
     /// `call`, `read`, `prompt`: a deadline in milliseconds, replacing the server's `callTimeout`; 0 means none.
     #[serde(default)]
     pub timeout_ms: Option<u64>,

@@ -15,6 +15,7 @@ pub mod types;
 
 use crate::adopt::replace_incompatible;
 use crate::api::{Answer, ApiError, ErrorKind, Request, SearchHit, ServerRow, Source};
+use crate::arguments::{self, Given, Pair};
 use crate::config::{Client, ConfigEnv, EntryError, ServerEntry};
 use crate::daemon::{Daemon, Exit};
 use crate::instance::ClientReplies;
@@ -260,19 +261,21 @@ pub async fn call(
     notify: Option<NoticeSender>,
     answers: Option<Arc<ClientReplies>>,
 ) -> Result<Box<RawValue>, ApiError> {
+    let typed = typed_arguments(d, req).await?;
     let config = d.resolve(req)?;
     let (server, tool) = split_target(&config, req, &TOOL)?;
     let entry = d.server(&config, &server)?;
     policy::check_tool(entry, &tool)?;
-    let arguments = match &req.arguments {
-        Some(a) if a.get().trim_start().starts_with('{') => a.get().to_owned(),
-        Some(_) => {
+    let arguments = match (typed, &req.arguments) {
+        (Some(typed), _) => typed,
+        (None, Some(a)) if a.get().trim_start().starts_with('{') => a.get().to_owned(),
+        (None, Some(_)) => {
             return Err(ApiError::new(
                 ErrorKind::Usage,
                 "the tool's arguments must be a JSON object, like '{\"message\":\"hi\"}'",
             ));
         }
-        None => "{}".to_owned(),
+        (None, None) => "{}".to_owned(),
     };
     let name = serde_json::to_string(&tool).unwrap_or_default();
     // Every call asks for progress; the token is the caller's own in what it sees.
@@ -280,6 +283,73 @@ pub async fn call(
     let check = |target: &Target| check_tool_listed(&d.schema, target, &tool);
     let hear = Hearing { notify, answers, calling: serde_json::json!({ "tool": tool }) };
     through_pool(d, req, entry, "tools/call", &params, hear, check).await
+}
+
+/// The arguments of a call the CLI typed (`shown` set, or `key=value` pairs, an
+/// array of [`Pair`]s, as `arguments`), built and checked against the tool's
+/// `inputSchema` ([`arguments::build`]) as JSON text; `None` for a call to pass as it
+/// came (code mode's, an MCP client's). For pairs, whose types the schema gives, a
+/// server never listed is listed first; a listing that fails fails the call. A JSON
+/// object is checked when the tool's entry is known, and goes as it is otherwise.
+///
+/// Errors: the tool cannot be found or listed (`unknown_server`, `unknown_tool`,
+/// `server`, or the kind of the listing's failure: `auth`, `timeout`...), or a check
+/// failed (`usage`, with the tool's usage).
+async fn typed_arguments(d: &Daemon, req: &Request) -> Result<Option<String>, ApiError> {
+    let raw = req.arguments.as_deref();
+    let pairs = match raw {
+        Some(a) if a.get().trim_start().starts_with('[') => Some(
+            serde_json::from_str::<Vec<Pair>>(a.get())
+                .map_err(|e| ApiError::new(ErrorKind::Usage, format!("the key=value arguments are malformed: {e}")))?,
+        ),
+        _ => None,
+    };
+    let shown = match (&req.shown, &pairs, &req.target) {
+        (Some(shown), _, _) => shown.clone(),
+        (None, Some(_), Some(target)) => format!("call {target}"),
+        (None, Some(_), None) => {
+            format!("call {}.{}", req.server.as_deref().unwrap_or("?"), req.tool.as_deref().unwrap_or("?"))
+        }
+        (None, None, _) => return Ok(None),
+    };
+    let named = Request {
+        caller: req.caller.clone(),
+        target: req.target.clone(),
+        server: req.server.clone(),
+        tool: req.tool.clone(),
+        ..Request::default()
+    };
+    let tool = tool_entry(d, &named, pairs.is_some()).await?;
+    let given = match (pairs, raw) {
+        (Some(pairs), _) => Given::Pairs(pairs),
+        (None, Some(raw)) => Given::Json(raw.to_owned()),
+        (None, None) => Given::None,
+    };
+    let built = arguments::build(given, tool.as_ref(), &shown)?;
+    Ok(Some(built.map_or_else(|| "{}".to_owned(), |raw| raw.get().to_owned())))
+}
+
+/// The tool's `tools/list` entry that `named` names, from the schema cache. With
+/// `list`, a server never listed (or whose listing failed) is listed again first, as
+/// `POST /v1/refresh` lists it, and every error is returned; without it, `None` on
+/// any error: the call itself then reports it.
+async fn tool_entry(d: &Daemon, named: &Request, list: bool) -> Result<Option<serde_json::Value>, ApiError> {
+    let parse = |raw: Box<RawValue>| serde_json::from_str::<serde_json::Value>(raw.get()).ok();
+    match tools(d, named).await {
+        Ok(raw) => Ok(parse(raw)),
+        Err(_) if !list => Ok(None),
+        Err(e) if e.kind == ErrorKind::Server => {
+            let results = refresh(d, named).await?;
+            let failed = results.as_object().and_then(|r| r.values().find(|v| v["error"].is_string()));
+            if let Some(failed) = failed {
+                // The kind of the failure (`auth` for a missing login), else `server`.
+                let kind = serde_json::from_value(failed["kind"].clone()).unwrap_or(ErrorKind::Server);
+                return Err(ApiError::new(kind, failed["error"].as_str().unwrap_or_default()));
+            }
+            Ok(parse(tools(d, named).await?))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// `POST /v1/call/answer`: a shell caller's answer to a server request relayed on its

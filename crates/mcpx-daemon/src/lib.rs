@@ -4,6 +4,7 @@
 
 pub mod adopt;
 pub mod api;
+pub mod arguments;
 pub mod auth;
 pub mod client;
 pub mod code;

@@ -588,14 +588,7 @@ async fn call(
     let shown = target.clone().unwrap_or_else(|| {
         format!("--server {} --tool {}", server.as_deref().unwrap_or_default(), tool.as_deref().unwrap_or_default())
     });
-    let named =
-        request(Request { target: target.clone(), server: server.clone(), tool: tool.clone(), ..Request::default() });
-    // Reading the definition may start a server never listed: say so on a terminal.
-    let reading = crate::args::tool_schema(client, &named, input.needs_schema());
-    let what = format!("reading the definition of {shown}");
-    let schema = crate::status_line::StatusLine::during(!json, &what, reading).await?;
-    let arguments = crate::args::build(input, schema.as_ref(), &format!("call {shown}"))?;
-    let render = output::Render::for_call(args.out.clone(), tool.as_deref(), target.as_deref());
+    let render = || output::Render::for_call(args.out.clone(), tool.as_deref(), target.as_deref());
     let timeout_ms = args
         .timeout
         .as_deref()
@@ -604,12 +597,39 @@ async fn call(
         })
         .transpose()
         .map_err(|e| ApiError::new(ErrorKind::Usage, format!("--timeout: {e} (write it like 500ms, 30s or 5m)")))?;
-    let mut req = request(Request { target, server, tool, arguments, timeout_ms, ..Request::default() });
+    // One request: the daemon types `key=value` pairs by the tool's schema and
+    // checks the arguments, with the usage under the name the user gave.
+    let usage = format!("call {shown}");
+    let arguments = input.for_call()?;
+    let mut req = request(Request {
+        target: target.clone(),
+        server: server.clone(),
+        tool: tool.clone(),
+        arguments,
+        shown: Some(usage.clone()),
+        timeout_ms,
+        ..Request::default()
+    });
     if let Some(session) = args.session.filter(|s| !s.is_empty()) {
         req.caller.session = Some(session);
     }
-    crate::call_stream::run(client, req, &shown, json, args.no_input, render).await
+    let pairs = matches!(input, crate::args::Input::Pairs(_));
+    match crate::call_stream::run(client, req.clone(), &shown, json, args.no_input, render()).await {
+        // A daemon from before the typing refused the pairs, having run nothing: they
+        // are typed here, by the tool's definition, and sent again as an object.
+        Err(e) if pairs && e.kind == ErrorKind::Usage && e.message == OLD_DAEMON_REFUSAL => {
+            let named = Request { arguments: None, shown: None, timeout_ms: None, ..req.clone() };
+            let schema = crate::args::tool_schema(client, &named, true).await?;
+            req.arguments = mcpx_daemon::arguments::build(input.given(), schema.as_ref(), &usage)?;
+            crate::call_stream::run(client, req, &shown, json, args.no_input, render()).await
+        }
+        other => other,
+    }
 }
+
+/// What a daemon from before `POST /v1/call` typed `key=value` pairs answers them
+/// with (a `usage` error, nothing run).
+const OLD_DAEMON_REFUSAL: &str = "the tool's arguments must be a JSON object, like '{\"message\":\"hi\"}'";
 
 async fn stop(opened: &OpenDirs, all: bool, json: bool) -> Result<i32, ApiError> {
     let dirs = &opened.paths;

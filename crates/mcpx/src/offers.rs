@@ -105,14 +105,15 @@ pub async fn prompt(
     let listed = listing(client, "/v1/prompts", named.clone()).await?;
     let listed: Value = serde_json::from_slice(&listed)
         .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("unexpected answer from the daemon: {e}")))?;
-    let arguments = crate::args::build(input, Some(&as_tool(&listed)), &format!("prompt {}", args.target))?;
+    let arguments =
+        mcpx_daemon::arguments::build(input.given(), Some(&as_tool(&listed)), &format!("prompt {}", args.target))?;
     let stem = listed["name"].as_str().unwrap_or("prompt").to_owned();
     let req = Request { arguments, ..named };
     let body = client.call(Method::POST, "/v1/prompt", Some(&req)).await?;
     output::prompt(json, &body, &mut output::Render::new(output::Out::dir(args.out), &stem))
 }
 
-/// A prompt's `prompts/list` entry as a tool's, for [`crate::args::build`]: each
+/// A prompt's `prompts/list` entry as a tool's, for [`mcpx_daemon::arguments::build`]: each
 /// argument a string property (MCP prompt arguments are strings), the required ones
 /// required, and no others allowed.
 fn as_tool(prompt: &Value) -> Value {
