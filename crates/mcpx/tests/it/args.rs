@@ -97,3 +97,46 @@ fn mistyped_names_get_did_you_mean_and_the_right_hint() {
     assert_eq!(run.code, 2);
     assert_eq!(run.json()["error"]["kind"], "unknown_tool");
 }
+
+/// `mcpx call` makes one request to the daemon, `POST /v1/call`, whichever form its
+/// arguments take (`key=value` pairs, one JSON object, none, `--server`/`--tool`):
+/// no `/v1/tools` first and no `/v1/health`. Its pairs go as typed, a file's text
+/// read, for the daemon to type by the tool's schema. The daemon here is the test's
+/// own listener on the daemon's socket, which records what it receives.
+#[test]
+fn call_is_one_request_to_the_daemon() {
+    use crate::harness::scripted::{Answer, Body, Scripted};
+    let w = World::new(json!({}));
+    let daemon = Scripted::start_unix(&w.path("run/daemon.sock"), |request, _| match request.path() {
+        "/v1/call" => Answer {
+            status: 200,
+            headers: vec![("content-type".into(), "application/x-ndjson".into())],
+            body: Body::Full("{\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"recorded\"}]}}\n".into()),
+        },
+        _ => Answer::json(200, json!({})),
+    });
+    let file = w.path("note.txt");
+    std::fs::write(&file, "from a file").unwrap();
+    let from_file = format!("note=@{}", file.display());
+    let forms: [&[&str]; 4] = [
+        &["call", "everything.echo", "message=hi", "n:=5", &from_file],
+        &["call", "everything.echo", r#"{"message":"hi"}"#],
+        &["call", "everything.echo"],
+        &["call", "--server", "everything", "--tool", "echo", "message=hi"],
+    ];
+    for args in forms {
+        let before = daemon.seen().len();
+        let run = w.run(args);
+        assert_eq!((run.code, run.stdout.as_str()), (0, "recorded\n"), "{run:?}");
+        let sent: Vec<String> = daemon.seen()[before..].iter().map(|r| format!("{} {}", r.method, r.path())).collect();
+        assert_eq!(sent, ["POST /v1/call"], "`mcpx {}`", args.join(" "));
+    }
+    let first: Value = serde_json::from_str(&daemon.seen()[0].body).unwrap();
+    assert_eq!(
+        first["arguments"],
+        json!([{ "key": "message", "value": "hi" }, { "key": "n", "value": "5", "json": true },
+            { "key": "note", "value": "from a file" }]),
+        "{first}"
+    );
+    assert_eq!(first["shown"], "call everything.echo", "{first}");
+}

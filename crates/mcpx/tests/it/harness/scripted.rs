@@ -1,10 +1,11 @@
 //! A scripted HTTP/1.1 server for the hostile-server tests: each request is answered by
 //! the test's function, and every request is recorded (method, path, headers, body), so
 //! a test can show what reached a server and what did not. One thread per connection;
-//! the listener stops when the server is dropped.
+//! the listener stops when the server is dropped. It serves on TCP, or on a unix
+//! socket in the daemon's place ([`Scripted::start_unix`]).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
@@ -20,9 +21,14 @@ pub struct Request {
 }
 
 impl Request {
-    /// The path, without the query.
+    /// The path, without the query (or the origin, when the target has one: the
+    /// daemon's client sends `http://localhost/v1/...`).
     pub fn path(&self) -> &str {
-        self.target.split('?').next().unwrap_or_default()
+        let target = self.target.split('?').next().unwrap_or_default();
+        match target.split_once("://") {
+            Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
+            None => target,
+        }
     }
 }
 
@@ -99,10 +105,46 @@ impl Scripted {
                 }
                 let Ok(conn) = conn else { continue };
                 let (seen, handler, origin) = (seen2.clone(), handler.clone(), origin2.clone());
-                std::thread::spawn(move || serve(conn, &seen, &*handler, &origin));
+                std::thread::spawn(move || {
+                    let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(30)));
+                    let reader = BufReader::new(conn.try_clone().unwrap());
+                    serve(reader, conn, &seen, &*handler, &origin, |c| {
+                        let _ = c.set_read_timeout(None);
+                    });
+                });
             }
         });
         Scripted { origin, seen, stop, addr }
+    }
+
+    /// Serves on the unix socket `path` (as the daemon would, on its socket); `handler`
+    /// gets each request and `unix:<path>` as the origin. The listener thread ends
+    /// with the test's process.
+    pub fn start_unix(
+        path: &std::path::Path,
+        handler: impl Fn(&Request, &str) -> Answer + Send + Sync + 'static,
+    ) -> Scripted {
+        let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+        let origin = format!("unix:{}", path.display());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let handler: Arc<Handler> = Arc::new(handler);
+        let (seen2, origin2) = (seen.clone(), origin.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                let (seen, handler, origin) = (seen2.clone(), handler.clone(), origin2.clone());
+                std::thread::spawn(move || {
+                    let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(30)));
+                    let reader = BufReader::new(conn.try_clone().unwrap());
+                    serve(reader, conn, &seen, &*handler, &origin, |c| {
+                        let _ = c.set_read_timeout(None);
+                    });
+                });
+            }
+        });
+        // No TCP listener to wake: `addr` is unused for a unix socket.
+        Scripted { origin, seen, stop, addr: std::net::SocketAddr::from(([0, 0, 0, 0], 0)) }
     }
 
     /// Every request so far.
@@ -114,14 +156,22 @@ impl Scripted {
 impl Drop for Scripted {
     fn drop(&mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        let _ = TcpStream::connect(self.addr);
+        if self.addr.port() != 0 {
+            let _ = TcpStream::connect(self.addr);
+        }
     }
 }
 
-fn serve(conn: TcpStream, seen: &Mutex<Vec<Request>>, handler: &Handler, origin: &str) {
-    let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(30)));
-    let mut reader = BufReader::new(conn.try_clone().unwrap());
-    let mut conn = conn;
+/// Answers the requests of one connection (`reader` reads it, `conn` writes it);
+/// `untimed` takes the read deadline off before a stream is held open.
+fn serve<R: BufRead, C: Write>(
+    mut reader: R,
+    mut conn: C,
+    seen: &Mutex<Vec<Request>>,
+    handler: &Handler,
+    origin: &str,
+    untimed: impl Fn(&C),
+) {
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -169,7 +219,7 @@ fn serve(conn: TcpStream, seen: &Mutex<Vec<Request>>, handler: &Handler, origin:
                 let _ = conn.write_all(head.as_bytes());
                 // The stream stays open until the peer goes.
                 let mut rest = [0u8; 1];
-                let _ = conn.set_read_timeout(None);
+                untimed(&conn);
                 let _ = reader.read(&mut rest);
                 return;
             }
