@@ -26,7 +26,7 @@ use crate::pool::Target;
 use crate::schema::{self, CacheEntry, SchemaCache, ToolSummary};
 use crate::scope::PoolKey;
 use crate::search::ToolText;
-pub use reach::STATUS_METHOD;
+use crate::stream::StatusSender;
 use reach::{Hearing, listed, server_error, through_pool};
 use split::{TOOL, split_target};
 
@@ -247,8 +247,7 @@ pub const SEARCH_HITS: usize = 20;
 /// (`unknown_server`, `unknown_tool`); one the policy refuses ([`policy::check_tool`]:
 /// a disabled server is `config`, an excluded tool `unknown_tool`); the server failed (`server`, `protocol`, `timeout`) or answered a JSON-RPC error (`rpc`).
 ///
-/// With `req.status`, `notify` also gets a [`STATUS_METHOD`] notification each time
-/// the call starts waiting on something else: `{"phase":"starting","server","command"}`
+/// `status` gets an item each time the call starts waiting on something else: `{"phase":"starting","server","command"}`
 /// (the server starts; `command` is the program without its directory, or a remote
 /// server's host), `{"phase":"waiting","server","reason"}` (no instance is free), then
 /// `{"phase":"calling","server","tool"}` (the request is with the server). With
@@ -259,6 +258,7 @@ pub async fn call(
     d: &Daemon,
     req: &Request,
     notify: Option<NoticeSender>,
+    status: Option<StatusSender>,
     answers: Option<Arc<ClientReplies>>,
 ) -> Result<Box<RawValue>, ApiError> {
     let typed = typed_arguments(d, req).await?;
@@ -281,7 +281,7 @@ pub async fn call(
     // Every call asks for progress; the token is the caller's own in what it sees.
     let params = format!(r#"{{"name":{name},"arguments":{arguments},"_meta":{{"progressToken":"mcpx-call"}}}}"#);
     let check = |target: &Target| check_tool_listed(&d.schema, target, &tool);
-    let hear = Hearing { notify, answers, calling: serde_json::json!({ "tool": tool }) };
+    let hear = Hearing { notify, status, answers, calling: serde_json::json!({ "tool": tool }) };
     through_pool(d, req, entry, "tools/call", &params, hear, check).await
 }
 

@@ -86,7 +86,11 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
         .route(
             "/v1/call",
             post(|State(d): S, Body(r): Body| async move {
-                if r.stream { Ok(call_stream(d, r)) } else { control::call(&d, &r, None, None).await.map(raw_json) }
+                if r.stream {
+                    Ok(call_stream(d, r))
+                } else {
+                    control::call(&d, &r, None, None, None).await.map(raw_json)
+                }
             }),
         )
         .route(
@@ -282,22 +286,20 @@ fn call_stream(daemon: Arc<Daemon>, req: Request) -> Response {
     let call_id = serde_json::to_string(&open.as_ref().map(|o| o.id.clone())).unwrap_or_default();
     let lines = stream_call(
         daemon.dropped_notifications(),
-        move |notify| async move {
+        move |notify, status| async move {
             let replies = open.as_ref().map(|o| o.replies.clone());
-            let outcome = control::call(&daemon, &req, Some(notify), replies).await;
+            let status = req.status.then_some(status);
+            let outcome = control::call(&daemon, &req, Some(notify), status, replies).await;
             drop(open);
             outcome
         },
         move |n| {
-            line(match (n.kind(), n.method()) {
-                (MessageKind::Request, _) => format!(r#"{{"request":{},"call":{call_id}}}"#, n.as_str()),
-                (_, Some(control::STATUS_METHOD)) => {
-                    let v: serde_json::Value = serde_json::from_str(n.as_str()).unwrap_or_default();
-                    format!(r#"{{"status":{}}}"#, v["params"])
-                }
+            line(match n.kind() {
+                MessageKind::Request => format!(r#"{{"request":{},"call":{call_id}}}"#, n.as_str()),
                 _ => format!(r#"{{"notification":{}}}"#, n.as_str()),
             })
         },
+        |status| line(format!(r#"{{"status":{status}}}"#)),
         |outcome| match outcome {
             // The result's own buffer is sent as it is, between its framing.
             Ok(result) => {

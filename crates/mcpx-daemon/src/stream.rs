@@ -12,6 +12,11 @@ use tokio::sync::mpsc;
 
 use crate::notices::{self, NoticeSender};
 
+/// Where a streamed call says what it waits on (`POST /v1/call`'s `status` lines):
+/// one JSON object per phase, an item of the stream of its own, before the
+/// notifications that follow it. Unbounded: a call has a handful of phases.
+pub type StatusSender = mpsc::UnboundedSender<serde_json::Value>;
+
 /// How many encoded items a streaming answer buffers before its producer waits.
 const STREAM_BUFFER: usize = 64;
 
@@ -34,8 +39,10 @@ pub fn channel_body_until(rx: mpsc::Receiver<Vec<u8>>, until: impl Future<Output
 }
 
 /// Runs `call` in a task of its own, handing it a sender for the notifications that
-/// belong to it, and returns the stream of what to send the client: each notification
-/// as `notice` encodes it, as it comes, then the outcome as `last` encodes it: in
+/// belong to it and one for its status ([`StatusSender`]), and returns the stream of
+/// what to send the client: each status as `status` encodes it and each notification
+/// as `notice` encodes it, as they come (a status first when both wait), then the
+/// outcome as `last` encodes it: in
 /// pieces, sent in order, so a large result is framed without being copied into a
 /// new buffer (a relayed 16 MiB result must not cost the daemon three times that).
 ///
@@ -49,8 +56,9 @@ pub fn channel_body_until(rx: mpsc::Receiver<Vec<u8>>, until: impl Future<Output
 /// arrive together with the outcome are sent before it.
 pub fn stream_call<T, F>(
     tally: Arc<AtomicU64>,
-    call: impl FnOnce(NoticeSender) -> F + Send + 'static,
+    call: impl FnOnce(NoticeSender, StatusSender) -> F + Send + 'static,
     notice: impl Fn(&Message) -> Vec<u8> + Send + 'static,
+    status: impl Fn(&serde_json::Value) -> Vec<u8> + Send + 'static,
     last: impl FnOnce(T) -> Vec<Vec<u8>> + Send + 'static,
 ) -> mpsc::Receiver<Vec<u8>>
 where
@@ -60,11 +68,19 @@ where
     let (tx, rx) = mpsc::channel::<Vec<u8>>(STREAM_BUFFER);
     tokio::spawn(async move {
         let (notify_tx, notify_rx) = notices::channel(tally);
-        let call = call(notify_tx);
+        let (status_tx, status_rx) = mpsc::unbounded_channel();
+        let call = call(notify_tx, status_tx);
         tokio::pin!(call);
-        relay(tx, None, notify_rx, call, notice, last).await;
+        let encode = Encode { notice, status };
+        relay(tx, None, notify_rx, Some(status_rx), call, encode, last).await;
     });
     rx
+}
+
+/// How [`relay`] encodes a notification and a status.
+struct Encode<N, S> {
+    notice: N,
+    status: S,
 }
 
 /// What [`answer_or_stream`] gives the client.
@@ -102,30 +118,38 @@ where
             // Notifications that came with the outcome go first.
             Some(first) => {
                 let (tx, rx) = mpsc::channel::<Vec<u8>>(STREAM_BUFFER);
-                tokio::spawn(relay(tx, Some(first), notify_rx, async move { outcome }, notice, last));
+                let encode = Encode { notice, status: |_: &serde_json::Value| Vec::new() };
+                tokio::spawn(relay(tx, Some(first), notify_rx, None, async move { outcome }, encode, last));
                 return Answered::Streamed(rx);
             }
         },
         Some(first) = notify_rx.recv() => first,
     };
     let (tx, rx) = mpsc::channel::<Vec<u8>>(STREAM_BUFFER);
-    tokio::spawn(relay(tx, Some(first), notify_rx, call, notice, last));
+    let encode = Encode { notice, status: |_: &serde_json::Value| Vec::new() };
+    tokio::spawn(relay(tx, Some(first), notify_rx, None, call, encode, last));
     Answered::Streamed(rx)
 }
 
-/// Sends `first`, then each notification of `notify_rx` as it comes, then the outcome
-/// of `call`, on `tx`; stops (dropping `call`) when the client has gone.
-async fn relay<T, F: Future<Output = T>>(
+/// Sends `first`, then each status of `status_rx` and notification of `notify_rx`
+/// as they come (a status first), then the outcome of `call`, on `tx`; stops
+/// (dropping `call`) when the client has gone.
+async fn relay<T, F, N, S>(
     tx: mpsc::Sender<Vec<u8>>,
     first: Option<Message>,
     mut notify_rx: notices::NoticeReceiver,
+    mut status_rx: Option<mpsc::UnboundedReceiver<serde_json::Value>>,
     call: F,
-    notice: impl Fn(&Message) -> Vec<u8>,
+    encode: Encode<N, S>,
     last: impl FnOnce(T) -> Vec<Vec<u8>>,
-) {
+) where
+    F: Future<Output = T>,
+    N: Fn(&Message) -> Vec<u8>,
+    S: Fn(&serde_json::Value) -> Vec<u8>,
+{
     tokio::pin!(call);
     if let Some(first) = first {
-        if tx.send(notice(&first)).await.is_err() {
+        if tx.send((encode.notice)(&first)).await.is_err() {
             return;
         }
     }
@@ -133,21 +157,37 @@ async fn relay<T, F: Future<Output = T>>(
         tokio::select! {
             biased;
             () = tx.closed() => return,
+            Some(s) = next_status(&mut status_rx) => {
+                if tx.send((encode.status)(&s)).await.is_err() {
+                    return;
+                }
+            }
             Some(n) = notify_rx.recv() => {
-                if tx.send(notice(&n)).await.is_err() {
+                if tx.send((encode.notice)(&n)).await.is_err() {
                     return;
                 }
             }
             outcome = &mut call => break outcome,
         }
     };
+    while let Some(s) = status_rx.as_mut().and_then(|rx| rx.try_recv().ok()) {
+        let _ = tx.send((encode.status)(&s)).await;
+    }
     while let Some(n) = notify_rx.try_recv() {
-        let _ = tx.send(notice(&n)).await;
+        let _ = tx.send((encode.notice)(&n)).await;
     }
     for piece in last(outcome) {
         if tx.send(piece).await.is_err() {
             return;
         }
+    }
+}
+
+/// The next status of `rx`; never, without one.
+async fn next_status(rx: &mut Option<mpsc::UnboundedReceiver<serde_json::Value>>) -> Option<serde_json::Value> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -168,13 +208,14 @@ mod tests {
     async fn notifications_come_before_the_outcome_and_the_stream_ends() {
         let mut rx = stream_call(
             Arc::default(),
-            |notify| async move {
+            |notify, _| async move {
                 for n in 0..3 {
                     notify.send(Message::notification("notifications/progress", Some(&format!("{{\"n\":{n}}}"))));
                 }
                 "done"
             },
             |m| m.as_str().as_bytes().to_vec(),
+            |s| s.to_string().into_bytes(),
             |outcome: &str| vec![outcome.as_bytes().to_vec()],
         );
         let items = drain(&mut rx).await;
@@ -184,11 +225,28 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_status_is_an_item_of_its_own_before_the_notifications_after_it() {
+        let mut rx = stream_call(
+            Arc::default(),
+            |notify, status| async move {
+                let _ = status.send(serde_json::json!({ "phase": "calling" }));
+                notify.send(Message::notification("notifications/progress", Some(r#"{"n":1}"#)));
+                "done"
+            },
+            |m| format!("notice {}", m.method().unwrap_or_default()).into_bytes(),
+            |s| format!("status {s}").into_bytes(),
+            |outcome: &str| vec![outcome.as_bytes().to_vec()],
+        );
+        let items = drain(&mut rx).await;
+        assert_eq!(items, [r#"status {"phase":"calling"}"#, "notice notifications/progress", "done"]);
+    }
+
+    #[tokio::test]
     async fn a_client_that_does_not_read_loses_notifications_never_the_outcome() {
         let tally = Arc::new(AtomicU64::new(0));
         let mut rx = stream_call(
             tally.clone(),
-            |notify| async move {
+            |notify, _| async move {
                 for n in 0..10_000 {
                     notify.send(Message::notification(
                         "notifications/progress",
@@ -198,6 +256,7 @@ mod tests {
                 "done"
             },
             |m| m.as_str().as_bytes().to_vec(),
+            |s| s.to_string().into_bytes(),
             |outcome: &str| vec![outcome.as_bytes().to_vec()],
         );
         let items = drain(&mut rx).await;
@@ -220,7 +279,7 @@ mod tests {
         }
         let rx = stream_call(
             Arc::default(),
-            move |_notify| {
+            move |_notify, _| {
                 let guard = OnDrop(Some(dropped_tx));
                 async move {
                     let _guard = guard;
@@ -228,6 +287,7 @@ mod tests {
                 }
             },
             |m| m.as_str().as_bytes().to_vec(),
+            |s| s.to_string().into_bytes(),
             |()| vec![Vec::new()],
         );
         drop(rx);

@@ -16,18 +16,15 @@ use crate::instance::{CallContext, CallError, ClientReplies, Instance};
 use crate::lease::{Ask, Failure};
 use crate::notices::NoticeSender;
 use crate::pool::{Target, Wait};
-
-/// The method of the notifications [`super::call`] sends its caller about what it
-/// waits on; the control API streams them as `{"status": <params>}` lines, never to a
-/// server.
-pub const STATUS_METHOD: &str = "mcpx/status";
+use crate::stream::StatusSender;
 
 /// Who hears about a request on its way, besides its answer.
 #[derive(Default)]
 pub(super) struct Hearing {
-    /// The caller's queue: the request's notifications and, when the request asks
-    /// (`status`), where it waits ([`STATUS_METHOD`]).
+    /// The caller's queue: the request's notifications and server requests.
     pub notify: Option<NoticeSender>,
+    /// Where the request says what it waits on, when the caller asks (`status`).
+    pub status: Option<StatusSender>,
     /// Where the answers to the server requests the caller takes (`answers`) arrive.
     pub answers: Option<Arc<ClientReplies>>,
     /// What the `calling` status line adds (`{"tool": "echo"}`).
@@ -61,12 +58,12 @@ pub(super) async fn through_pool(
         None => entry.options.call_timeout,
     };
     let status = |fields: serde_json::Value| {
-        if let (true, Some(notify)) = (req.status, &hear.notify) {
-            let mut params = serde_json::json!({ "server": server });
-            if let (Some(p), serde_json::Value::Object(f)) = (params.as_object_mut(), fields) {
-                p.extend(f);
+        if let Some(status) = &hear.status {
+            let mut said = serde_json::json!({ "server": server });
+            if let (Some(s), serde_json::Value::Object(f)) = (said.as_object_mut(), fields) {
+                s.extend(f);
             }
-            notify.send(Message::notification(STATUS_METHOD, Some(&params.to_string())));
+            let _ = status.send(said);
         }
     };
     let report = |wait: Wait| {

@@ -30,7 +30,7 @@ async fn ls_answers_from_the_schema_cache_and_never_starts_a_server() {
     assert_eq!(row(&rows, "off").state, "disabled");
     assert_eq!(fx.server.count("launch"), 0, "ls started a server");
 
-    call(&fx.daemon, &fx.call("fake.echo", json!({ "message": "hi" })), None, None).await.unwrap();
+    call(&fx.daemon, &fx.call("fake.echo", json!({ "message": "hi" })), None, None, None).await.unwrap();
     let rows = ls(&fx.daemon, &fx.request()).await.unwrap();
     let fake = row(&rows, "fake");
     assert_eq!((fake.state.as_str(), fake.tools, fake.live), ("running", Some(6), 1));
@@ -86,7 +86,7 @@ async fn tools_hides_what_include_and_exclude_leave_out() {
     assert_eq!(listed.as_array().unwrap().len(), 4);
     let rows = ls(&fx.daemon, &fx.request()).await.unwrap();
     assert_eq!(row(&rows, "fake").tools, Some(4));
-    let e = call(&fx.daemon, &fx.call("fake.exit", json!({})), None, None).await.unwrap_err();
+    let e = call(&fx.daemon, &fx.call("fake.exit", json!({})), None, None, None).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::UnknownTool);
     assert!(e.message.contains("excluded by includeTools/excludeTools"), "{e}");
 }
@@ -112,9 +112,9 @@ async fn search_ranks_the_tools_that_match_a_word() {
 #[tokio::test]
 async fn call_starts_the_server_once_and_returns_the_result_as_sent() {
     let fx = fake();
-    let result = call(&fx.daemon, &fx.call("fake.echo", json!({ "message": "hi" })), None, None).await.unwrap();
+    let result = call(&fx.daemon, &fx.call("fake.echo", json!({ "message": "hi" })), None, None, None).await.unwrap();
     assert_eq!(result.get(), r#"{"content":[{"type":"text","text":"hi"}]}"#);
-    call(&fx.daemon, &fx.call("fake.echo", json!({ "message": "again" })), None, None).await.unwrap();
+    call(&fx.daemon, &fx.call("fake.echo", json!({ "message": "again" })), None, None, None).await.unwrap();
     assert_eq!(fx.server.count("launch"), 1);
     assert_eq!(fx.server.count("initialize"), 1);
     assert_eq!(fx.server.log().first().map(String::as_str), Some("launch fake global"));
@@ -125,7 +125,7 @@ async fn call_starts_the_server_once_and_returns_the_result_as_sent() {
 async fn call_streams_progress_with_the_callers_token() {
     let fx = fake();
     let (tx, mut rx) = crate::notices::channel(Arc::default());
-    let result = call(&fx.daemon, &fx.call("fake.progress", json!({})), Some(tx), None).await.unwrap();
+    let result = call(&fx.daemon, &fx.call("fake.progress", json!({})), Some(tx), None, None).await.unwrap();
     assert!(result.get().contains("done"));
     let progress = rx.recv().await.unwrap();
     assert_eq!(progress.method(), Some("notifications/progress"));
@@ -137,20 +137,16 @@ async fn call_streams_progress_with_the_callers_token() {
 #[tokio::test]
 async fn call_says_what_it_waits_on_only_when_asked() {
     let fx = fake();
-    let statuses = |rx: &mut crate::notices::NoticeReceiver| {
+    let statuses = |rx: &mut tokio::sync::mpsc::UnboundedReceiver<Value>| {
         let mut phases = Vec::new();
-        while let Some(m) = rx.try_recv() {
-            if m.method() == Some(STATUS_METHOD) {
-                let v: Value = serde_json::from_str(m.as_str()).unwrap();
-                phases.push(v["params"].clone());
-            }
+        while let Ok(s) = rx.try_recv() {
+            phases.push(s);
         }
         phases
     };
-    let mut req = fx.call("fake.echo", json!({ "message": "hi" }));
-    req.status = true;
-    let (tx, mut rx) = crate::notices::channel(Arc::default());
-    call(&fx.daemon, &req, Some(tx), None).await.unwrap();
+    let req = fx.call("fake.echo", json!({ "message": "hi" }));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    call(&fx.daemon, &req, None, Some(tx), None).await.unwrap();
     assert_eq!(
         statuses(&mut rx),
         [
@@ -159,13 +155,12 @@ async fn call_says_what_it_waits_on_only_when_asked() {
         ],
         "a first call starts the server"
     );
-    let (tx, mut rx) = crate::notices::channel(Arc::default());
-    call(&fx.daemon, &req, Some(tx), None).await.unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    call(&fx.daemon, &req, None, Some(tx), None).await.unwrap();
     assert_eq!(statuses(&mut rx), [json!({ "phase": "calling", "server": "fake", "tool": "echo" })]);
-    req.status = false;
     let (tx, mut rx) = crate::notices::channel(Arc::default());
-    call(&fx.daemon, &req, Some(tx), None).await.unwrap();
-    assert!(statuses(&mut rx).is_empty(), "none unless asked");
+    call(&fx.daemon, &req, Some(tx), None, None).await.unwrap();
+    assert!(rx.try_recv().is_none(), "no status among the notifications");
 }
 
 #[tokio::test]
@@ -174,7 +169,7 @@ async fn a_call_waiting_for_a_busy_exclusive_instance_says_so() {
     let daemon = fx.daemon.clone();
     let mut slow = fx.call("fake.slow", json!({}));
     slow.timeout_ms = Some(0);
-    let holder = tokio::spawn(async move { call(&daemon, &slow, None, None).await });
+    let holder = tokio::spawn(async move { call(&daemon, &slow, None, None, None).await });
     let busy = || status(&fx.daemon).instances.iter().any(|i| i.calls == 1);
     tokio::time::timeout(std::time::Duration::from_secs(10), async {
         while !busy() {
@@ -184,12 +179,11 @@ async fn a_call_waiting_for_a_busy_exclusive_instance_says_so() {
     .await
     .expect("the slow call holds the instance");
     let mut req = fx.call("fake.echo", json!({ "message": "hi" }));
-    req.status = true;
     req.timeout_ms = Some(200);
-    let (tx, mut rx) = crate::notices::channel(Arc::default());
-    let e = call(&fx.daemon, &req, Some(tx), None).await.unwrap_err();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let e = call(&fx.daemon, &req, None, Some(tx), None).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Timeout);
-    let first = rx.try_recv().map(|m| serde_json::from_str::<Value>(m.as_str()).unwrap()["params"].clone());
+    let first = rx.try_recv().ok();
     assert_eq!(
         first,
         Some(json!({ "phase": "waiting", "server": "fake",
@@ -202,30 +196,33 @@ async fn a_call_waiting_for_a_busy_exclusive_instance_says_so() {
 async fn call_errors_have_their_kinds() {
     let fx = Fixture::new(&[("fake", json!({})), ("off", json!({ "disabled": true }))]);
     let kind = |r: Result<Box<RawValue>, ApiError>| r.unwrap_err().kind;
-    assert_eq!(kind(call(&fx.daemon, &fx.call("nope.echo", json!({})), None, None).await), ErrorKind::UnknownServer);
-    assert_eq!(kind(call(&fx.daemon, &fx.call("fake", json!({})), None, None).await), ErrorKind::Usage);
-    assert_eq!(kind(call(&fx.daemon, &fx.call("fake.", json!({})), None, None).await), ErrorKind::Usage);
-    assert_eq!(kind(call(&fx.daemon, &fx.request(), None, None).await), ErrorKind::Usage);
-    assert_eq!(kind(call(&fx.daemon, &fx.call("fake.echo", json!([1])), None, None).await), ErrorKind::Usage);
-    assert_eq!(kind(call(&fx.daemon, &fx.call("off.echo", json!({})), None, None).await), ErrorKind::Config);
+    assert_eq!(
+        kind(call(&fx.daemon, &fx.call("nope.echo", json!({})), None, None, None).await),
+        ErrorKind::UnknownServer
+    );
+    assert_eq!(kind(call(&fx.daemon, &fx.call("fake", json!({})), None, None, None).await), ErrorKind::Usage);
+    assert_eq!(kind(call(&fx.daemon, &fx.call("fake.", json!({})), None, None, None).await), ErrorKind::Usage);
+    assert_eq!(kind(call(&fx.daemon, &fx.request(), None, None, None).await), ErrorKind::Usage);
+    assert_eq!(kind(call(&fx.daemon, &fx.call("fake.echo", json!([1])), None, None, None).await), ErrorKind::Usage);
+    assert_eq!(kind(call(&fx.daemon, &fx.call("off.echo", json!({})), None, None, None).await), ErrorKind::Config);
     assert_eq!(fx.server.count("launch"), 0, "no error above starts a server");
 
-    let failed = call(&fx.daemon, &fx.call("fake.fail", json!({})), None, None).await.unwrap_err();
+    let failed = call(&fx.daemon, &fx.call("fake.fail", json!({})), None, None, None).await.unwrap_err();
     assert_eq!((failed.kind, failed.code), (ErrorKind::Rpc, Some(-32000)));
     assert!(failed.message.contains("answered tools/call with an error: it failed"), "{failed}");
     // The server is listed now: an unknown tool is refused before it is sent.
-    let unknown = call(&fx.daemon, &fx.call("fake.nope", json!({})), None, None).await.unwrap_err();
+    let unknown = call(&fx.daemon, &fx.call("fake.nope", json!({})), None, None, None).await.unwrap_err();
     assert_eq!(unknown.kind, ErrorKind::UnknownTool);
     assert_eq!(fx.server.count("tools/call nope"), 0);
     let slow = Request { timeout_ms: Some(50), ..fx.call("fake.slow", json!({})) };
-    assert_eq!(kind(call(&fx.daemon, &slow, None, None).await), ErrorKind::Timeout);
+    assert_eq!(kind(call(&fx.daemon, &slow, None, None, None).await), ErrorKind::Timeout);
     fx.server.wait_for("notifications/cancelled").await;
 }
 
 #[tokio::test]
 async fn a_server_that_exits_mid_call_is_a_server_error_and_shows_in_status() {
     let fx = fake();
-    let e = call(&fx.daemon, &fx.call("fake.exit", json!({})), None, None).await.unwrap_err();
+    let e = call(&fx.daemon, &fx.call("fake.exit", json!({})), None, None, None).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Server);
     assert!(e.message.contains("exited with code 3"), "{e}");
     let instance = status(&fx.daemon).instances.into_iter().find(|i| i.server == "fake").unwrap();
@@ -236,10 +233,10 @@ async fn a_server_that_exits_mid_call_is_a_server_error_and_shows_in_status() {
 #[tokio::test]
 async fn status_shows_each_instance_under_its_pool_key() {
     let fx = Fixture::new(&[("shared", json!({})), ("mine", json!({ "scope": "session", "supervised": false }))]);
-    call(&fx.daemon, &fx.call("shared.echo", json!({ "message": "a" })), None, None).await.unwrap();
+    call(&fx.daemon, &fx.call("shared.echo", json!({ "message": "a" })), None, None, None).await.unwrap();
     let mut req = fx.call("mine.echo", json!({ "message": "b" }));
     req.caller.session = Some("s1".into());
-    call(&fx.daemon, &req, None, None).await.unwrap();
+    call(&fx.daemon, &req, None, None, None).await.unwrap();
 
     let status = status(&fx.daemon);
     assert_eq!(status.daemon.pid, std::process::id());
@@ -254,7 +251,7 @@ async fn status_shows_each_instance_under_its_pool_key() {
 async fn a_call_scoped_instance_serves_one_call() {
     let fx = Fixture::new(&[("once", json!({ "scope": "call" }))]);
     for message in ["a", "b"] {
-        call(&fx.daemon, &fx.call("once.echo", json!({ "message": message })), None, None).await.unwrap();
+        call(&fx.daemon, &fx.call("once.echo", json!({ "message": message })), None, None, None).await.unwrap();
     }
     assert_eq!(fx.server.count("launch once call:"), 2, "{:?}", fx.server.log());
     assert_eq!(fx.server.count("terminate"), 2);
@@ -265,7 +262,7 @@ async fn a_call_scoped_instance_serves_one_call() {
 async fn restart_goes_through_the_supervisor_or_starts_again() {
     let fx = Fixture::new(&[("sup", json!({})), ("direct", json!({ "supervised": false }))]);
     let named = |server: &str| Request { server: Some(server.into()), ..fx.request() };
-    call(&fx.daemon, &fx.call("sup.echo", json!({ "message": "a" })), None, None).await.unwrap();
+    call(&fx.daemon, &fx.call("sup.echo", json!({ "message": "a" })), None, None, None).await.unwrap();
     let pid = fx.daemon.pool.instances()[0].info.pid();
     let restarted = restart(&fx.daemon, &named("sup")).await.unwrap();
     assert_eq!((restarted["restarted"].as_u64(), restarted["replaced"].as_u64()), (Some(1), Some(0)));
@@ -291,7 +288,7 @@ async fn restart_with_a_key_touches_only_that_instance() {
     for session in ["a", "b"] {
         let mut req = fx.call("mine.echo", json!({ "message": session }));
         req.caller.session = Some(session.into());
-        call(&fx.daemon, &req, None, None).await.unwrap();
+        call(&fx.daemon, &req, None, None, None).await.unwrap();
     }
     let only_a = Request { server: Some("mine".into()), key: Some("session:a".into()), ..fx.request() };
     let restarted = restart(&fx.daemon, &only_a).await.unwrap();
@@ -316,7 +313,7 @@ async fn refresh_reports_per_server() {
 async fn stop_stops_the_daemons_own_children_and_asks_it_to_exit() {
     let fx = Fixture::new(&[("sup", json!({})), ("direct", json!({ "supervised": false }))]);
     for target in ["sup.echo", "direct.echo"] {
-        call(&fx.daemon, &fx.call(target, json!({ "message": "x" })), None, None).await.unwrap();
+        call(&fx.daemon, &fx.call(target, json!({ "message": "x" })), None, None, None).await.unwrap();
     }
     assert_eq!(stop(&fx.daemon, &fx.request()).await, json!({ "stopping": true }));
     fx.daemon.exit_requested().await;

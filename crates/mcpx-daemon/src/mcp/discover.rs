@@ -84,7 +84,7 @@ pub(crate) async fn answer(
                         .ok(),
                         ..req(s("server").as_deref(), s("tool").as_deref())
                     };
-                    match control::call(d, &r, None, None).await {
+                    match control::call(d, &r, None, None, None).await {
                         Ok(raw) => serde_json::from_str(raw.get()).unwrap_or_default(),
                         Err(e) => tool_error(&e.message),
                     }

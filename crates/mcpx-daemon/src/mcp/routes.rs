@@ -506,7 +506,9 @@ async fn sse_call(
     let notice = |n: &Message| sse_event(n.as_str());
     let last = sse_pieces;
     if !json_too {
-        return sse_response(stream_call(tally, call, notice, last), Some(session_id));
+        // An MCP call says nothing of what it waits on: no status items.
+        let call = move |notify, _status| call(notify);
+        return sse_response(stream_call(tally, call, notice, |_| Vec::new(), last), Some(session_id));
     }
     match answer_or_stream(tally, call, notice, last).await {
         Answered::Alone(response) => json_response(StatusCode::OK, response.into_string(), Some(session_id)),
