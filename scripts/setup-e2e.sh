@@ -10,7 +10,9 @@
 #   - e2e/.venv: mcp-server-time (pip install -r e2e/requirements.txt; needs Python >= 3.10 with
 #     the venv module);
 #   - e2e/mcp-proxy/.venv: the Python mcp-proxy, for scripts/bench.sh (pip install -r
-#     e2e/requirements-mcp-proxy.txt), in a venv of its own: it needs mcp < 2, e2e/.venv has mcp 2.
+#     e2e/requirements-mcp-proxy.txt), in a venv of its own: it needs mcp < 2, e2e/.venv has mcp 2;
+#   - e2e/compat/mcpx: mcpx as built from the commit in e2e/compat-rev, for the compatibility
+#     tests (cargo build, from this clone's git history).
 # Idempotent: each part is reinstalled only when it is missing or its lock file changed (a stamp
 # file inside the install records what was installed). Nothing is written outside e2e/ except
 # npm's and pip's download caches.
@@ -132,5 +134,26 @@ venv_install .venv requirements.txt mcp-server-time
 # mcp-proxy needs mcp < 2 (e2e/.venv has mcp 2), so it gets a venv of its own.
 venv_install mcp-proxy/.venv requirements-mcp-proxy.txt mcp-proxy
 
+# --- The previous mcpx, for the compatibility tests ----------------------------------------------
+# crates/mcpx/tests/it/compat.rs runs an older CLI against this daemon and this CLI against an
+# older daemon, as they meet during an upgrade: mcpx built from the commit e2e/compat-rev names
+# (from this clone's history, `git archive`), into e2e/compat/mcpx, with its own target directory.
+compat_rev="$(tr -d '[:space:]' <"$e2e/compat-rev")"
+compat="$e2e/compat"
+if [[ -x "$compat/mcpx" && "$(cat "$compat/.stamp" 2>/dev/null)" == "$compat_rev" ]]; then
+    say "previous mcpx up to date (e2e/compat/mcpx, $compat_rev)"
+else
+    git -C "$root" cat-file -e "$compat_rev^{commit}" 2>/dev/null ||
+        die "commit $compat_rev (e2e/compat-rev) is not in this clone's history; fetch it (git fetch --unshallow)"
+    say "building mcpx at $compat_rev into e2e/compat (a few minutes)..."
+    rm -rf "$compat/src"
+    mkdir -p "$compat/src"
+    git -C "$root" archive "$compat_rev" | tar -x -C "$compat/src"
+    quietly "building the previous mcpx" cargo build --locked -p mcpx \
+        --manifest-path "$compat/src/Cargo.toml" --target-dir "$compat/target"
+    cp "$compat/target/debug/mcpx" "$compat/mcpx"
+    printf '%s\n' "$compat_rev" >"$compat/.stamp"
+fi
+
 say "ready: e2e/node_modules/.bin/{mcp-server-everything,mcp-server-memory,mcp-server-filesystem,claude,deno}, e2e/node_modules/supergateway," \
-    "e2e/.venv/bin/mcp-server-time, e2e/mcp-proxy/.venv/bin/mcp-proxy"
+    "e2e/.venv/bin/mcp-server-time, e2e/mcp-proxy/.venv/bin/mcp-proxy, e2e/compat/mcpx"

@@ -17,6 +17,7 @@ mod clients;
 mod code;
 mod code_confine;
 mod code_types;
+mod compat;
 mod conformance;
 mod conformance_client;
 mod doctor;
