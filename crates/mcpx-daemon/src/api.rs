@@ -36,87 +36,217 @@ pub struct Caller {
     pub sessionless: bool,
 }
 
-/// `POST /v1/ls`, `/v1/search`, `/v1/tools`, `/v1/call`, `/v1/resources`, `/v1/read`,
-/// `/v1/prompts`, `/v1/prompt`, `/v1/restart`, `/v1/refresh`.
+// The request bodies, one per route (docs/api.md gives each route's fields). A
+// field keeps its name on every route that has it, and every field but the caller
+// is optional on the wire, so a CLI and a daemon of different versions meet on the
+// fields they share.
+
+/// `POST /v1/ls` and `POST /v1/commands`: the caller alone.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Request {
+pub struct CallerRequest {
     /// The caller.
     #[serde(default)]
     pub caller: Caller,
-    /// A server name (`tools`, `resources`, `read`, `prompts`, `restart`, `refresh`,
-    /// `call` with `tool`, `prompt` with `prompt`).
+}
+
+/// `POST /v1/search`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SearchRequest {
+    /// The caller.
+    #[serde(default)]
+    pub caller: Caller,
+    /// The words to look for.
+    #[serde(default)]
+    pub words: Vec<String>,
+}
+
+/// `POST /v1/tools`, `/v1/resources` and `/v1/prompts`: one server's listing, or one
+/// item of it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ListRequest {
+    /// The caller.
+    #[serde(default)]
+    pub caller: Caller,
+    /// The server.
     #[serde(default)]
     pub server: Option<String>,
-    /// A tool name (`tools`, `call`).
+    /// `tools`: one tool of `server`.
     #[serde(default)]
     pub tool: Option<String>,
-    /// `prompts`, `prompt`: a prompt name (with `server`).
+    /// `prompts`: one prompt of `server`.
     #[serde(default)]
     pub prompt: Option<String>,
-    /// `read`: the resource's URI.
-    #[serde(default)]
-    pub uri: Option<String>,
-    /// `call`: `<server>.<tool>`; `prompts`, `prompt`: `<server>.<prompt>`; split after the
-    /// longest configured server name.
+    /// `tools`, `prompts`: `<server>.<name>`, split after the longest configured
+    /// server name, instead of `server` and the name.
     #[serde(default)]
     pub target: Option<String>,
-    /// `tools`, `resources`, `prompts` of one server never listed: start it and list it
-    /// first, instead of failing (`server`).
+    /// A server never listed is started and listed first, instead of failing
+    /// (`server`).
     #[serde(default)]
     pub start: bool,
-    /// `call`: the tool's arguments, a JSON object, or the `key=value` words as the
-    /// user typed them, an array of [`crate::arguments::Pair`]s, which the daemon
-    /// types by the tool's `inputSchema` and checks (a daemon from before the pairs
-    /// refuses an array as a `usage` error, having run nothing); `prompt`: the
-    /// prompt's, an object of strings.
+}
+
+/// `POST /v1/types`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TypesRequest {
+    /// The caller.
+    #[serde(default)]
+    pub caller: Caller,
+    /// The servers whose tools to declare (every offered server when empty).
+    #[serde(default)]
+    pub servers: Vec<String>,
+    /// A named server never listed is started and listed first.
+    #[serde(default)]
+    pub start: bool,
+}
+
+/// `POST /v1/call`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CallRequest {
+    /// The caller.
+    #[serde(default)]
+    pub caller: Caller,
+    /// `<server>.<tool>`, split after the longest configured server name.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// The server, with `tool`, instead of `target`.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The tool, with `server`.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// The tool's arguments, a JSON object, or the `key=value` words as the user
+    /// typed them, an array of [`crate::arguments::Pair`]s, which the daemon types by
+    /// the tool's `inputSchema` and checks (a daemon from before the pairs refuses an
+    /// array as a `usage` error, having run nothing).
     #[serde(default)]
     pub arguments: Option<Box<RawValue>>,
-    /// `call`: the command and the tool as the user named them (`call fake.echo`):
-    /// the arguments are checked against the tool's `inputSchema` before the call,
-    /// and a failed check's `usage` error ends with the tool's usage under this name.
+    /// The command and the tool as the user named them (`call fake.echo`): the
+    /// arguments are checked against the tool's `inputSchema` before the call, and a
+    /// failed check's `usage` error ends with the tool's usage under this name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shown: Option<String>,
-    /// `call`, `read`, `prompt`: a deadline in milliseconds, replacing the server's `callTimeout`; 0 means none.
+    /// A deadline in milliseconds, replacing the server's `callTimeout`; 0 means none.
     #[serde(default)]
     pub timeout_ms: Option<u64>,
-    /// `call`: answer as a stream of JSON lines (`application/x-ndjson`): one
+    /// Answer as a stream of JSON lines (`application/x-ndjson`): one
     /// `{"notification": <message>}` per progress or log notification of the call,
     /// then `{"result": <CallToolResult>}` or `{"error": {...}}`.
     #[serde(default)]
     pub stream: bool,
-    /// `call` with `stream`: also send `{"status": {...}}` lines saying what the call
-    /// waits on (the server starting, a free instance, the server's answer), for a
-    /// status line. Without it no such line is sent, as before the field existed.
+    /// With `stream`: also send `{"status": {...}}` lines saying what the call waits
+    /// on (the server starting, a free instance, the server's answer), for a status
+    /// line. Without it no such line is sent, as before the field existed.
     #[serde(default)]
     pub status: bool,
-    /// `call` with `stream`: the server-to-client requests the caller answers itself
-    /// (only `elicitation/create` so far). Such a request comes as a
-    /// `{"request": <JSON-RPC request>, "call": "<call id>"}` line, and its answer goes
-    /// to `POST /v1/call/answer` ([`Answer`]). Others get mcpx's own answer.
+    /// With `stream`: the server-to-client requests the caller answers itself (only
+    /// `elicitation/create` so far). Such a request comes as a `{"request": <JSON-RPC
+    /// request>, "call": "<call id>"}` line, and its answer goes to `POST
+    /// /v1/call/answer` ([`Answer`]). Others get mcpx's own answer.
     #[serde(default)]
     pub answers: Vec<String>,
-    /// `search`: the words to look for.
+}
+
+/// `POST /v1/read`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ReadRequest {
+    /// The caller.
     #[serde(default)]
-    pub words: Vec<String>,
-    /// `types`: the servers whose tools to declare (every offered server when empty).
+    pub caller: Caller,
+    /// The server.
     #[serde(default)]
-    pub servers: Vec<String>,
-    /// `stop`: also stop every server.
+    pub server: Option<String>,
+    /// The resource's URI.
     #[serde(default)]
-    pub all: bool,
-    /// `restart`: only the instance with this pool key.
+    pub uri: Option<String>,
+    /// A deadline in milliseconds, replacing the server's `callTimeout`; 0 means none.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// `POST /v1/prompt`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PromptRequest {
+    /// The caller.
+    #[serde(default)]
+    pub caller: Caller,
+    /// `<server>.<prompt>`, split after the longest configured server name.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// The server, with `prompt`, instead of `target`.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The prompt, with `server`.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// The prompt's arguments, an object of strings.
+    #[serde(default)]
+    pub arguments: Option<Box<RawValue>>,
+    /// A deadline in milliseconds, replacing the server's `callTimeout`; 0 means none.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// `POST /v1/restart`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RestartRequest {
+    /// The caller.
+    #[serde(default)]
+    pub caller: Caller,
+    /// The server.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Only the instance with this pool key.
     #[serde(default)]
     pub key: Option<String>,
-    /// `upgrade`: the binary to re-execute (default: the daemon's own).
+}
+
+/// `POST /v1/refresh`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RefreshRequest {
+    /// The caller.
+    #[serde(default)]
+    pub caller: Caller,
+    /// One server (every enabled one when neither this nor `target` is given).
+    #[serde(default)]
+    pub server: Option<String>,
+    /// `<server>.<tool>`, as `POST /v1/call` takes it: its server.
+    #[serde(default)]
+    pub target: Option<String>,
+}
+
+/// `POST /v1/stop`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StopRequest {
+    /// Also stop every server.
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// `POST /v1/upgrade`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct UpgradeRequest {
+    /// The binary to re-execute (default: the daemon's own).
     #[serde(default)]
     pub binary: Option<PathBuf>,
-    /// `auth/login`: log in by the device authorization grant (RFC 8628).
+}
+
+/// `POST /v1/auth/login`, `/v1/auth/status` and `/v1/auth/logout`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct AuthRequest {
+    /// The caller.
+    #[serde(default)]
+    pub caller: Caller,
+    /// The remote server (`status`: every remote server when absent).
+    #[serde(default)]
+    pub server: Option<String>,
+    /// `login`: log in by the device authorization grant (RFC 8628).
     #[serde(default)]
     pub device: bool,
 }
 
 /// `POST /v1/call/answer`: a shell caller's answer to a server request its call's
-/// stream relayed (see [`Request::answers`]).
+/// stream relayed (see [`CallRequest::answers`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Answer {
     /// The call, as the request's line names it (`"call"`).

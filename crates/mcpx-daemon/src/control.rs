@@ -14,7 +14,10 @@ pub mod logins;
 pub mod types;
 
 use crate::adopt::replace_incompatible;
-use crate::api::{Answer, ApiError, ErrorKind, Request, SearchHit, ServerRow, Source};
+use crate::api::{
+    Answer, ApiError, CallRequest, CallerRequest, ErrorKind, ListRequest, RefreshRequest, RestartRequest, SearchHit,
+    SearchRequest, ServerRow, Source, StopRequest, UpgradeRequest,
+};
 use crate::arguments::{self, Given, Pair};
 use crate::config::{Client, ConfigEnv, EntryError, ServerEntry};
 use crate::daemon::{Daemon, Exit};
@@ -28,7 +31,7 @@ use crate::scope::PoolKey;
 use crate::search::ToolText;
 use crate::stream::StatusSender;
 use reach::{Hearing, listed, server_error, through_pool};
-use split::{TOOL, split_target};
+use split::{Naming, TOOL, split_target};
 
 /// `GET /v1/health`: the daemon's pid, build and start time (milliseconds since the
 /// Unix epoch), so a client tells a re-executed daemon from the one before, and its
@@ -51,8 +54,8 @@ pub fn health(d: &Daemon) -> serde_json::Value {
 /// again from a running instance, and is `stale` with none running).
 ///
 /// Errors: the caller's configuration cannot be read (`config`).
-pub async fn ls(d: &Daemon, req: &Request) -> Result<Vec<ServerRow>, ApiError> {
-    let config = d.resolve(req)?;
+pub async fn ls(d: &Daemon, req: &CallerRequest) -> Result<Vec<ServerRow>, ApiError> {
+    let config = d.resolve_for(&req.caller)?;
     let live: Vec<_> = d.pool.instances().into_iter().filter(|i| i.is_alive()).collect();
     let mut rows = Vec::new();
     for entry in config.servers.values() {
@@ -163,36 +166,35 @@ fn file_row(name: &str, file: &Path, env: &ConfigEnv) -> ServerRow {
 /// (`unknown_tool`); one the policy refuses ([`policy::check_tool`]: a disabled server
 /// is `config`, an excluded tool `unknown_tool`); a server never listed without
 /// `start`, or whose start or listing failed (`server`, `timeout`).
-pub async fn tools(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
-    let config = d.resolve(req)?;
+pub async fn tools(d: &Daemon, req: &ListRequest) -> Result<Box<RawValue>, ApiError> {
+    let config = d.resolve_for(&req.caller)?;
     // A `target` (`<server>.<tool>`, as `POST /v1/call` takes it) names one tool.
-    let split = match (&req.target, &req.server) {
-        (Some(_), None) => Some(split_target(&config, req, &TOOL)?),
-        _ => None,
-    };
-    let req = &match split {
-        Some((server, tool)) => Request { server: Some(server), tool: Some(tool), ..req.clone() },
-        None => req.clone(),
+    let (server, tool) = match (&req.target, &req.server) {
+        (Some(target), None) => {
+            let named = Naming { server: None, name: None, target: Some(target) };
+            let (server, tool) = split_target(&config, named, &TOOL)?;
+            (Some(server), Some(tool))
+        }
+        _ => (req.server.clone(), req.tool.clone()),
     };
     let name =
-        req.server.as_deref().ok_or_else(|| ApiError::new(ErrorKind::Usage, "name a server: `mcpx tools <server>`"))?;
+        server.as_deref().ok_or_else(|| ApiError::new(ErrorKind::Usage, "name a server: `mcpx tools <server>`"))?;
     let entry = d.server(&config, name)?;
-    match &req.tool {
+    match &tool {
         Some(tool) => policy::check_tool(entry, tool)?,
         None => policy::check_server(entry)?,
     }
-    let cached = Some(listed(d, req, entry).await?);
+    let cached = Some(listed(d, &req.caller, req.start, entry).await?);
     let tools = cached.as_ref().and_then(|c| c.tools.as_ref()).map_or(&[][..], Vec::as_slice);
     let allowed: Vec<&RawValue> = tools
         .iter()
         .filter(|t| {
-            serde_json::from_str::<ToolSummary>(t.get()).is_ok_and(|s| {
-                policy::tool_offered(entry, &s.name) && req.tool.as_ref().is_none_or(|want| *want == s.name)
-            })
+            serde_json::from_str::<ToolSummary>(t.get())
+                .is_ok_and(|s| policy::tool_offered(entry, &s.name) && tool.as_ref().is_none_or(|want| *want == s.name))
         })
         .map(|t| &**t)
         .collect();
-    if let Some(tool) = &req.tool {
+    if let Some(tool) = &tool {
         return match allowed.first() {
             Some(t) => Ok((*t).to_owned()),
             None => Err(unknown_tool(entry, tool, cached.as_ref())),
@@ -206,8 +208,8 @@ pub async fn tools(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError>
 /// best first, at most [`SEARCH_HITS`] of them; a tool that matches no word is left out.
 ///
 /// Errors: no words (`usage`); the caller's configuration cannot be read (`config`).
-pub async fn search(d: &Daemon, req: &Request) -> Result<Vec<SearchHit>, ApiError> {
-    let config = d.resolve(req)?;
+pub async fn search(d: &Daemon, req: &SearchRequest) -> Result<Vec<SearchHit>, ApiError> {
+    let config = d.resolve_for(&req.caller)?;
     if req.words.iter().all(|w| w.trim().is_empty()) {
         return Err(ApiError::new(ErrorKind::Usage, "give at least one word: `mcpx search <words>...`"));
     }
@@ -256,14 +258,15 @@ pub const SEARCH_HITS: usize = 20;
 /// `elicitation/create` through `POST /v1/call/answer`).
 pub async fn call(
     d: &Daemon,
-    req: &Request,
+    req: &CallRequest,
     notify: Option<NoticeSender>,
     status: Option<StatusSender>,
     answers: Option<Arc<ClientReplies>>,
 ) -> Result<Box<RawValue>, ApiError> {
     let typed = typed_arguments(d, req).await?;
-    let config = d.resolve(req)?;
-    let (server, tool) = split_target(&config, req, &TOOL)?;
+    let config = d.resolve_for(&req.caller)?;
+    let named = Naming { server: req.server.as_deref(), name: req.tool.as_deref(), target: req.target.as_deref() };
+    let (server, tool) = split_target(&config, named, &TOOL)?;
     let entry = d.server(&config, &server)?;
     policy::check_tool(entry, &tool)?;
     let arguments = match (typed, &req.arguments) {
@@ -281,8 +284,9 @@ pub async fn call(
     // Every call asks for progress; the token is the caller's own in what it sees.
     let params = format!(r#"{{"name":{name},"arguments":{arguments},"_meta":{{"progressToken":"mcpx-call"}}}}"#);
     let check = |target: &Target| check_tool_listed(&d.schema, target, &tool);
-    let hear = Hearing { notify, status, answers, calling: serde_json::json!({ "tool": tool }) };
-    through_pool(d, req, entry, "tools/call", &params, hear, check).await
+    let hear =
+        Hearing { notify, status, answers, takes: req.answers.clone(), calling: serde_json::json!({ "tool": tool }) };
+    through_pool(d, (&req.caller, req.timeout_ms), entry, "tools/call", &params, hear, check).await
 }
 
 /// The arguments of a call the CLI typed (`shown` set, or `key=value` pairs, an
@@ -295,7 +299,7 @@ pub async fn call(
 /// Errors: the tool cannot be found or listed (`unknown_server`, `unknown_tool`,
 /// `server`, or the kind of the listing's failure: `auth`, `timeout`...), or a check
 /// failed (`usage`, with the tool's usage).
-async fn typed_arguments(d: &Daemon, req: &Request) -> Result<Option<String>, ApiError> {
+async fn typed_arguments(d: &Daemon, req: &CallRequest) -> Result<Option<String>, ApiError> {
     let raw = req.arguments.as_deref();
     let pairs = match raw {
         Some(a) if a.get().trim_start().starts_with('[') => Some(
@@ -312,12 +316,12 @@ async fn typed_arguments(d: &Daemon, req: &Request) -> Result<Option<String>, Ap
         }
         (None, None, _) => return Ok(None),
     };
-    let named = Request {
+    let named = ListRequest {
         caller: req.caller.clone(),
         target: req.target.clone(),
         server: req.server.clone(),
         tool: req.tool.clone(),
-        ..Request::default()
+        ..ListRequest::default()
     };
     let tool = tool_entry(d, &named, pairs.is_some()).await?;
     let given = match (pairs, raw) {
@@ -333,13 +337,18 @@ async fn typed_arguments(d: &Daemon, req: &Request) -> Result<Option<String>, Ap
 /// `list`, a server never listed (or whose listing failed) is listed again first, as
 /// `POST /v1/refresh` lists it, and every error is returned; without it, `None` on
 /// any error: the call itself then reports it.
-async fn tool_entry(d: &Daemon, named: &Request, list: bool) -> Result<Option<serde_json::Value>, ApiError> {
+async fn tool_entry(d: &Daemon, named: &ListRequest, list: bool) -> Result<Option<serde_json::Value>, ApiError> {
     let parse = |raw: Box<RawValue>| serde_json::from_str::<serde_json::Value>(raw.get()).ok();
     match tools(d, named).await {
         Ok(raw) => Ok(parse(raw)),
         Err(_) if !list => Ok(None),
         Err(e) if e.kind == ErrorKind::Server => {
-            let results = refresh(d, named).await?;
+            let whose = RefreshRequest {
+                caller: named.caller.clone(),
+                server: named.server.clone(),
+                target: named.target.clone(),
+            };
+            let results = refresh(d, &whose).await?;
             let failed = results.as_object().and_then(|r| r.values().find(|v| v["error"].is_string()));
             if let Some(failed) = failed {
                 // The kind of the failure (`auth` for a missing login), else `server`.
@@ -368,8 +377,8 @@ pub fn answer(d: &Daemon, answer: &Answer) -> Result<serde_json::Value, ApiError
 /// Errors: no server named (`usage`); an unknown server (`unknown_server`); a
 /// disabled one (`config`, [`policy::check_server`]); the restart or the new start
 /// failed (`server`, `protocol`, `timeout`).
-pub async fn restart(d: &Daemon, req: &Request) -> Result<serde_json::Value, ApiError> {
-    let config = d.resolve(req)?;
+pub async fn restart(d: &Daemon, req: &RestartRequest) -> Result<serde_json::Value, ApiError> {
+    let config = d.resolve_for(&req.caller)?;
     let name = req
         .server
         .as_deref()
@@ -418,11 +427,13 @@ pub async fn restart(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
 ///
 /// Errors: the caller's configuration cannot be read (`config`); an unknown server
 /// (`unknown_server`); a disabled one named (`config`, [`policy::check_server`]).
-pub async fn refresh(d: &Daemon, req: &Request) -> Result<serde_json::Value, ApiError> {
-    let config = d.resolve(req)?;
+pub async fn refresh(d: &Daemon, req: &RefreshRequest) -> Result<serde_json::Value, ApiError> {
+    let config = d.resolve_for(&req.caller)?;
     // The server of a `target` (`<server>.<tool>`, as `POST /v1/call` takes it) names it too.
     let named = match (&req.server, &req.target) {
-        (None, Some(_)) => Some(split_target(&config, req, &TOOL)?.0),
+        (None, Some(target)) => {
+            Some(split_target(&config, Naming { server: None, name: None, target: Some(target) }, &TOOL)?.0)
+        }
         (server, _) => server.clone(),
     };
     let entries: Vec<&ServerEntry> = match named.as_deref() {
@@ -468,7 +479,7 @@ pub async fn refresh(d: &Daemon, req: &Request) -> Result<serde_json::Value, Api
 
 /// `POST /v1/stop`: stops the daemon's own children (every server, with `all`), then
 /// asks the daemon to exit. Answers `{"stopping": true}`.
-pub async fn stop(d: &Daemon, req: &Request) -> serde_json::Value {
+pub async fn stop(d: &Daemon, req: &StopRequest) -> serde_json::Value {
     tracing::info!(all = req.all, "stop requested");
     d.pool.stop_all(req.all).await;
     d.request_exit(Exit::Stop);
@@ -489,7 +500,7 @@ pub async fn stop(d: &Daemon, req: &Request) -> serde_json::Value {
 /// Errors (`usage`, the daemon keeps running): the binary is missing, not an
 /// executable file, one that others could change or swap, not an mcpx binary (its
 /// `--version` does not start with `mcpx `), or replaced after it was probed.
-pub async fn upgrade(d: &Daemon, req: &Request) -> Result<serde_json::Value, ApiError> {
+pub async fn upgrade(d: &Daemon, req: &UpgradeRequest) -> Result<serde_json::Value, ApiError> {
     let binary = match &req.binary {
         Some(b) => b.clone(),
         None => std::env::current_exe()

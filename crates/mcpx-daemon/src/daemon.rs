@@ -16,7 +16,7 @@ use mcpx_proto::Message;
 use mcpx_proto::attach::{Record, Version};
 use tokio::sync::{broadcast, mpsc, watch};
 
-use crate::api::{ApiError, Caller, ConfigErrorStatus, ErrorKind, Request};
+use crate::api::{ApiError, Caller, ConfigErrorStatus, ErrorKind};
 use crate::config::{
     ConfigCache, ConfigEnv, ExplicitFiles, Inputs, ResolveRequest, ResolvedConfig, ServerEntry, TransportSpec,
 };
@@ -163,15 +163,8 @@ impl Daemon {
         self.targets.env()
     }
 
-    /// The configuration the caller sees, without an entry for this daemon's own `/mcp`;
-    /// records newly seen files in the state directory.
-    ///
-    /// Errors: a configuration file cannot be read or is malformed (`config`).
-    pub fn resolve(&self, req: &Request) -> Result<Arc<ResolvedConfig>, ApiError> {
-        self.resolve_for(&req.caller)
-    }
-
-    /// [`resolve`](Self::resolve) for `caller`. A request resolved before, whose files all
+    /// The configuration `caller` sees, without an entry for this daemon's own `/mcp`;
+    /// records newly seen files in the state directory. A request resolved before, whose files all
     /// have the stamps they had then (a `stat` each, on this thread), gets that resolution
     /// again: an edit is still seen by the next request, and an unchanged configuration
     /// costs no merge. Anything else is resolved afresh, off the runtime's worker.

@@ -757,7 +757,7 @@ mod tests {
     async fn a_waiter_of_an_exclusive_instance_that_died_gets_a_fresh_one() {
         let fx = crate::testing::Fixture::new(&[("fake", serde_json::json!({ "sharing": "exclusive" }))]);
         let d = fx.daemon.clone();
-        let config = d.resolve(&fx.request()).unwrap();
+        let config = d.resolve_for(&fx.caller()).unwrap();
         let entry = d.server(&config, "fake").unwrap();
         let target = d.targets.target(entry).unwrap();
         let key = d.targets.pool_key(entry, &fx.caller());

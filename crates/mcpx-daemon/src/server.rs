@@ -21,7 +21,10 @@ use mcpx_proto::MessageKind;
 use serde_json::value::RawValue;
 use tokio::net::{TcpListener, UnixListener};
 
-use crate::api::{Answer, ApiError, ErrorBody, ErrorKind, Request};
+use crate::api::{
+    Answer, ApiError, AuthRequest, CallRequest, CallerRequest, ErrorBody, ErrorKind, ListRequest, PromptRequest,
+    ReadRequest, RefreshRequest, RestartRequest, SearchRequest, StopRequest, TypesRequest, UpgradeRequest,
+};
 use crate::control;
 use crate::daemon::{Daemon, Exit};
 use crate::mcp::{Endpoint, TcpGuard, tcp_routes};
@@ -53,39 +56,39 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
         .route("/v1/health", get(|State(d): S| async move { Json(control::health(&d)) }))
         .route(
             "/v1/upgrade",
-            post(|State(d): S, Body(r): Body| async move { control::upgrade(&d, &r).await.map(Json) }),
+            post(|State(d): S, Body(r): Body<UpgradeRequest>| async move { control::upgrade(&d, &r).await.map(Json) }),
         )
         .route("/v1/status", get(|State(d): S| async move { Json(control::status(&d)) }))
-        .route("/v1/ls", post(|State(d): S, Body(r): Body| async move { control::ls(&d, &r).await.map(Json) }))
+        .route("/v1/ls", post(|State(d): S, Body(r): Body<CallerRequest>| async move { control::ls(&d, &r).await.map(Json) }))
         .route(
             "/v1/commands",
-            post(|State(d): S, Body(r): Body| async move { control::commands::commands(&d, &r).map(Json) }),
+            post(|State(d): S, Body(r): Body<CallerRequest>| async move { control::commands::commands(&d, &r).map(Json) }),
         )
-        .route("/v1/search", post(|State(d): S, Body(r): Body| async move { control::search(&d, &r).await.map(Json) }))
+        .route("/v1/search", post(|State(d): S, Body(r): Body<SearchRequest>| async move { control::search(&d, &r).await.map(Json) }))
         .route(
             "/v1/tools",
-            post(|State(d): S, Body(r): Body| async move { control::tools(&d, &r).await.map(raw_json) }),
+            post(|State(d): S, Body(r): Body<ListRequest>| async move { control::tools(&d, &r).await.map(raw_json) }),
         )
         .route(
             "/v1/types",
-            post(|State(d): S, Body(r): Body| async move { control::types::types(&d, &r).await.map(Json) }),
+            post(|State(d): S, Body(r): Body<TypesRequest>| async move { control::types::types(&d, &r).await.map(Json) }),
         )
         .route(
             "/v1/resources",
-            post(|State(d): S, Body(r): Body| async move { control::resources(&d, &r).await.map(raw_json) }),
+            post(|State(d): S, Body(r): Body<ListRequest>| async move { control::resources(&d, &r).await.map(raw_json) }),
         )
-        .route("/v1/read", post(|State(d): S, Body(r): Body| async move { control::read(&d, &r).await.map(raw_json) }))
+        .route("/v1/read", post(|State(d): S, Body(r): Body<ReadRequest>| async move { control::read(&d, &r).await.map(raw_json) }))
         .route(
             "/v1/prompts",
-            post(|State(d): S, Body(r): Body| async move { control::prompts(&d, &r).await.map(raw_json) }),
+            post(|State(d): S, Body(r): Body<ListRequest>| async move { control::prompts(&d, &r).await.map(raw_json) }),
         )
         .route(
             "/v1/prompt",
-            post(|State(d): S, Body(r): Body| async move { control::prompt(&d, &r).await.map(raw_json) }),
+            post(|State(d): S, Body(r): Body<PromptRequest>| async move { control::prompt(&d, &r).await.map(raw_json) }),
         )
         .route(
             "/v1/call",
-            post(|State(d): S, Body(r): Body| async move {
+            post(|State(d): S, Body(r): Body<CallRequest>| async move {
                 if r.stream {
                     Ok(call_stream(d, r))
                 } else {
@@ -103,15 +106,15 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
         )
         .route(
             "/v1/restart",
-            post(|State(d): S, Body(r): Body| async move { control::restart(&d, &r).await.map(Json) }),
+            post(|State(d): S, Body(r): Body<RestartRequest>| async move { control::restart(&d, &r).await.map(Json) }),
         )
         .route(
             "/v1/refresh",
-            post(|State(d): S, Body(r): Body| async move { control::refresh(&d, &r).await.map(Json) }),
+            post(|State(d): S, Body(r): Body<RefreshRequest>| async move { control::refresh(&d, &r).await.map(Json) }),
         )
         .route(
             "/v1/auth/login",
-            post(|State(d): S, Body(r): Body| async move {
+            post(|State(d): S, Body(r): Body<AuthRequest>| async move {
                 (
                     [(axum::http::header::CONTENT_TYPE, "application/x-ndjson")],
                     channel_body(control::login::login_lines(d, r)),
@@ -120,14 +123,14 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
         )
         .route(
             "/v1/auth/status",
-            post(|State(d): S, Body(r): Body| async move { control::logins::status(&d, &r).map(Json) }),
+            post(|State(d): S, Body(r): Body<AuthRequest>| async move { control::logins::status(&d, &r).map(Json) }),
         )
         .route(
             "/v1/auth/logout",
-            post(|State(d): S, Body(r): Body| async move { control::logins::logout(&d, &r).await.map(Json) }),
+            post(|State(d): S, Body(r): Body<AuthRequest>| async move { control::logins::logout(&d, &r).await.map(Json) }),
         )
         .route("/v1/code/runtime", get(|| async { Json(crate::code_runtime::answer()) }))
-        .route("/v1/stop", post(|State(d): S, Body(r): Body| async move { Json(control::stop(&d, &r).await) }))
+        .route("/v1/stop", post(|State(d): S, Body(r): Body<StopRequest>| async move { Json(control::stop(&d, &r).await) }))
         .merge(crate::mcp::routes().with_state::<Arc<Daemon>>(mcp.clone()))
         // `mcpx serve`'s upgraded link: on the control socket only.
         .merge(crate::mcp::framed::routes().with_state::<Arc<Daemon>>(mcp))
@@ -255,15 +258,15 @@ fn raw_json(raw: Box<RawValue>) -> Response {
     ([(axum::http::header::CONTENT_TYPE, "application/json")], String::from(body)).into_response()
 }
 
-/// A JSON request body; a malformed one is a `usage` error with the API's error
-/// body, like every other error.
-struct Body(Request);
+/// A route's JSON request body (its type is the route's: [`crate::api`]); a
+/// malformed one is a `usage` error with the API's error body, like every other error.
+struct Body<T>(T);
 
-impl<St: Send + Sync> axum::extract::FromRequest<St> for Body {
+impl<St: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<St> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: axum::extract::Request, state: &St) -> Result<Self, Self::Rejection> {
-        match Json::<Request>::from_request(req, state).await {
+        match Json::<T>::from_request(req, state).await {
             Ok(Json(r)) => Ok(Body(r)),
             Err(e) => Err(ApiError::new(ErrorKind::Usage, format!("bad request body: {}", e.body_text()))),
         }
@@ -274,7 +277,7 @@ impl<St: Send + Sync> axum::extract::FromRequest<St> for Body {
 /// one JSON object per line (`application/x-ndjson`); with `status`, status lines; with
 /// `answers`, the server requests the caller answers, each with the call's id. A client
 /// that goes away drops the call, which cancels it upstream.
-fn call_stream(daemon: Arc<Daemon>, req: Request) -> Response {
+fn call_stream(daemon: Arc<Daemon>, req: CallRequest) -> Response {
     fn line(body: String) -> Vec<u8> {
         let mut b = body.into_bytes();
         b.push(b'\n');

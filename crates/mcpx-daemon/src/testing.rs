@@ -16,7 +16,10 @@ use mcpx_proto::{Message, MessageKind};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
-use crate::api::{Caller, Request};
+use crate::api::{
+    AuthRequest, CallRequest, Caller, CallerRequest, ListRequest, PromptRequest, ReadRequest, RefreshRequest,
+    RestartRequest, SearchRequest, StopRequest, TypesRequest, UpgradeRequest,
+};
 use crate::daemon::Daemon;
 use crate::paths::Dirs;
 use crate::sync::lock;
@@ -72,9 +75,10 @@ impl Fixture {
         Fixture { daemon, config, server, dir }
     }
 
-    /// A request from a caller in the fixture's directory, naming its configuration.
-    pub fn request(&self) -> Request {
-        Request { caller: self.caller(), ..Request::default() }
+    /// A request body of any route, from a caller in the fixture's directory, naming
+    /// its configuration.
+    pub fn request<T: Body>(&self) -> T {
+        T::default().from(self.caller())
     }
 
     /// The caller of [`Fixture::request`].
@@ -83,12 +87,54 @@ impl Fixture {
     }
 
     /// A request to call `target` (`<server>.<tool>`) with `arguments`.
-    pub fn call(&self, target: &str, arguments: Value) -> Request {
-        Request {
+    pub fn call(&self, target: &str, arguments: Value) -> CallRequest {
+        CallRequest {
             target: Some(target.to_owned()),
             arguments: serde_json::value::to_raw_value(&arguments).ok(),
             ..self.request()
         }
+    }
+}
+
+/// A route's request body, with its caller set ([`Fixture::request`]).
+pub trait Body: Default {
+    /// The body from `caller` (a body without a caller ignores it).
+    fn from(self, caller: Caller) -> Self;
+}
+
+/// [`Body`] for the bodies with a `caller`.
+macro_rules! with_caller {
+    ($($t:ty),*) => {$(
+        impl Body for $t {
+            fn from(mut self, caller: Caller) -> Self {
+                self.caller = caller;
+                self
+            }
+        }
+    )*};
+}
+with_caller!(
+    CallerRequest,
+    SearchRequest,
+    ListRequest,
+    TypesRequest,
+    CallRequest,
+    ReadRequest,
+    PromptRequest,
+    RestartRequest,
+    RefreshRequest,
+    AuthRequest
+);
+
+impl Body for StopRequest {
+    fn from(self, _: Caller) -> Self {
+        self
+    }
+}
+
+impl Body for UpgradeRequest {
+    fn from(self, _: Caller) -> Self {
+        self
     }
 }
 

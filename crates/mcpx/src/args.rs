@@ -5,7 +5,7 @@
 
 use std::io::Read;
 
-use mcpx_daemon::api::{ApiError, ErrorKind, Request};
+use mcpx_daemon::api::{ApiError, ErrorKind, ListRequest, RefreshRequest};
 use mcpx_daemon::arguments::{Given, Pair};
 use mcpx_daemon::client::{Client, Method};
 use serde_json::Value;
@@ -122,13 +122,15 @@ fn value_text(key: &str, json: bool, value: &str) -> Result<String, String> {
 /// Errors (with `list`): those of `/v1/tools` and `/v1/refresh` (`unknown_server`,
 /// `unknown_tool`, `server` (or `auth`, `timeout`...: the kind the daemon gave) when
 /// the listing fails, `daemon`).
-pub async fn tool_schema(client: &Client, req: &Request, list: bool) -> Result<Option<Value>, ApiError> {
+pub async fn tool_schema(client: &Client, req: &ListRequest, list: bool) -> Result<Option<Value>, ApiError> {
     let parse = |body: &[u8]| serde_json::from_slice::<Value>(body).ok();
     match client.call(Method::POST, "/v1/tools", Some(req)).await {
         Ok(body) => Ok(parse(&body)),
         Err(_) if !list => Ok(None),
         Err(e) if e.kind == ErrorKind::Server => {
-            let body = client.call(Method::POST, "/v1/refresh", Some(req)).await?;
+            let refresh =
+                RefreshRequest { caller: req.caller.clone(), server: req.server.clone(), target: req.target.clone() };
+            let body = client.call(Method::POST, "/v1/refresh", Some(&refresh)).await?;
             let results = parse(&body).unwrap_or_default();
             let failed = results.as_object().and_then(|r| r.values().find(|v| v["error"].is_string()));
             if let Some(failed) = failed {

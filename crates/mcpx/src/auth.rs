@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mcpx_daemon::api::{ApiError, ErrorKind, Request};
+use mcpx_daemon::api::{ApiError, AuthRequest, ErrorKind};
 use mcpx_daemon::client::{Client, Method};
 use mcpx_daemon::config::resolve_command;
 use mcpx_platform::process::{Detach, SpawnSpec, URL_OPENER};
@@ -21,7 +21,7 @@ use crate::sanitize;
 
 /// Logs in to `server`; returns the exit status (0), or the daemon's error (`auth`,
 /// exit 4, when the login failed).
-pub async fn login(client: &Client, req: Request, no_browser: bool, json: bool) -> Result<i32, ApiError> {
+pub async fn login(client: &Client, req: AuthRequest, no_browser: bool, json: bool) -> Result<i32, ApiError> {
     let server = req.server.clone().unwrap_or_default();
     let mut outcome: Option<Result<Value, ApiError>> = None;
     client
@@ -62,7 +62,7 @@ pub async fn login(client: &Client, req: Request, no_browser: bool, json: bool) 
 /// daemon's `POST /v1/auth/status`), and where the tokens are kept; exit status 0.
 ///
 /// Errors: the daemon's (`config` when the configuration cannot be read).
-pub async fn status(client: &Client, req: Request, json: bool) -> Result<i32, ApiError> {
+pub async fn status(client: &Client, req: AuthRequest, json: bool) -> Result<i32, ApiError> {
     let Some(answer) = answer(client, "/v1/auth/status", req, json).await? else { return Ok(0) };
     let (text, warnings) = status_text(&answer, SystemTime::now());
     output::say(text.trim_end());
@@ -78,7 +78,7 @@ pub async fn status(client: &Client, req: Request, json: bool) -> Result<i32, Ap
 ///
 /// Errors: the daemon's (`usage` for a server that is not remote; `auth` when the
 /// secret store cannot be written).
-pub async fn logout(client: &Client, req: Request, json: bool) -> Result<i32, ApiError> {
+pub async fn logout(client: &Client, req: AuthRequest, json: bool) -> Result<i32, ApiError> {
     let Some(answer) = answer(client, "/v1/auth/logout", req, json).await? else { return Ok(0) };
     output::say(&logout_text(&answer));
     Ok(0)
@@ -88,7 +88,7 @@ pub async fn logout(client: &Client, req: Request, json: bool) -> Result<i32, Ap
 /// else parsed for the human lines.
 ///
 /// Errors: the daemon's; an answer that is not JSON (`daemon`).
-async fn answer(client: &Client, path: &str, req: Request, json: bool) -> Result<Option<Value>, ApiError> {
+async fn answer(client: &Client, path: &str, req: AuthRequest, json: bool) -> Result<Option<Value>, ApiError> {
     let body = client.call(Method::POST, path, Some(&req)).await?;
     if json {
         output::say_json(&String::from_utf8_lossy(&body));

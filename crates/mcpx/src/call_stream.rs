@@ -4,7 +4,7 @@
 
 use std::io::IsTerminal;
 
-use mcpx_daemon::api::{Answer, ApiError, ErrorKind, Request};
+use mcpx_daemon::api::{Answer, ApiError, CallRequest, ErrorKind};
 use mcpx_daemon::client::{Client, Method};
 use serde_json::value::RawValue;
 
@@ -23,7 +23,7 @@ const ANSWERS: &[&str] = &["elicitation/create"];
 /// Errors: those of the call (its `error` line), or a broken daemon connection.
 pub async fn run(
     client: &Client,
-    mut req: Request,
+    mut req: CallRequest,
     what: &str,
     json: bool,
     no_input: bool,

@@ -5,7 +5,10 @@
 use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
-use mcpx_daemon::api::{ApiError, Caller, ErrorKind, Request, SearchHit, ServerRow, Status};
+use mcpx_daemon::api::{
+    ApiError, AuthRequest, CallRequest, Caller, CallerRequest, ErrorKind, RefreshRequest, RestartRequest, SearchHit,
+    SearchRequest, ServerRow, Status, StopRequest, UpgradeRequest,
+};
 use mcpx_daemon::client::{Client, Method, connect_or_start};
 use mcpx_daemon::paths::{Dirs, OpenDirs};
 
@@ -376,9 +379,7 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
         let cwd = std::env::current_dir().ok();
         let caller = Caller { config: absolute(cli.global.config, cwd.as_deref()), cwd, ..Caller::default() };
-        return Ok(
-            crate::doctor::run(&dirs, &exe, &env, Request { caller, ..Request::default() }, cli.global.json).await
-        );
+        return Ok(crate::doctor::run(&dirs, &exe, &env, CallerRequest { caller }, cli.global.json).await);
     }
     // Opened and checked before anything connects: a runtime directory another user
     // made, or a link, gets nothing (docs/security.md).
@@ -395,7 +396,6 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
         ppid: u32::try_from(nix::unistd::getppid().as_raw()).ok(),
         ..Caller::default()
     };
-    let request = |r: Request| Request { caller: caller.clone(), ..r };
     match cli.command {
         Command::Service { action: ServiceAction::Install { print } } => {
             let exe = std::env::current_exe()
@@ -470,20 +470,16 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             let exe = std::env::current_exe()
                 .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
             // The daemon is started by the command's first request if none answers it.
-            dispatch(&Client::starting(&dirs, &exe), command, request, json).await
+            dispatch(&Client::starting(&dirs, &exe), command, &caller, json).await
         }
     }
 }
 
-async fn dispatch(
-    client: &Client,
-    command: Command,
-    request: impl Fn(Request) -> Request,
-    json: bool,
-) -> Result<i32, ApiError> {
+async fn dispatch(client: &Client, command: Command, caller: &Caller, json: bool) -> Result<i32, ApiError> {
+    let caller = || caller.clone();
     match command {
         Command::Ls { long } => {
-            let req = request(Request::default());
+            let req = CallerRequest { caller: caller() };
             let body = client.call(Method::POST, "/v1/ls", Some(&req)).await?;
             let rows: Vec<ServerRow> = parse(&body)?;
             let nothing = rows.iter().all(output::is_file_warning);
@@ -492,21 +488,20 @@ async fn dispatch(
             output::ls(json, &rows, long, hint.as_deref());
             Ok(0)
         }
-        Command::Tools { server, tool } => crate::offers::tools(client, request, server, tool, json).await,
-        Command::Resources { server } => crate::offers::resources(client, request, server, json).await,
-        Command::Read { server, uri, out } => crate::offers::read(client, request, server, uri, out, json).await,
-        Command::Prompts { server } => crate::offers::prompts(client, request, server, json).await,
-        Command::Prompt(args) => crate::offers::prompt(client, request, args, json).await,
+        Command::Tools { server, tool } => crate::offers::tools(client, caller(), server, tool, json).await,
+        Command::Resources { server } => crate::offers::resources(client, caller(), server, json).await,
+        Command::Read { server, uri, out } => crate::offers::read(client, caller(), server, uri, out, json).await,
+        Command::Prompts { server } => crate::offers::prompts(client, caller(), server, json).await,
+        Command::Prompt(args) => crate::offers::prompt(client, caller(), args, json).await,
         Command::Search { words } => {
-            let body = client
-                .call(Method::POST, "/v1/search", Some(&request(Request { words, ..Request::default() })))
-                .await?;
+            let body =
+                client.call(Method::POST, "/v1/search", Some(&SearchRequest { caller: caller(), words })).await?;
             let hits: Vec<SearchHit> = parse(&body)?;
             output::search(json, &hits);
             Ok(0)
         }
-        Command::Types { servers, out } => crate::types::run(client, request, servers, out, json).await,
-        Command::Call(args) => call(client, args, request, json).await,
+        Command::Types { servers, out } => crate::types::run(client, caller(), servers, out, json).await,
+        Command::Call(args) => call(client, args, caller(), json).await,
         Command::Status => {
             let body = client.call(Method::GET, "/v1/status", None::<&()>).await?;
             let status: Status = parse(&body)?;
@@ -514,7 +509,7 @@ async fn dispatch(
             Ok(0)
         }
         Command::Restart { server, key } => {
-            let restart = request(Request { server: Some(server), key, ..Request::default() });
+            let restart = RestartRequest { caller: caller(), server: Some(server), key };
             let body = client.call(Method::POST, "/v1/restart", Some(&restart)).await?;
             output::done(json, &body, "restarted");
             Ok(0)
@@ -522,24 +517,19 @@ async fn dispatch(
         Command::Upgrade { binary } => upgrade(client, binary, json).await,
         Command::Serve { .. } => unreachable!("serve runs without dispatch"),
         Command::Auth { action: AuthAction::Login { server, no_browser, device } } => {
-            crate::auth::login(
-                client,
-                request(Request { server: Some(server), device, ..Request::default() }),
-                no_browser,
-                json,
-            )
-            .await
+            let req = AuthRequest { caller: caller(), server: Some(server), device };
+            crate::auth::login(client, req, no_browser, json).await
         }
         Command::Auth { action: AuthAction::Status } => {
-            crate::auth::status(client, request(Request::default()), json).await
+            crate::auth::status(client, AuthRequest { caller: caller(), ..AuthRequest::default() }, json).await
         }
         Command::Auth { action: AuthAction::Logout { server } } => {
-            crate::auth::logout(client, request(Request { server: Some(server), ..Request::default() }), json).await
+            let req = AuthRequest { caller: caller(), server: Some(server), ..AuthRequest::default() };
+            crate::auth::logout(client, req, json).await
         }
         Command::Refresh { server } => {
-            let body = client
-                .call(Method::POST, "/v1/refresh", Some(&request(Request { server, ..Request::default() })))
-                .await?;
+            let req = RefreshRequest { caller: caller(), server, ..RefreshRequest::default() };
+            let body = client.call(Method::POST, "/v1/refresh", Some(&req)).await?;
             output::refresh(json, &body)
         }
         Command::Stop { .. }
@@ -563,12 +553,7 @@ async fn dispatch(
     }
 }
 
-async fn call(
-    client: &Client,
-    args: CallArgs,
-    request: impl Fn(Request) -> Request,
-    json: bool,
-) -> Result<i32, ApiError> {
+async fn call(client: &Client, args: CallArgs, caller: Caller, json: bool) -> Result<i32, ApiError> {
     let (target, server, tool) = match (&args.target, &args.server, &args.tool) {
         (_, Some(s), Some(t)) => (None, Some(s.clone()), Some(t.clone())),
         (Some(target), None, None) => (Some(target.clone()), None, None),
@@ -601,15 +586,16 @@ async fn call(
     // checks the arguments, with the usage under the name the user gave.
     let usage = format!("call {shown}");
     let arguments = input.for_call()?;
-    let mut req = request(Request {
+    let mut req = CallRequest {
+        caller,
         target: target.clone(),
         server: server.clone(),
         tool: tool.clone(),
         arguments,
         shown: Some(usage.clone()),
         timeout_ms,
-        ..Request::default()
-    });
+        ..CallRequest::default()
+    };
     if let Some(session) = args.session.filter(|s| !s.is_empty()) {
         req.caller.session = Some(session);
     }
@@ -618,7 +604,13 @@ async fn call(
         // A daemon from before the typing refused the pairs, having run nothing: they
         // are typed here, by the tool's definition, and sent again as an object.
         Err(e) if pairs && e.kind == ErrorKind::Usage && e.message == OLD_DAEMON_REFUSAL => {
-            let named = Request { arguments: None, shown: None, timeout_ms: None, ..req.clone() };
+            let named = mcpx_daemon::api::ListRequest {
+                caller: req.caller.clone(),
+                target: req.target.clone(),
+                server: req.server.clone(),
+                tool: req.tool.clone(),
+                ..Default::default()
+            };
             let schema = crate::args::tool_schema(client, &named, true).await?;
             req.arguments = mcpx_daemon::arguments::build(input.given(), schema.as_ref(), &usage)?;
             crate::call_stream::run(client, req, &shown, json, args.no_input, render()).await
@@ -649,7 +641,7 @@ async fn stop(opened: &OpenDirs, all: bool, json: bool) -> Result<i32, ApiError>
             .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
         client = connect_or_start(dirs, &exe).await?;
     }
-    client.call(Method::POST, "/v1/stop", Some(&Request { all, ..Request::default() })).await?;
+    client.call(Method::POST, "/v1/stop", Some(&StopRequest { all })).await?;
     // Wait until the daemon is gone, so `stop` returning means stopped: it holds
     // `daemon.lock` until its process ends (a zombie no longer holds it).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -677,7 +669,7 @@ async fn upgrade(client: &Client, binary: Option<PathBuf>, json: bool) -> Result
     let before = health(&client.call(Method::GET, "/v1/health", None::<&()>).await?)
         .ok_or_else(|| ApiError::new(ErrorKind::Daemon, "the daemon's health answer is malformed"))?;
     let binary = binary.map(|b| std::path::absolute(&b).unwrap_or(b));
-    client.call(Method::POST, "/v1/upgrade", Some(&Request { binary, ..Request::default() })).await?;
+    client.call(Method::POST, "/v1/upgrade", Some(&UpgradeRequest { binary })).await?;
     let deadline = std::time::Instant::now() + mcpx_daemon::server::DRAIN + std::time::Duration::from_secs(30);
     while std::time::Instant::now() < deadline {
         if let Ok((200, bytes)) = client.send(Method::GET, "/v1/health", None).await {

@@ -12,7 +12,7 @@ pub mod sandbox;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mcpx_daemon::api::{ApiError, Caller, ErrorKind, Request, TypesAnswer};
+use mcpx_daemon::api::{ApiError, Caller, ErrorKind, TypesAnswer, TypesRequest};
 use mcpx_daemon::client::{Client, Method};
 use mcpx_platform::fs::Dir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
@@ -243,7 +243,7 @@ pub const NO_CHECK_ADVICE: &str = ", or pass --no-check";
 ///
 /// Errors: the daemon's.
 pub async fn callable_names(cx: &Context) -> Result<std::collections::HashMap<(String, String), String>, ApiError> {
-    let req = Request { caller: cx.caller.clone(), ..Request::default() };
+    let req = TypesRequest { caller: cx.caller.clone(), ..TypesRequest::default() };
     let answer: TypesAnswer = parse(&cx.client.call(Method::POST, "/v1/types", Some(&req)).await?)?;
     Ok(answer
         .declarations
@@ -543,7 +543,7 @@ async fn declarations_of(cx: &Context, servers: &[String]) -> Result<(String, St
     // Servers named (by the client, or `--server`) are started and listed when never
     // listed, as `mcpx types <server>` does; all of them, never.
     let start = !servers.is_empty();
-    let req = Request { caller: cx.caller.clone(), servers, start, ..Request::default() };
+    let req = TypesRequest { caller: cx.caller.clone(), servers, start };
     let answer: TypesAnswer = parse(&cx.client.call(Method::POST, "/v1/types", Some(&req)).await?)?;
     let mut dts = answer.declarations.text;
     let mut namespaces = serde_json::Map::new();

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcpx_daemon::api::{ApiError, ErrorKind, Request, ServerRow, Status};
+use mcpx_daemon::api::{ApiError, CallerRequest, ErrorKind, ServerRow, Status};
 use mcpx_daemon::client::{Client, Method, connect_or_start};
 use mcpx_daemon::control::commands::CommandCheck;
 use mcpx_daemon::paths::{DirError, Dirs};
@@ -51,7 +51,7 @@ pub struct Finding {
 
 /// Runs every check and prints the report; returns the exit status (1 when any finding
 /// is an error). `request` is the caller's request (working directory, `--config`).
-pub async fn run(dirs: &Dirs, exe: &Path, env: &HashMap<String, String>, request: Request, json: bool) -> i32 {
+pub async fn run(dirs: &Dirs, exe: &Path, env: &HashMap<String, String>, request: CallerRequest, json: bool) -> i32 {
     let mut report = Report::default();
     let dirs_ok = report.directories(dirs);
     if dirs_ok {
@@ -111,7 +111,7 @@ impl Report {
 
     /// What the running daemon tells: its build, its supervisors and start-up warnings, the
     /// servers' commands, the configuration files and the logins.
-    async fn daemon_checks(&mut self, client: &Client, request: &Request) {
+    async fn daemon_checks(&mut self, client: &Client, request: &CallerRequest) {
         match get::<Status>(client, Method::GET, "/v1/status", None).await {
             Ok(status) => self.status(&status),
             Err(e) => self.add("daemon", Level::Error, format!("the daemon does not answer `status`: {}", e.message)),
@@ -346,7 +346,7 @@ async fn get<T: serde::de::DeserializeOwned>(
     client: &Client,
     method: Method,
     path: &str,
-    body: Option<&Request>,
+    body: Option<&CallerRequest>,
 ) -> Result<T, ApiError> {
     let bytes = client.call(method, path, body).await?;
     serde_json::from_slice(&bytes)

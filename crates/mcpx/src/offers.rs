@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use mcpx_daemon::api::{ApiError, ErrorKind, Request};
+use mcpx_daemon::api::{ApiError, Caller, ErrorKind, ListRequest, PromptRequest, ReadRequest};
 use mcpx_daemon::client::{Client, Method};
 use serde_json::{Map, Value, json};
 
@@ -30,13 +30,13 @@ pub struct PromptArgs {
 /// Errors: those of `POST /v1/tools` ([`listing`]).
 pub async fn tools(
     client: &Client,
-    request: impl Fn(Request) -> Request,
+    caller: Caller,
     server: String,
     tool: Option<String>,
     json: bool,
 ) -> Result<i32, ApiError> {
     let one = tool.is_some();
-    let req = request(Request { server: Some(server.clone()), tool, ..Request::default() });
+    let req = ListRequest { caller, server: Some(server.clone()), tool, ..ListRequest::default() };
     let body = listing(client, "/v1/tools", req).await?;
     output::tools(json, &server, one, &body)?;
     Ok(0)
@@ -45,14 +45,9 @@ pub async fn tools(
 /// `mcpx resources [<server>]`.
 ///
 /// Errors: those of `POST /v1/resources` ([`listing`]).
-pub async fn resources(
-    client: &Client,
-    request: impl Fn(Request) -> Request,
-    server: Option<String>,
-    json: bool,
-) -> Result<i32, ApiError> {
+pub async fn resources(client: &Client, caller: Caller, server: Option<String>, json: bool) -> Result<i32, ApiError> {
     let all = server.is_none();
-    let body = listing(client, "/v1/resources", request(Request { server, ..Request::default() })).await?;
+    let body = listing(client, "/v1/resources", ListRequest { caller, server, ..ListRequest::default() }).await?;
     output::resources(json, all, &body)?;
     Ok(0)
 }
@@ -60,13 +55,8 @@ pub async fn resources(
 /// `mcpx prompts [<server>]`.
 ///
 /// Errors: those of `POST /v1/prompts` ([`listing`]).
-pub async fn prompts(
-    client: &Client,
-    request: impl Fn(Request) -> Request,
-    server: Option<String>,
-    json: bool,
-) -> Result<i32, ApiError> {
-    let body = listing(client, "/v1/prompts", request(Request { server, ..Request::default() })).await?;
+pub async fn prompts(client: &Client, caller: Caller, server: Option<String>, json: bool) -> Result<i32, ApiError> {
+    let body = listing(client, "/v1/prompts", ListRequest { caller, server, ..ListRequest::default() }).await?;
     output::prompts(json, &body)?;
     Ok(0)
 }
@@ -77,13 +67,13 @@ pub async fn prompts(
 /// Errors: those of `POST /v1/read`; a blob that cannot be saved (`usage`).
 pub async fn read(
     client: &Client,
-    request: impl Fn(Request) -> Request,
+    caller: Caller,
     server: String,
     uri: String,
     out: Option<PathBuf>,
     json: bool,
 ) -> Result<i32, ApiError> {
-    let req = request(Request { server: Some(server), uri: Some(uri), ..Request::default() });
+    let req = ReadRequest { caller, server: Some(server), uri: Some(uri), timeout_ms: None };
     let body = client.call(Method::POST, "/v1/read", Some(&req)).await?;
     output::read(json, &body, &mut output::Render::new(output::Out::dir_or_file(out), "resource"))
 }
@@ -94,21 +84,16 @@ pub async fn read(
 ///
 /// Errors: a failed check (`usage`, with the prompt's usage); those of `POST
 /// /v1/prompts` and `/v1/prompt`.
-pub async fn prompt(
-    client: &Client,
-    request: impl Fn(Request) -> Request,
-    args: PromptArgs,
-    json: bool,
-) -> Result<i32, ApiError> {
+pub async fn prompt(client: &Client, caller: Caller, args: PromptArgs, json: bool) -> Result<i32, ApiError> {
     let input = crate::args::Input::parse(&args.arguments, None)?;
-    let named = request(Request { target: Some(args.target.clone()), ..Request::default() });
-    let listed = listing(client, "/v1/prompts", named.clone()).await?;
+    let named = ListRequest { caller: caller.clone(), target: Some(args.target.clone()), ..ListRequest::default() };
+    let listed = listing(client, "/v1/prompts", named).await?;
     let listed: Value = serde_json::from_slice(&listed)
         .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("unexpected answer from the daemon: {e}")))?;
     let arguments =
         mcpx_daemon::arguments::build(input.given(), Some(&as_tool(&listed)), &format!("prompt {}", args.target))?;
     let stem = listed["name"].as_str().unwrap_or("prompt").to_owned();
-    let req = Request { arguments, ..named };
+    let req = PromptRequest { caller, target: Some(args.target), arguments, ..PromptRequest::default() };
     let body = client.call(Method::POST, "/v1/prompt", Some(&req)).await?;
     output::prompt(json, &body, &mut output::Render::new(output::Out::dir(args.out), &stem))
 }
@@ -142,14 +127,14 @@ fn as_tool(prompt: &Value) -> Value {
 /// the server and lists it (design: `tools <server>` of a server never listed starts it).
 ///
 /// Errors: the route's; with `start`, a failed start or listing (`server`, `timeout`).
-pub async fn listing(client: &Client, path: &str, req: Request) -> Result<Vec<u8>, ApiError> {
-    let call = |req: Request| async move { client.call(Method::POST, path, Some(&req)).await.map(|b| b.to_vec()) };
+pub async fn listing(client: &Client, path: &str, req: ListRequest) -> Result<Vec<u8>, ApiError> {
+    let call = |req: ListRequest| async move { client.call(Method::POST, path, Some(&req)).await.map(|b| b.to_vec()) };
     let named =
         req.server.clone().or_else(|| req.target.as_deref().map(|t| t.split('.').next().unwrap_or(t).to_owned()));
     match call(req.clone()).await {
         Err(e) if e.kind == ErrorKind::Server && named.is_some() => {
             let what = format!("starting {} to list it", named.unwrap_or_default());
-            crate::status_line::StatusLine::during(true, &what, call(Request { start: true, ..req })).await
+            crate::status_line::StatusLine::during(true, &what, call(ListRequest { start: true, ..req })).await
         }
         answer => answer,
     }

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use mcpx_daemon::api::{ApiError, Caller, Request, SearchHit};
+use mcpx_daemon::api::{ApiError, Caller, SearchHit, SearchRequest};
 use mcpx_daemon::client::{Client, Method};
 use mcpx_daemon::mcp::era::{self, Era};
 use mcpx_proto::mcp::error_code;
@@ -264,11 +264,8 @@ async fn call(cx: &Context, name: &str, arguments: &Value) -> Value {
 async fn types(cx: &Context, arguments: &Value) -> Result<String, ApiError> {
     let mut text = String::new();
     if let Some(words) = arguments["search"].as_str().filter(|w| !w.trim().is_empty()) {
-        let req = Request {
-            caller: cx.caller.clone(),
-            words: words.split_whitespace().map(str::to_owned).collect(),
-            ..Request::default()
-        };
+        let req =
+            SearchRequest { caller: cx.caller.clone(), words: words.split_whitespace().map(str::to_owned).collect() };
         let hits: Vec<SearchHit> =
             serde_json::from_slice(&cx.client.call(Method::POST, "/v1/search", Some(&req)).await?).unwrap_or_default();
         // Each hit by the name a script calls it with, then the server's own names.

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mcpx_daemon::api::{ApiError, ErrorKind, Request, TypesAnswer};
+use mcpx_daemon::api::{ApiError, Caller, ErrorKind, TypesAnswer, TypesRequest};
 use mcpx_daemon::client::{Client, Method};
 use mcpx_platform::fs::Dir;
 
@@ -15,18 +15,18 @@ use mcpx_platform::fs::Dir;
 /// Errors: those of `POST /v1/types`; `out` cannot be written (`usage`).
 pub async fn run(
     client: &Client,
-    request: impl Fn(Request) -> Request,
+    caller: Caller,
     servers: Vec<String>,
     out: Option<PathBuf>,
     json: bool,
 ) -> Result<i32, ApiError> {
-    let req = request(Request { servers: servers.clone(), ..Request::default() });
-    let call = |req: Request| async move { client.call(Method::POST, "/v1/types", Some(&req)).await };
+    let req = TypesRequest { caller, servers: servers.clone(), start: false };
+    let call = |req: TypesRequest| async move { client.call(Method::POST, "/v1/types", Some(&req)).await };
     let body = match call(req.clone()).await {
         Err(e) if e.kind == ErrorKind::Server && !servers.is_empty() => {
             let what =
                 format!("starting {} to list {}", servers.join(", "), if servers.len() > 1 { "them" } else { "it" });
-            crate::status_line::StatusLine::during(true, &what, call(Request { start: true, ..req })).await?
+            crate::status_line::StatusLine::during(true, &what, call(TypesRequest { start: true, ..req })).await?
         }
         answer => answer?,
     };

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::{ApiError, Request};
+use crate::api::{ApiError, CallerRequest};
 use crate::config::TransportSpec;
 use crate::daemon::Daemon;
 use crate::policy;
@@ -29,8 +29,8 @@ pub struct CommandCheck {
 /// daemon's `PATH`, or the one the entry's `env` sets.
 ///
 /// Errors: the caller's configuration cannot be read (`config`).
-pub fn commands(d: &Daemon, req: &Request) -> Result<Vec<CommandCheck>, ApiError> {
-    let config = d.resolve(req)?;
+pub fn commands(d: &Daemon, req: &CallerRequest) -> Result<Vec<CommandCheck>, ApiError> {
+    let config = d.resolve_for(&req.caller)?;
     let mut checks = Vec::new();
     for entry in config.servers.values() {
         let TransportSpec::Stdio { command, .. } = &entry.transport else { continue };

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::api::{ApiError, ErrorBody, ErrorKind, Request};
+use crate::api::{ApiError, AuthRequest, ErrorBody, ErrorKind};
 use crate::auth::login::{LoginTarget, Prompt, login};
 use crate::daemon::Daemon;
 use crate::policy;
@@ -21,7 +21,7 @@ const LINES: usize = 4;
 
 /// Runs the login of `req.server` for `req.caller` in a task of its own; returns the
 /// answer's lines, each ending with a newline.
-pub fn login_lines(d: Arc<Daemon>, req: Request) -> mpsc::Receiver<Vec<u8>> {
+pub fn login_lines(d: Arc<Daemon>, req: AuthRequest) -> mpsc::Receiver<Vec<u8>> {
     let (tx, rx) = mpsc::channel(LINES);
     tokio::spawn(async move {
         let outcome = tokio::select! {
@@ -40,9 +40,9 @@ pub fn login_lines(d: Arc<Daemon>, req: Request) -> mpsc::Receiver<Vec<u8>> {
 /// The login; its outcome's `result`: `server`, `issuer`, `resource`, `scopes`,
 /// `expires_at` (seconds since the Unix epoch, or null) and `location` (where the
 /// tokens are kept).
-async fn run(d: &Daemon, req: &Request, tx: &mpsc::Sender<Vec<u8>>) -> Result<serde_json::Value, ApiError> {
+async fn run(d: &Daemon, req: &AuthRequest, tx: &mpsc::Sender<Vec<u8>>) -> Result<serde_json::Value, ApiError> {
     let name = req.server.as_deref().ok_or_else(|| ApiError::new(ErrorKind::Usage, "name the server to log in to"))?;
-    let config = d.resolve(req)?;
+    let config = d.resolve_for(&req.caller)?;
     let entry = d.server(&config, name)?;
     policy::check_server(entry)?;
     let (url, oauth) = super::logins::remote_parts(d, entry, "log in")?;

@@ -6,7 +6,7 @@
 use mcpx_platform::secrets::SecretStore;
 use serde_json::{Value, json};
 
-use crate::api::{ApiError, ErrorKind, Request};
+use crate::api::{ApiError, AuthRequest, ErrorKind};
 use crate::auth::discovery::covers;
 use crate::auth::logout::{Revocation, logout as log_out};
 use crate::auth::tokens::{self, Kept};
@@ -24,8 +24,8 @@ use crate::policy;
 /// and `refreshable` (a refresh token is kept, or the grant is client credentials).
 ///
 /// Errors: the caller's configuration cannot be read (`config`).
-pub fn status(d: &Daemon, req: &Request) -> Result<Value, ApiError> {
-    let config = d.resolve(req)?;
+pub fn status(d: &Daemon, req: &AuthRequest) -> Result<Value, ApiError> {
+    let config = d.resolve_for(&req.caller)?;
     let now = std::time::SystemTime::now();
     // Read once: each get may be a round trip to a keychain.
     let logins = tokens::all(&d.dirs.state).map_err(|m| ApiError::new(ErrorKind::Config, m));
@@ -74,9 +74,9 @@ pub fn status(d: &Daemon, req: &Request) -> Result<Value, ApiError> {
 ///
 /// Errors: no server named, or not a remote one (`usage`); the entry cannot be expanded
 /// (`config`); the secret store cannot be read or written (`auth`).
-pub async fn logout(d: &Daemon, req: &Request) -> Result<Value, ApiError> {
+pub async fn logout(d: &Daemon, req: &AuthRequest) -> Result<Value, ApiError> {
     let name = req.server.as_deref().ok_or_else(|| ApiError::new(ErrorKind::Usage, "name the server to log out of"))?;
-    let config = d.resolve(req)?;
+    let config = d.resolve_for(&req.caller)?;
     let entry = d.server(&config, name)?;
     let (url, oauth) = remote_parts(d, entry, "log out")?;
     let http = oauth_http()?;

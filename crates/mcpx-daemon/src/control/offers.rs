@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::reach::{Hearing, listed, through_pool};
-use super::split::{PROMPT, split_target};
-use crate::api::{ApiError, ErrorKind, Request};
+use super::split::{Naming, PROMPT, split_target};
+use crate::api::{ApiError, ErrorKind, ListRequest, PromptRequest, ReadRequest};
 use crate::config::ServerEntry;
 use crate::daemon::Daemon;
 use crate::policy;
@@ -46,7 +46,7 @@ enum Lists {
 
 /// The rows of `POST /v1/resources` or `/v1/prompts`: per server of [`listings`], the
 /// lists `which` names, empty for a server never listed.
-async fn offers(d: &Daemon, req: &Request, which: Lists) -> Result<Box<RawValue>, ApiError> {
+async fn offers(d: &Daemon, req: &ListRequest, which: Lists) -> Result<Box<RawValue>, ApiError> {
     let rows = listings(d, req).await?;
     let offers: Vec<Offers<'_>> = rows
         .iter()
@@ -86,7 +86,7 @@ struct Named {
 ///
 /// Errors: an unknown server (`unknown_server`); a disabled one (`config`); a server
 /// named, never listed, without `start`, or whose start failed (`server`, `timeout`).
-pub async fn resources(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
+pub async fn resources(d: &Daemon, req: &ListRequest) -> Result<Box<RawValue>, ApiError> {
     offers(d, req, Lists::Resources).await
 }
 
@@ -98,13 +98,15 @@ pub async fn resources(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiEr
 ///
 /// Errors: as [`resources`]; a malformed target (`usage`); no such prompt
 /// (`unknown_tool`, with the closest names).
-pub async fn prompts(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
+pub async fn prompts(d: &Daemon, req: &ListRequest) -> Result<Box<RawValue>, ApiError> {
     if req.prompt.is_some() || req.target.is_some() {
-        let config = d.resolve(req)?;
-        let (server, name) = split_target(&config, req, &PROMPT)?;
+        let config = d.resolve_for(&req.caller)?;
+        let named =
+            Naming { server: req.server.as_deref(), name: req.prompt.as_deref(), target: req.target.as_deref() };
+        let (server, name) = split_target(&config, named, &PROMPT)?;
         let entry = d.server(&config, &server)?;
         policy::check_server(entry)?;
-        let cached = listed(d, req, entry).await?;
+        let cached = listed(d, &req.caller, req.start, entry).await?;
         let found = cached.prompts.iter().flatten().find(|p| name_of(p).name.as_deref() == Some(name.as_str()));
         return match found {
             Some(p) => Ok(p.clone()),
@@ -121,14 +123,15 @@ pub async fn prompts(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiErro
 /// Errors: no server or URI (`usage`); an unknown server (`unknown_server`); a
 /// disabled one (`config`); the server failed (`server`, `protocol`, `timeout`) or
 /// answered an error (`rpc`: the message adds the closest listed URIs, "did you mean").
-pub async fn read(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
+pub async fn read(d: &Daemon, req: &ReadRequest) -> Result<Box<RawValue>, ApiError> {
     let usage = || ApiError::new(ErrorKind::Usage, "name a server and a URI: `mcpx read <server> <uri>`");
     let (Some(server), Some(uri)) = (&req.server, &req.uri) else { return Err(usage()) };
-    let config = d.resolve(req)?;
+    let config = d.resolve_for(&req.caller)?;
     let entry = d.server(&config, server)?;
     policy::check_server(entry)?;
     let params = serde_json::json!({ "uri": uri }).to_string();
-    through_pool(d, req, entry, "resources/read", &params, Hearing::default(), |_| Ok(())).await.map_err(|mut e| {
+    let who = (&req.caller, req.timeout_ms);
+    through_pool(d, who, entry, "resources/read", &params, Hearing::default(), |_| Ok(())).await.map_err(|mut e| {
         if e.kind == ErrorKind::Rpc {
             e.message.push_str(&resource_hint(d.cached_for(entry, &req.caller).as_ref(), server, uri));
         }
@@ -145,9 +148,10 @@ pub async fn read(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> 
 /// (`unknown_server`); a disabled one (`config`); a prompt not in the server's cached
 /// listing (`unknown_tool`, checked before and after a start); the server failed
 /// (`server`, `protocol`, `timeout`) or answered an error (`rpc`).
-pub async fn prompt(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError> {
-    let config = d.resolve(req)?;
-    let (server, name) = split_target(&config, req, &PROMPT)?;
+pub async fn prompt(d: &Daemon, req: &PromptRequest) -> Result<Box<RawValue>, ApiError> {
+    let config = d.resolve_for(&req.caller)?;
+    let named = Naming { server: req.server.as_deref(), name: req.prompt.as_deref(), target: req.target.as_deref() };
+    let (server, name) = split_target(&config, named, &PROMPT)?;
     let entry = d.server(&config, &server)?;
     policy::check_server(entry)?;
     let arguments = match &req.arguments {
@@ -163,17 +167,17 @@ pub async fn prompt(d: &Daemon, req: &Request) -> Result<Box<RawValue>, ApiError
     let quoted = serde_json::to_string(&name).unwrap_or_default();
     let params = format!(r#"{{"name":{quoted},"arguments":{arguments}}}"#);
     let check = |target: &Target| check_prompt_listed(d, target, &name);
-    through_pool(d, req, entry, "prompts/get", &params, Hearing::default(), check).await
+    through_pool(d, (&req.caller, req.timeout_ms), entry, "prompts/get", &params, Hearing::default(), check).await
 }
 
 /// The server named (`server`, started and listed first when `start` asks), or every
 /// enabled one, each with its cache entry when listed.
-async fn listings(d: &Daemon, req: &Request) -> Result<Vec<(String, Option<CacheEntry>)>, ApiError> {
-    let config = d.resolve(req)?;
+async fn listings(d: &Daemon, req: &ListRequest) -> Result<Vec<(String, Option<CacheEntry>)>, ApiError> {
+    let config = d.resolve_for(&req.caller)?;
     if let Some(name) = &req.server {
         let entry = d.server(&config, name)?;
         policy::check_server(entry)?;
-        return Ok(vec![(entry.name.clone(), Some(listed(d, req, entry).await?))]);
+        return Ok(vec![(entry.name.clone(), Some(listed(d, &req.caller, req.start, entry).await?))]);
     }
     Ok(policy::offered(&config)
         .map(|entry| (entry.name.clone(), d.cached_for(entry, &req.caller).filter(|c| c.tools.is_some())))

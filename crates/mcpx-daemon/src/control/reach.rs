@@ -9,7 +9,7 @@ use std::time::Duration;
 use mcpx_proto::{Message, response_result};
 use serde_json::value::RawValue;
 
-use crate::api::{ApiError, Caller, ErrorKind, Request};
+use crate::api::{ApiError, Caller, ErrorKind};
 use crate::config::{ServerEntry, TransportSpec};
 use crate::daemon::Daemon;
 use crate::instance::{CallContext, CallError, ClientReplies, Instance};
@@ -25,8 +25,10 @@ pub(super) struct Hearing {
     pub notify: Option<NoticeSender>,
     /// Where the request says what it waits on, when the caller asks (`status`).
     pub status: Option<StatusSender>,
-    /// Where the answers to the server requests the caller takes (`answers`) arrive.
+    /// Where the answers to the server requests the caller takes arrive.
     pub answers: Option<Arc<ClientReplies>>,
+    /// The methods of the server requests the caller takes (`answers`).
+    pub takes: Vec<String>,
     /// What the `calling` status line adds (`{"tool": "echo"}`).
     pub calling: serde_json::Value,
 }
@@ -44,7 +46,7 @@ use crate::schema::CacheEntry;
 /// a JSON-RPC error (`rpc`, with its code).
 pub(super) async fn through_pool(
     d: &Daemon,
-    req: &Request,
+    (caller, timeout_ms): (&Caller, Option<u64>),
     entry: &ServerEntry,
     method: &str,
     params: &str,
@@ -52,7 +54,7 @@ pub(super) async fn through_pool(
     check: impl Fn(&Target) -> Result<(), ApiError> + Send + Sync,
 ) -> Result<Box<RawValue>, ApiError> {
     let server = &entry.name;
-    let timeout = match req.timeout_ms {
+    let timeout = match timeout_ms {
         Some(0) => None,
         Some(ms) => Some(Duration::from_millis(ms)),
         None => entry.options.call_timeout,
@@ -83,17 +85,17 @@ pub(super) async fn through_pool(
         });
     };
     let context = Arc::new(CallContext {
-        label: caller_label(&req.caller),
+        label: caller_label(caller),
         notify: hear.notify.clone(),
-        roots: req.caller.cwd.clone().map(|cwd| vec![cwd]),
-        client: hear.answers.map(|replies| (req.answers.clone(), replies)),
+        roots: caller.cwd.clone().map(|cwd| vec![cwd]),
+        client: hear.answers.map(|replies| (hear.takes, replies)),
         shell: true,
         ..CallContext::default()
     });
     let check = |target: &Target, _: Option<&Instance>| check(target);
     let ask = Ask {
         entry,
-        caller: &req.caller,
+        caller,
         request: Message::request("0", method, Some(params)),
         timeout,
         context,
@@ -114,24 +116,29 @@ pub(super) async fn through_pool(
 
 /// The schema cache entry of `entry`, with its tools listed. A server never listed (or
 /// whose listing failed before it ever succeeded) is started in the caller's pool and
-/// listed first when `req.start` asks (design: `tools <server>` of a server never
+/// listed first when `start` asks (design: `tools <server>` of a server never
 /// listed starts it, since the user named it); a `call`-scoped instance is stopped after.
 ///
 /// Errors: never listed and no `start` (`server`); the start or the listing failed
 /// (`server`, `protocol`, `timeout`).
-pub(super) async fn listed(d: &Daemon, req: &Request, entry: &ServerEntry) -> Result<CacheEntry, ApiError> {
+pub(super) async fn listed(
+    d: &Daemon,
+    caller: &Caller,
+    start: bool,
+    entry: &ServerEntry,
+) -> Result<CacheEntry, ApiError> {
     let name = &entry.name;
     let key = entry.cache_key();
-    if let Some(cached) = d.schema_for(entry, &req.caller).await.filter(|c| c.tools.is_some()) {
+    if let Some(cached) = d.schema_for(entry, caller).await.filter(|c| c.tools.is_some()) {
         return Ok(cached);
     }
-    if !req.start {
+    if !start {
         return Err(ApiError::new(
             ErrorKind::Server,
             format!("server `{name}` has not been listed yet; `mcpx tools {name}` starts it and lists it"),
         ));
     }
-    let lease = d.lease(entry, &req.caller, entry.options.start_timeout, &|_| {}).await.map_err(|e| match e {
+    let lease = d.lease(entry, caller, entry.options.start_timeout, &|_| {}).await.map_err(|e| match e {
         Failure::Refused(e) | Failure::Checked(e) => e,
         Failure::Server(e) => server_error(name, e),
     })?;

@@ -2,7 +2,7 @@
 //! `mcpx prompt everything.simple-prompt`): split after the longest configured server
 //! name, with the right hint for the forms people mistype.
 
-use crate::api::{ApiError, ErrorKind, Request};
+use crate::api::{ApiError, ErrorKind};
 use crate::config::ResolvedConfig;
 use crate::daemon::unknown_server;
 
@@ -26,14 +26,26 @@ pub(super) const TOOL: Named = Named { command: "call", noun: "tool", list: "too
 pub(super) const PROMPT: Named =
     Named { command: "prompt", noun: "prompt", list: "prompts", example: "everything.simple-prompt" };
 
+/// How a request names a tool or prompt: `server` and `name`, or a `target`
+/// (`<server>.<name>`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Naming<'a> {
+    pub server: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub target: Option<&'a str>,
+}
+
 /// Splits `<server>.<name>` after the longest configured server name followed by a
-/// dot, or takes `server` and the `tool` (or, for a prompt, `prompt`) as given.
-pub(super) fn split_target(config: &ResolvedConfig, req: &Request, what: &Named) -> Result<(String, String), ApiError> {
-    let name = if what.noun == "prompt" { &req.prompt } else { &req.tool };
-    if let (Some(s), Some(t)) = (&req.server, name) {
-        return Ok((s.clone(), t.clone()));
+/// dot, or takes `server` and the name as given.
+pub(super) fn split_target(
+    config: &ResolvedConfig,
+    named: Naming<'_>,
+    what: &Named,
+) -> Result<(String, String), ApiError> {
+    if let (Some(s), Some(t)) = (named.server, named.name) {
+        return Ok((s.to_owned(), t.to_owned()));
     }
-    let target = req.target.as_deref().ok_or_else(|| {
+    let target = named.target.ok_or_else(|| {
         ApiError::new(
             ErrorKind::Usage,
             format!("name the {0} as <server>.<{0}>, like `mcpx {1} {2}`", what.noun, what.command, what.example),

@@ -53,14 +53,14 @@ async fn ls_of_a_configuration_that_does_not_parse_is_one_error_row() {
 async fn tools_before_and_after_a_refresh() {
     let fx = fake();
     let server =
-        |tool: Option<&str>| Request { server: Some("fake".into()), tool: tool.map(str::to_owned), ..fx.request() };
+        |tool: Option<&str>| ListRequest { server: Some("fake".into()), tool: tool.map(str::to_owned), ..fx.request() };
     let e = tools(&fx.daemon, &server(None)).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Server);
     assert!(e.message.contains("`mcpx tools fake` starts it"), "{e}");
-    let started = value(&tools(&fx.daemon, &Request { start: true, ..server(None) }).await.unwrap());
+    let started = value(&tools(&fx.daemon, &ListRequest { start: true, ..server(None) }).await.unwrap());
     assert_eq!(started.as_array().unwrap().len(), 6, "started and listed: {started}");
 
-    let refreshed = refresh(&fx.daemon, &Request { server: Some("fake".into()), ..fx.request() }).await.unwrap();
+    let refreshed = refresh(&fx.daemon, &RefreshRequest { server: Some("fake".into()), ..fx.request() }).await.unwrap();
     assert_eq!(refreshed, json!({ "fake": { "ok": true } }));
     let all = value(&tools(&fx.daemon, &server(None)).await.unwrap());
     let names: Vec<&str> = all.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
@@ -71,7 +71,7 @@ async fn tools_before_and_after_a_refresh() {
     let e = tools(&fx.daemon, &server(Some("nope"))).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::UnknownTool);
     assert!(e.message.contains("its tools: echo, progress"), "{e}");
-    let e = tools(&fx.daemon, &Request { server: Some("other".into()), ..fx.request() }).await.unwrap_err();
+    let e = tools(&fx.daemon, &ListRequest { server: Some("other".into()), ..fx.request() }).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::UnknownServer);
     assert!(e.message.contains("configured servers: fake"), "{e}");
     let e = tools(&fx.daemon, &fx.request()).await.unwrap_err();
@@ -82,7 +82,7 @@ async fn tools_before_and_after_a_refresh() {
 async fn tools_hides_what_include_and_exclude_leave_out() {
     let fx = Fixture::new(&[("fake", json!({ "excludeTools": ["exit", "fail"] }))]);
     refresh(&fx.daemon, &fx.request()).await.unwrap();
-    let listed = value(&tools(&fx.daemon, &Request { server: Some("fake".into()), ..fx.request() }).await.unwrap());
+    let listed = value(&tools(&fx.daemon, &ListRequest { server: Some("fake".into()), ..fx.request() }).await.unwrap());
     assert_eq!(listed.as_array().unwrap().len(), 4);
     let rows = ls(&fx.daemon, &fx.request()).await.unwrap();
     assert_eq!(row(&rows, "fake").tools, Some(4));
@@ -94,7 +94,7 @@ async fn tools_hides_what_include_and_exclude_leave_out() {
 #[tokio::test]
 async fn search_ranks_the_tools_that_match_a_word() {
     let fx = fake();
-    let words = |w: &[&str]| Request { words: w.iter().map(|w| (*w).to_owned()).collect(), ..fx.request() };
+    let words = |w: &[&str]| SearchRequest { words: w.iter().map(|w| (*w).to_owned()).collect(), ..fx.request() };
     assert!(search(&fx.daemon, &words(&["echo"])).await.unwrap().is_empty(), "nothing listed yet");
     refresh(&fx.daemon, &fx.request()).await.unwrap();
     let hits = search(&fx.daemon, &words(&["ECHO"])).await.unwrap();
@@ -214,7 +214,7 @@ async fn call_errors_have_their_kinds() {
     let unknown = call(&fx.daemon, &fx.call("fake.nope", json!({})), None, None, None).await.unwrap_err();
     assert_eq!(unknown.kind, ErrorKind::UnknownTool);
     assert_eq!(fx.server.count("tools/call nope"), 0);
-    let slow = Request { timeout_ms: Some(50), ..fx.call("fake.slow", json!({})) };
+    let slow = CallRequest { timeout_ms: Some(50), ..fx.call("fake.slow", json!({})) };
     assert_eq!(kind(call(&fx.daemon, &slow, None, None, None).await), ErrorKind::Timeout);
     fx.server.wait_for("notifications/cancelled").await;
 }
@@ -261,7 +261,7 @@ async fn a_call_scoped_instance_serves_one_call() {
 #[tokio::test]
 async fn restart_goes_through_the_supervisor_or_starts_again() {
     let fx = Fixture::new(&[("sup", json!({})), ("direct", json!({ "supervised": false }))]);
-    let named = |server: &str| Request { server: Some(server.into()), ..fx.request() };
+    let named = |server: &str| RestartRequest { server: Some(server.into()), ..fx.request() };
     call(&fx.daemon, &fx.call("sup.echo", json!({ "message": "a" })), None, None, None).await.unwrap();
     let pid = fx.daemon.pool.instances()[0].info.pid();
     let restarted = restart(&fx.daemon, &named("sup")).await.unwrap();
@@ -290,7 +290,7 @@ async fn restart_with_a_key_touches_only_that_instance() {
         req.caller.session = Some(session.into());
         call(&fx.daemon, &req, None, None, None).await.unwrap();
     }
-    let only_a = Request { server: Some("mine".into()), key: Some("session:a".into()), ..fx.request() };
+    let only_a = RestartRequest { server: Some("mine".into()), key: Some("session:a".into()), ..fx.request() };
     let restarted = restart(&fx.daemon, &only_a).await.unwrap();
     assert_eq!(restarted["restarted"], 1);
     assert_eq!(fx.server.count("launch mine session:a"), 2);
@@ -305,7 +305,7 @@ async fn refresh_reports_per_server() {
     // Running now: listed again without a second start.
     refresh(&fx.daemon, &fx.request()).await.unwrap();
     assert_eq!((fx.server.count("launch"), fx.server.count("tools/list")), (2, 4));
-    let e = refresh(&fx.daemon, &Request { server: Some("nope".into()), ..fx.request() }).await.unwrap_err();
+    let e = refresh(&fx.daemon, &RefreshRequest { server: Some("nope".into()), ..fx.request() }).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::UnknownServer);
 }
 
@@ -324,7 +324,7 @@ async fn stop_stops_the_daemons_own_children_and_asks_it_to_exit() {
 #[tokio::test]
 async fn upgrade_refuses_what_is_not_an_executable_file() {
     let fx = fake();
-    let to = |binary: PathBuf| Request { binary: Some(binary), ..fx.request() };
+    let to = |binary: PathBuf| UpgradeRequest { binary: Some(binary) };
     let e = upgrade(&fx.daemon, &to(fx.config.with_file_name("missing"))).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Usage);
     assert!(
@@ -346,11 +346,11 @@ async fn health_names_this_daemon() {
 #[tokio::test]
 async fn split_target_takes_the_longest_configured_server_name() {
     let fx = Fixture::new(&[("a", json!({})), ("a.b", json!({}))]);
-    let config = fx.daemon.resolve(&fx.request()).unwrap();
-    let target = |t: &str| Request { target: Some(t.into()), ..fx.request() };
-    assert_eq!(split_target(&config, &target("a.b.c"), &TOOL).unwrap(), ("a.b".into(), "c".into()));
-    assert_eq!(split_target(&config, &target("a.x"), &TOOL).unwrap(), ("a".into(), "x".into()));
-    assert_eq!(split_target(&config, &target("z.x"), &TOOL).unwrap_err().kind, ErrorKind::UnknownServer);
-    let named = Request { server: Some("s".into()), tool: Some("t".into()), ..fx.request() };
-    assert_eq!(split_target(&config, &named, &TOOL).unwrap(), ("s".into(), "t".into()));
+    let config = fx.daemon.resolve_for(&fx.caller()).unwrap();
+    let target = |t| Naming { server: None, name: None, target: Some(t) };
+    assert_eq!(split_target(&config, target("a.b.c"), &TOOL).unwrap(), ("a.b".into(), "c".into()));
+    assert_eq!(split_target(&config, target("a.x"), &TOOL).unwrap(), ("a".into(), "x".into()));
+    assert_eq!(split_target(&config, target("z.x"), &TOOL).unwrap_err().kind, ErrorKind::UnknownServer);
+    let named = Naming { server: Some("s"), name: Some("t"), target: None };
+    assert_eq!(split_target(&config, named, &TOOL).unwrap(), ("s".into(), "t".into()));
 }

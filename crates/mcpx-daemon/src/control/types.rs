@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::api::{ApiError, Request, TypesAnswer};
+use crate::api::{ApiError, TypesAnswer, TypesRequest};
 use crate::code::{ServerTools, declarations};
 use crate::config::ServerEntry;
 use crate::daemon::Daemon;
@@ -20,8 +20,8 @@ use super::reach::listed;
 /// Errors: an unknown server (`unknown_server`); one the policy refuses (`config`); a named
 /// server never listed without `start`, or whose start or listing failed (`server`,
 /// `timeout`); the caller's configuration cannot be read (`config`).
-pub async fn types(d: &Daemon, req: &Request) -> Result<TypesAnswer, ApiError> {
-    let config = d.resolve(req)?;
+pub async fn types(d: &Daemon, req: &TypesRequest) -> Result<TypesAnswer, ApiError> {
+    let config = d.resolve_for(&req.caller)?;
     let mut servers = Vec::new();
     let mut unlisted = Vec::new();
     if req.servers.is_empty() {
@@ -35,7 +35,7 @@ pub async fn types(d: &Daemon, req: &Request) -> Result<TypesAnswer, ApiError> {
         for name in &req.servers {
             let entry = d.server(&config, name)?;
             policy::check_server(entry)?;
-            let cached = listed(d, req, entry).await?;
+            let cached = listed(d, &req.caller, req.start, entry).await?;
             servers.push(offered_tools(entry, cached.tools.as_deref().unwrap_or_default()));
         }
     }

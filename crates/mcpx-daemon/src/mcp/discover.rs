@@ -8,7 +8,7 @@ use mcpx_proto::Message;
 use mcpx_proto::mcp::error_code;
 use serde_json::{Value, json};
 
-use crate::api::{ApiError, Request};
+use crate::api::{ApiError, CallRequest, CallerRequest, ListRequest, SearchRequest};
 use crate::control;
 use crate::daemon::Daemon;
 use crate::mcp::catalog::{config, listed, servers};
@@ -24,12 +24,7 @@ pub(crate) async fn answer(
     method: &str,
     params: &Value,
 ) -> Option<Message> {
-    let req = |server: Option<&str>, tool: Option<&str>| Request {
-        caller: session.caller.clone(),
-        server: server.map(str::to_owned),
-        tool: tool.map(str::to_owned),
-        ..Request::default()
-    };
+    let caller = || session.caller.clone();
     let result = match method {
         "tools/list" => tools(),
         "prompts/list" => json!({ "prompts": [] }),
@@ -48,7 +43,7 @@ pub(crate) async fn answer(
                 "mcpx_list_servers" => {
                     let offered: Vec<String> =
                         servers(d, session).unwrap_or_default().into_iter().map(|e| e.name).collect();
-                    control::ls(d, &req(None, None)).await.map_or_else(
+                    control::ls(d, &CallerRequest { caller: caller() }).await.map_or_else(
                         |e| tool_error(&e.message),
                         |mut rows| {
                             rows.retain(|r| offered.contains(&r.name));
@@ -58,7 +53,7 @@ pub(crate) async fn answer(
                 }
                 "mcpx_search" => {
                     let words = s("query").unwrap_or_default().split_whitespace().map(str::to_owned).collect();
-                    let r = Request { words, ..req(None, None) };
+                    let r = SearchRequest { caller: caller(), words };
                     control::search(d, &r).await.map_or_else(|e| tool_error(&e.message), |hits| text(&hits))
                 }
                 "mcpx_describe" => {
@@ -68,21 +63,30 @@ pub(crate) async fn answer(
                         // A server never listed is started and listed first.
                         let _ = listed(d, session, entry).await;
                     }
-                    let described = control::tools(d, &req(Some(&server), s("tool").as_deref())).await;
+                    let named = ListRequest {
+                        caller: caller(),
+                        server: Some(server),
+                        tool: s("tool"),
+                        ..ListRequest::default()
+                    };
+                    let described = control::tools(d, &named).await;
                     described.map_or_else(
                         |e| tool_error(&e.message),
                         |raw| json!({ "content": [{ "type": "text", "text": raw.get() }] }),
                     )
                 }
                 "mcpx_call" => {
-                    let r = Request {
+                    let r = CallRequest {
+                        caller: caller(),
+                        server: s("server"),
+                        tool: s("tool"),
                         arguments: serde_json::value::to_raw_value(&if args["arguments"].is_object() {
                             args["arguments"].clone()
                         } else {
                             json!({})
                         })
                         .ok(),
-                        ..req(s("server").as_deref(), s("tool").as_deref())
+                        ..CallRequest::default()
                     };
                     match control::call(d, &r, None, None, None).await {
                         Ok(raw) => serde_json::from_str(raw.get()).unwrap_or_default(),

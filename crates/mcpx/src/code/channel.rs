@@ -3,7 +3,7 @@
 //! answer, and the answers to its calls written back on its stdin. Nothing else is
 //! accepted: a line that is not one of these frames ends the script.
 
-use mcpx_daemon::api::{ApiError, Caller, ErrorKind, Request};
+use mcpx_daemon::api::{ApiError, CallRequest, Caller, ErrorKind};
 use mcpx_daemon::client::{Client, Method};
 use serde_json::value::RawValue;
 
@@ -92,12 +92,12 @@ pub async fn call(
             format!("no server named `{server}` here: this session offers only `{only}`"),
         )),
         _ => {
-            let req = Request {
+            let req = CallRequest {
                 caller: caller.clone(),
                 server: Some(server),
                 tool: Some(tool),
                 arguments: Some(arguments),
-                ..Request::default()
+                ..CallRequest::default()
             };
             client.call(Method::POST, "/v1/call", Some(&req)).await
         }
