@@ -33,7 +33,7 @@ use crate::transport::Launchers;
 /// oldest are dropped (a client then lists again on the next one).
 const NOTICES: usize = 64;
 
-/// How many requests' resolutions are kept for reuse ([`Daemon::resolve`]); past it the
+/// How many requests' resolutions are kept for reuse ([`Daemon::resolve_for`]); past it the
 /// memo starts again empty (a caller per working directory, so only a daemon serving
 /// very many directories ever gets there).
 const RESOLUTIONS: usize = 256;
