@@ -522,7 +522,7 @@ mod tests {
 
     fn remote(url: &str) -> ServerEntry {
         let transport = TransportSpec::Remote { url: url.into(), headers: Default::default(), kind: RemoteKind::Http };
-        ServerEntry::for_tests("self", transport)
+        crate::testing::entry("self", transport)
     }
 
     #[test]

@@ -9,7 +9,8 @@ pub mod auth;
 pub mod client;
 pub mod code;
 pub mod code_runtime;
-pub mod config;
+/// The configuration (its own crate, [`mcpx_config`]).
+pub use mcpx_config as config;
 pub mod control;
 pub mod daemon;
 pub mod instance;

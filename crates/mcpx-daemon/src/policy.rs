@@ -147,7 +147,7 @@ mod tests {
     fn entry(options: ServerOptions) -> ServerEntry {
         let transport =
             TransportSpec::Stdio { command: "fake".into(), args: Vec::new(), env: Default::default(), cwd: None };
-        ServerEntry { options, ..ServerEntry::for_tests("fake", transport) }
+        ServerEntry { options, ..crate::testing::entry("fake", transport) }
     }
 
     #[test]

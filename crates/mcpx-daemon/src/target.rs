@@ -384,7 +384,7 @@ mod tests {
     fn stdio(name: &str, command: &str) -> ServerEntry {
         let transport =
             TransportSpec::Stdio { command: command.into(), args: vec![], env: Default::default(), cwd: None };
-        ServerEntry::for_tests(name, transport)
+        crate::testing::entry(name, transport)
     }
 
     /// The same entry gets the same target again; an edited entry, or one whose

@@ -335,3 +335,19 @@ fn tool_result(id: &str, text: &str) -> Message {
     let text = Value::String(text.to_owned());
     Message::response(id, &format!(r#"{{"content":[{{"type":"text","text":{text}}}]}}"#))
 }
+
+/// An entry named `name` of `/c.json` with default options, trusted: for tests that
+/// need one without a file.
+pub fn entry(name: &str, transport: crate::config::TransportSpec) -> crate::config::ServerEntry {
+    crate::config::ServerEntry {
+        name: name.into(),
+        source: "/c.json".into(),
+        client: None,
+        transport,
+        options: crate::config::ServerOptions::default(),
+        oauth: None,
+        inputs: Default::default(),
+        trust_hash: String::new(),
+        trusted: true,
+    }
+}

@@ -351,7 +351,7 @@ fn every_test_docs_security_names_exists() {
 
 /// Where the daemon reads the options that decide what a configuration offers: the
 /// policy point, and the configuration that parses and defines them.
-const POLICY_READERS: [&str; 2] = ["crates/mcpx-daemon/src/policy.rs", "crates/mcpx-daemon/src/config/"];
+const POLICY_READERS: [&str; 2] = ["crates/mcpx-daemon/src/policy.rs", "crates/mcpx-config/src/"];
 
 /// The options [`POLICY_READERS`] alone read: `disabled`, `includeTools`, `excludeTools`,
 /// and whether a project file's entry is trusted.

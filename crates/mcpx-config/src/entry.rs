@@ -106,29 +106,12 @@ pub struct ServerEntry {
     /// record of a project file's entry holds, so a changed entry needs trust again.
     pub trust_hash: String,
     /// Whether the entry may run: false for an entry of a project file the user has not
-    /// trusted as written (`mcpx trust`). Only [`crate::policy`] reads it; a file read
+    /// trusted as written (`mcpx trust`). Only the daemon's policy point (`mcpx_daemon::policy`) reads it; a file read
     /// without its role is marked by the resolver that knows it.
     pub trusted: bool,
 }
 
 impl ServerEntry {
-    /// An entry named `name` of `/c.json` with default options, trusted: for tests that
-    /// need one without a file.
-    #[cfg(test)]
-    pub(crate) fn for_tests(name: &str, transport: TransportSpec) -> ServerEntry {
-        ServerEntry {
-            name: name.into(),
-            source: "/c.json".into(),
-            client: None,
-            transport,
-            options: ServerOptions::default(),
-            oauth: None,
-            inputs: Default::default(),
-            trust_hash: String::new(),
-            trusted: true,
-        }
-    }
-
     /// Expands `${VAR}` references from `env` (the daemon's captured environment), and
     /// `${secret:NAME}` / `${input:ID}` from `secrets` (the secret store), in the
     /// command, args, env values, cwd, url and header values. A relative `cwd` is

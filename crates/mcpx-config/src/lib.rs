@@ -36,7 +36,7 @@
 //!
 //! The entries of project files (found upward, [`Role::Project`]) run only once the user
 //! has trusted each as written (`mcpx trust`, [`TrustStore`]); the resolver marks them
-//! ([`ServerEntry::trusted`]) and `crate::policy` refuses the others.
+//! ([`ServerEntry::trusted`]) and the daemon's policy point (`mcpx_daemon::policy`) refuses the others.
 //!
 //! # Variables
 //!
