@@ -5,7 +5,8 @@
 pub mod adopt;
 pub mod api;
 pub mod arguments;
-pub mod auth;
+/// OAuth for remote servers (its own crate, [`mcpx_auth`]).
+pub use mcpx_auth as auth;
 pub mod client;
 pub mod code;
 pub mod code_runtime;
@@ -33,7 +34,7 @@ pub mod service_check;
 pub mod shell_calls;
 pub mod stream;
 pub mod suggest;
-mod sync;
+use mcpx_platform::sync;
 pub mod target;
 #[cfg(test)]
 mod testing;

@@ -41,6 +41,7 @@ pub mod process;
 pub mod secrets;
 #[allow(unsafe_code)]
 mod signal;
+pub mod sync;
 pub mod systemd;
 pub mod terminal;
 

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use axum::body::Bytes;
 use mcpx_daemon::client::{Client, ClientError, Upgraded};
 use mcpx_daemon::mcp::framed::{CLOSING, PATH_PREFIX, PROTOCOL};
+use mcpx_platform::sync::lock;
 use mcpx_proto::mcp::error_code;
 use mcpx_proto::{Message, MessageKind};
 use serde_json::Value;
@@ -397,8 +398,4 @@ impl Conn {
 fn response_id(line: &[u8]) -> Option<String> {
     let message = Message::parse_line(line).ok()?.into_iter().next()?;
     (message.kind() == MessageKind::Response).then(|| message.id().unwrap_or("null").to_owned())
-}
-
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -15,7 +15,7 @@ use url::Url;
 
 use super::discovery::covers;
 
-use crate::sync::lock;
+use mcpx_platform::sync::lock;
 
 /// How long before its expiry a token is refreshed rather than used.
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);

@@ -10,8 +10,10 @@ pub mod challenge;
 pub mod device;
 pub mod discovery;
 pub mod fetch;
-#[cfg(test)]
-pub(crate) mod fixtures;
+/// Test fixtures (an in-process OAuth endpoint, a state directory with the file
+/// store), for this crate's tests and, with the `fixtures` feature, the daemon's.
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 pub mod flow;
 pub mod login;
 pub mod logout;

@@ -117,16 +117,16 @@ mod tests {
     use url::Url;
 
     use super::*;
-    use crate::auth::discovery::AuthServer;
-    use crate::auth::fixtures::{Endpoint, token_answer};
-    use crate::auth::flow::ClientInfo;
+    use crate::discovery::AuthServer;
+    use crate::fixtures::{Endpoint, token_answer};
+    use crate::flow::ClientInfo;
 
     /// A device login against an endpoint whose token endpoint answers `polls` in turn
     /// (the device authorization endpoint gives `interval` 2): the prompt shown, the
     /// waits between polls, the requests, and the outcome.
     async fn device_login(
         polls: Vec<(StatusCode, String)>,
-    ) -> (Vec<DevicePrompt>, Vec<Duration>, Vec<crate::auth::fixtures::Seen>, Result<Kept, String>) {
+    ) -> (Vec<DevicePrompt>, Vec<Duration>, Vec<crate::fixtures::Seen>, Result<Kept, String>) {
         let endpoint = Endpoint::start(move |n, seen| {
             if seen.path == "/device" {
                 let code = serde_json::json!({ "device_code": "dc-1", "user_code": "ABCD-EFGH",

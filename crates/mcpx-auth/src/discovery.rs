@@ -407,11 +407,11 @@ fn parse_auth_server(url: &Url, json: serde_json::Value) -> Result<AuthServer, D
     Ok(server)
 }
 
-/// Refuses `url` for `what` unless it is https or on this machine ([`crate::config::is_secure`]).
+/// Refuses `url` for `what` unless it is https or on this machine ([`mcpx_config::is_secure`]).
 ///
 /// Errors: [`DiscoveryError::Insecure`].
 pub fn secure(what: &'static str, url: &Url) -> Result<(), DiscoveryError> {
-    if crate::config::is_secure(url) { Ok(()) } else { Err(DiscoveryError::Insecure { what, url: url.to_string() }) }
+    if mcpx_config::is_secure(url) { Ok(()) } else { Err(DiscoveryError::Insecure { what, url: url.to_string() }) }
 }
 
 /// Every endpoint of `server` is https or on this machine: authorization, token,

@@ -18,7 +18,7 @@ use super::discovery::{AuthServer, Discovered, discover};
 use super::fetch::HttpFetch;
 use super::flow::{self, ClientInfo, Grant};
 use super::tokens;
-use crate::config::{ExpandedOAuth, Grant as GrantKind, TokenAuthMethod};
+use mcpx_config::{ExpandedOAuth, Grant as GrantKind, TokenAuthMethod};
 
 /// How long a login waits for the browser to come back.
 pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -391,7 +391,7 @@ pub fn check_redirect(query: &[(String, String)], state: &str, server: &AuthServ
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::fixtures::{Endpoint, file_state};
+    use crate::fixtures::{Endpoint, file_state};
 
     fn server(iss: bool) -> AuthServer {
         let mut s = AuthServer::token_only("https://as".into(), Url::parse("https://as/token").unwrap());

@@ -365,7 +365,7 @@ mod tests {
     use axum::http::StatusCode;
 
     use super::*;
-    use crate::auth::fixtures::{Endpoint, kept, token_answer};
+    use crate::fixtures::{Endpoint, kept, token_answer};
 
     /// The first refresh rotates the refresh token, and the new one is kept; the
     /// second answer names none, and the one in hand is kept.

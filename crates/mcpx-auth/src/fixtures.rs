@@ -3,6 +3,10 @@
 //! the test's function returns), a state directory with the file secret store, and a
 //! kept login.
 
+// Test code, compiled outside `cfg(test)` for the daemon's tests (the `fixtures`
+// feature): a failed fixture fails the test that made it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
@@ -12,7 +16,7 @@ use mcpx_platform::secrets::{SecretStore, Wanted};
 use url::Url;
 
 use super::tokens::Kept;
-use crate::sync::lock;
+use mcpx_platform::sync::lock;
 
 /// A private state directory whose secret store is the file (kept while the
 /// `TempDir` lives).

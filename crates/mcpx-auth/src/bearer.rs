@@ -15,7 +15,7 @@ use super::fetch::HttpFetch;
 use super::flow::{self, ClientInfo, Grant};
 use super::login::configured_client;
 use super::tokens::{self, Kept};
-use crate::config::{ExpandedOAuth, Grant as GrantKind};
+use mcpx_config::{ExpandedOAuth, Grant as GrantKind};
 
 /// Why there is no bearer for a server.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -128,7 +128,7 @@ pub async fn renew(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::fixtures::{Endpoint, file_state, kept, token_answer};
+    use crate::fixtures::{Endpoint, file_state, kept, token_answer};
 
     /// A 403 asking for `write` records it beside the granted `read`, once, so the
     /// next login asks for both.

@@ -12,7 +12,7 @@ use super::discovery::{DiscoveryError, authorization_server};
 use super::fetch::HttpFetch;
 use super::flow::{ClientInfo, client_auth};
 use super::tokens::{self, Kept};
-use crate::config::ExpandedOAuth;
+use mcpx_config::ExpandedOAuth;
 
 /// How long one revocation request may take.
 const REVOKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
@@ -159,7 +159,7 @@ mod tests {
     use axum::http::StatusCode;
 
     use super::*;
-    use crate::auth::fixtures::{Endpoint, file_state, kept};
+    use crate::fixtures::{Endpoint, file_state, kept};
 
     /// The metadata of issuer `issuer`, with a revocation endpoint when asked.
     fn metadata(issuer: &str, revocation: bool) -> String {
