@@ -3,11 +3,11 @@
 //! end over it.
 
 pub mod adopt;
-pub mod api;
-pub mod arguments;
+/// The control API's types (their own crate, [`mcpx_api`]).
+pub use mcpx_api as api;
+pub use mcpx_api::{arguments, client, paths, suggest};
 /// OAuth for remote servers (its own crate, [`mcpx_auth`]).
 pub use mcpx_auth as auth;
-pub mod client;
 pub mod code;
 pub mod code_runtime;
 /// The configuration (its own crate, [`mcpx_config`]).
@@ -20,7 +20,6 @@ pub mod log_file;
 pub mod mcp;
 pub mod names;
 pub mod notices;
-pub mod paths;
 pub mod policy;
 pub mod pool;
 pub mod process;
@@ -33,7 +32,6 @@ pub mod server;
 pub mod service_check;
 pub mod shell_calls;
 pub mod stream;
-pub mod suggest;
 use mcpx_platform::sync;
 pub mod target;
 #[cfg(test)]

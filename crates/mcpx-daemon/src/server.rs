@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -240,13 +239,6 @@ pub async fn run_tcp(listener: TcpListener, mcp: Arc<Endpoint>, guard: TcpGuard,
                 .await;
             drop(slot);
         });
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (status, Json(ErrorBody { error: self })).into_response()
     }
 }
 

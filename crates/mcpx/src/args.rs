@@ -1,13 +1,13 @@
 //! `mcpx call`'s and `mcpx prompt`'s arguments as people type them: `key=value`
 //! words (their `@FILE`s read here, in the caller's directory), one JSON object, or
 //! `-` for a JSON object on stdin. The daemon types the pairs by the tool's
-//! `inputSchema` and checks them ([`mcpx_daemon::arguments`]).
+//! `inputSchema` and checks them ([`mcpx_api::arguments`]).
 
 use std::io::Read;
 
-use mcpx_daemon::api::{ApiError, ErrorKind, ListRequest, RefreshRequest};
-use mcpx_daemon::arguments::{Given, Pair};
-use mcpx_daemon::client::{Client, Method};
+use mcpx_api::arguments::{Given, Pair};
+use mcpx_api::client::{Client, Method};
+use mcpx_api::{ApiError, ErrorKind, ListRequest, RefreshRequest};
 use serde_json::Value;
 
 /// How the arguments were given on the command line.

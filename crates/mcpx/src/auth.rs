@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mcpx_daemon::api::{ApiError, AuthRequest, ErrorKind};
-use mcpx_daemon::client::{Client, Method};
+use mcpx_api::client::{Client, Method};
+use mcpx_api::{ApiError, AuthRequest, ErrorKind};
 use mcpx_daemon::config::resolve_command;
 use mcpx_platform::process::{Detach, SpawnSpec, URL_OPENER};
 use serde_json::Value;

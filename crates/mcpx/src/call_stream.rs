@@ -4,8 +4,8 @@
 
 use std::io::IsTerminal;
 
-use mcpx_daemon::api::{Answer, ApiError, CallRequest, ErrorKind};
-use mcpx_daemon::client::{Client, Method};
+use mcpx_api::client::{Client, Method};
+use mcpx_api::{Answer, ApiError, CallRequest, ErrorKind};
 use serde_json::value::RawValue;
 
 use crate::output;

@@ -5,12 +5,12 @@
 use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
-use mcpx_daemon::api::{
+use mcpx_api::client::{Client, Method, connect_or_start};
+use mcpx_api::paths::{Dirs, OpenDirs};
+use mcpx_api::{
     ApiError, AuthRequest, CallRequest, Caller, CallerRequest, ErrorKind, RefreshRequest, RestartRequest, SearchHit,
     SearchRequest, ServerRow, Status, StopRequest, UpgradeRequest,
 };
-use mcpx_daemon::client::{Client, Method, connect_or_start};
-use mcpx_daemon::paths::{Dirs, OpenDirs};
 
 use crate::output;
 
@@ -604,7 +604,7 @@ async fn call(client: &Client, args: CallArgs, caller: Caller, json: bool) -> Re
         // A daemon from before the typing refused the pairs, having run nothing: they
         // are typed here, by the tool's definition, and sent again as an object.
         Err(e) if pairs && e.kind == ErrorKind::Usage && e.message == OLD_DAEMON_REFUSAL => {
-            let named = mcpx_daemon::api::ListRequest {
+            let named = mcpx_api::ListRequest {
                 caller: req.caller.clone(),
                 target: req.target.clone(),
                 server: req.server.clone(),
@@ -612,7 +612,7 @@ async fn call(client: &Client, args: CallArgs, caller: Caller, json: bool) -> Re
                 ..Default::default()
             };
             let schema = crate::args::tool_schema(client, &named, true).await?;
-            req.arguments = mcpx_daemon::arguments::build(input.given(), schema.as_ref(), &usage)?;
+            req.arguments = mcpx_api::arguments::build(input.given(), schema.as_ref(), &usage)?;
             crate::call_stream::run(client, req, &shown, json, args.no_input, render()).await
         }
         other => other,
@@ -687,7 +687,7 @@ async fn upgrade(client: &Client, binary: Option<PathBuf>, json: bool) -> Result
 
 /// Whether no process holds the daemon lock.
 fn daemon_lock_free(dirs: &OpenDirs) -> bool {
-    let Ok(file) = dirs.runtime.open_read(mcpx_daemon::paths::LOCK) else { return true };
+    let Ok(file) = dirs.runtime.open_read(mcpx_api::paths::LOCK) else { return true };
     nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock).is_ok()
 }
 

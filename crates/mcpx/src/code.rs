@@ -12,8 +12,8 @@ pub mod sandbox;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mcpx_daemon::api::{ApiError, Caller, ErrorKind, TypesAnswer, TypesRequest};
-use mcpx_daemon::client::{Client, Method};
+use mcpx_api::client::{Client, Method};
+use mcpx_api::{ApiError, Caller, ErrorKind, TypesAnswer, TypesRequest};
 use mcpx_platform::fs::Dir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 

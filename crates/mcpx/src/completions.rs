@@ -13,9 +13,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
-use mcpx_daemon::api::{ApiError, ErrorKind};
+use mcpx_api::paths::Dirs;
+use mcpx_api::{ApiError, ErrorKind};
 use mcpx_daemon::config::{ConfigCache, ConfigEnv, ResolveRequest, TRUST_FILE};
-use mcpx_daemon::paths::Dirs;
 use mcpx_daemon::policy;
 use mcpx_daemon::schema::SchemaCache;
 use mcpx_platform::fs::Dir;

@@ -11,10 +11,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcpx_daemon::api::{ApiError, CallerRequest, ErrorKind, ServerRow, Status};
-use mcpx_daemon::client::{Client, Method, connect_or_start};
+use mcpx_api::client::{Client, Method, connect_or_start};
+use mcpx_api::paths::{DirError, Dirs};
+use mcpx_api::{ApiError, CallerRequest, ErrorKind, ServerRow, Status};
 use mcpx_daemon::control::commands::CommandCheck;
-use mcpx_daemon::paths::{DirError, Dirs};
 use mcpx_platform::fs::{Dir, OpenError};
 use mcpx_platform::secrets::SecretStore;
 use serde::Serialize;

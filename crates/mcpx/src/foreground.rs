@@ -21,11 +21,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use mcpx_daemon::client::START_FD;
+use mcpx_api::client::START_FD;
+use mcpx_api::paths::{Dirs, LOCK, OpenDirs, PID_FILE, SOCKET, TOKEN};
 use mcpx_daemon::daemon::{Daemon, Exit};
 use mcpx_daemon::log_file::LogFile;
 use mcpx_daemon::mcp::{Endpoint, TcpGuard};
-use mcpx_daemon::paths::{Dirs, LOCK, OpenDirs, PID_FILE, SOCKET, TOKEN};
 use mcpx_daemon::server::{run as serve, run_tcp, tcp_connection_cap};
 use mcpx_daemon::transport::Launchers;
 use mcpx_platform::exec::Executable;
@@ -47,7 +47,7 @@ const UPGRADE_FDS: &str = "MCPX_UPGRADE_FDS";
 /// clients get.
 ///
 /// A daemon started by a CLI reports a failed start to it through the pipe named by
-/// `MCPX_START_FD` ([`mcpx_daemon::client::START_FD`]): the error's one line is
+/// `MCPX_START_FD` ([`mcpx_api::client::START_FD`]): the error's one line is
 /// written there, and the pipe closes without a word once the daemon listens, or
 /// when it loses the start race to another daemon (not a failure: the CLI talks to
 /// the winner).

@@ -11,10 +11,10 @@ mod edit;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use mcpx_daemon::api::{ApiError, ErrorKind, Status};
-use mcpx_daemon::client::{self, Method};
+use mcpx_api::client::{self, Method};
+use mcpx_api::paths::Dirs;
+use mcpx_api::{ApiError, ErrorKind, Status};
 use mcpx_daemon::config::{Client, ConfigEnv, read_client_file};
-use mcpx_daemon::paths::Dirs;
 use mcpx_platform::fs::FileUse;
 use nix::fcntl::{Flock, FlockArg};
 use serde::Serialize;

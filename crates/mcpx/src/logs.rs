@@ -7,7 +7,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::Duration;
 
-use mcpx_daemon::api::{ApiError, ErrorKind};
+use mcpx_api::{ApiError, ErrorKind};
 
 /// Prints the last `lines` lines (of one server's, when given), then keeps
 /// printing new ones when `follow` is set.

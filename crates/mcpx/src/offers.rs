@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use mcpx_daemon::api::{ApiError, Caller, ErrorKind, ListRequest, PromptRequest, ReadRequest};
-use mcpx_daemon::client::{Client, Method};
+use mcpx_api::client::{Client, Method};
+use mcpx_api::{ApiError, Caller, ErrorKind, ListRequest, PromptRequest, ReadRequest};
 use serde_json::{Map, Value, json};
 
 use crate::output;
@@ -91,14 +91,14 @@ pub async fn prompt(client: &Client, caller: Caller, args: PromptArgs, json: boo
     let listed: Value = serde_json::from_slice(&listed)
         .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("unexpected answer from the daemon: {e}")))?;
     let arguments =
-        mcpx_daemon::arguments::build(input.given(), Some(&as_tool(&listed)), &format!("prompt {}", args.target))?;
+        mcpx_api::arguments::build(input.given(), Some(&as_tool(&listed)), &format!("prompt {}", args.target))?;
     let stem = listed["name"].as_str().unwrap_or("prompt").to_owned();
     let req = PromptRequest { caller, target: Some(args.target), arguments, ..PromptRequest::default() };
     let body = client.call(Method::POST, "/v1/prompt", Some(&req)).await?;
     output::prompt(json, &body, &mut output::Render::new(output::Out::dir(args.out), &stem))
 }
 
-/// A prompt's `prompts/list` entry as a tool's, for [`mcpx_daemon::arguments::build`]: each
+/// A prompt's `prompts/list` entry as a tool's, for [`mcpx_api::arguments::build`]: each
 /// argument a string property (MCP prompt arguments are strings), the required ones
 /// required, and no others allowed.
 fn as_tool(prompt: &Value) -> Value {

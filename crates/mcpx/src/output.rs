@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use mcpx_daemon::api::{ApiError, ErrorBody, ErrorKind, InstanceStatus, SearchHit, ServerRow, Source, Status};
+use mcpx_api::{ApiError, ErrorBody, ErrorKind, InstanceStatus, SearchHit, ServerRow, Source, Status};
 use mcpx_daemon::config::{Client, ConfigEnv};
 use serde::Deserialize;
 use serde_json::value::RawValue;

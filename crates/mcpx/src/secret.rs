@@ -12,9 +12,9 @@
 use std::io::{BufRead, IsTerminal};
 use std::path::Path;
 
-use mcpx_daemon::api::{ApiError, ErrorKind};
+use mcpx_api::paths::DirError;
+use mcpx_api::{ApiError, ErrorKind};
 use mcpx_daemon::auth::tokens::PREFIX;
-use mcpx_daemon::paths::DirError;
 use mcpx_platform::fs::Dir;
 use mcpx_platform::secrets::{STORE_RECORD, STORE_VARIABLE, SecretError, SecretStore, SecretValue, Wanted, check_name};
 use serde::Serialize;

@@ -27,8 +27,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use axum::body::Bytes;
 use http_body_util::BodyExt;
-use mcpx_daemon::api::{ApiError, ErrorKind};
-use mcpx_daemon::client::{Answer, Client, ClientError, Method};
+use mcpx_api::client::{Answer, Client, ClientError, Method};
+use mcpx_api::{ApiError, ErrorKind};
 use mcpx_daemon::mcp::{
     CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, MODE_HEADER, PPID_HEADER, SESSION_HEADER, era,
 };

@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
-use mcpx_daemon::api::{ApiError, Caller, SearchHit, SearchRequest};
-use mcpx_daemon::client::{Client, Method};
+use mcpx_api::client::{Client, Method};
+use mcpx_api::{ApiError, Caller, SearchHit, SearchRequest};
 use mcpx_daemon::mcp::era::{self, Era};
 use mcpx_proto::mcp::error_code;
 use mcpx_proto::{Message, MessageKind, ParseError};
@@ -27,14 +27,14 @@ use crate::code::{Context, Job, Logs, Outcome, Source};
 /// directory cannot hold Deno's.
 pub async fn run(
     client: Client,
-    opened: &mcpx_daemon::paths::OpenDirs,
+    opened: &mcpx_api::paths::OpenDirs,
     env: &std::collections::HashMap<String, String>,
     mut caller: Caller,
     server: Option<String>,
     unconfined: bool,
 ) -> Result<i32, ApiError> {
     let deno = sandbox::find_deno(env).map_err(|message| {
-        ApiError::new(mcpx_daemon::api::ErrorKind::Usage, format!("`serve --code` runs code with Deno: {message}"))
+        ApiError::new(mcpx_api::ErrorKind::Usage, format!("`serve --code` runs code with Deno: {message}"))
     })?;
     // One pool session for every call of this process, like `mcpx serve`'s.
     caller.session = Some(format!("serve-{}-{}", std::process::id(), mcpx_daemon::schema::now()));

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::body::Bytes;
-use mcpx_daemon::client::{Client, ClientError, Upgraded};
+use mcpx_api::client::{Client, ClientError, Upgraded};
 use mcpx_daemon::mcp::framed::{CLOSING, PATH_PREFIX, PROTOCOL};
 use mcpx_platform::sync::lock;
 use mcpx_proto::mcp::error_code;

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use mcpx_daemon::api::{ApiError, ErrorKind};
+use mcpx_api::{ApiError, ErrorKind};
 use mcpx_daemon::config::{
     ConfigCache, ConfigEnv, OAUTH_KEYS, OAuthSpec, ResolveRequest, ServerEntry, TRUST_FILE, TransportSpec,
 };

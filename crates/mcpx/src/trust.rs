@@ -10,11 +10,11 @@ use std::collections::HashMap;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use mcpx_daemon::api::{ApiError, ErrorKind};
+use mcpx_api::paths::DirError;
+use mcpx_api::{ApiError, ErrorKind};
 use mcpx_daemon::config::{
     ConfigEnv, ProjectEntry, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, project_entries, project_files, trust_key,
 };
-use mcpx_daemon::paths::DirError;
 use mcpx_platform::fs::{Dir, FileUse};
 use nix::fcntl::{Flock, FlockArg};
 

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use mcpx_daemon::api::{ApiError, Caller, ErrorKind, TypesAnswer, TypesRequest};
-use mcpx_daemon::client::{Client, Method};
+use mcpx_api::client::{Client, Method};
+use mcpx_api::{ApiError, Caller, ErrorKind, TypesAnswer, TypesRequest};
 use mcpx_platform::fs::Dir;
 
 /// `mcpx types`: the declarations on stdout, or written to `out` (replaced atomically); with

@@ -10,7 +10,6 @@
 
 use std::fmt::Write as _;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::names::Namer;
@@ -25,31 +24,7 @@ pub struct ServerTools {
     pub tools: Vec<Value>,
 }
 
-/// Generated declarations and how their names map back to servers and tools.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Declarations {
-    /// The declaration file's text (TypeScript, `.d.ts`).
-    pub text: String,
-    /// One entry per declared tool function, in the order of the text.
-    pub names: Vec<NameMapping>,
-}
-
-/// Where one declared function comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NameMapping {
-    /// The server's configured name.
-    pub server: String,
-    /// The tool's name, as the server lists it.
-    pub tool: String,
-    /// The namespace declared for the server (a global identifier).
-    pub namespace: String,
-    /// The function declared for the tool inside that namespace.
-    pub function: String,
-    /// Whether the tool has an `outputSchema`: then the function's promise resolves to the
-    /// result's `structuredContent` (typed from the schema); otherwise to the whole
-    /// `CallToolResult`.
-    pub structured: bool,
-}
+pub use mcpx_api::{Declarations, NameMapping};
 
 /// The types every declaration file starts with: `CallToolResult` and what it contains, as
 /// MCP 2025-11-25 and 2026-07-28 define them ("Tools", "Tool Result"; "Resources",

@@ -3,8 +3,8 @@
 //! answer, and the answers to its calls written back on its stdin. Nothing else is
 //! accepted: a line that is not one of these frames ends the script.
 
-use mcpx_daemon::api::{ApiError, CallRequest, Caller, ErrorKind};
-use mcpx_daemon::client::{Client, Method};
+use mcpx_api::client::{Client, Method};
+use mcpx_api::{ApiError, CallRequest, Caller, ErrorKind};
 use serde_json::value::RawValue;
 
 /// The longest line the script may write on its channel, in bytes: 64 MiB, the

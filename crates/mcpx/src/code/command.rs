@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::PathBuf;
 
-use mcpx_daemon::api::{ApiError, Caller, ErrorKind};
-use mcpx_daemon::client::Client;
-use mcpx_daemon::paths::OpenDirs;
+use mcpx_api::client::Client;
+use mcpx_api::paths::OpenDirs;
+use mcpx_api::{ApiError, Caller, ErrorKind};
 
 use super::sandbox::{self, Access, Limits};
 use super::{Context, ExecArgs, Job, Logs, Options, Outcome, Returned, RunArgs, Source};

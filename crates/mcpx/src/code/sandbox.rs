@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpx_daemon::api::{ApiError, ErrorKind};
+use mcpx_api::{ApiError, ErrorKind};
 use mcpx_platform::confine::{self, Grant, Policy, Prepared};
 use mcpx_platform::fs::Dir;
 use mcpx_platform::process::{Detach, SpawnSpec};

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
-use mcpx_daemon::api::{ApiError, ErrorKind};
+use mcpx_api::{ApiError, ErrorKind};
 use mcpx_platform::fs::Dir;
 use serde_json::Value;
 

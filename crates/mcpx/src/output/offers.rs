@@ -2,7 +2,7 @@
 //! servers listed, a resource's contents and a prompt's messages, or the daemon's JSON
 //! with `--json`.
 
-use mcpx_daemon::api::{ApiError, ErrorKind};
+use mcpx_api::{ApiError, ErrorKind};
 use serde::Deserialize;
 use serde_json::Value;
 

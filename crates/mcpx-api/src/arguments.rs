@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::api::{ApiError, ErrorKind};
+use crate::{ApiError, ErrorKind};
 
 /// One `key=value` argument as typed on the command line, its `@FILE` already read
 /// by the CLI (`value` is the file's text): `{"key":"n","value":"5"}`, or

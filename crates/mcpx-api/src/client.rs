@@ -22,9 +22,9 @@ use hyper::Request;
 use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
 
-use crate::api::{ApiError, ErrorBody, ErrorKind};
 use crate::paths::Dirs;
-use crate::process::{self, Detach, SpawnSpec};
+use crate::{ApiError, ErrorBody, ErrorKind};
+use mcpx_platform::process::{Detach, SpawnSpec};
 
 /// How long a CLI waits for a daemon it started to listen.
 pub const START_DEADLINE: Duration = Duration::from_secs(15);
@@ -373,7 +373,7 @@ pub async fn connect_or_start(dirs: &Dirs, exe: &Path) -> Result<Client, ApiErro
     if let Err(e) = mcpx_platform::process::close_inherited_on_exec(&[writer.as_fd().as_raw_fd()]) {
         tracing::debug!("cannot mark inherited descriptors close-on-exec: {e}");
     }
-    let spawned = process::spawn(&SpawnSpec {
+    let spawned = spawn(&SpawnSpec {
         program: exe.to_owned(),
         args: vec!["daemon".into()],
         env,
@@ -438,4 +438,12 @@ fn start_failure(reader: std::os::fd::OwnedFd) -> std::sync::mpsc::Receiver<Stri
         let _ = tx.send(reason.trim().to_owned());
     });
     rx
+}
+
+/// Starts the daemon as `spec` says, as a tokio child (not killed on drop), through
+/// the platform's one spawn function.
+fn spawn(spec: &SpawnSpec) -> std::io::Result<tokio::process::Child> {
+    let mut cmd = tokio::process::Command::from(mcpx_platform::process::command(spec));
+    cmd.kill_on_drop(false);
+    cmd.spawn()
 }

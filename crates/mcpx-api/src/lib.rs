@@ -11,6 +11,11 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+pub mod arguments;
+pub mod client;
+pub mod paths;
+pub mod suggest;
+
 /// Who is asking: what the daemon needs to resolve the caller's configuration.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Caller {
@@ -116,7 +121,7 @@ pub struct CallRequest {
     #[serde(default)]
     pub tool: Option<String>,
     /// The tool's arguments, a JSON object, or the `key=value` words as the user
-    /// typed them, an array of [`crate::arguments::Pair`]s, which the daemon types by
+    /// typed them, an array of [`arguments::Pair`]s, which the daemon types by
     /// the tool's `inputSchema` and checks (a daemon from before the pairs refuses an
     /// array as a `usage` error, having run nothing).
     #[serde(default)]
@@ -300,13 +305,13 @@ pub struct Source {
 }
 
 /// The answer of `POST /v1/types`: TypeScript declarations of the tools of the servers
-/// asked for ([`crate::code::declarations`]), the name of each declared function mapped
+/// asked for (the daemon's `code::declarations`), the name of each declared function mapped
 /// back to its server and tool, and the servers left out because they were never listed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TypesAnswer {
     /// The declaration file's text and its name mapping.
     #[serde(flatten)]
-    pub declarations: crate::code::Declarations,
+    pub declarations: Declarations,
     /// Offered servers with no cached listing (only when no server was named: a named
     /// server is started and listed instead), by configured name, sorted.
     #[serde(default)]
@@ -543,5 +548,43 @@ impl ApiError {
     /// The HTTP status the daemon answers with ([`ErrorKind::http_status`]).
     pub fn http_status(&self) -> u16 {
         self.kind.http_status()
+    }
+}
+
+/// Generated declarations (`POST /v1/types`: the daemon's code generation) and how
+/// their names map back to servers and tools.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Declarations {
+    /// The declaration file's text (TypeScript, `.d.ts`).
+    pub text: String,
+    /// One entry per declared tool function, in the order of the text.
+    pub names: Vec<NameMapping>,
+}
+
+/// Where one declared function comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NameMapping {
+    /// The server's configured name.
+    pub server: String,
+    /// The tool's name, as the server lists it.
+    pub tool: String,
+    /// The namespace declared for the server (a global identifier).
+    pub namespace: String,
+    /// The function declared for the tool inside that namespace.
+    pub function: String,
+    /// Whether the tool has an `outputSchema`: then the function's promise resolves to the
+    /// result's `structuredContent` (typed from the schema); otherwise to the whole
+    /// `CallToolResult`.
+    pub structured: bool,
+}
+
+/// An error as the daemon answers it: its kind's HTTP status and the [`ErrorBody`]
+/// (with the `axum` feature, which the daemon's server takes).
+#[cfg(feature = "axum")]
+impl axum::response::IntoResponse for ApiError {
+    fn into_response(self) -> axum::response::Response {
+        use axum::http::StatusCode;
+        let status = StatusCode::from_u16(self.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, axum::Json(ErrorBody { error: self })).into_response()
     }
 }
