@@ -385,7 +385,8 @@ pub async fn restart(d: &Daemon, req: &RestartRequest) -> Result<serde_json::Val
         .ok_or_else(|| ApiError::new(ErrorKind::Usage, "name a server: `mcpx restart <server>`"))?;
     let entry = d.server(&config, name)?;
     policy::check_server(entry)?;
-    let target = d.targets.target(entry).map_err(|mut e| {
+    let target = d.targets.target(entry).map_err(|e| {
+        let mut e = ApiError::from(e);
         // Nothing was stopped: a running instance keeps the settings it started with.
         let key = entry.cache_key();
         if d.pool.instances().iter().any(|i| i.identity.cache_key == key && i.is_alive()) {
@@ -453,7 +454,8 @@ pub async fn refresh(d: &Daemon, req: &RefreshRequest) -> Result<serde_json::Val
                 Ok(true) => Ok(()),
                 Ok(false) => {
                     let lease = d.lease(entry, &req.caller, timeout, &|_| {}).await.map_err(|e| match e {
-                        Failure::Refused(e) | Failure::Checked(e) => e,
+                        Failure::Refused(e) => e.into(),
+                        Failure::Checked(e) => e,
                         Failure::Server(e) => server_error(&entry.name, e),
                     })?;
                     // Listed by the start: a `call`-scoped instance ends here.
@@ -591,6 +593,30 @@ fn unknown_tool(entry: &ServerEntry, tool: &str, cached: Option<&CacheEntry>) ->
         ErrorKind::UnknownTool,
         format!("server `{server}` has no tool `{tool}`;{dym} its tools: {list} (see `mcpx tools {server}`)"),
     )
+}
+
+/// The control API's error for a policy refusal: `config` for a server not trusted
+/// or disabled, `unknown_tool` for a tool left out (exit 2 either way).
+impl From<policy::Refusal> for ApiError {
+    fn from(refusal: policy::Refusal) -> ApiError {
+        let kind = match refusal.why {
+            policy::Why::Untrusted | policy::Why::Disabled => ErrorKind::Config,
+            policy::Why::ToolLeftOut => ErrorKind::UnknownTool,
+        };
+        ApiError::new(kind, refusal.message)
+    }
+}
+
+/// The control API's error for an entry that cannot be made a target: the policy's,
+/// `config`, or `usage`.
+impl From<crate::target::Refusal> for ApiError {
+    fn from(refusal: crate::target::Refusal) -> ApiError {
+        match refusal {
+            crate::target::Refusal::Policy(r) => r.into(),
+            crate::target::Refusal::Config(m) => ApiError::new(ErrorKind::Config, m),
+            crate::target::Refusal::Usage(m) => ApiError::new(ErrorKind::Usage, m),
+        }
+    }
 }
 
 mod offers;

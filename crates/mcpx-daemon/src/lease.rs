@@ -10,19 +10,20 @@ use std::time::Duration;
 
 use mcpx_proto::Message;
 
-use crate::api::{ApiError, Caller};
+use crate::api::Caller;
 use crate::config::ServerEntry;
 use crate::daemon::Daemon;
 use crate::instance::{CallContext, CallError, Instance};
 use crate::pool::{Lease, Target, Wait};
 use crate::scope::PoolKey;
+use crate::target::Refusal;
 
 /// Why a request got no answer from its server.
 #[derive(Debug)]
 pub enum Failure<E> {
     /// The entry cannot be started as it is configured (untrusted, a variable or
     /// secret unset, a malformed URL): [`crate::target::Targets::target`]'s refusal.
-    Refused(ApiError),
+    Refused(Refusal),
     /// The caller's check refused the request.
     Checked(E),
     /// The server could not be started or reached, or the request failed

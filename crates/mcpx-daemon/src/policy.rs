@@ -17,7 +17,6 @@ use mcpx_proto::Message;
 use mcpx_proto::mcp::error_code;
 use serde_json::Value;
 
-use crate::api::{ApiError, ErrorKind};
 use crate::config::{Client, ResolvedConfig, ServerEntry};
 
 /// The servers of `config` that are offered: every one trusted and not `disabled`, in
@@ -38,6 +37,34 @@ pub fn server_offered(entry: &ServerEntry) -> bool {
     server_trusted(entry) && !entry.options.disabled
 }
 
+/// Why the policy refused a server or a tool: its own type, which the control API
+/// turns into an `ApiError` (`config`, or `unknown_tool` for a tool left out) and the
+/// MCP endpoint into a JSON-RPC error ([`rpc_refusal`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// What was refused.
+    pub why: Why,
+    /// One line that names the file that says so and what to do.
+    pub message: String,
+}
+
+/// What a [`Refusal`] refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// A project file's entry the user has not trusted.
+    Untrusted,
+    /// A `disabled` server.
+    Disabled,
+    /// A tool `includeTools`/`excludeTools` leave out.
+    ToolLeftOut,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// Whether `entry` may run: it is not the entry of a project file that the user has not
 /// trusted as written. Nothing of an untrusted entry is expanded or started.
 pub fn server_trusted(entry: &ServerEntry) -> bool {
@@ -47,16 +74,16 @@ pub fn server_trusted(entry: &ServerEntry) -> bool {
 /// Whether `entry` may run ([`server_trusted`]): what every expansion and start asks
 /// first (`Targets::target`).
 ///
-/// Errors: `config`, naming the file and telling an agent to leave the decision to
-/// the user.
-pub fn check_trusted(entry: &ServerEntry) -> Result<(), ApiError> {
+/// Errors: [`Why::Untrusted`], naming the file and telling an agent to leave the
+/// decision to the user.
+pub fn check_trusted(entry: &ServerEntry) -> Result<(), Refusal> {
     if server_trusted(entry) {
         return Ok(());
     }
     let dir = crate::config::project_dir(&entry.source);
-    Err(ApiError::new(
-        ErrorKind::Config,
-        format!(
+    Err(Refusal {
+        why: Why::Untrusted,
+        message: format!(
             "server `{}` is defined in {}, a project file whose entry is not trusted, so it does not run; \
              ask the user to review the file and run `mcpx trust` in {} (this is for the user to decide: \
              do not run `mcpx trust` yourself)",
@@ -64,14 +91,13 @@ pub fn check_trusted(entry: &ServerEntry) -> Result<(), ApiError> {
             entry.source.display(),
             dir.display()
         ),
-    ))
+    })
 }
 
 /// Whether `entry` is offered.
 ///
-/// Errors: `config` when it is not trusted ([`check_trusted`]), or `disabled`, naming
-/// the file that says so.
-pub fn check_server(entry: &ServerEntry) -> Result<(), ApiError> {
+/// Errors: [`check_trusted`]'s, or [`Why::Disabled`], naming the file that says so.
+pub fn check_server(entry: &ServerEntry) -> Result<(), Refusal> {
     check_trusted(entry)?;
     if server_offered(entry) {
         return Ok(());
@@ -83,29 +109,29 @@ pub fn check_server(entry: &ServerEntry) -> Result<(), ApiError> {
         Some(_) => "remove `disabled` from the entry (or from its `mcpx` block)",
         None => "remove `disabled` from its `mcpx` block",
     };
-    Err(ApiError::new(
-        ErrorKind::Config,
-        format!("server `{}` is disabled in {}; {key} to use it", entry.name, entry.source.display()),
-    ))
+    Err(Refusal {
+        why: Why::Disabled,
+        message: format!("server `{}` is disabled in {}; {key} to use it", entry.name, entry.source.display()),
+    })
 }
 
 /// Whether the tool `tool` of `entry` may be called or described.
 ///
-/// Errors: those of [`check_server`]; `unknown_tool` when `includeTools`/`excludeTools`
-/// leave the tool out, naming the file that says so.
-pub fn check_tool(entry: &ServerEntry, tool: &str) -> Result<(), ApiError> {
+/// Errors: those of [`check_server`]; [`Why::ToolLeftOut`] when
+/// `includeTools`/`excludeTools` leave the tool out, naming the file that says so.
+pub fn check_tool(entry: &ServerEntry, tool: &str) -> Result<(), Refusal> {
     check_server(entry)?;
     if tool_offered(entry, tool) {
         return Ok(());
     }
-    Err(ApiError::new(
-        ErrorKind::UnknownTool,
-        format!(
+    Err(Refusal {
+        why: Why::ToolLeftOut,
+        message: format!(
             "tool `{tool}` of server `{}` is excluded by includeTools/excludeTools in {}",
             entry.name,
             entry.source.display()
         ),
-    ))
+    })
 }
 
 /// Whether a listing of `entry`'s tools shows the tool `name`: it is in `includeTools`
@@ -135,7 +161,7 @@ pub fn filter_tools_response(entry: &ServerEntry, response: Message) -> Message 
 
 /// The JSON-RPC error answering request `id` that the policy refused with `refusal`:
 /// -32602 (invalid params), with the message the CLI prints.
-pub fn rpc_refusal(id: &str, refusal: &ApiError) -> Message {
+pub fn rpc_refusal(id: &str, refusal: &Refusal) -> Message {
     Message::error_response(id, error_code::INVALID_PARAMS, &refusal.message)
 }
 
@@ -177,15 +203,17 @@ mod tests {
     #[test]
     fn refusals_have_the_clis_kinds_and_the_rpc_code() {
         let off = entry(ServerOptions { disabled: true, ..ServerOptions::default() });
-        assert_eq!(check_tool(&off, "a").unwrap_err().kind, ErrorKind::Config);
+        let kind = |r: Refusal| crate::api::ApiError::from(r).kind;
+        assert_eq!(check_tool(&off, "a").unwrap_err().why, Why::Disabled);
+        assert_eq!(kind(check_tool(&off, "a").unwrap_err()), crate::api::ErrorKind::Config);
         let untrusted = ServerEntry { trusted: false, ..entry(ServerOptions::default()) };
         let refusal = check_tool(&untrusted, "a").unwrap_err();
-        assert_eq!(refusal.kind, ErrorKind::Config);
+        assert_eq!((refusal.why, kind(refusal.clone())), (Why::Untrusted, crate::api::ErrorKind::Config));
         assert!(refusal.message.contains("do not run `mcpx trust` yourself"), "{}", refusal.message);
         let only_a = entry(ServerOptions { include_tools: Some(vec!["a".into()]), ..ServerOptions::default() });
         assert!(check_tool(&only_a, "a").is_ok());
         let refusal = check_tool(&only_a, "b").unwrap_err();
-        assert_eq!(refusal.kind, ErrorKind::UnknownTool);
+        assert_eq!((refusal.why, kind(refusal.clone())), (Why::ToolLeftOut, crate::api::ErrorKind::UnknownTool));
         let answer: Value = serde_json::from_str(rpc_refusal("3", &refusal).as_str()).unwrap();
         assert_eq!(answer["error"]["code"], -32602);
         assert_eq!(answer["error"]["message"], refusal.message.as_str());

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::api::{ApiError, Caller, ErrorKind};
+use crate::api::Caller;
 use crate::config::{
     CommandNotFound, ExeIdentity, ExpandedOAuth, ExpandedTransport, Secrets, ServerEntry, StoreIn, TransportSpec,
 };
@@ -29,6 +29,35 @@ use mcpx_proto::attach::Identity;
 /// How long a command lookup is reused: a program installed or replaced on `PATH` is
 /// seen within this time.
 pub const RESOLVE_TTL: Duration = Duration::from_secs(2);
+
+/// Why an entry cannot be made a [`Target`]: its own type, which the control API
+/// turns into an `ApiError` (`config`, `usage`) and the MCP endpoint into a
+/// JSON-RPC error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The policy refused it (a project file's entry not trusted).
+    Policy(crate::policy::Refusal),
+    /// Its configuration cannot be expanded or read (an unset variable or secret, an
+    /// unreadable secret store, a malformed URL or header): the message names it.
+    Config(String),
+    /// What was asked does not apply to it (a login to a server without a `url`).
+    Usage(String),
+}
+
+impl From<crate::policy::Refusal> for Refusal {
+    fn from(refusal: crate::policy::Refusal) -> Refusal {
+        Refusal::Policy(refusal)
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Policy(r) => write!(f, "{r}"),
+            Refusal::Config(m) | Refusal::Usage(m) => f.write_str(m),
+        }
+    }
+}
 
 /// Turns configured entries into [`Target`]s and callers into pool keys, for one
 /// daemon (its captured environment).
@@ -169,7 +198,7 @@ impl Targets {
     /// [`Targets::pool_key`].
     ///
     /// Errors: those of [`Targets::target`].
-    pub fn for_caller(&self, entry: &ServerEntry, caller: &Caller) -> Result<(Arc<Target>, PoolKey), ApiError> {
+    pub fn for_caller(&self, entry: &ServerEntry, caller: &Caller) -> Result<(Arc<Target>, PoolKey), Refusal> {
         let target = self.target(entry)?;
         Ok((target, self.pool_key(entry, caller)))
     }
@@ -179,9 +208,9 @@ impl Targets {
     ///
     /// Errors: as [`Targets::target`]: an untrusted entry, an unset variable or secret,
     /// a malformed URL (`config`).
-    pub fn login_parts(&self, entry: &ServerEntry) -> Result<(url::Url, Option<ExpandedOAuth>), ApiError> {
+    pub fn login_parts(&self, entry: &ServerEntry) -> Result<(url::Url, Option<ExpandedOAuth>), Refusal> {
         let url = self.remote_url(entry)?;
-        let config = |e: crate::config::ConfigError| ApiError::new(ErrorKind::Config, e.to_string());
+        let config = |e: crate::config::ConfigError| Refusal::Config(e.to_string());
         Ok((url, entry.expand_oauth(&self.env, &self.secrets()).map_err(config)?))
     }
 
@@ -189,17 +218,14 @@ impl Targets {
     /// block is not).
     ///
     /// Errors: as [`Targets::login_parts`].
-    pub fn remote_url(&self, entry: &ServerEntry) -> Result<url::Url, ApiError> {
+    pub fn remote_url(&self, entry: &ServerEntry) -> Result<url::Url, Refusal> {
         crate::policy::check_trusted(entry)?;
-        let config = |e: crate::config::ConfigError| ApiError::new(ErrorKind::Config, e.to_string());
+        let config = |e: crate::config::ConfigError| Refusal::Config(e.to_string());
         let ExpandedTransport::Remote(remote) = entry.expand(&self.env, &self.secrets()).map_err(config)? else {
-            return Err(ApiError::new(ErrorKind::Usage, format!("server `{}` has no `url`", entry.name)));
+            return Err(Refusal::Usage(format!("server `{}` has no `url`", entry.name)));
         };
         let url = url::Url::parse(&remote.url).map_err(|e| {
-            ApiError::new(
-                ErrorKind::Config,
-                format!("server `{}`: the `url` is not a URL ({e}); fix it in the entry", entry.name),
-            )
+            Refusal::Config(format!("server `{}`: the `url` is not a URL ({e}); fix it in the entry", entry.name))
         })?;
         Ok(url)
     }
@@ -219,7 +245,7 @@ impl Targets {
     /// command was looked up, unless its expansion read a secret or a login or logout
     /// came meanwhile ([`Targets::logins_changed`]: a remote target's context names the
     /// login that covers it).
-    pub fn target(&self, entry: &ServerEntry) -> Result<Arc<Target>, ApiError> {
+    pub fn target(&self, entry: &ServerEntry) -> Result<Arc<Target>, Refusal> {
         let logins = self.logins.load(std::sync::atomic::Ordering::Acquire);
         if let Some((built_from, target, at, seen)) = lock(&self.memo).targets.get(&entry.name) {
             if built_from == entry && at.elapsed() < RESOLVE_TTL && *seen == logins {
@@ -243,11 +269,11 @@ impl Targets {
 
     /// A fresh [`target`](Self::target) of `entry`, expanded with `secrets`, and when its
     /// command was looked up (now, for a remote server).
-    fn build(&self, entry: &ServerEntry, secrets: &dyn Secrets) -> Result<(Target, Instant), ApiError> {
+    fn build(&self, entry: &ServerEntry, secrets: &dyn Secrets) -> Result<(Target, Instant), Refusal> {
         // Nothing of an untrusted project file's entry is expanded, whoever asks.
         crate::policy::check_trusted(entry)?;
         let cache_key = entry.cache_key();
-        let expanded = entry.expand(&self.env, secrets).map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
+        let expanded = entry.expand(&self.env, secrets).map_err(|e| Refusal::Config(e.to_string()))?;
         let context = match &expanded {
             ExpandedTransport::Stdio(s) => {
                 self.context_of(&serde_json::json!(["stdio", cache_key, s.command, s.args, s.env, s.cwd]))
@@ -281,16 +307,11 @@ impl Targets {
                     headers: remote.headers.clone(),
                     kind: remote.kind,
                     max_message_bytes,
-                    oauth: entry
-                        .expand_oauth(&self.env, secrets)
-                        .map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?,
+                    oauth: entry.expand_oauth(&self.env, secrets).map_err(|e| Refusal::Config(e.to_string()))?,
                 };
                 // A malformed URL or header is the configuration's mistake (exit 2).
                 spec.check().map_err(|e| {
-                    ApiError::new(
-                        ErrorKind::Config,
-                        format!("{}: server `{}`: {e}", entry.source.display(), entry.name),
-                    )
+                    Refusal::Config(format!("{}: server `{}`: {e}", entry.source.display(), entry.name))
                 })?;
                 let launch = Ok(Launch::Remote(spec));
                 let target =
@@ -407,7 +428,7 @@ mod tests {
         let TransportSpec::Stdio { env, .. } = &mut secret.transport else { unreachable!() };
         env.insert("TOKEN".into(), "${secret:token}".into());
         let unset = targets.target(&secret).unwrap_err();
-        assert!(unset.message.contains("token"), "{}", unset.message);
+        assert!(matches!(&unset, Refusal::Config(m) if m.contains("token")), "{unset}");
         assert!(!lock(&targets.memo).targets.contains_key("s"), "an expansion that read a secret is not kept");
     }
 }

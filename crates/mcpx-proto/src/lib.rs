@@ -6,6 +6,7 @@
 //! without a process or a socket.
 
 pub mod attach;
+pub mod era;
 pub mod framing;
 pub mod jsonrpc;
 pub mod mcp;

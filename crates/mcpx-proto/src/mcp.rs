@@ -38,4 +38,13 @@ pub mod error_code {
     pub const NO_CALLER: i64 = -32002;
     /// mcpx: the caller the request was routed to cannot answer it (a shell caller and sampling).
     pub const CALLER_CANNOT_ANSWER: i64 = -32003;
+    /// A routing header that disagrees with the body (2026-07-28, Transports,
+    /// "Request headers"); sent with HTTP 400.
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// A request lacking a client capability the server needs (2026-07-28, Basic,
+    /// "Per-request protocol fields"): a modern server's own error.
+    pub const MISSING_CAPABILITY: i64 = -32021;
+    /// A revision the server does not speak, with data `{"supported": [...],
+    /// "requested": "..."}` (2026-07-28, Basic, "Versioning").
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use mcpx_api::client::{Client, Method};
 use mcpx_api::{ApiError, Caller, SearchHit, SearchRequest};
-use mcpx_daemon::mcp::era::{self, Era};
+use mcpx_proto::era::{self, Era};
 use mcpx_proto::mcp::error_code;
 use mcpx_proto::{Message, MessageKind, ParseError};
 use serde_json::{Value, json};

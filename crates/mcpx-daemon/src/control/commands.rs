@@ -44,7 +44,7 @@ pub fn commands(d: &Daemon, req: &CallerRequest) -> Result<Vec<CommandCheck>, Ap
                     Ok(_) => ("found", None),
                     Err(e) => ("not_found", Some(e.clone())),
                 },
-                Err(e) => ("error", Some(e.message)),
+                Err(e) => ("error", Some(e.to_string())),
             }
         };
         checks.push(CommandCheck {

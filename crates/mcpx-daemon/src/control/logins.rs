@@ -124,7 +124,7 @@ pub(super) fn remote_parts(
             format!("server `{}` is not a remote server (it has no `url`); only remote servers {what}", entry.name);
         return Err(ApiError::new(ErrorKind::Usage, message));
     }
-    d.targets.login_parts(entry)
+    d.targets.login_parts(entry).map_err(ApiError::from)
 }
 
 /// The HTTP client of a login or logout: it follows no redirects, as token,

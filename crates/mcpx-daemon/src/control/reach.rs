@@ -104,7 +104,8 @@ pub(super) async fn through_pool(
         forward: false,
     };
     let response = d.ask(ask).await.map_err(|e| match e {
-        Failure::Refused(e) | Failure::Checked(e) => e,
+        Failure::Refused(e) => e.into(),
+        Failure::Checked(e) => e,
         Failure::Server(e) => server_error(server, e),
     })?;
     response_result(&response).map_err(|e| ApiError {
@@ -139,7 +140,8 @@ pub(super) async fn listed(
         ));
     }
     let lease = d.lease(entry, caller, entry.options.start_timeout, &|_| {}).await.map_err(|e| match e {
-        Failure::Refused(e) | Failure::Checked(e) => e,
+        Failure::Refused(e) => e.into(),
+        Failure::Checked(e) => e,
         Failure::Server(e) => server_error(name, e),
     })?;
     let target = lease.target.clone();

@@ -19,14 +19,10 @@ use serde_json::{Value, json};
 
 use super::error::CallError;
 use super::session::ServerSession;
-use crate::mcp::era::{
+use mcpx_proto::era::{
     HEADER_MISMATCH, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION,
-    META_SERVER_INFO, MODERN_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION, is_modern,
+    META_SERVER_INFO, MISSING_CAPABILITY, MODERN_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION, is_modern,
 };
-
-/// JSON-RPC error of a request lacking a client capability the server needs
-/// (2026-07-28, Basic, "Per-request protocol fields"): a modern server's own error.
-pub const MISSING_CAPABILITY: i64 = -32021;
 
 /// How long an unknown server has to answer the `server/discover` probe before mcpx
 /// falls back to `initialize` (`discoverTimeout` is not configurable: a modern server
@@ -223,7 +219,7 @@ pub fn judge(outcome: Result<Message, CallError>) -> Probe {
             Probe::Failed(CallError::Protocol(format!(
                 "the server speaks only MCP {}, and mcpx speaks {}: use a version of the server that supports one of them",
                 supported.join(", "),
-                crate::mcp::era::all_versions().join(", ")
+                mcpx_proto::era::all_versions().join(", ")
             )))
         }
         Err(e) if e.code == HEADER_MISMATCH || e.code == MISSING_CAPABILITY => Probe::Failed(CallError::Protocol(

@@ -33,8 +33,8 @@ use super::Instance;
 use super::era::{self, Era};
 use super::error::CallError;
 use super::listen_streams::{Acknowledged, Heard};
-use crate::mcp::era::META_SUBSCRIPTION_ID as SUBSCRIPTION_ID;
 use crate::transport::Outbound;
+use mcpx_proto::era::META_SUBSCRIPTION_ID as SUBSCRIPTION_ID;
 
 /// The `SubscriptionFilter` keys of the `list_changed` kinds, and the server
 /// capability each needs (`listChanged` of `tools`, `resources`, `prompts`).

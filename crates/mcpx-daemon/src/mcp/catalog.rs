@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::api::ApiError;
 use crate::config::{ResolvedConfig, ServerEntry};
 use crate::daemon::Daemon;
 use crate::mcp::sessions::ClientSession;
@@ -48,16 +47,15 @@ pub(crate) fn config(d: &Daemon, session: &ClientSession) -> Result<Arc<Resolved
 /// Errors (-32602): no such server (the CLI's `unknown_server` message), or a
 /// disabled one ([`policy::check_server`]'s message).
 pub(crate) fn entry<'a>(d: &Daemon, config: &'a ResolvedConfig, name: &str) -> Result<&'a ServerEntry, (i64, String)> {
-    let refused = |e: ApiError| (error_code::INVALID_PARAMS, e.message);
-    let entry = d.server(config, name).map_err(refused)?;
-    policy::check_server(entry).map_err(refused)?;
+    let entry = d.server(config, name).map_err(|e| (error_code::INVALID_PARAMS, e.message))?;
+    policy::check_server(entry).map_err(|e| (error_code::INVALID_PARAMS, e.message))?;
     Ok(entry)
 }
 
 /// The policy's refusal of an exposed aggregate name (`<server>__<tool>`) that no
 /// listing gave: the server it names is disabled, or the tool is left out by
 /// `includeTools`/`excludeTools`. `None` when the name is simply unknown.
-pub(crate) fn refused_name(d: &Daemon, session: &ClientSession, exposed: &str) -> Option<ApiError> {
+pub(crate) fn refused_name(d: &Daemon, session: &ClientSession, exposed: &str) -> Option<policy::Refusal> {
     let config = config(d, session).ok()?;
     // The longest configured name followed by the separator, as `mcpx call` splits.
     let (entry, tool) = config

@@ -8,7 +8,7 @@ use mcpx_proto::Message;
 use mcpx_proto::mcp::error_code;
 use serde_json::{Value, json};
 
-use crate::api::{ApiError, CallRequest, CallerRequest, ListRequest, SearchRequest};
+use crate::api::{CallRequest, CallerRequest, ListRequest, SearchRequest};
 use crate::control;
 use crate::daemon::Daemon;
 use crate::mcp::catalog::{config, listed, servers};
@@ -110,7 +110,7 @@ pub(crate) async fn answer(
 /// The policy's refusal of `server`, or of its `tool` when one is named, with the
 /// CLI's message; `None` when the policy allows it, or when no such server is
 /// configured (the handler answering says so).
-fn refusal(d: &Daemon, session: &ClientSession, server: &str, tool: Option<&str>) -> Option<ApiError> {
+fn refusal(d: &Daemon, session: &ClientSession, server: &str, tool: Option<&str>) -> Option<policy::Refusal> {
     let config = config(d, session).ok()?;
     let entry = config.get(server)?;
     match tool {

@@ -134,7 +134,7 @@ pub(crate) fn entry_of(d: &Daemon, session: &ClientSession, id: &str, server: &s
 /// The JSON-RPC answer to request `id` for a request to `server` that got no answer.
 pub(crate) fn failure(id: &str, server: &str, failure: Failure<Refusal>) -> Message {
     match failure {
-        Failure::Refused(e) => Message::error_response(id, error_code::INTERNAL_ERROR, &e.message),
+        Failure::Refused(e) => Message::error_response(id, error_code::INTERNAL_ERROR, &e.to_string()),
         Failure::Checked(refusal) => *refusal,
         Failure::Server(e) => Message::error_response(id, error_code::INTERNAL_ERROR, &e.of_server(server)),
     }

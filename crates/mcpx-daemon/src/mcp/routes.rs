@@ -260,7 +260,7 @@ pub(crate) async fn handle_post(
     // A request of the 2026-07-28 era carries no session (Transports, "Streamable HTTP").
     if !batch && first.kind() == MessageKind::Request && session_id(&headers).is_none() {
         let body: Value = serde_json::from_str(first.as_str()).unwrap_or_default();
-        match era::of(&body, Some(&headers)) {
+        match era::of_request(&body, Some(&headers)) {
             Era::Modern(modern) => {
                 let request = messages.into_iter().next().unwrap_or_else(|| Message::request("null", "", None));
                 return modern_request(&e, server, tcp, &headers, request, &body, modern).await;
@@ -396,7 +396,7 @@ async fn listen_stream(
 ) -> Response {
     let id = request.id().unwrap_or("null").to_owned();
     let body: Value = serde_json::from_str(request.as_str()).unwrap_or_default();
-    if let Err(mismatch) = era::check_headers(headers, &body, era::LATEST_MODERN) {
+    if let Err(mismatch) = era::check_request_headers(headers, &body, era::LATEST_MODERN) {
         let refusal = Message::error_response(&id, era::HEADER_MISMATCH, &mismatch);
         return json_response(StatusCode::BAD_REQUEST, refusal.into_string(), None);
     }
@@ -452,7 +452,7 @@ async fn modern_request(
 ) -> Response {
     let d = &e.daemon;
     let id = request.id().unwrap_or("null").to_owned();
-    if let Err(message) = era::check_headers(headers, body, &modern.version) {
+    if let Err(message) = era::check_request_headers(headers, body, &modern.version) {
         let refusal = Message::error_response(&id, era::HEADER_MISMATCH, &message);
         return json_response(StatusCode::BAD_REQUEST, refusal.into_string(), None);
     }

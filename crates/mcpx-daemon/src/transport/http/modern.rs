@@ -15,8 +15,8 @@ use serde_json::Value;
 use tokio::task::{self, AbortHandle};
 
 use super::session::{Remote, Sink, header};
-use crate::mcp::era;
 use crate::transport::link::{Inbound, TransportError};
+use mcpx_proto::era;
 
 /// The routing headers of `m` when it is a modern request (its `_meta` names a
 /// modern revision); `None` for anything else.
