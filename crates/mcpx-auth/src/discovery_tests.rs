@@ -1,3 +1,6 @@
+//! The discovery's tests: protected resource and authorization server metadata found,
+//! checked and refused (another origin, plain HTTP), against an in-process endpoint.
+
 use std::collections::HashMap;
 use std::sync::Mutex;
 

@@ -1,3 +1,6 @@
+//! The configuration's tests: files in each dialect read, merged and resolved, trust,
+//! expansion and the errors' messages, on real files in temporary directories.
+
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -57,6 +57,5 @@ mod status;
 mod supervisor;
 mod tcp;
 mod terminal;
-mod tidy;
 mod trust;
 mod upstream_era;

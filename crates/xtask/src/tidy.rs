@@ -1,14 +1,21 @@
-//! The tidy tests: they read the workspace's source and fail when an architecture
+//! The tidy checks: they read the workspace's source and report where an architecture
 //! invariant that can be seen there breaks (ARCHITECTURE.md, "Invariants that hold
-//! across crates"), or when `docs/security.md` names a test that does not exist. Each check prints every violation with its file and line, and says
-//! how to fix it. They start no process and open no socket.
+//! across crates"), where ARCHITECTURE.md no longer says what the tree holds, or when
+//! `docs/security.md` names a test that does not exist. Each finding lists every
+//! violation with its file and line, and says how to fix it. They build nothing of
+//! the product, start no process and open no socket: `cargo xtask tidy` runs them
+//! all, and `cargo test -p xtask` runs each as a test.
 //!
 //! Test code is outside every check but the `/proc` one: `#[cfg(test)]` and
 //! `#[cfg(feature = "test-hooks")]` code, `#[test]` functions, files reached only
-//! through them (`tests.rs`), the integration tests, and the fake server.
+//! through them (`tests.rs`), the integration tests, and the fake server. Bans that
+//! clippy can express (`Command::new` outside the one spawn function) are clippy's
+//! `disallowed-methods`, in `clippy.toml`.
 
-mod graph;
-mod source;
+pub mod graph;
+pub mod source;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -22,23 +29,57 @@ const FAKE_SERVER: &str = "mcpx-fake-server";
 /// How many elementary cycles are printed per circle.
 const CYCLES_SHOWN: usize = 12;
 
-fn workspace() -> &'static Workspace {
-    static WS: std::sync::OnceLock<Workspace> = std::sync::OnceLock::new();
-    WS.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
-        Workspace::load(&root)
-    })
+/// The repository's root, where `crates/`, `docs/` and `ARCHITECTURE.md` are.
+pub fn root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap_or_else(|_| ".".into())
 }
 
-/// Fails with every violation of one invariant, and what to do about it.
-#[track_caller]
-fn report(invariant: &str, violations: &[String], fix: &str) {
-    assert!(
-        violations.is_empty(),
-        "Architecture invariant broken: {invariant}\n\n{}\n\n{fix}\n",
-        violations.join("\n")
-    );
+/// The repository's sources, read once.
+pub fn workspace() -> &'static Workspace {
+    static WS: std::sync::OnceLock<Workspace> = std::sync::OnceLock::new();
+    WS.get_or_init(|| Workspace::load(&root()))
 }
+
+/// What one check found: the invariant, every violation (empty: it holds), and what to
+/// do about them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The invariant, one line.
+    pub invariant: String,
+    /// Each violation, with its file and line.
+    pub violations: Vec<String>,
+    /// How to fix a violation.
+    pub fix: String,
+}
+
+impl Finding {
+    fn new(invariant: &str, violations: Vec<String>, fix: impl Into<String>) -> Finding {
+        Finding { invariant: invariant.to_owned(), violations, fix: fix.into() }
+    }
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Architecture invariant broken: {}\n\n{}\n\n{}\n", self.invariant, self.violations.join("\n"), self.fix)
+    }
+}
+
+/// A check: its name and what it finds in a workspace.
+pub type Check = (&'static str, fn(&Workspace) -> Finding);
+
+/// Every check, in order.
+pub const CHECKS: [Check; 10] = [
+    ("no_import_circles_between_modules", no_import_circles_between_modules),
+    ("only_the_platform_crate_reads_proc", only_the_platform_crate_reads_proc),
+    ("nothing_above_transport_names_a_transports_own_type", nothing_above_transport_names_a_transports_own_type),
+    ("persisted_files_are_written_only_through_write_atomic", persisted_files_are_written_only_through_write_atomic),
+    ("every_test_docs_security_names_exists", every_test_docs_security_names_exists),
+    ("only_the_policy_point_reads_disabled_and_the_tool_filters", only_the_policy_point_reads_disabled_and_the_tool_filters),
+    ("every_source_file_is_named_in_the_architecture", every_source_file_is_named_in_the_architecture),
+    ("no_file_is_over_700_lines_outside_tests", no_file_is_over_700_lines_outside_tests),
+    ("transport_and_instance_never_import_the_endpoint", transport_and_instance_never_import_the_endpoint),
+    ("the_architecture_names_no_file_that_is_gone", the_architecture_names_no_file_that_is_gone),
+];
 
 /// Production files of crates other than the fake server.
 fn product(ws: &Workspace) -> impl Iterator<Item = &SourceFile> {
@@ -48,9 +89,7 @@ fn product(ws: &Workspace) -> impl Iterator<Item = &SourceFile> {
 /// Check 1: no module of any crate but the fake server imports another that imports
 /// it back, directly or around a circle. A module is a file; an edge goes from A to B
 /// when A's production code names a path into B, child to parent included.
-#[test]
-fn no_import_circles_between_modules() {
-    let ws = workspace();
+pub fn no_import_circles_between_modules(ws: &Workspace) -> Finding {
     let mut violations = Vec::new();
     for tree in ws.crates.iter().filter(|t| t.name != FAKE_SERVER) {
         let edges = tree.edges(ws);
@@ -68,22 +107,21 @@ fn no_import_circles_between_modules() {
             }
         }
     }
-    report(
+    Finding::new(
         "no two modules import each other, directly or around a circle",
-        &violations,
+        violations,
         "To break a circle, move what both sides need into a module of its own that imports neither \
          (or pass it in: a parameter, a trait the caller implements), so every import points one way. \
          A child module must not reach back into its parent's items while the parent uses the child: \
          give those items a module of their own.",
-    );
+    )
 }
 
 /// Check 2: the string `/proc` appears in no source file outside `mcpx-platform`; the
-/// integration tests may read `/proc` to check processes from the outside.
-#[test]
-fn only_the_platform_crate_reads_proc() {
-    let ws = workspace();
-    let allowed = ["crates/mcpx-platform/", "crates/mcpx/tests/"];
+/// integration tests may read `/proc` to check processes from the outside, and this
+/// check names it.
+pub fn only_the_platform_crate_reads_proc(ws: &Workspace) -> Finding {
+    let allowed = ["crates/mcpx-platform/", "crates/mcpx/tests/", "crates/xtask/"];
     let violations: Vec<String> = ws
         .files
         .iter()
@@ -96,12 +134,12 @@ fn only_the_platform_crate_reads_proc() {
                 .map(move |(n, line)| format!("{}:{}: {}", f.rel, n + 1, line.trim()))
         })
         .collect();
-    report(
+    Finding::new(
         "nothing outside mcpx-platform reads /proc",
-        &violations,
+        violations,
         "Ask mcpx-platform for the fact instead (process_start_time, liveness, boot_id, ...), \
          adding a function there, with its macOS counterpart, when the fact is new.",
-    );
+    )
 }
 
 /// The names of the transports' own types and functions, which nothing above
@@ -122,9 +160,7 @@ const TRANSPORT_OWN: [&str; 10] = [
 /// Check 3: nothing above `transport/` names a transport's own module or type. The
 /// daemon library outside `transport/` and the binary (whose daemon process builds the
 /// launchers with `Launchers::new`) see only what `transport/mod.rs` offers.
-#[test]
-fn nothing_above_transport_names_a_transports_own_type() {
-    let ws = workspace();
+pub fn nothing_above_transport_names_a_transports_own_type(ws: &Workspace) -> Finding {
     let daemon = ws.crates.iter().find(|t| t.name == "mcpx-daemon").expect("the mcpx-daemon crate");
     let transports: BTreeSet<&str> =
         daemon.modules.keys().filter(|m| m.len() == 2 && m[0] == "transport").map(|m| m[1].as_str()).collect();
@@ -157,16 +193,16 @@ fn nothing_above_transport_names_a_transports_own_type() {
     found.sort();
     found.dedup();
     let violations: Vec<String> = found.iter().map(|(rel, n, what)| format!("{rel}:{n}: names `{what}`")).collect();
-    report(
+    Finding::new(
         "nothing above transport/ names a transport's own type",
-        &violations,
+        violations,
         &format!(
             "Outside crates/mcpx-daemon/src/transport/, use only what transport/mod.rs offers (the Link, \
              the Launcher trait, the transport error); move what a caller needs behind that interface. \
              The binary builds the launchers with Launchers::new. The transports: {transports:?}; their own names: \
              {TRANSPORT_OWN:?}."
         ),
-    );
+    )
 }
 
 /// Writes that do not go through `write_atomic`, each allowed in files under a path
@@ -225,9 +261,7 @@ const WRITE_ATOMIC: &str = "crates/mcpx-platform/src/fs.rs";
 /// truncates, `tracing_appender::rolling` (it opens its file by path), or
 /// `Dir::open_file` (a write that cannot be atomic), outside `fs.rs`, test code and the
 /// allowed writes above.
-#[test]
-fn persisted_files_are_written_only_through_write_atomic() {
-    let ws = workspace();
+pub fn persisted_files_are_written_only_through_write_atomic(ws: &Workspace) -> Finding {
     let mut violations = Vec::new();
     for f in product(ws).filter(|f| f.rel != WRITE_ATOMIC) {
         let tokens = &f.facts.tokens;
@@ -279,49 +313,22 @@ fn persisted_files_are_written_only_through_write_atomic() {
             }
         }
     }
-    report(
+    Finding::new(
         "persisted files are written only through mcpx_platform::fs::write_atomic",
-        &violations,
+        violations,
         "Write the file with mcpx_platform::fs::write_atomic(dir, name, bytes, mode) (a temporary file, fsync, \
          renameat in the checked directory), so a crash never leaves half a file and no link is followed. \
          A write that stores nothing, only appends to a log, or holds a lock uses Dir::open_file and goes \
-         into WRITES_ALLOWED in crates/mcpx/tests/it/tidy.rs, with its reason.",
-    );
+         into WRITES_ALLOWED in crates/xtask/src/tidy.rs, with its reason.",
+    )
 }
 
-/// The one place that builds processes.
-const SPAWN: &str = "crates/mcpx-platform/src/process.rs";
-
-/// Check 5: `Command::new` appears only in `mcpx_platform::process` and in test code
-/// (`clippy.toml` forbids it elsewhere; this makes it visible in the suite).
-#[test]
-fn every_process_is_built_by_the_one_spawn_function() {
-    let ws = workspace();
-    let violations: Vec<String> = product(ws)
-        .filter(|f| f.rel != SPAWN)
-        .flat_map(|f| {
-            let tokens = &f.facts.tokens;
-            (0..tokens.len())
-                .filter(|&k| path3(tokens, k) == Some(("Command", "new")))
-                .map(|k| format!("{}: Command::new", f.place(tokens[k].at)))
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    report(
-        "every process is built by mcpx_platform::process::command",
-        &violations,
-        "Describe the process with a mcpx_platform::process::SpawnSpec and build it with \
-         mcpx_platform::process::command (or spawn), which clears the environment and detaches as asked.",
-    );
-}
-
-/// Check 6: every test `docs/security.md` names exists. The last cell of each table
+/// Check 5: every test `docs/security.md` names exists. The last cell of each table
 /// row there names tests: `module::test` for `crates/mcpx/tests/it/<module>.rs`, or
 /// `<crate path>.rs::test` for a file under `crates/`.
-#[test]
-fn every_test_docs_security_names_exists() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let doc = std::fs::read_to_string(root.join("docs/security.md")).unwrap();
+pub fn every_test_docs_security_names_exists(ws: &Workspace) -> Finding {
+    let root = &ws.root;
+    let doc = std::fs::read_to_string(root.join("docs/security.md")).unwrap_or_default();
     let mut named = 0;
     let mut violations = Vec::new();
     for (i, line) in doc.lines().enumerate() {
@@ -340,13 +347,15 @@ fn every_test_docs_security_names_exists() {
             }
         }
     }
-    assert!(named >= 10, "docs/security.md names only {named} tests: is its table format still `| ... | test |`?");
-    report(
+    if named < 10 {
+        violations.push(format!("docs/security.md names only {named} tests: is its table format still `| ... | test |`?"));
+    }
+    Finding::new(
         "every test docs/security.md names exists",
-        &violations,
+        violations,
         "Name the test as it is (`module::test` for crates/mcpx/tests/it/<module>.rs, `<crate path>.rs::test` \
          otherwise), or restore the test the row relies on.",
-    );
+    )
 }
 
 /// Where the daemon reads the options that decide what a configuration offers: the
@@ -357,13 +366,11 @@ const POLICY_READERS: [&str; 2] = ["crates/mcpx-daemon/src/policy.rs", "crates/m
 /// and whether a project file's entry is trusted.
 const POLICY_OPTIONS: [&str; 5] = ["disabled", "include_tools", "exclude_tools", "tool_allowed", "trusted"];
 
-/// Check 7: trust, `disabled` and `includeTools`/`excludeTools` are read in one place,
+/// Check 6: trust, `disabled` and `includeTools`/`excludeTools` are read in one place,
 /// `mcpx_daemon::policy`, which every path that lists or reaches a server asks: no
 /// other production code reads `.trusted`, `.disabled`, `.include_tools`, `.exclude_tools` or
 /// calls `.tool_allowed`.
-#[test]
-fn only_the_policy_point_reads_disabled_and_the_tool_filters() {
-    let ws = workspace();
+pub fn only_the_policy_point_reads_disabled_and_the_tool_filters(ws: &Workspace) -> Finding {
     let violations: Vec<String> = product(ws)
         .filter(|f| !POLICY_READERS.iter().any(|r| f.rel.starts_with(r)))
         .flat_map(|f| {
@@ -380,13 +387,13 @@ fn only_the_policy_point_reads_disabled_and_the_tool_filters() {
                 .collect::<Vec<_>>()
         })
         .collect();
-    report(
+    Finding::new(
         "only mcpx_daemon::policy reads `trusted`, `disabled`, `includeTools` and `excludeTools`",
-        &violations,
+        violations,
         "Ask mcpx_daemon::policy instead (offered, server_offered, server_trusted, tool_offered, check_trusted, \
          check_server, check_tool), so \
          every path refuses and filters the same way.",
-    );
+    )
 }
 
 /// The two names of `a::b` at token `k`, if there is such a path there.
@@ -417,91 +424,126 @@ fn statement_end(tokens: &[Token], k: usize) -> usize {
     tokens.len()
 }
 
-/// The tidy machinery itself, on small made-up sources.
-mod tests {
-    use super::graph::{Workspace, circles};
-    use super::source::{Tok, facts, lex};
-    use std::collections::BTreeSet;
 
-    fn strings(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| (*s).to_owned()).collect()
+/// The words of `text` set in backticks that may be file paths: each backticked span
+/// cut at anything that cannot be in a path (`control/reach.rs::through_pool` gives
+/// `control/reach.rs` and `through_pool`).
+fn backticked_words(text: &str) -> BTreeSet<&str> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .flat_map(|span| span.split(|c: char| !(c.is_ascii_alphanumeric() || "_./-".contains(c))))
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// A source file's crate and its path inside the crate's `src/`, for a file under
+/// `crates/<crate>/src/`.
+fn in_src(rel: &str) -> Option<(&str, &str)> {
+    rel.strip_prefix("crates/")?.split_once("/src/")
+}
+
+/// The names ARCHITECTURE.md may give `rel`: its path from `crates/`, and its path in
+/// its crate's `src/` when no other crate has a file there (`pool.rs`,
+/// `control/reach.rs`; a `lib.rs` or a `tests.rs` needs its crate: `mcpx-api/src/lib.rs`).
+fn names_of(ws: &Workspace, rel: &str) -> Vec<String> {
+    let Some((krate, inner)) = in_src(rel) else { return Vec::new() };
+    let mut names = vec![format!("{krate}/src/{inner}"), format!("crates/{krate}/src/{inner}")];
+    let shared = ws.files.iter().filter(|f| in_src(&f.rel).is_some_and(|(_, i)| i == inner)).count() > 1;
+    if !shared {
+        names.push(inner.to_owned());
     }
+    names
+}
 
-    #[test]
-    fn comments_and_literals_are_not_code() {
-        let text = r####"let a = "crate::x::Y"; // crate::x::Z
-            /* crate::x::W /* nested */ */ let b = r#"crate::x::V"#; let c = '"'; fn f<'a>(x: &'a str) {}
-            let d = b"crate::x::U"; let e = crate::x::T;"####;
-        let paths = facts(text).paths;
-        assert_eq!(paths.len(), 1, "{paths:?}");
-        assert_eq!(paths[0].segs, strings(&["crate", "x", "T"]));
-        assert_eq!(lex("r#type").first().map(|t| t.kind.clone()), Some(Tok::Ident("type".to_owned())));
-    }
+/// Check 7: every source file (`crates/<crate>/src/**.rs`) is named in ARCHITECTURE.md,
+/// in backticks, by its path in its crate's `src/` (`pool.rs`, `control/reach.rs`) or,
+/// when another crate has a file at that path, from `crates/` (`mcpx-api/src/lib.rs`).
+pub fn every_source_file_is_named_in_the_architecture(ws: &Workspace) -> Finding {
+    let words = backticked_words(&ws.architecture);
+    let violations: Vec<String> = ws
+        .files
+        .iter()
+        .filter(|f| in_src(&f.rel).is_some())
+        .filter(|f| !names_of(ws, &f.rel).iter().any(|n| words.contains(n.as_str())))
+        .map(|f| format!("{}: not named in ARCHITECTURE.md (as `{}`)", f.rel, names_of(ws, &f.rel).join("` or `")))
+        .collect();
+    Finding::new(
+        "ARCHITECTURE.md names every source file",
+        violations,
+        "Say in ARCHITECTURE.md, in a line, what the file is for, naming it in backticks as shown; \
+         or remove the file if nothing needs it.",
+    )
+}
 
-    #[test]
-    fn test_only_code_is_left_out_and_use_trees_are_expanded() {
-        let text = r#"
-            use crate::a::{b::{self, C}, d as e, *};
-            #[cfg(test)] mod tests { use crate::t::X; }
-            #[cfg(all(test, unix))] use crate::t::Y;
-            #[cfg(feature = "test-hooks")] let hook = crate::t::Z;
-            #[cfg(not(test))] use crate::kept::W;
-            #[cfg(test)] mod more;
-            mod child;
-            mod inline { use super::super::up::V; }
-        "#;
-        let f = facts(text);
-        let uses: Vec<(Vec<String>, Option<String>)> =
-            f.uses.iter().map(|u| (u.segs.clone(), u.binds.clone())).collect();
-        let bound = |p: &[&str], b: Option<&str>| (strings(p), b.map(str::to_owned));
-        assert_eq!(
-            uses,
-            [
-                bound(&["crate", "a", "b"], Some("b")),
-                bound(&["crate", "a", "b", "C"], Some("C")),
-                bound(&["crate", "a", "d"], Some("e")),
-                bound(&["crate", "a", "*"], None),
-                bound(&["crate", "kept", "W"], Some("W")),
-                bound(&["super", "super", "up", "V"], Some("V")),
-            ]
-        );
-        assert_eq!(f.uses[5].scope, strings(&["inline"]));
-        let mods: Vec<(&str, bool)> = f.mods.iter().map(|m| (m.name.as_str(), m.inline)).collect();
-        assert_eq!(mods, [("child", false), ("inline", true)]);
-        assert!(f.paths.iter().all(|p| p.segs[1] != "t"), "{:?}", f.paths);
-    }
+/// Check 10: every `.rs` path ARCHITECTURE.md names in backticks is a file of the
+/// tree (by one of the names check 7 accepts), so it names none that was moved or removed.
+pub fn the_architecture_names_no_file_that_is_gone(ws: &Workspace) -> Finding {
+    let known: BTreeSet<String> = ws.files.iter().flat_map(|f| names_of(ws, &f.rel)).collect();
+    let suffixes: Vec<&str> = ws.files.iter().map(|f| f.rel.as_str()).collect();
+    let violations: Vec<String> = backticked_words(&ws.architecture)
+        .into_iter()
+        .filter(|w| w.ends_with(".rs") && w.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !known.contains(*w) && !suffixes.iter().any(|rel| rel.ends_with(&format!("/{w}"))))
+        .map(|w| format!("ARCHITECTURE.md: `{w}`: no such file"))
+        .collect();
+    Finding::new(
+        "ARCHITECTURE.md names no file that is gone",
+        violations,
+        "Name the file where it is now, or take out what the document says of it.",
+    )
+}
 
-    #[test]
-    fn circles_are_found_through_parents_and_re_exports() {
-        let ws = Workspace::from_files(
-            [
-                ("crates/c/src/lib.rs", "mod a; mod b; mod leaf; pub use a::Thing;"),
-                ("crates/c/src/a.rs", "pub struct Thing; fn f() { crate::b::g(); crate::leaf::h(); }"),
-                ("crates/c/src/b.rs", "mod inner; use crate::Thing; pub fn g() {}"),
-                ("crates/c/src/b/inner.rs", "fn k() { super::g(); }"),
-                ("crates/c/src/leaf.rs", "pub fn h() {}"),
-                ("crates/c/src/tests.rs", "use crate::a::Thing;"),
-            ]
+/// The most lines a source file may have outside its test-only items.
+pub const MAX_LINES: usize = 700;
+
+/// Check 8: no source file has over [`MAX_LINES`] lines outside its test-only items
+/// (`#[cfg(test)] mod tests { … }`, `#[test]` functions); files that are test code
+/// alone (`tests.rs`) are not counted.
+pub fn no_file_is_over_700_lines_outside_tests(ws: &Workspace) -> Finding {
+    let mut violations = Vec::new();
+    for f in ws.files.iter().filter(|f| !f.test && in_src(&f.rel).is_some()) {
+        let total = f.text.lines().count();
+        let in_tests: usize = f
+            .facts
+            .test_items
             .iter()
-            .map(|(p, t)| ((*p).to_owned(), (*t).to_owned()))
-            .collect(),
-        );
-        let tree = &ws.crates[0];
-        let edges: BTreeSet<(String, String)> =
-            tree.edges(&ws).keys().map(|(a, b)| (tree.short(&ws, a), tree.short(&ws, b))).collect();
-        let edge = |a: &str, b: &str| (a.to_owned(), b.to_owned());
-        let expected = [
-            edge("lib.rs", "a.rs"),
-            edge("a.rs", "b.rs"),
-            edge("a.rs", "leaf.rs"),
-            edge("b.rs", "a.rs"),
-            edge("b/inner.rs", "b.rs"),
-        ];
-        assert_eq!(edges, expected.into_iter().collect());
-        assert!(ws.file("crates/c/src/tests.rs").unwrap().test);
-        let found = circles(&edges, 10);
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].0, ["a.rs", "b.rs"]);
-        assert_eq!(found[0].1, [vec!["a.rs", "b.rs", "a.rs"]]);
+            .map(|r| source::line_of(&f.text, r.end) - source::line_of(&f.text, r.start) + 1)
+            .sum();
+        let lines = total.saturating_sub(in_tests);
+        if lines > MAX_LINES {
+            violations.push(format!("{}: {lines} lines outside its tests", f.rel));
+        }
     }
+    Finding::new(
+        &format!("no file is over {MAX_LINES} lines outside its tests"),
+        violations,
+        "Split the file along a seam it already has: a type and its methods, or a step of what it does, \
+         into a module of its own (a child module when only this file uses it).",
+    )
+}
+
+/// Check 9: nothing under the daemon's `transport/` or `instance/` (nor their
+/// `transport.rs` and `instance.rs`) names a path into `mcp/`, the MCP endpoint built
+/// on them: what both need (the protocol's facts) lives in `mcpx-proto`.
+pub fn transport_and_instance_never_import_the_endpoint(ws: &Workspace) -> Finding {
+    let below = |rel: &str| {
+        ["transport", "instance"].iter().any(|m| {
+            rel == format!("crates/mcpx-daemon/src/{m}.rs") || rel.starts_with(&format!("crates/mcpx-daemon/src/{m}/"))
+        })
+    };
+    let mut violations = Vec::new();
+    for f in product(ws).filter(|f| below(&f.rel)) {
+        for r in f.facts.uses.iter().chain(&f.facts.paths) {
+            if r.segs.len() >= 2 && r.segs[0] == "crate" && r.segs[1] == "mcp" {
+                violations.push(format!("{}: names `{}`", f.place(r.at), r.segs.join("::")));
+            }
+        }
+    }
+    Finding::new(
+        "transport/ and instance/ never import mcp/",
+        violations,
+        "Move what both need into mcpx-proto (a protocol fact) or into the module below both, \
+         and import it from there.",
+    )
 }

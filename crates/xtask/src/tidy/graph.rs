@@ -13,10 +13,14 @@ pub type ModPath = Vec<String>;
 
 /// Every Rust file under `crates/`, and the crates' module trees.
 pub struct Workspace {
+    /// The repository's root (`.` for a workspace made of given files).
+    pub root: PathBuf,
     /// The files, in path order.
     pub files: Vec<SourceFile>,
     /// One module tree per crate root (`src/lib.rs`, `src/main.rs`).
     pub crates: Vec<ModTree>,
+    /// `ARCHITECTURE.md`'s text (empty when there is none).
+    pub architecture: String,
 }
 
 /// One Rust file.
@@ -69,7 +73,10 @@ impl Workspace {
             let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
             (p.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/"), text)
         });
-        Workspace::from_files(files.collect())
+        let mut ws = Workspace::from_files(files.collect());
+        ws.root = root.to_owned();
+        ws.architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap_or_default();
+        ws
     }
 
     /// The workspace of these files: (path from the repository root, text).
@@ -96,10 +103,11 @@ impl Workspace {
             tree.add(&mut files, &by_rel, Vec::new(), index);
             crates.push(tree);
         }
-        Workspace { files, crates }
+        Workspace { root: PathBuf::from("."), files, crates, architecture: String::new() }
     }
 
     /// The file at `rel`, if it exists.
+    #[cfg(test)]
     pub fn file(&self, rel: &str) -> Option<&SourceFile> {
         self.files.iter().find(|f| f.rel == rel)
     }

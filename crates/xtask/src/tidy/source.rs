@@ -238,6 +238,9 @@ pub struct Facts {
     pub paths: Vec<PathRef>,
     /// The tokens of its production code, in order.
     pub tokens: Vec<Token>,
+    /// The byte ranges of its test-only items (`#[cfg(test)] mod tests { … }`, a
+    /// `#[test]` function), each from its attribute to its end.
+    pub test_items: Vec<std::ops::Range<usize>>,
 }
 
 /// Reads the facts of one file's production code (see the module docs).
@@ -258,7 +261,10 @@ pub fn facts(text: &str) -> Facts {
             }
             if test_only {
                 let in_list = i > 0 && tokens[i - 1].is_punct(",");
+                let start = t.at;
                 i = item_end(&tokens, end, in_list);
+                let until = tokens.get(i.saturating_sub(1)).map_or(text.len(), |last| last.at + 1);
+                f.test_items.push(start..until.max(start));
                 continue;
             }
         }
