@@ -15,12 +15,15 @@
 //! - [`Pool::reap`] stops idle instances (`idleTimeout`; `global` instances with
 //!   `min` ≥ 1 excepted) and those of `pid` keys whose process exited.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
+mod health;
+
+use self::health::Health;
 use crate::config::{ServerEntry, Sharing, TransportSpec};
 use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec, LogBudget, Origin, State};
 use crate::schema::SchemaCache;
@@ -31,14 +34,6 @@ use crate::transport::{Launch, Launcher, Launchers};
 /// How long a `lost` remote instance that no call replaces keeps its `status` row,
 /// as an exited supervisor keeps its record: 10 minutes.
 pub const LOST_ROW_KEEP: Duration = Duration::from_secs(600);
-
-/// Failures within this window count toward `crash-loop`, and this long without one
-/// clears the count.
-const CRASH_WINDOW: Duration = Duration::from_secs(60);
-/// Failures within [`CRASH_WINDOW`] that make a `crash-loop`.
-const CRASH_LOOP: usize = 5;
-/// The longest backoff between restarts.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// One server as a request resolved it: its entry, identity and how to start it.
 #[derive(Debug, Clone)]
@@ -194,45 +189,6 @@ impl Settings {
     }
 }
 
-/// Crash accounting for one fingerprint.
-#[derive(Debug, Default)]
-struct Health {
-    /// When recent failures happened.
-    recent: VecDeque<Instant>,
-    /// Failures since the last 60 s without one.
-    consecutive: u32,
-    last: Option<CallError>,
-    /// 5 failures came within 60 s; stays until 60 s pass without a failure.
-    looping: bool,
-}
-
-impl Health {
-    fn forget_old(&mut self, now: Instant) {
-        // 60 s without a failure clears everything, the crash-loop included.
-        if self.recent.back().is_some_and(|t| now.duration_since(*t) > CRASH_WINDOW) {
-            self.recent.clear();
-            self.consecutive = 0;
-            self.looping = false;
-        }
-        while self.recent.front().is_some_and(|t| now.duration_since(*t) > CRASH_WINDOW) {
-            self.recent.pop_front();
-        }
-    }
-
-    fn crash_loop(&self) -> bool {
-        self.looping
-    }
-
-    /// How long after the last failure the next start may happen: none after the
-    /// first failure, then 1 s doubling to 30 s.
-    fn backoff(&self) -> Duration {
-        match self.consecutive {
-            0 | 1 => Duration::ZERO,
-            n => (Duration::from_secs(1) * 2u32.saturating_pow(n - 2)).min(MAX_BACKOFF),
-        }
-    }
-}
-
 /// All instances of the daemon, by fingerprint and key.
 pub struct Pool {
     launchers: Launchers,
@@ -340,28 +296,16 @@ impl Pool {
     /// Counts a crash or failed start of the server whose cache key (fingerprint as
     /// written) is `fingerprint`.
     pub fn record_crash(&self, fingerprint: &str, error: CallError) {
-        let now = Instant::now();
         let mut health = lock(&self.health);
         let h = health.entry(fingerprint.to_owned()).or_default();
-        h.forget_old(now);
-        h.recent.push_back(now);
-        h.consecutive += 1;
-        h.last = Some(error);
-        if h.recent.len() >= CRASH_LOOP {
-            h.looping = true;
-        }
-        if h.crash_loop() {
-            tracing::warn!(fingerprint, failures = h.recent.len(), "server is in crash-loop");
+        if h.record(error) {
+            tracing::warn!(fingerprint, failures = h.failures(), "server is in crash-loop");
         }
     }
 
     /// Whether `fingerprint` is in `crash-loop` (5 failures within 60 s).
     pub fn in_crash_loop(&self, fingerprint: &str) -> bool {
-        let mut health = lock(&self.health);
-        health.get_mut(fingerprint).is_some_and(|h| {
-            h.forget_old(Instant::now());
-            h.crash_loop()
-        })
+        lock(&self.health).get_mut(fingerprint).is_some_and(Health::in_crash_loop)
     }
 
     /// Clears the crash count of `fingerprint` (`mcpx restart`).
@@ -371,29 +315,7 @@ impl Pool {
 
     /// Fails fast while the server is in `crash-loop` or a restart backoff, with the last error.
     fn check_health(&self, fingerprint: &str, server: &str) -> Result<(), CallError> {
-        let mut health = lock(&self.health);
-        let Some(h) = health.get_mut(fingerprint) else { return Ok(()) };
-        let now = Instant::now();
-        h.forget_old(now);
-        let last = h.last.clone().map(|e| e.to_string()).unwrap_or_default();
-        if h.crash_loop() {
-            return Err(CallError::Launch(format!(
-                "crash-loop: {} failures within {}s, the last: {last}; fix the server, then `mcpx restart {server}`",
-                h.recent.len(),
-                CRASH_WINDOW.as_secs()
-            )));
-        }
-        if let Some(at) = h.recent.back() {
-            let wait = h.backoff().saturating_sub(now.duration_since(*at));
-            if !wait.is_zero() {
-                return Err(CallError::Launch(format!(
-                    "backing off after {} failures; next start in {:.1}s; the last: {last}",
-                    h.consecutive,
-                    wait.as_secs_f64()
-                )));
-            }
-        }
-        Ok(())
+        lock(&self.health).get_mut(fingerprint).map_or(Ok(()), |h| h.check(server))
     }
 
     /// The instance for `target` under `key`, started (and its schema listed) if
@@ -785,17 +707,5 @@ mod tests {
         let lease = waiter.await.unwrap().unwrap();
         assert!(lease.instance.is_alive(), "the waiter got the dead instance");
         assert_eq!(fx.server.count("launch"), 2);
-    }
-
-    #[test]
-    fn backoff_doubles_from_the_second_failure_and_caps() {
-        let mut h = Health::default();
-        let waits: Vec<u64> = (1..=8)
-            .map(|n| {
-                h.consecutive = n;
-                h.backoff().as_secs()
-            })
-            .collect();
-        assert_eq!(waits, [0, 1, 2, 4, 8, 16, 30, 30]);
     }
 }

@@ -8,8 +8,8 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use mcpx_api::client::{Client, Method, connect_or_start};
 use mcpx_api::paths::{Dirs, OpenDirs};
 use mcpx_api::{
-    ApiError, AuthRequest, CallRequest, Caller, CallerRequest, ErrorKind, RefreshRequest, RestartRequest, SearchHit,
-    SearchRequest, ServerRow, Status, StopRequest, UpgradeRequest,
+    ApiError, AuthRequest, Caller, CallerRequest, ErrorKind, RefreshRequest, RestartRequest, SearchHit, SearchRequest,
+    ServerRow, Status, StopRequest, UpgradeRequest,
 };
 
 use crate::output;
@@ -86,7 +86,7 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Call a tool: `mcpx call <server>.<tool> key=value ...`, or with a JSON object (`-`: from stdin).
-    Call(CallArgs),
+    Call(crate::call_stream::CallArgs),
     /// Run a TypeScript or JavaScript file that calls tools as typed async functions, type-checked, in a sandbox.
     Run(crate::code::RunArgs),
     /// Run code (the body of an async function; `-`: from stdin) that calls tools, in a sandbox; print what it returns.
@@ -269,32 +269,6 @@ enum ServiceAction {
         #[arg(long)]
         print: bool,
     },
-}
-
-#[derive(Debug, Args)]
-struct CallArgs {
-    /// `<server>.<tool>`; the tool is what follows the longest configured server name and a dot.
-    target: Option<String>,
-    /// The arguments: `key=value` words (typed by the tool's schema; `key:=JSON`, `key=@FILE`), one JSON object, or `-` to read one from stdin.
-    arguments: Vec<String>,
-    /// The server (with --tool, instead of SERVER.TOOL).
-    #[arg(long)]
-    server: Option<String>,
-    /// The tool (with --server).
-    #[arg(long)]
-    tool: Option<String>,
-    /// Session id for session-scoped servers (else MCPX_SESSION_ID).
-    #[arg(long, env = "MCPX_SESSION_ID")]
-    session: Option<String>,
-    /// Give up after this long (500ms, 30s, 5m; 0 for never); default: the server's callTimeout.
-    #[arg(long, value_name = "DUR")]
-    timeout: Option<String>,
-    /// Never ask at the terminal: the server's questions (elicitation) are declined.
-    #[arg(long)]
-    no_input: bool,
-    /// Save image, audio and blob content into this directory (made when missing) and print the paths.
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
 }
 
 /// Parses the command line, runs the command, prints, and returns the exit status.
@@ -501,7 +475,7 @@ async fn dispatch(client: &Client, command: Command, caller: &Caller, json: bool
             Ok(0)
         }
         Command::Types { servers, out } => crate::types::run(client, caller(), servers, out, json).await,
-        Command::Call(args) => call(client, args, caller(), json).await,
+        Command::Call(args) => crate::call_stream::call(client, args, caller(), json).await,
         Command::Status => {
             let body = client.call(Method::GET, "/v1/status", None::<&()>).await?;
             let status: Status = parse(&body)?;
@@ -552,76 +526,6 @@ async fn dispatch(client: &Client, command: Command, caller: &Caller, json: bool
         }
     }
 }
-
-async fn call(client: &Client, args: CallArgs, caller: Caller, json: bool) -> Result<i32, ApiError> {
-    let (target, server, tool) = match (&args.target, &args.server, &args.tool) {
-        (_, Some(s), Some(t)) => (None, Some(s.clone()), Some(t.clone())),
-        (Some(target), None, None) => (Some(target.clone()), None, None),
-        _ => {
-            return Err(ApiError::new(
-                ErrorKind::Usage,
-                "name the tool: `mcpx call <server>.<tool> [JSON]` or `--server S --tool T`",
-            ));
-        }
-    };
-    // With --server/--tool, every positional is an argument.
-    let mut words = args.arguments.clone();
-    if let (Some(_), Some(first)) = (&args.server, &args.target) {
-        words.insert(0, first.clone());
-    }
-    let input = crate::args::Input::parse(&words, target.as_deref())?;
-    let shown = target.clone().unwrap_or_else(|| {
-        format!("--server {} --tool {}", server.as_deref().unwrap_or_default(), tool.as_deref().unwrap_or_default())
-    });
-    let render = || output::Render::for_call(args.out.clone(), tool.as_deref(), target.as_deref());
-    let timeout_ms = args
-        .timeout
-        .as_deref()
-        .map(|t| {
-            mcpx_daemon::config::units::parse_duration(t).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        })
-        .transpose()
-        .map_err(|e| ApiError::new(ErrorKind::Usage, format!("--timeout: {e} (write it like 500ms, 30s or 5m)")))?;
-    // One request: the daemon types `key=value` pairs by the tool's schema and
-    // checks the arguments, with the usage under the name the user gave.
-    let usage = format!("call {shown}");
-    let arguments = input.for_call()?;
-    let mut req = CallRequest {
-        caller,
-        target: target.clone(),
-        server: server.clone(),
-        tool: tool.clone(),
-        arguments,
-        shown: Some(usage.clone()),
-        timeout_ms,
-        ..CallRequest::default()
-    };
-    if let Some(session) = args.session.filter(|s| !s.is_empty()) {
-        req.caller.session = Some(session);
-    }
-    let pairs = matches!(input, crate::args::Input::Pairs(_));
-    match crate::call_stream::run(client, req.clone(), &shown, json, args.no_input, render()).await {
-        // A daemon from before the typing refused the pairs, having run nothing: they
-        // are typed here, by the tool's definition, and sent again as an object.
-        Err(e) if pairs && e.kind == ErrorKind::Usage && e.message == OLD_DAEMON_REFUSAL => {
-            let named = mcpx_api::ListRequest {
-                caller: req.caller.clone(),
-                target: req.target.clone(),
-                server: req.server.clone(),
-                tool: req.tool.clone(),
-                ..Default::default()
-            };
-            let schema = crate::args::tool_schema(client, &named, true).await?;
-            req.arguments = mcpx_api::arguments::build(input.given(), schema.as_ref(), &usage)?;
-            crate::call_stream::run(client, req, &shown, json, args.no_input, render()).await
-        }
-        other => other,
-    }
-}
-
-/// What a daemon from before `POST /v1/call` typed `key=value` pairs answers them
-/// with (a `usage` error, nothing run).
-const OLD_DAEMON_REFUSAL: &str = "the tool's arguments must be a JSON object, like '{\"message\":\"hi\"}'";
 
 async fn stop(opened: &OpenDirs, all: bool, json: bool) -> Result<i32, ApiError> {
     let dirs = &opened.paths;

@@ -60,7 +60,13 @@ impl Finding {
 
 impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Architecture invariant broken: {}\n\n{}\n\n{}\n", self.invariant, self.violations.join("\n"), self.fix)
+        write!(
+            f,
+            "Architecture invariant broken: {}\n\n{}\n\n{}\n",
+            self.invariant,
+            self.violations.join("\n"),
+            self.fix
+        )
     }
 }
 
@@ -74,7 +80,10 @@ pub const CHECKS: [Check; 10] = [
     ("nothing_above_transport_names_a_transports_own_type", nothing_above_transport_names_a_transports_own_type),
     ("persisted_files_are_written_only_through_write_atomic", persisted_files_are_written_only_through_write_atomic),
     ("every_test_docs_security_names_exists", every_test_docs_security_names_exists),
-    ("only_the_policy_point_reads_disabled_and_the_tool_filters", only_the_policy_point_reads_disabled_and_the_tool_filters),
+    (
+        "only_the_policy_point_reads_disabled_and_the_tool_filters",
+        only_the_policy_point_reads_disabled_and_the_tool_filters,
+    ),
     ("every_source_file_is_named_in_the_architecture", every_source_file_is_named_in_the_architecture),
     ("no_file_is_over_700_lines_outside_tests", no_file_is_over_700_lines_outside_tests),
     ("transport_and_instance_never_import_the_endpoint", transport_and_instance_never_import_the_endpoint),
@@ -196,7 +205,7 @@ pub fn nothing_above_transport_names_a_transports_own_type(ws: &Workspace) -> Fi
     Finding::new(
         "nothing above transport/ names a transport's own type",
         violations,
-        &format!(
+        format!(
             "Outside crates/mcpx-daemon/src/transport/, use only what transport/mod.rs offers (the Link, \
              the Launcher trait, the transport error); move what a caller needs behind that interface. \
              The binary builds the launchers with Launchers::new. The transports: {transports:?}; their own names: \
@@ -348,7 +357,8 @@ pub fn every_test_docs_security_names_exists(ws: &Workspace) -> Finding {
         }
     }
     if named < 10 {
-        violations.push(format!("docs/security.md names only {named} tests: is its table format still `| ... | test |`?"));
+        violations
+            .push(format!("docs/security.md names only {named} tests: is its table format still `| ... | test |`?"));
     }
     Finding::new(
         "every test docs/security.md names exists",
@@ -423,7 +433,6 @@ fn statement_end(tokens: &[Token], k: usize) -> usize {
     }
     tokens.len()
 }
-
 
 /// The words of `text` set in backticks that may be file paths: each backticked span
 /// cut at anything that cannot be in a path (`control/reach.rs::through_pool` gives

@@ -5,6 +5,7 @@ use serde_json::value::RawValue;
 
 use super::*;
 use crate::transport::TransportError;
+use mcpx_proto::MessageKind;
 
 /// An instance over a channel-backed link (epoch 7, `maxMessageBytes` 1 MiB), the
 /// test playing the server: it reads `out` and writes `inbound`.

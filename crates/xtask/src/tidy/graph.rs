@@ -71,7 +71,7 @@ impl Workspace {
         rust_files(&root.join("crates"), &mut paths);
         let files = paths.iter().map(|p| {
             let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
-            (p.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/"), text)
+            (p.strip_prefix(root).unwrap_or(p).to_string_lossy().replace('\\', "/"), text)
         });
         let mut ws = Workspace::from_files(files.collect());
         ws.root = root.to_owned();
@@ -291,7 +291,7 @@ impl Resolver<'_> {
 pub fn circles<N: Ord + Clone>(edges: &BTreeSet<(N, N)>, cap: usize) -> Vec<(Vec<N>, Vec<Vec<N>>)> {
     let nodes: Vec<N> =
         edges.iter().flat_map(|(a, b)| [a.clone(), b.clone()]).collect::<BTreeSet<_>>().into_iter().collect();
-    let index = |n: &N| nodes.binary_search(n).unwrap();
+    let index = |n: &N| nodes.binary_search(n).unwrap_or_else(|at| at);
     let mut next: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     for (a, b) in edges {
         next[index(a)].push(index(b));

@@ -99,11 +99,20 @@ fn a_file_the_architecture_names_that_is_gone_is_found() {
 #[test]
 fn a_file_over_700_lines_outside_its_tests_is_found() {
     let long = "fn f() {}\n".repeat(MAX_LINES + 1);
-    let tested = format!("{}#[cfg(test)]\nmod tests {{\n{}}}\n", "fn f() {}\n".repeat(MAX_LINES - 5), "// t\n".repeat(300));
-    let files = [("crates/c/src/lib.rs", "mod long; mod tested;"), ("crates/c/src/long.rs", &long), ("crates/c/src/tested.rs", &tested)];
+    let tested =
+        format!("{}#[cfg(test)]\nmod tests {{\n{}}}\n", "fn f() {}\n".repeat(MAX_LINES - 5), "// t\n".repeat(300));
+    let files = [
+        ("crates/c/src/lib.rs", "mod long; mod tested;"),
+        ("crates/c/src/long.rs", &long),
+        ("crates/c/src/tested.rs", &tested),
+    ];
     let ws = planted(&files, "");
     let finding = no_file_is_over_700_lines_outside_tests(&ws);
-    assert_eq!(finding.violations, [format!("crates/c/src/long.rs: {} lines outside its tests", MAX_LINES + 1)], "{finding}");
+    assert_eq!(
+        finding.violations,
+        [format!("crates/c/src/long.rs: {} lines outside its tests", MAX_LINES + 1)],
+        "{finding}"
+    );
 }
 
 #[test]
@@ -149,8 +158,7 @@ fn test_only_code_is_left_out_and_use_trees_are_expanded() {
         mod inline { use super::super::up::V; }
     "#;
     let f = facts(text);
-    let uses: Vec<(Vec<String>, Option<String>)> =
-        f.uses.iter().map(|u| (u.segs.clone(), u.binds.clone())).collect();
+    let uses: Vec<(Vec<String>, Option<String>)> = f.uses.iter().map(|u| (u.segs.clone(), u.binds.clone())).collect();
     let bound = |p: &[&str], b: Option<&str>| (strings(p), b.map(str::to_owned));
     assert_eq!(
         uses,
