@@ -32,7 +32,7 @@ quick=0
 for arg in "$@"; do
     case "$arg" in
         --quick) quick=1 ;;
-        -h | --help) exec python3 scripts/bench --help ;;
+        -h | --help) PYTHONPATH="$root/scripts" exec python3 -m bench --help ;;
     esac
 done
 
@@ -67,5 +67,5 @@ fi
 
 shown="bash scripts/bench.sh"
 [[ $# -gt 0 ]] && shown+=" $*"
-exec python3 scripts/bench --mcpx "$target/$profile/mcpx" --fake-server "$target/$profile/mcpx-fake-server" \
+PYTHONPATH="$root/scripts" exec python3 -m bench --mcpx "$target/$profile/mcpx" --fake-server "$target/$profile/mcpx-fake-server" \
     --load "$target/$profile/mcpx-load" --profile "$profile" --command "$shown" "${peer[@]}" "$@"

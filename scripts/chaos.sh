@@ -20,7 +20,7 @@ cd "$root"
 
 for arg in "$@"; do
     case "$arg" in
-        -h | --help) exec python3 scripts/chaos --help ;;
+        -h | --help) PYTHONPATH="$root/scripts" exec python3 -m chaos --help ;;
     esac
 done
 
@@ -28,5 +28,5 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 echo "chaos: building mcpx (cargo build -p mcpx -p mcpx-fake-server)..."
 cargo build --quiet -p mcpx -p mcpx-fake-server
 
-exec python3 scripts/chaos --mcpx "$target/debug/mcpx" --fake-server "$target/debug/mcpx-fake-server" \
+PYTHONPATH="$root/scripts" exec python3 -m chaos --mcpx "$target/debug/mcpx" --fake-server "$target/debug/mcpx-fake-server" \
     --command "bash scripts/chaos.sh $*" "$@"

@@ -1,7 +1,7 @@
 """Times mcpx against a client that runs the MCP server itself, and writes BENCHMARKS.md.
 
 Usually run through scripts/bench.sh, which builds mcpx and installs the servers first; by hand,
-`python3 scripts/bench --help`. Standard library only (Python 3.10 or newer).
+`bash scripts/bench.sh --help` (which runs `python3 -m bench` from scripts/). Standard library only (Python 3.10 or newer).
 
 One module per section of the report, each measuring it and writing it:
 

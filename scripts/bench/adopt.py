@@ -95,7 +95,9 @@ def kill_and_call(case: AdoptCase, n: int) -> float:
             f"(server -> ((pid, supervisor) before, after)): {changed}"
         )
     if not case.supervised and now[target][0] == case.pids[target][0]:
-        raise BenchError(f"{case.label}: the unsupervised {target} kept its pid {now[target][0]} through kill -9 of the daemon")
+        raise BenchError(
+            f"{case.label}: the unsupervised {target} kept its pid {now[target][0]} through kill -9 of the daemon"
+        )
     case.pids = now
     return elapsed
 
@@ -137,7 +139,7 @@ def summary(cases: list[AdoptCase]) -> list[str]:
     for c in cases:
         if not c.supervised:
             lines.append(
-                f"| the same with {c.size} fake server with `\"supervised\": false` (the kill takes it down; "
+                f'| the same with {c.size} fake server with `"supervised": false` (the kill takes it down; '
                 f"the call restarts it) | {ms(median(c.samples))} |"
             )
     return lines
@@ -151,7 +153,7 @@ def section(n: int, cases: list[AdoptCase]) -> list[str]:
         "Four private mcpx run side by side, each with its own directories, config and daemon: with 1, 10 and "
         "100 supervised fake servers (`fake0`..`fake99`, the same mcpx-fake-server binary with a different "
         "environment variable each, so each is its own instance), and with 1 fake server configured "
-        "`\"supervised\": false`, which is the daemon's own child. One `mcpx refresh` starts the servers first; "
+        '`"supervised": false`, which is the daemon\'s own child. One `mcpx refresh` starts the servers first; '
         "that start-up is timed apart and not counted. Then, in turn for the four, `kill -9` of the daemon "
         "(its pid from `$MCPX_RUNTIME_DIR/daemon.pid`) and at once `mcpx call fakeN.echo "
         f"'{ECHO_ARGS}'` (N going round the servers), timed from just before the kill until the call has "
@@ -166,7 +168,9 @@ def section(n: int, cases: list[AdoptCase]) -> list[str]:
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for c in cases:
-        lines.append(f"| {c.label} ({'adopted' if c.supervised else 'restarted'}) | {TIMED} | {spread(c.samples)} | {ms(c.startup)} |")
+        lines.append(
+            f"| {c.label} ({'adopted' if c.supervised else 'restarted'}) | {TIMED} | {spread(c.samples)} | {ms(c.startup)} |"
+        )
     lines.append("")
     sv = [c for c in cases if c.supervised]
     if len(sv) >= 2:
@@ -181,11 +185,10 @@ def section(n: int, cases: list[AdoptCase]) -> list[str]:
     un = [c for c in cases if not c.supervised]
     if sv and un:
         lines += [
-            f"With 1 server, adopted: {ms(median(sv[0].samples))}; restarted (`\"supervised\": false`): "
+            f'With 1 server, adopted: {ms(median(sv[0].samples))}; restarted (`"supervised": false`): '
             f"{ms(median(un[0].samples))}. The fake server starts in a few milliseconds, so restarting it "
             "is cheap; a real server's restart costs its own start-up (for server-everything, most of the time of a "
             "first call with no daemon running) and loses its state, which adoption keeps.",
             "",
         ]
     return lines
-

@@ -72,7 +72,9 @@ class DirectClient:
         label = f"direct {op}"
         with open(self.stderr_path, "wb") as err:
             start = time.perf_counter()
-            proc = subprocess.Popen(self.command, cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+            proc = subprocess.Popen(
+                self.command, cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err
+            )
             try:
                 client = StdioMcp(proc, label, self._stderr_tail, answer_requests=True)
                 result.server_info = client.open()["serverInfo"]
@@ -83,7 +85,9 @@ class DirectClient:
                 else:
                     res = client.request("tools/call", {"name": "echo", "arguments": {"message": ECHO_MESSAGE}})
                     if res.get("isError") or ECHO_TEXT not in texts(res):
-                        raise BenchError(f"{label}: tools/call echo: expected the text {ECHO_TEXT!r}, got {json.dumps(res)[:300]}")
+                        raise BenchError(
+                            f"{label}: tools/call echo: expected the text {ECHO_TEXT!r}, got {json.dumps(res)[:300]}"
+                        )
                 result.answered = time.perf_counter() - start
                 proc.stdin.close()
                 # Read to the end (any late notifications), then wait for the exit.
@@ -95,7 +99,9 @@ class DirectClient:
                 proc.kill()
                 proc.wait()
                 if isinstance(e, subprocess.TimeoutExpired):
-                    raise BenchError(f"{label}: the server did not exit within {STEP_TIMEOUT:.0f}s of stdin closing") from None
+                    raise BenchError(
+                        f"{label}: the server did not exit within {STEP_TIMEOUT:.0f}s of stdin closing"
+                    ) from None
                 if isinstance(e, OSError):  # a broken pipe, the server gone
                     raise BenchError(f"{label}: {e}{self._stderr_tail()}") from None
                 raise
@@ -135,7 +141,9 @@ def run(args, tmp: Path, registry: list) -> tuple[list[Row], dict]:
         if direct_names <= mcpx_names:
             break
         if time.monotonic() > deadline:
-            raise BenchError(f"`mcpx tools everything` lacks tools the server listed: {sorted(direct_names - mcpx_names)}")
+            raise BenchError(
+                f"`mcpx tools everything` lacks tools the server listed: {sorted(direct_names - mcpx_names)}"
+            )
         time.sleep(0.05)
     time.sleep(0.5)  # let any further re-read land before the count is taken
     _, ls_json = mcpx.run("ls", "--json")
@@ -181,8 +189,8 @@ def run(args, tmp: Path, registry: list) -> tuple[list[Row], dict]:
         f"descriptions. The direct client gets {n_tools} tools from `tools/list`: server-everything "
         "registers some tools only for clients that declare the roots, sampling or elicitation "
         "capabilities, as mcpx does. Two more mcpx each hold 20 modern fake servers whose `env` "
-        "reads a `${secret:}`, all listed and running: with `cacheScope: \"public\"` listings `ls` "
-        "reads the cache as before; with `\"private\"` ones it also works out each server's "
+        'reads a `${secret:}`, all listed and running: with `cacheScope: "public"` listings `ls` '
+        'reads the cache as before; with `"private"` ones it also works out each server\'s '
         "authorization context (the entry expanded, its secret read, an HMAC) to find its listing.",
         [
             Side("mcpx", "mcpx ls", lambda: mcpx.checked(("ls",), ls_row.search, f"no `everything {n_mcpx}` row")),
@@ -294,14 +302,20 @@ def twenty(args, tmp: Path, registry: list, scope: str) -> Mcpx:
     m = private_mcpx(args.mcpx, tmp / f"twenty-{scope}", servers, registry)
     m.env["MCPX_SECRET_STORE"] = "file"
     stored = subprocess.run(
-        [str(m.binary), "secret", "set", "bench-token"], input=b"bench-value\n", env=m.env, capture_output=True, timeout=60
+        [str(m.binary), "secret", "set", "bench-token"],
+        input=b"bench-value\n",
+        env=m.env,
+        capture_output=True,
+        timeout=60,
     )
     if stored.returncode != 0:
         raise BenchError(f"`mcpx secret set bench-token` failed: {stored.stderr.decode(errors='replace')[-1000:]}")
     m.refresh(list(servers))
     listed = json.loads(m.run("ls", "--json")[1])
     if not twenty_listed(json.dumps(listed)):
-        raise BenchError(f"`mcpx ls --json` of the 20 {scope} servers does not show their tools:\n{json.dumps(listed)[:1000]}")
+        raise BenchError(
+            f"`mcpx ls --json` of the 20 {scope} servers does not show their tools:\n{json.dumps(listed)[:1000]}"
+        )
     return m
 
 

@@ -90,7 +90,11 @@ def run(args, tmp: Path, registry: list) -> CodeResults:
         what="three echo calls to warm server-everything",
         sides=[
             Side("script, no type check", "mcpx exec --no-check '<three calls>'", exec_side(False)),
-            Side("script, no type check, unconfined", "mcpx exec --no-check --unconfined '<three calls>'", exec_side(False, False)),
+            Side(
+                "script, no type check, unconfined",
+                "mcpx exec --no-check --unconfined '<three calls>'",
+                exec_side(False, False),
+            ),
             Side("script, type-checked", "mcpx exec '<three calls>'", exec_side(True)),
             Side("script, type-checked, unconfined", "mcpx exec --unconfined '<three calls>'", exec_side(True, False)),
             Side("three commands", "mcpx call everything.echo ... (x3)", three_calls),
@@ -104,7 +108,9 @@ def run(args, tmp: Path, registry: list) -> CodeResults:
     (tmp / "memory.jsonl").unlink(missing_ok=True)
     m.run("restart", "memory")
     code = code_task(m, task)
-    return CodeResults(row, plain, code, subprocess.run([str(deno), "--version"], capture_output=True, text=True).stdout.split("\n")[0])
+    return CodeResults(
+        row, plain, code, subprocess.run([str(deno), "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    )
 
 
 class Session:
@@ -112,7 +118,11 @@ class Session:
 
     def __init__(self, m: Mcpx, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [str(m.binary), "serve", *args], env=m.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            [str(m.binary), "serve", *args],
+            env=m.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
         self.reader = LineReader(self.proc.stdout.fileno())
         self.received = 0
@@ -148,7 +158,10 @@ class Session:
 
 
 def init(s: Session) -> None:
-    s.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}})
+    s.request(
+        "initialize",
+        {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+    )
     line = jsonrpc_line({"jsonrpc": "2.0", "method": "notifications/initialized"}) + b"\n"
     s.sent += len(line)
     s.proc.stdin.write(line)

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PROTOCOL_VERSION = "2025-11-25"
@@ -49,7 +51,12 @@ def initialize_params() -> dict:
 
 
 def echo_request(id_: int, tool: str, message: str) -> dict:
-    return {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": tool, "arguments": {"message": message}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": id_,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": {"message": message}},
+    }
 
 
 def proxy_request(kind: str, id_: int, tool: str, message: str) -> dict:
@@ -167,7 +174,7 @@ def rate_ratio(v: float) -> str:
 class Side:
     label: str  # what is shown in the table
     command: str  # the command, as a person would type it
-    run: object  # () -> (seconds, the direct client's milestones or None)
+    run: Callable[[], tuple[float, Any]]  # () -> (seconds, the direct client's milestones or None)
     samples: list[float] = field(default_factory=list)
     details: list = field(default_factory=list)  # the direct client's milestones
 
@@ -185,7 +192,7 @@ class Row:
     request: str  # the direct client's request after initialize
 
 
-def measure(row: Row, iterations: int, prepare=None) -> None:
+def measure(row: Row, iterations: int, prepare: Callable[[Side], object] | None = None) -> None:
     """Warm-up runs, then `iterations` rounds of every side in turn (A, B, A, B, ...)."""
     log(f"{row.key}: {WARMUP} warm-up and {iterations} measured runs of each of {len(row.sides)} commands")
     for n in range(WARMUP + iterations):

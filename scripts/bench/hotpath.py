@@ -71,20 +71,22 @@ def load(args, *argv: str, env: dict | None = None) -> dict:
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT * 4)
     except subprocess.TimeoutExpired:
-        raise BenchError(f"`{' '.join(cmd)}` did not finish within {STEP_TIMEOUT * 4:.0f}s")
+        raise BenchError(f"`{' '.join(cmd)}` did not finish within {STEP_TIMEOUT * 4:.0f}s") from None
     if proc.returncode != 0:
         raise BenchError(f"`{' '.join(cmd)}` failed: {proc.stderr.strip()[-2000:]}")
     try:
         return json.loads(proc.stdout)
     except ValueError:
-        raise BenchError(f"`{' '.join(cmd)}` printed something that is not JSON: {proc.stdout[:300]}")
+        raise BenchError(f"`{' '.join(cmd)}` printed something that is not JSON: {proc.stdout[:300]}") from None
 
 
 def start_fake_http(fake: Path, base: Path, spawned: list) -> str:
     """The fake server's own streamable HTTP, answering JSON: its URL."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_", "MCPX_"))}
     env["FAKE_HTTP_RESPONSE"] = "json"
-    s = Spawned("the fake server (HTTP)", [str(fake), "--http", "127.0.0.1:0"], base / "direct-http.log", env=env, stdout=True)
+    s = Spawned(
+        "the fake server (HTTP)", [str(fake), "--http", "127.0.0.1:0"], base / "direct-http.log", env=env, stdout=True
+    )
     spawned.append(s)
     line = s.proc.stdout.readline().decode().strip()
     if not line.startswith("http://127.0.0.1:"):
@@ -97,8 +99,8 @@ def start_rust_peer(binary: Path, fake: Path, base: Path, spawned: list) -> str:
     port = free_port()
     config = base / "rust-peer.toml"
     config.write_text(
-        "[proxy]\nname = \"bench\"\nseparator = \"__\"\n\n[proxy.listen]\nhost = \"127.0.0.1\"\n"
-        f"port = {port}\n\n[[backends]]\nname = \"fake\"\ntransport = \"stdio\"\ncommand = {json.dumps(str(fake))}\n"
+        '[proxy]\nname = "bench"\nseparator = "__"\n\n[proxy.listen]\nhost = "127.0.0.1"\n'
+        f'port = {port}\n\n[[backends]]\nname = "fake"\ntransport = "stdio"\ncommand = {json.dumps(str(fake))}\n'
     )
     # Its log at warnings only, as the other peers run (it logs every session at `info`).
     env = dict(os.environ, RUST_LOG="warn")
@@ -120,7 +122,19 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         sg_port, mp_port = free_port(), free_port()
         sg = Spawned(
             "supergateway",
-            [str(node), str(sg_js), "--stdio", str(fake), "--outputTransport", "streamableHttp", "--logLevel", "none", "--stateful", "--port", str(sg_port)],
+            [
+                str(node),
+                str(sg_js),
+                "--stdio",
+                str(fake),
+                "--outputTransport",
+                "streamableHttp",
+                "--logLevel",
+                "none",
+                "--stateful",
+                "--port",
+                str(sg_port),
+            ],
             base / "sg.log",
         )
         spawned.append(sg)
@@ -139,7 +153,9 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         if args.quick:
             rust_why = "not built in the quick mode"
         elif args.rust_peer is None or not args.rust_peer.exists():
-            rust_why = f"not installed (scripts/bench.sh builds it into e2e/rust-mcp-proxy; --rust-peer {args.rust_peer})"
+            rust_why = (
+                f"not installed (scripts/bench.sh builds it into e2e/rust-mcp-proxy; --rust-peer {args.rust_peer})"
+            )
         else:
             rust_why = None
             try:
@@ -177,15 +193,59 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         for r in range(args.hotpath_rounds):
             for p in http:
                 common = ["--tool", p.tool, "--warmup", warm]
-                p.tput.append(load(args, "-c", str(CONNECTIONS), "--seconds", str(args.hotpath_seconds), *common, *p.target))
+                p.tput.append(
+                    load(args, "-c", str(CONNECTIONS), "--seconds", str(args.hotpath_seconds), *common, *p.target)
+                )
                 p.lat.append(load(args, "-c", "1", "--calls", str(args.hotpath_calls), *common, *p.target))
             for p in stdio:
-                p.lat.append(load(args, "-c", "1", "--calls", str(args.hotpath_calls), "--tool", p.tool, "--warmup", warm, *p.target, env=p.env))
+                p.lat.append(
+                    load(
+                        args,
+                        "-c",
+                        "1",
+                        "--calls",
+                        str(args.hotpath_calls),
+                        "--tool",
+                        p.tool,
+                        "--warmup",
+                        warm,
+                        *p.target,
+                        env=p.env,
+                    )
+                )
             cpu.append(
-                load(args, "-c", str(CPU_CALLERS), "--seconds", str(args.hotpath_seconds), "--warmup", warm, "--tool", "fake__echo", *pids, "http", "--unix", sock, "/mcp")
+                load(
+                    args,
+                    "-c",
+                    str(CPU_CALLERS),
+                    "--seconds",
+                    str(args.hotpath_seconds),
+                    "--warmup",
+                    warm,
+                    "--tool",
+                    "fake__echo",
+                    *pids,
+                    "http",
+                    "--unix",
+                    sock,
+                    "/mcp",
+                )
             )
             cpu_tcp.append(
-                load(args, "-c", str(CPU_CALLERS), "--seconds", str(args.hotpath_seconds), "--warmup", warm, "--tool", "echo", *pids, "http", f"http://127.0.0.1:{port}/mcp/fake")
+                load(
+                    args,
+                    "-c",
+                    str(CPU_CALLERS),
+                    "--seconds",
+                    str(args.hotpath_seconds),
+                    "--warmup",
+                    warm,
+                    "--tool",
+                    "echo",
+                    *pids,
+                    "http",
+                    f"http://127.0.0.1:{port}/mcp/fake",
+                )
             )
             log(f"hotpath: round {r + 1}: " + ", ".join(f"{p.key} {p.tput[-1]['calls_per_s']:.0f}/s" for p in http))
         if m.instance("fake") != (daemon, sup, server):
@@ -195,7 +255,19 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         stop_spawned(spawned, "hotpath")
     rss = [relay_rss(args, base / f"rss{i}", registry) for i in range(1 if args.quick else 3)]
     versions = {"rust_peer": RUST_PEER_VERSION if rust_peer else None}
-    return HotResults(http, stdio, cpu, cpu_tcp, ls, rss, args.hotpath_rounds, args.hotpath_seconds, args.hotpath_calls, rust_why, versions)
+    return HotResults(
+        http,
+        stdio,
+        cpu,
+        cpu_tcp,
+        ls,
+        rss,
+        args.hotpath_rounds,
+        args.hotpath_seconds,
+        args.hotpath_calls,
+        rust_why,
+        versions,
+    )
 
 
 def time_ls(m, runs: int) -> list[float]:
@@ -287,7 +359,13 @@ def targets(h: HotResults) -> list[tuple[str, str, str, str, str]]:
             "≤ 0.2 ms",
             "yes" if serve_added <= 200 else "no",
         ),
-        (f"daemon + supervisor CPU per call, {CPU_CALLERS} callers", "172 µs", us_(cpu), "≤ 60 µs", "yes" if cpu <= 60 else "no"),
+        (
+            f"daemon + supervisor CPU per call, {CPU_CALLERS} callers",
+            "172 µs",
+            us_(cpu),
+            "≤ 60 µs",
+            "yes" if cpu <= 60 else "no",
+        ),
         ("`mcpx ls`, whole process", "1.95 ms", f"{ls_ms:.2f} ms", "≤ 1 ms", "yes" if ls_ms <= 1 else "no"),
         (
             "daemon peak RSS over idle, relaying a 16 MiB result",
@@ -319,7 +397,7 @@ def section(n: int, h: HotResults, info: dict) -> list[str]:
         "after the other (latency: the median per call); then the stdio paths (one caller, the same calls) and "
         f"{CPU_CALLERS} callers on the daemon's control socket (`/mcp`, CPU time per call of the daemon, the "
         "supervisor and the server, user + system from the OS). Each run of the load generator starts with an untimed warm-up. "
-        f"The figures are medians over the rounds. \"Today\" is the issue's figures, measured on {TODAY_DATE} with "
+        f'The figures are medians over the rounds. "Today" is the issue\'s figures, measured on {TODAY_DATE} with '
         "`wrk` and the Python client on this kind of machine.",
         "",
         f"| measure | today ({TODAY_DATE}) | now | target | met |",
@@ -339,9 +417,12 @@ def section(n: int, h: HotResults, info: dict) -> list[str]:
             f"| {p.label} | {p.rate():,.0f} | {p.rate() / d.rate():.2f}× | {us_(p.p50())} | {us_(p.p99())} | {signed_us(p.p50() - d.p50())} |"
         )
     for p in h.stdio:
-        lines.append(f"| {p.label} | - | - | {us_(p.p50())} | {us_(p.p99())} | {signed_us(p.p50() - s0.p50())} (over direct stdio) |")
+        lines.append(
+            f"| {p.label} | - | - | {us_(p.p50())} | {us_(p.p99())} | {signed_us(p.p50() - s0.p50())} (over direct stdio) |"
+        )
     if h.rust_peer:
         lines += ["", f"The Rust `mcp-proxy` {RUST_PEER_VERSION} is {h.rust_peer}."]
+
     def per_call(reports: list[dict]) -> tuple[float, dict]:
         per = {k: median(r["cpu_us_per_call"][k] for r in reports) for k in ("daemon", "supervisor", "server", "self")}
         return median(r["calls_per_s"] for r in reports), per

@@ -94,9 +94,11 @@ class HttpMcp(McpClient):
                     try:
                         answer = json.loads(body)
                     except ValueError:
-                        raise BenchError(f"{self.label}: {what}: HTTP {resp.status} with a body that is not JSON: {body[:300]!r}")
+                        raise BenchError(
+                            f"{self.label}: {what}: HTTP {resp.status} with a body that is not JSON: {body[:300]!r}"
+                        ) from None
         except (OSError, http.client.HTTPException) as e:
-            raise BenchError(f"{self.label}: {what}: {type(e).__name__}: {e}")
+            raise BenchError(f"{self.label}: {what}: {type(e).__name__}: {e}") from e
         return resp.status, answer
 
     def _sse(self, resp, id_, what: str) -> dict | None:
@@ -114,10 +116,14 @@ class HttpMcp(McpClient):
                 try:
                     msg = json.loads(b"\n".join(data))
                 except ValueError:
-                    raise BenchError(f"{self.label}: {what}: an SSE event that is not JSON: {b''.join(data)[:300]!r}")
+                    raise BenchError(
+                        f"{self.label}: {what}: an SSE event that is not JSON: {b''.join(data)[:300]!r}"
+                    ) from None
                 data = []
                 if isinstance(msg, dict) and "method" in msg and "id" in msg:
-                    raise BenchError(f"{self.label}: {what}: a request from the server, which this client does not serve: {json.dumps(msg)[:300]}")
+                    raise BenchError(
+                        f"{self.label}: {what}: a request from the server, which this client does not serve: {json.dumps(msg)[:300]}"
+                    )
                 if isinstance(msg, dict) and "method" not in msg and msg.get("id") == id_:
                     answer = msg
             if not line:
@@ -148,7 +154,7 @@ class HttpMcp(McpClient):
             resp.read()
         except (OSError, http.client.HTTPException) as e:
             if expect is not None:
-                raise BenchError(f"{self.label}: DELETE: {type(e).__name__}: {e}")
+                raise BenchError(f"{self.label}: DELETE: {type(e).__name__}: {e}") from e
             return
         finally:
             self.close()

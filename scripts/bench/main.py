@@ -20,7 +20,7 @@ from .report import Results, machine_info, print_tables, report
 
 
 def main() -> int:
-    if sys.version_info < (3, 10):
+    if sys.version_info < (3, 10):  # noqa: UP036 - a friendly refusal on an older Python
         print("bench: error: Python 3.10 or newer is needed", file=sys.stderr)
         return 1
     args = parse_args()
@@ -102,7 +102,9 @@ def main() -> int:
         print()
         print("\n".join(hotpath.section(11, hot, {"nproc": sh("nproc")})))
         return 0
-    log(f"measured in {time.monotonic() - started:.0f}s (load average {load_before:.2f} before, {load_after:.2f} after)")
+    log(
+        f"measured in {time.monotonic() - started:.0f}s (load average {load_before:.2f} before, {load_after:.2f} after)"
+    )
 
     results = Results(rows, server_info, cases, mem, latency, tput, prox, rem, cod, hot)
     info = machine_info(args, results, load_before, load_after, started)

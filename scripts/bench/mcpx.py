@@ -44,7 +44,7 @@ class Mcpx:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
-            raise BenchError(f"`mcpx {shlex.join(args)}` did not finish within {STEP_TIMEOUT * 2:.0f}s")
+            raise BenchError(f"`mcpx {shlex.join(args)}` did not finish within {STEP_TIMEOUT * 2:.0f}s") from None
         except BaseException:  # interrupted: the command does not outlive the benchmark
             proc.kill()
             proc.communicate()
@@ -78,7 +78,7 @@ class Mcpx:
         try:
             return json.loads(out)
         except ValueError as e:
-            raise BenchError(f"`mcpx status --json` printed something that is not JSON ({e}): {out[:300]}")
+            raise BenchError(f"`mcpx status --json` printed something that is not JSON ({e}): {out[:300]}") from e
 
     def daemon_pid(self) -> int:
         """The running daemon's pid, from $MCPX_RUNTIME_DIR/daemon.pid, checked against /proc."""
@@ -86,7 +86,7 @@ class Mcpx:
         try:
             pid = int(path.read_text().split()[0])
         except (OSError, ValueError, IndexError) as e:
-            raise BenchError(f"no daemon pid in {path}: {e}")
+            raise BenchError(f"no daemon pid in {path}: {e}") from e
         if not alive(pid) or "daemon" not in cmdline(pid) or Path(cmdline(pid)[0]).name != self.binary.name:
             raise BenchError(f"{path} names pid {pid}, which is not a running mcpx daemon ({cmdline(pid)})")
         return pid

@@ -26,7 +26,9 @@ class Usage:
 def usage(what: str, pids: list[int]) -> Usage:
     mem = [memory_kib(pid) for pid in pids]
     uss = [x["uss"] for x in mem]
-    return Usage(what, len(pids), median(x["rss"] for x in mem), median(x["pss"] for x in mem), median(uss), (min(uss), max(uss)))
+    return Usage(
+        what, len(pids), median(x["rss"] for x in mem), median(x["pss"] for x in mem), median(uss), (min(uss), max(uss))
+    )
 
 
 def run(cases: list[AdoptCase]) -> list[Usage]:
@@ -78,7 +80,7 @@ def section(n: int, cases: list[AdoptCase], memory: list[Usage]) -> list[str]:
         "shared pages).",
         "",
     ]
-    daemons = [(c.size, u) for c, u in zip(cases, memory[2:]) if c.supervised]
+    daemons = [(c.size, u) for c, u in zip(cases, memory[2:], strict=False) if c.supervised]
     if len(daemons) >= 2:
         (n_lo, lo), (n_hi, hi) = daemons[0], daemons[-1]
         lines += [

@@ -22,10 +22,17 @@ OPTIONS: list[tuple[str, dict]] = [
     ("--no-cold", dict(action="store_true", help="skip the row with no daemon running")),
     (
         "--fake-server",
-        dict(type=Path, default=None, help="the mcpx-fake-server binary, for the supervisor sections (default: next to --mcpx)"),
+        dict(
+            type=Path,
+            default=None,
+            help="the mcpx-fake-server binary, for the supervisor sections (default: next to --mcpx)",
+        ),
     ),
     ("--kills", dict(type=int, default=10, quick=1, help="measured kill -9s of the daemon per size")),
-    ("--latency-iterations", dict(type=int, default=100, quick=3, help="measured calls per command, supervised vs. not")),
+    (
+        "--latency-iterations",
+        dict(type=int, default=100, quick=3, help="measured calls per command, supervised vs. not"),
+    ),
     ("--throughput-seconds", dict(type=float, default=3.0, quick=1.0, help="seconds per measured throughput round")),
     (
         "--throughput-repeats",
@@ -60,18 +67,36 @@ OPTIONS: list[tuple[str, dict]] = [
     ),
     (
         "--hotpath-seconds",
-        dict(type=float, default=5.0, quick=0.2, help="seconds of each throughput run in the hot path section (16 and 64 callers)"),
+        dict(
+            type=float,
+            default=5.0,
+            quick=0.2,
+            help="seconds of each throughput run in the hot path section (16 and 64 callers)",
+        ),
     ),
-    ("--hotpath-calls", dict(type=int, default=2000, quick=20, help="calls of each one-connection latency run in the hot path section")),
-    ("--hotpath-rounds", dict(type=int, default=3, quick=1, help="rounds of the hot path section, the paths taking turns in each")),
+    (
+        "--hotpath-calls",
+        dict(type=int, default=2000, quick=20, help="calls of each one-connection latency run in the hot path section"),
+    ),
+    (
+        "--hotpath-rounds",
+        dict(type=int, default=3, quick=1, help="rounds of the hot path section, the paths taking turns in each"),
+    ),
     ("--load", dict(type=Path, default=None, help="the mcpx-load binary (default: next to --mcpx)")),
     (
         "--rust-peer",
-        dict(type=Path, default=None, help="the Rust mcp-proxy 0.6.0 binary for the hot path section (scripts/bench.sh builds it; never in --quick)"),
+        dict(
+            type=Path,
+            default=None,
+            help="the Rust mcp-proxy 0.6.0 binary for the hot path section (scripts/bench.sh builds it; never in --quick)",
+        ),
     ),
     ("--only-hotpath", dict(action="store_true", help="run only the hot path section and print it (writes no report)")),
     ("--only-proxies", dict(action="store_true", help="run only the proxy comparison and print it (writes no report)")),
-    ("--only-remote", dict(action="store_true", help="run only the remote servers' section and print it (writes no report)")),
+    (
+        "--only-remote",
+        dict(action="store_true", help="run only the remote servers' section and print it (writes no report)"),
+    ),
     ("--only-code", dict(action="store_true", help="run only the code mode section and print it (writes no report)")),
     ("--command", dict(default=None, help="how the benchmark was started, for the report's header")),
     ("--e2e", dict(type=Path, default=ROOT / "e2e", help="the directory scripts/setup-e2e.sh installed into")),
@@ -111,7 +136,9 @@ def parse_args() -> argparse.Namespace:
         a.profile = a.mcpx.parent.name
     a.fake_server = (a.fake_server or a.mcpx.parent / "mcpx-fake-server").resolve()
     if not os.access(a.fake_server, os.X_OK):
-        p.error(f"{a.fake_server} is not an executable file (build it first: cargo build --release -p mcpx-fake-server)")
+        p.error(
+            f"{a.fake_server} is not an executable file (build it first: cargo build --release -p mcpx-fake-server)"
+        )
     a.load = (a.load or a.mcpx.parent / "mcpx-load").resolve()
     if not os.access(a.load, os.X_OK):
         p.error(f"{a.load} is not an executable file (build it first: cargo build --release -p mcpx-load)")

@@ -5,9 +5,9 @@ rounds of sections 8 and 9, in which the paths take turns."""
 from __future__ import annotations
 
 import contextlib
+import shlex
 import threading
 import time
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -158,13 +158,24 @@ def tcp_path(key: str, label: str, port: int, path: str, tool: str, cpu) -> Http
 
 
 def spawned_path(
-    key: str, label: str, spawned: list[Spawned], name: str, argv: list[str], log: Path, tool: str, env=None, cpu_roots=(), **cpu_more
+    key: str,
+    label: str,
+    spawned: list[Spawned],
+    name: str,
+    argv: list[str],
+    log: Path,
+    tool: str,
+    env=None,
+    cpu_roots=(),
+    **cpu_more,
 ) -> StdioPath:
     """A path over the stdio of a process started for it (added to `spawned`); its CPU time
     ("path") is that of the process's tree and of `cpu_roots`', and each of `cpu_more` another."""
     s = Spawned(name, argv, log, env=env, stdio=True)
     spawned.append(s)
-    return StdioPath(key, label, StdioMcp(s.proc, label, s.stderr_tail), tool, tree_cpu_of([*cpu_roots, s.proc.pid], **cpu_more))
+    return StdioPath(
+        key, label, StdioMcp(s.proc, label, s.stderr_tail), tool, tree_cpu_of([*cpu_roots, s.proc.pid], **cpu_more)
+    )
 
 
 def serve_path(
@@ -172,7 +183,9 @@ def serve_path(
 ) -> StdioPath:
     """`mcpx serve ARGS` of `m` as a stdio path (see `spawned_path`)."""
     argv = [str(m.binary), "serve", *args]
-    return spawned_path(key, label, spawned, shlex.join(["mcpx", "serve", *args]), argv, log, tool, m.env, cpu_roots, **cpu_more)
+    return spawned_path(
+        key, label, spawned, shlex.join(["mcpx", "serve", *args]), argv, log, tool, m.env, cpu_roots, **cpu_more
+    )
 
 
 def run_callers(callers: int, seconds: float, caller) -> tuple[int, float, list[float]]:
@@ -190,7 +203,7 @@ def run_callers(callers: int, seconds: float, caller) -> tuple[int, float, list[
             ready.wait(timeout=STEP_TIMEOUT)
             counts[i] = caller(i, start[0] + seconds, lats[i])
             finished[i] = time.perf_counter()
-        except BaseException as e:  # noqa: BLE001: reported below
+        except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
             ready.abort()
 

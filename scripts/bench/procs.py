@@ -55,7 +55,7 @@ def memory_kib(pid: int) -> dict[str, int]:
     try:
         text = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError as e:
-        raise BenchError(f"cannot read the memory of pid {pid}: {e}")
+        raise BenchError(f"cannot read the memory of pid {pid}: {e}") from e
     got = {}
     for line in text.splitlines():
         parts = line.split()
@@ -64,7 +64,7 @@ def memory_kib(pid: int) -> dict[str, int]:
     try:
         return {"rss": got["Rss"], "pss": got["Pss"], "uss": got["Private_Clean"] + got["Private_Dirty"]}
     except KeyError as e:
-        raise BenchError(f"/proc/{pid}/smaps_rollup has no {e} line")
+        raise BenchError(f"/proc/{pid}/smaps_rollup has no {e} line") from e
 
 
 def cpu_seconds(pid: int) -> float:
@@ -169,13 +169,19 @@ class Spawned:
     ends it and everything it started (every descendant ever seen), and checks none is left."""
 
     def __init__(
-        self, name: str, argv: list[str], log_path: Path, env: dict | None = None, stdio: bool = False, stdout: bool = False
+        self,
+        name: str,
+        argv: list[str],
+        log_path: Path,
+        env: dict | None = None,
+        stdio: bool = False,
+        stdout: bool = False,
     ) -> None:
         """`stdio`: pipes to its stdin and stdout; `stdout`: a pipe from its stdout only (stdin is /dev/null)."""
         self.name = name
         self.argv = argv
         self.log_path = log_path
-        self.err = open(log_path, "wb")
+        self.err = open(log_path, "wb")  # noqa: SIM115 - the child's stderr, closed by close()
         pipe = subprocess.PIPE if stdio else subprocess.DEVNULL
         self.proc = subprocess.Popen(
             argv,
@@ -262,5 +268,7 @@ def wait_port(port: int, spawned: Spawned, timeout: float = STEP_TIMEOUT) -> Non
         except OSError:
             pass
         if time.monotonic() > deadline:
-            raise BenchError(f"{spawned.name} did not listen on 127.0.0.1:{port} within {timeout:.0f}s{spawned.stderr_tail()}")
+            raise BenchError(
+                f"{spawned.name} did not listen on 127.0.0.1:{port} within {timeout:.0f}s{spawned.stderr_tail()}"
+            )
         time.sleep(0.05)

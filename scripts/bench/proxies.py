@@ -19,8 +19,20 @@ from pathlib import Path
 
 from .common import PROTOCOL_VERSION, BenchError, calls_s, median, ms, p_ms, plural, rate_ratio, times_words, us
 from .mcpx import fake_entry, private_mcpx
-from .paths import PROXY_BLOCK_SECONDS, PROXY_CALLERS, PROXY_WARMUP_CALLS, THROUGHPUT_WARMUP_SECONDS, HttpPath, cpu_per_call, rate
-from .paths import run_rounds, serve_path, spawned_path, stats_cells, tcp_path
+from .paths import (
+    PROXY_BLOCK_SECONDS,
+    PROXY_CALLERS,
+    PROXY_WARMUP_CALLS,
+    THROUGHPUT_WARMUP_SECONDS,
+    HttpPath,
+    cpu_per_call,
+    rate,
+    run_rounds,
+    serve_path,
+    spawned_path,
+    stats_cells,
+    tcp_path,
+)
 from .procs import Spawned, cmdline, free_port, process_tree, sh, stop_spawned, tree_cpu_of, wait_port
 
 SUPERGATEWAY_JS = Path("node_modules") / "supergateway" / "dist" / "index.js"  # under e2e/
@@ -65,7 +77,16 @@ def run(args, tmp: Path, registry: list) -> ProxyResults:
     try:
         # The slow starters first, so that they start while the rest is set up.
         sg_port, sgl_port, mp_port = free_port(), free_port(), free_port()
-        sg_common = [str(node), str(sg_js), "--stdio", shlex.quote(fake), "--outputTransport", "streamableHttp", "--logLevel", "none"]
+        sg_common = [
+            str(node),
+            str(sg_js),
+            "--stdio",
+            shlex.quote(fake),
+            "--outputTransport",
+            "streamableHttp",
+            "--logLevel",
+            "none",
+        ]
         sg = Spawned("supergateway", [*sg_common, "--stateful", "--port", str(sg_port)], base / "sg.log")
         spawned.append(sg)
         sgl = Spawned("supergateway (stateless)", [*sg_common, "--port", str(sgl_port)], base / "sgl.log")
@@ -77,7 +98,9 @@ def run(args, tmp: Path, registry: list) -> ProxyResults:
         )
         spawned.append(mp)
 
-        paths.append(spawned_path("direct", "direct (stdio)", spawned, "the fake server", [fake], base / "direct.log", "echo"))
+        paths.append(
+            spawned_path("direct", "direct (stdio)", spawned, "the fake server", [fake], base / "direct.log", "echo")
+        )
 
         m = private_mcpx(args.mcpx, base / "m", {"fake": fake_entry(args.fake_server)}, registry, http=True)
         m.refresh(["fake"])
@@ -85,13 +108,27 @@ def run(args, tmp: Path, registry: list) -> ProxyResults:
         before = m.instance("fake")
         mcpx_roots = [before[0], before[1]]  # the daemon and the supervisor (with the server)
 
-        paths.append(serve_path("serve", "`mcpx serve` (stdio)", m, spawned, base / "serve.log", "fake__echo", mcpx_roots))
         paths.append(
-            serve_path("serve1", "`mcpx serve --server fake` (stdio)", m, spawned, base / "serve1.log", "echo", mcpx_roots, "--server", "fake")
+            serve_path("serve", "`mcpx serve` (stdio)", m, spawned, base / "serve.log", "fake__echo", mcpx_roots)
+        )
+        paths.append(
+            serve_path(
+                "serve1",
+                "`mcpx serve --server fake` (stdio)",
+                m,
+                spawned,
+                base / "serve1.log",
+                "echo",
+                mcpx_roots,
+                "--server",
+                "fake",
+            )
         )
         mcpx_cpu = tree_cpu_of(mcpx_roots)
         paths.append(tcp_path("mcp", "mcpx daemon `/mcp` (aggregate)", mcpx_port, "/mcp", "fake__echo", mcpx_cpu))
-        paths.append(tcp_path("mcp1", "mcpx daemon `/mcp/fake` (passthrough)", mcpx_port, "/mcp/fake", "echo", mcpx_cpu))
+        paths.append(
+            tcp_path("mcp1", "mcpx daemon `/mcp/fake` (passthrough)", mcpx_port, "/mcp/fake", "echo", mcpx_cpu)
+        )
         for key, label, s, port in (
             ("sg", "supergateway `--stateful`", sg, sg_port),
             ("sgl", "supergateway, stateless (its default)", sgl, sgl_port),
@@ -104,7 +141,9 @@ def run(args, tmp: Path, registry: list) -> ProxyResults:
         run_rounds("proxies", paths, args, t_setup, lambda: f"direct: {calls_s(rate(direct.rounds[-1:]))} calls/s")
         for s in spawned:
             s.track()
-        sg_instances = [pid for pid in process_tree([sg.proc.pid]) if Path((cmdline(pid) or [""])[0]).name == args.fake_server.name]
+        sg_instances = [
+            pid for pid in process_tree([sg.proc.pid]) if Path((cmdline(pid) or [""])[0]).name == args.fake_server.name
+        ]
         for p in paths:
             if isinstance(p, HttpPath):
                 p.close()
@@ -121,11 +160,17 @@ def run(args, tmp: Path, registry: list) -> ProxyResults:
 def proxy_versions(e2e: Path) -> dict:
     out = {"node22": sh(str(e2e / NODE22), "--version")}
     try:
-        out["supergateway"] = json.loads((e2e / "node_modules" / "supergateway" / "package.json").read_text())["version"]
+        out["supergateway"] = json.loads((e2e / "node_modules" / "supergateway" / "package.json").read_text())[
+            "version"
+        ]
     except (OSError, ValueError, KeyError):
         out["supergateway"] = "unknown"
     py = e2e / MCP_PROXY.parent / "python"
-    got = sh(str(py), "-c", "import importlib.metadata as m, sys; print(m.version('mcp-proxy'), m.version('mcp'), sys.version.split()[0])")
+    got = sh(
+        str(py),
+        "-c",
+        "import importlib.metadata as m, sys; print(m.version('mcp-proxy'), m.version('mcp'), sys.version.split()[0])",
+    )
     parts = got.split()
     if len(parts) != 3:
         parts = ["unknown"] * 3
@@ -145,7 +190,9 @@ def summary(pr: ProxyResults) -> list[str]:
     ]
     for p in pr.paths:
         c, r = median(p.stats.call), rate(p.stats.rounds)
-        lines.append(f"| {p.label} | {ms(c)} | {times_words(c / d_call)} the time | {calls_s(r)} | {rate_ratio(r / d_rate)} |")
+        lines.append(
+            f"| {p.label} | {ms(c)} | {times_words(c / d_call)} the time | {calls_s(r)} | {rate_ratio(r / d_rate)} |"
+        )
     return lines
 
 
@@ -217,7 +264,10 @@ def section(n: int, pr: ProxyResults, info: dict) -> list[str]:
     if "mcp1" in paths:
         m1 = paths["mcp1"].stats
         m_call, m_rate = median(m1.call), rate(m1.rounds)
-        lines += ["The other HTTP proxies against mcpx's `/mcp/fake` (the same kind of endpoint: one stdio server passed through over streamable HTTP):", ""]
+        lines += [
+            "The other HTTP proxies against mcpx's `/mcp/fake` (the same kind of endpoint: one stdio server passed through over streamable HTTP):",
+            "",
+        ]
         for key in ("sg", "sgl", "mp"):
             if key in paths:
                 s = paths[key].stats
@@ -229,7 +279,8 @@ def section(n: int, pr: ProxyResults, info: dict) -> list[str]:
                 )
         lines.append("")
     slow = [
-        p for p in pr.paths
+        p
+        for p in pr.paths
         if p.key in ("mcp", "mcp1") and 0.035 <= median(p.stats.call) <= 0.05 and median(p.stats.ping) < 0.005
     ]
     if slow:

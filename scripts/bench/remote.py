@@ -16,17 +16,41 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import STEP_TIMEOUT, WARMUP, BenchError, log, median, ms, p_ms, percentile, plural, rate_ratio, times_words, us
+from .common import (
+    STEP_TIMEOUT,
+    WARMUP,
+    BenchError,
+    log,
+    median,
+    ms,
+    p_ms,
+    percentile,
+    plural,
+    rate_ratio,
+    times_words,
+    us,
+)
 from .http_client import HttpMcp, TcpHTTPConnection
 from .mcpx import private_mcpx, stop_private
-from .paths import PROXY_BLOCK_SECONDS, PROXY_CALLERS, PROXY_WARMUP_CALLS, THROUGHPUT_WARMUP_SECONDS, HttpPath, cpu_per_call, rate
-from .paths import run_rounds, serve_path, stats_cells, tcp_path
+from .paths import (
+    PROXY_BLOCK_SECONDS,
+    PROXY_CALLERS,
+    PROXY_WARMUP_CALLS,
+    THROUGHPUT_WARMUP_SECONDS,
+    HttpPath,
+    cpu_per_call,
+    rate,
+    run_rounds,
+    serve_path,
+    stats_cells,
+    tcp_path,
+)
 from .procs import Spawned, stop_spawned, tree_cpu_of
 from .stdio_client import LineReader
 
 # The fake server in its HTTP mode, twice: answering each request with an SSE stream (its
 # default) and with one JSON body (FAKE_HTTP_RESPONSE=json). mcpx holds each as a remote server.
-REMOTE_MODES = (
+REMOTE_MODES: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("sse", "remote", {}),
     ("json", "remote-json", {"FAKE_HTTP_RESPONSE": "json"}),
 )
@@ -44,7 +68,9 @@ def read_url(spawned: Spawned) -> str:
     what = f"{spawned.name}: its URL"
     line = LineReader(spawned.proc.stdout.fileno()).line(time.monotonic() + STEP_TIMEOUT, what)
     if line is None:
-        raise BenchError(f"{what}: closed its stdout without printing it (status {spawned.proc.poll()}){spawned.stderr_tail()}")
+        raise BenchError(
+            f"{what}: closed its stdout without printing it (status {spawned.proc.poll()}){spawned.stderr_tail()}"
+        )
     url = line.decode(errors="replace").strip()
     if not URL_RE.fullmatch(url):
         raise BenchError(f"{spawned.name} printed {url!r}, not http://127.0.0.1:<port>/mcp")
@@ -115,13 +141,18 @@ def run(args, tmp: Path, registry: list) -> RemoteResults:
         for mode, _, extra in REMOTE_MODES:
             fakes.append(
                 Spawned(
-                    f"the fake server ({mode})", [fake, "--http", "127.0.0.1:0"], base / f"fake-{mode}.log",
-                    env={**clean_env, **extra}, stdout=True,
+                    f"the fake server ({mode})",
+                    [fake, "--http", "127.0.0.1:0"],
+                    base / f"fake-{mode}.log",
+                    env={**clean_env, **extra},
+                    stdout=True,
                 )
             )
-        by_mode = dict(zip(names, fakes))
+        by_mode = dict(zip(names, fakes, strict=False))
         urls = {mode: read_url(f) for mode, f in by_mode.items()}
-        m = private_mcpx(args.mcpx, base / "m", {names[mode]: {"url": urls[mode]} for mode in names}, registry, http=True)
+        m = private_mcpx(
+            args.mcpx, base / "m", {names[mode]: {"url": urls[mode]} for mode in names}, registry, http=True
+        )
         m.refresh(list(names.values()))
         status = m.status()
         mport = m.http_port(status)
@@ -131,7 +162,9 @@ def run(args, tmp: Path, registry: list) -> RemoteResults:
             for mode, name in names.items():
                 i = insts.get(name) or {}
                 if i.get("url") != urls[mode] or i.get("state") != "running":
-                    raise BenchError(f"remote: no running instance of `{name}` at {urls[mode]}: {json.dumps(st.get('instances'))[:400]}")
+                    raise BenchError(
+                        f"remote: no running instance of `{name}` at {urls[mode]}: {json.dumps(st.get('instances'))[:400]}"
+                    )
 
         instances_ok(status)
         daemon_pid = m.daemon_pid()
@@ -139,12 +172,29 @@ def run(args, tmp: Path, registry: list) -> RemoteResults:
         for mode, name in names.items():
             server = [by_mode[mode].proc.pid]
             paths[mode] += [
-                tcp_path("direct", REMOTE_LABELS["direct"], ports[mode], "/mcp", "echo", tree_cpu_of(server, server=server)),
-                serve_path(
-                    "serve1", f"`mcpx serve --server {name}` (stdio)", m, spawned, base / f"serve-{mode}.log", "echo",
-                    [daemon_pid], "--server", name, server=server,
+                tcp_path(
+                    "direct", REMOTE_LABELS["direct"], ports[mode], "/mcp", "echo", tree_cpu_of(server, server=server)
                 ),
-                tcp_path("mcp1", f"mcpx daemon `/mcp/{name}` (HTTP)", mport, f"/mcp/{name}", "echo", tree_cpu_of([daemon_pid], server=server)),
+                serve_path(
+                    "serve1",
+                    f"`mcpx serve --server {name}` (stdio)",
+                    m,
+                    spawned,
+                    base / f"serve-{mode}.log",
+                    "echo",
+                    [daemon_pid],
+                    "--server",
+                    name,
+                    server=server,
+                ),
+                tcp_path(
+                    "mcp1",
+                    f"mcpx daemon `/mcp/{name}` (HTTP)",
+                    mport,
+                    f"/mcp/{name}",
+                    "echo",
+                    tree_cpu_of([daemon_pid], server=server),
+                ),
             ]
         mode_of = {id(p): mode for mode in paths for p in paths[mode]}
         order = [p for mode in paths for p in paths[mode]]
@@ -181,7 +231,9 @@ def run(args, tmp: Path, registry: list) -> RemoteResults:
         status = m.status()
         instances_ok(status)
         if status.get("daemon", {}).get("pid") != daemon_pid:
-            raise BenchError(f"remote: the daemon changed during the rounds: {daemon_pid} -> {status.get('daemon', {}).get('pid')}")
+            raise BenchError(
+                f"remote: the daemon changed during the rounds: {daemon_pid} -> {status.get('daemon', {}).get('pid')}"
+            )
     finally:
         stop_spawned(spawned, "remote")
         if m is not None:
@@ -201,7 +253,9 @@ def summary(rr: RemoteResults) -> list[str]:
     modes = list(rr.paths)
     lines = [
         "| path (client -> ... -> fake server over HTTP) | "
-        + " | ".join(f"fake answers {REMOTE_ANSWERS[m].split(' (')[0]}: `tools/call` median | vs. direct" for m in modes)
+        + " | ".join(
+            f"fake answers {REMOTE_ANSWERS[m].split(' (')[0]}: `tools/call` median | vs. direct" for m in modes
+        )
         + " |",
         "| --- |" + " ---: | ---: |" * len(modes),
     ]
@@ -215,7 +269,11 @@ def summary(rr: RemoteResults) -> list[str]:
     for m in modes:
         c, d = median(rr.cli[m].mcpx), median(rr.cli[m].direct)
         cells += [ms(c), f"{times_words(c / d)} the time"]
-    lines.append("| `mcpx call S.echo` (one process per call) vs. a one-shot client (a new session per call) | " + " | ".join(cells) + " |")
+    lines.append(
+        "| `mcpx call S.echo` (one process per call) vs. a one-shot client (a new session per call) | "
+        + " | ".join(cells)
+        + " |"
+    )
     return lines
 
 
@@ -229,7 +287,7 @@ def section(n: int, rr: RemoteResults, info: dict) -> list[str]:
         "(`mcpx-fake-server --http 127.0.0.1:0`, streamable HTTP on `/mcp`; `echo` answers at once), twice: answering "
         "every request with an SSE stream (its default) and with one JSON body (`FAKE_HTTP_RESPONSE=json`). One private "
         f"mcpx holds both, as {names}, each configured by its URL alone "
-        f"(`{{\"mcpServers\": {{\"remote\": {{\"url\": \"http://127.0.0.1:<port>/mcp\"}}}}}}`), "
+        f'(`{{"mcpServers": {{"remote": {{"url": "http://127.0.0.1:<port>/mcp"}}}}}}`), '
         "each one instance with one MCP session to its server, shared by every caller. For each server, side by side "
         "in one run:",
         "",
@@ -291,7 +349,7 @@ def section(n: int, rr: RemoteResults, info: dict) -> list[str]:
                 "",
             ]
             cm, cd = median(rr.cli["sse"].mcpx), median(rr.cli["sse"].direct_answered)
-            if cm < 0.02 and 0.035 <= cd:
+            if cm < 0.02 and cd >= 0.035:
                 lines += [
                     f"The same is behind the one-shot rows below with SSE answers: the one-shot client ({ms(cd)} until its "
                     "answer) sends its requests back to back and waits once, while `mcpx call` here does not "
@@ -301,7 +359,7 @@ def section(n: int, rr: RemoteResults, info: dict) -> list[str]:
                     "",
                 ]
     lines += [
-        f"One call per process: `mcpx call S.echo '{{\"message\":\"...\"}}'` (a whole process: the CLI asks the running "
+        f'One call per process: `mcpx call S.echo \'{{"message":"..."}}\'` (a whole process: the CLI asks the running '
         "daemon, which calls the server on the session it holds; its output must be the message) against a client "
         "without mcpx making one call: a new connection and a new session (`initialize`, "
         "`notifications/initialized`, `tools/call echo`, checked) and DELETE of the session, run inside the benchmark's "

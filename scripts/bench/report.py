@@ -69,7 +69,9 @@ def commit() -> str:
     rev = sh("git", "rev-parse", "--short=12", "HEAD", cwd=ROOT)
     if rev == "unknown":
         return rev
-    dirty = sh("git", "status", "--porcelain", "--untracked-files=no", "--", "crates", "Cargo.toml", "Cargo.lock", cwd=ROOT)
+    dirty = sh(
+        "git", "status", "--porcelain", "--untracked-files=no", "--", "crates", "Cargo.toml", "Cargo.lock", cwd=ROOT
+    )
     return f"`{rev}`" + (" with uncommitted changes to the Rust sources" if dirty and dirty != "unknown" else "")
 
 
@@ -140,7 +142,13 @@ def header(args, first: int, info: dict) -> list[str]:
 
 
 def supervisor_summary(r: Results) -> list[str]:
-    return ["| what | result |", "| --- | --- |", *adopt.summary(r.adopt), *memory.summary(r.memory), *supervised.summary(r.latency)]
+    return [
+        "| what | result |",
+        "| --- | --- |",
+        *adopt.summary(r.adopt),
+        *memory.summary(r.memory),
+        *supervised.summary(r.latency),
+    ]
 
 
 def summary(r: Results, first: int) -> list[str]:

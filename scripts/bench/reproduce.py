@@ -182,8 +182,15 @@ $mcpx stop --all; rm -rf /tmp/mcpx-b
 
 
 def reproduce_section(first_sup: int) -> list[str]:
-    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params()}, separators=(",", ":"))
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": ECHO_MESSAGE}}}
+    init = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params()}, separators=(",", ":")
+    )
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"message": ECHO_MESSAGE}},
+    }
     text = (
         REPRODUCE.replace("@ITER@", str(DEFAULTS["iterations"]))
         .replace("@KILLS@", str(DEFAULTS["kills"]))

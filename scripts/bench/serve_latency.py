@@ -161,7 +161,9 @@ def main() -> None:
         lat = sorted(p.latencies)
         med, p90 = statistics.median(lat), lat[int(len(lat) * 0.9)]
         cpu = [f"{p.cpu[k] / p.calls * 1e6:.0f} µs" if k in p.cpu else "" for k in ("serve", "daemon", "supervisor")]
-        print(f"| {p.label} | {med * 1e3:.3f} ms | {p90 * 1e3:.3f} ms | +{(med - direct) * 1e3:.3f} ms | {' | '.join(cpu)} |")
+        print(
+            f"| {p.label} | {med * 1e3:.3f} ms | {p90 * 1e3:.3f} ms | +{(med - direct) * 1e3:.3f} ms | {' | '.join(cpu)} |"
+        )
 
 
 if __name__ == "__main__":

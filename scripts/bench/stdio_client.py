@@ -55,7 +55,7 @@ class LineReader:
             try:
                 msg = json.loads(line)
             except ValueError as e:
-                raise BenchError(f"{what}: the server wrote a line that is not JSON ({e}): {line[:200]!r}")
+                raise BenchError(f"{what}: the server wrote a line that is not JSON ({e}): {line[:200]!r}") from e
             if not isinstance(msg, dict):
                 raise BenchError(f"{what}: the server wrote a JSON line that is not an object: {line[:200]!r}")
             return msg
@@ -77,7 +77,7 @@ class StdioMcp(McpClient):
         try:
             os.write(self.fd, jsonrpc_line(msg) + b"\n")
         except OSError as e:  # a broken pipe: the server is gone
-            raise BenchError(f"{self.label}: writing to the server: {e}{self.stderr_tail()}")
+            raise BenchError(f"{self.label}: writing to the server: {e}{self.stderr_tail()}") from e
 
     def read(self, what: str, deadline: float | None = None) -> dict:
         """The next response (a message without a method); notifications are skipped."""
@@ -92,7 +92,9 @@ class StdioMcp(McpClient):
 
     def _answer(self, req: dict, what: str) -> None:
         if not self.answer_requests:
-            raise BenchError(f"{self.label}: {what}: a request from the server, which this client does not serve: {json.dumps(req)[:300]}")
+            raise BenchError(
+                f"{self.label}: {what}: a request from the server, which this client does not serve: {json.dumps(req)[:300]}"
+            )
         if req["method"] == "roots/list":
             self.write({"jsonrpc": "2.0", "id": req["id"], "result": {"roots": []}})
         elif req["method"] == "ping":
@@ -132,7 +134,8 @@ class StdioMcp(McpClient):
                 while done < callers:
                     got = self.read("tools/call")
                     t1 = time.perf_counter()
-                    entry = outstanding.pop(got.get("id"), None)
+                    rid = got.get("id")
+                    entry = outstanding.pop(rid, None) if isinstance(rid, int) else None
                     if entry is None:
                         raise BenchError(f"{self.label}: an answer to no outstanding request: {json.dumps(got)[:300]}")
                     caller, message, t0 = entry
@@ -143,7 +146,7 @@ class StdioMcp(McpClient):
                     else:
                         done += 1
                         last[0] = t1
-            except BaseException as e:  # noqa: BLE001: reported below
+            except BaseException as e:  # noqa: BLE001 - reported below
                 errors.append(e)
             todo.put(None)
 

@@ -6,7 +6,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import ECHO_ARGS, ECHO_MESSAGE, ECHO_TEXT, WARMUP, BenchError, Row, Side, measure, ms, sides_table, vs_words
+from .common import (
+    ECHO_ARGS,
+    ECHO_MESSAGE,
+    ECHO_TEXT,
+    WARMUP,
+    BenchError,
+    Row,
+    Side,
+    measure,
+    ms,
+    sides_table,
+    vs_words,
+)
 from .mcpx import fake_entry, private_mcpx
 
 
@@ -15,7 +27,11 @@ def run(args, tmp: Path, registry: list) -> Row:
     # arguments, environment and directory, not by `supervised`, so two entries differing only in
     # it would share one instance.
     fake = args.fake_server
-    everything = {"command": str(args.e2e / "node_modules" / ".bin" / "mcp-server-everything"), "args": ["stdio"], "cwd": str(args.e2e)}
+    everything = {
+        "command": str(args.e2e / "node_modules" / ".bin" / "mcp-server-everything"),
+        "args": ["stdio"],
+        "cwd": str(args.e2e),
+    }
     unsup_env = {"BENCH_VARIANT": "unsupervised"}
     servers = {
         "everything": everything,
@@ -27,11 +43,18 @@ def run(args, tmp: Path, registry: list) -> Row:
     lat.refresh(list(servers))
 
     def lat_pids() -> dict:
-        got = {i["server"]: (i.get("pid"), i.get("supervised"), i.get("supervisor_pid")) for i in lat.status().get("instances", [])}
+        got = {
+            i["server"]: (i.get("pid"), i.get("supervised"), i.get("supervisor_pid"))
+            for i in lat.status().get("instances", [])
+        }
         lat.track(*(pid for pid, _, sup_pid in got.values() for pid in (pid, sup_pid)))
         for name in servers:
             pid, sup, sup_pid = got.get(name, (None, None, None))
-            if not isinstance(pid, int) or bool(sup) != (not name.endswith("-unsupervised")) or bool(sup_pid) != bool(sup):
+            if (
+                not isinstance(pid, int)
+                or bool(sup) != (not name.endswith("-unsupervised"))
+                or bool(sup_pid) != bool(sup)
+            ):
                 raise BenchError(f"`mcpx status`: {name} is not running as configured: {got.get(name)}")
         return got
 
@@ -75,7 +98,7 @@ def pairs(row: Row) -> list[tuple[str, Side, Side]]:
 def summary(row: Row) -> list[str]:
     """Its rows of the supervisors' summary table."""
     return [
-        f"| warm `mcpx call {server}.echo`, supervised vs. `\"supervised\": false` "
+        f'| warm `mcpx call {server}.echo`, supervised vs. `"supervised": false` '
         f"| {ms(a.median)} vs. {ms(b.median)}: supervised takes {vs_words(a.median, b.median)} |"
         for server, a, b in pairs(row)
     ]
@@ -86,7 +109,7 @@ def section(n: int, row: Row) -> list[str]:
         f"## {n}. Call a tool, supervised or not",
         "",
         "One private mcpx with four servers: server-everything (as in section 2) and the fake server, each twice, "
-        "once supervised (the default) and once configured `\"mcpx\": {\"supervised\": false}` (the daemon's "
+        'once supervised (the default) and once configured `"mcpx": {"supervised": false}` (the daemon\'s '
         "own child, as before supervisors): a supervised call goes CLI -> daemon -> supervisor -> server and back, "
         "an unsupervised one skips the supervisor. The unsupervised entries also set one more environment variable "
         "(`BENCH_VARIANT`): mcpx keys an instance by the server's command, arguments, environment and directory, "

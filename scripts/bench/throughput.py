@@ -49,13 +49,27 @@ def run(args, tmp: Path, registry: list) -> TputResults:
     # but 202 to the notification.
     sock = str(Path(m.env["MCPX_RUNTIME_DIR"]) / "daemon.sock")
     clients = [
-        HttpMcp("daemon endpoint", lambda: UnixHTTPConnection(sock), accept="application/json", version_header=False, notified=(202,))
+        HttpMcp(
+            "daemon endpoint",
+            lambda: UnixHTTPConnection(sock),
+            accept="application/json",
+            version_header=False,
+            notified=(202,),
+        )
         for _ in range(max(callers))
     ]
-    daemon = HttpPath("daemon", "through the daemon", clients, "fake__echo", cpu_of({"daemon": daemon_pid, "supervisor": sup_pid, "server": server_pid}))
+    daemon = HttpPath(
+        "daemon",
+        "through the daemon",
+        clients,
+        "fake__echo",
+        cpu_of({"daemon": daemon_pid, "supervisor": sup_pid, "server": server_pid}),
+    )
     sessions = {c.session for c in clients}
     if None in sessions or len(sessions) != len(clients):
-        raise BenchError(f"the daemon endpoint gave {len(sessions - {None})} distinct sessions to {len(clients)} initializes")
+        raise BenchError(
+            f"the daemon endpoint gave {len(sessions - {None})} distinct sessions to {len(clients)} initializes"
+        )
     spawned: list[Spawned] = []
     cases = [TputCase(n) for n in callers]
     try:
@@ -82,11 +96,15 @@ def run(args, tmp: Path, registry: list) -> TputResults:
     finally:
         stop_spawned(spawned, "throughput")
     if server.proc.returncode != 0:
-        raise BenchError(f"direct: the fake server exited with status {server.proc.returncode} when its stdin closed{server.stderr_tail()}")
+        raise BenchError(
+            f"direct: the fake server exited with status {server.proc.returncode} when its stdin closed{server.stderr_tail()}"
+        )
     daemon.close(expect=204)
     after = m.instance("fake")
     if after != before:
-        raise BenchError(f"throughput: the daemon, supervisor or server changed during the rounds (pids {before} -> {after})")
+        raise BenchError(
+            f"throughput: the daemon, supervisor or server changed during the rounds (pids {before} -> {after})"
+        )
     return TputResults(cases, args.throughput_seconds, args.throughput_repeats, server_pid)
 
 

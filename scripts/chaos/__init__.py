@@ -2,7 +2,7 @@
 the configuration edited, with every call accounted for.
 
 Usually run through scripts/chaos.sh, which builds mcpx first; by hand,
-`python3 scripts/chaos --help`. Standard library only (Python 3.10 or newer), like scripts/bench,
+`bash scripts/chaos.sh --help` (which runs `python3 -m chaos` from scripts/). Standard library only (Python 3.10 or newer), like scripts/bench,
 whose process handling, private mcpx and MCP clients it reuses.
 
   world     the run's private mcpx, its servers and configuration (and the edits of it), the

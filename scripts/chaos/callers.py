@@ -36,7 +36,9 @@ class Shared:
     flag, the temporary directory, and the one call whose expected answer is altered on purpose
     (`mismatch`, a caller name, to prove that a wrong answer is caught)."""
 
-    def __init__(self, m: Mcpx, config: Config, timeline: Timeline, ledger: Ledger, tmp: Path, mismatch: str | None) -> None:
+    def __init__(
+        self, m: Mcpx, config: Config, timeline: Timeline, ledger: Ledger, tmp: Path, mismatch: str | None
+    ) -> None:
         self.m, self.config, self.timeline, self.ledger, self.tmp = m, config, timeline, ledger, tmp
         self.stop = threading.Event()
         self.mismatch = mismatch
@@ -85,7 +87,7 @@ class Caller(threading.Thread):
                 call = Call(self.name, self.path, server, op, token, now())
                 self.one(call, tool, args, expected)
                 self.shared.ledger.add(call)
-        except BaseException as e:  # noqa: BLE001: the driver's own failure, reported by main
+        except BaseException as e:  # noqa: BLE001 - the driver's own failure, reported by main
             self.error = e
         finally:
             self.close()
@@ -138,11 +140,18 @@ class ShellCaller(Caller):
         timeout = "500ms" if call.op == "timeout" else f"{CALL_TIMEOUT_S}s"
         argv = [str(m.binary), "call", "--json", "--timeout", timeout, f"{call.server}.{tool}", "-"]
         proc = subprocess.Popen(
-            argv, env=m.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+            argv,
+            env=m.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
         timer = None
         if call.op == "cancel":
-            timer = threading.Timer(self.rng.uniform(0.1, 1.0), lambda: proc.poll() is None and proc.send_signal(signal.SIGINT))
+            timer = threading.Timer(
+                self.rng.uniform(0.1, 1.0), lambda: None if proc.poll() is not None else proc.send_signal(signal.SIGINT)
+            )
             timer.start()
         try:
             out, err = proc.communicate(jsonrpc_line(args), timeout=HANG_AFTER_S)
@@ -172,7 +181,9 @@ class ShellCaller(Caller):
             call.outcome, call.kind, call.detail = "failed", "exit 5 (the --timeout 500ms asked for)", said[:300]
         elif rc in SHELL_EXITS:
             call.outcome, call.kind, call.detail = "failed", SHELL_EXITS[rc], said[:300]
-        elif rc in (130, -signal.SIGINT) and call.op == "cancel":  # killed by SIGINT before its handler: 130 to a shell too
+        elif (
+            rc in (130, -signal.SIGINT) and call.op == "cancel"
+        ):  # killed by SIGINT before its handler: 130 to a shell too
             call.outcome, call.kind = "failed", "exit 130 (cancelled)"
         elif rc == 2 and self.shared.config.removed_by(call.server, call.end):
             call.outcome, call.kind, call.detail = "failed", "exit 2 (server removed)", said[:300]
@@ -253,7 +264,7 @@ class ServeCaller(Caller):
             except BenchError as e:
                 if now() >= deadline:
                     return "late"
-                raise BenchError(f"{self.name}: `mcpx serve` wrote something unreadable: {e}")
+                raise BenchError(f"{self.name}: `mcpx serve` wrote something unreadable: {e}") from e
             if msg is None:
                 return "eof"
             if "method" in msg:
@@ -265,7 +276,7 @@ class ServeCaller(Caller):
             rid = msg.get("id")
             if rid == id_:
                 return msg
-            late = self.cancelled.pop(rid, None)
+            late = self.cancelled.pop(rid, None) if isinstance(rid, int) else None
             if late is None:
                 raise BenchError(f"{self.name}: an answer to no request of this client: {json.dumps(msg)[:300]}")
             call, expected = late
@@ -300,7 +311,13 @@ class ServeCaller(Caller):
         if call.op == "cancel":
             got = self.wait(id_, now() + self.rng.uniform(0.1, 1.0))
             if got == "late":
-                self.write({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id_, "reason": "chaos"}})
+                self.write(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": {"requestId": id_, "reason": "chaos"},
+                    }
+                )
                 call.outcome, call.kind = "failed", "cancelled by the client"
                 self.cancelled[id_] = (call, expected)
                 return
@@ -317,7 +334,11 @@ class ServeCaller(Caller):
             self.close()
         elif "error" in got:
             err = got["error"] if isinstance(got["error"], dict) else {}
-            call.outcome, call.kind, call.detail = "failed", f"JSON-RPC {err.get('code')}", str(err.get("message"))[:300]
+            call.outcome, call.kind, call.detail = (
+                "failed",
+                f"JSON-RPC {err.get('code')}",
+                str(err.get("message"))[:300],
+            )
         else:
             self.result(call, got.get("result"), expected)
 
@@ -367,7 +388,12 @@ class HttpCaller(Caller):
     def one(self, call: Call, tool: str, args: dict, expected: str) -> None:
         self.ensure_open()
         call.start = now()
-        msg = {"jsonrpc": "2.0", "id": self.client.new_id(), "method": "tools/call", "params": meta(args, tool, call.server, call.op, call.token)}
+        msg = {
+            "jsonrpc": "2.0",
+            "id": self.client.new_id(),
+            "method": "tools/call",
+            "params": meta(args, tool, call.server, call.op, call.token),
+        }
         try:
             status, got = self.client.post(msg, "tools/call")
         except BenchError as e:
@@ -391,6 +417,10 @@ class HttpCaller(Caller):
             self.opened = False
         elif "error" in got:
             err = got["error"] if isinstance(got["error"], dict) else {}
-            call.outcome, call.kind, call.detail = "failed", f"JSON-RPC {err.get('code')}", str(err.get("message"))[:300]
+            call.outcome, call.kind, call.detail = (
+                "failed",
+                f"JSON-RPC {err.get('code')}",
+                str(err.get("message"))[:300],
+            )
         else:
             self.result(call, got.get("result"), expected)

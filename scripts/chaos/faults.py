@@ -52,7 +52,7 @@ class Faults(threading.Thread):
                 kind = pick(self.rng, FAULTS)
                 if not self.do(kind):
                     self.skipped[kind] = self.skipped.get(kind, 0) + 1
-        except BaseException as e:  # noqa: BLE001: the driver's own failure, reported by main
+        except BaseException as e:  # noqa: BLE001 - the driver's own failure, reported by main
             self.error = e
 
     def mcpx(self, *args: str) -> subprocess.CompletedProcess:

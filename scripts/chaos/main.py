@@ -36,12 +36,18 @@ def log(msg: str) -> None:
 
 
 def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="scripts/chaos.sh", description="mcpx under mixed load and faults, every call accounted for")
+    p = argparse.ArgumentParser(
+        prog="scripts/chaos.sh", description="mcpx under mixed load and faults, every call accounted for"
+    )
     p.add_argument("--minutes", type=float, required=True, help="how long the load and the faults run")
-    p.add_argument("--seed", type=int, default=None, help="the seed of every random choice (default: a new one, printed)")
+    p.add_argument(
+        "--seed", type=int, default=None, help="the seed of every random choice (default: a new one, printed)"
+    )
     p.add_argument("--mcpx", type=Path, required=True, help="the mcpx binary")
     p.add_argument("--fake-server", type=Path, required=True, help="the mcpx-fake-server binary")
-    p.add_argument("--fault-gap", type=float, default=MEAN_GAP_S, help="the mean seconds between faults (default %(default)s)")
+    p.add_argument(
+        "--fault-gap", type=float, default=MEAN_GAP_S, help="the mean seconds between faults (default %(default)s)"
+    )
     p.add_argument("--summary", type=Path, default=None, help="also write the counts here, as JSON")
     p.add_argument("--benchmarks", action="store_true", help="write the counts into BENCHMARKS.md's chaos section")
     p.add_argument("--command", default=None, help=argparse.SUPPRESS)  # the command as typed, for the report
@@ -68,7 +74,7 @@ def stop_all(m: Mcpx) -> list[str]:
 
 
 def main() -> int:
-    if sys.version_info < (3, 10):
+    if sys.version_info < (3, 10):  # noqa: UP036 - a friendly refusal on an older Python
         print("chaos: error: Python 3.10 or newer is needed", file=sys.stderr)
         return 1
     args = parse_args()
@@ -91,7 +97,15 @@ def main() -> int:
     leftovers: list[str] = []
     try:
         clean_env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_", "MCPX_"))}
-        fakes.append(Spawned("the remote fake server", [str(args.fake_server), "--http", "127.0.0.1:0"], tmp / "remote.log", env=clean_env, stdout=True))
+        fakes.append(
+            Spawned(
+                "the remote fake server",
+                [str(args.fake_server), "--http", "127.0.0.1:0"],
+                tmp / "remote.log",
+                env=clean_env,
+                stdout=True,
+            )
+        )
         url = read_url(fakes[0])
         m = private_mcpx(args.mcpx, tmp / "m", {}, registry)
         config = Config(Path(m.env["MCPX_CONFIG"]), args.fake_server, url)
@@ -142,7 +156,9 @@ def main() -> int:
     return 0
 
 
-def summarize(shared: Shared, faults: Faults, watch: Watch, leftovers, driver_errors, seed, args, elapsed, load_before) -> dict:
+def summarize(
+    shared: Shared, faults: Faults, watch: Watch, leftovers, driver_errors, seed, args, elapsed, load_before
+) -> dict:
     calls = shared.ledger.snapshot()
     outcomes = Counter(c.outcome for c in calls)
     failed = Counter(c.kind for c in calls if c.outcome == "failed")
@@ -152,7 +168,11 @@ def summarize(shared: Shared, faults: Faults, watch: Watch, leftovers, driver_er
 
     def near(c) -> str:
         """The faults within 20 s of a call, for the reader of an example."""
-        return "; ".join(f"{k} {srv or ''} {d} at +{s - t0:.1f}s..{e - t0:.1f}s" for s, e, k, srv, d in events if e >= c.start - 20 and s <= c.end + 5)
+        return "; ".join(
+            f"{k} {srv or ''} {d} at +{s - t0:.1f}s..{e - t0:.1f}s"
+            for s, e, k, srv, d in events
+            if e >= c.start - 20 and s <= c.end + 5
+        )
 
     examples = [
         f"{c.outcome}: {c.caller} {c.path} {c.server} {c.op} {c.token} at +{c.start - t0:.1f}s..{c.end - t0:.1f}s: {c.kind}: {c.detail}"
@@ -220,7 +240,10 @@ def summarize(shared: Shared, faults: Faults, watch: Watch, leftovers, driver_er
         "fd_slack": FD_SLACK,
         "fd_growth_max": max((lt.growth for lt in judged), default=0),
         "fd_grown": [f"pid {lt.pid}: +{lt.growth} in {lt.seconds:.0f}s" for lt in grown],
-        "fd_range": [min((s[1] for lt in lifetimes for s in lt.samples), default=0), max((s[1] for lt in lifetimes for s in lt.samples), default=0)],
+        "fd_range": [
+            min((s[1] for lt in lifetimes for s in lt.samples), default=0),
+            max((s[1] for lt in lifetimes for s in lt.samples), default=0),
+        ],
         "rss_kib_max": max((s[2] for lt in lifetimes for s in lt.samples), default=0),
         "rss_kib_last": lifetimes[-1].samples[-1][2] if lifetimes else 0,
         "longest_lifetime_s": round(max((lt.seconds for lt in lifetimes), default=0)),

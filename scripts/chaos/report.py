@@ -29,7 +29,16 @@ def summary_lines(s: dict) -> list[str]:
         f" RSS at most {s['rss_kib_max'] / 1024:.1f} MiB, {s['rss_kib_last'] / 1024:.1f} MiB at the end",
         f"  leftover        {len(s['leftovers'])} processes after `mcpx stop --all`",
     ]
-    for what in ("slowest", "failed_examples", "examples", "misrouted", "fault_failures", "fd_grown", "leftovers", "driver_errors"):
+    for what in (
+        "slowest",
+        "failed_examples",
+        "examples",
+        "misrouted",
+        "fault_failures",
+        "fd_grown",
+        "leftovers",
+        "driver_errors",
+    ):
         lines += [f"  {what}: {x}" for x in s[what]]
     lines.append(f"chaos: FAILED: {', '.join(s['problems'])}" if s["problems"] else "chaos: passed")
     return lines

@@ -57,9 +57,13 @@ class Timeline:
         """Whether a fault of `kinds` (on `server`, or on any server for a daemon fault) overlaps
         [start - LOOKBACK_S, end]."""
         for s, e, kind, srv, _ in self.closed():
-            if kind in kinds and e >= start - LOOKBACK_S and s <= end:
-                if server is None or srv is None or srv == server:
-                    return True
+            if (
+                kind in kinds
+                and e >= start - LOOKBACK_S
+                and s <= end
+                and (server is None or srv is None or srv == server)
+            ):
+                return True
         return False
 
     def counts(self) -> dict[str, int]:
