@@ -79,6 +79,13 @@ def kill_and_call(case: AdoptCase, n: int) -> float:
     args = ("call", f"{target}.echo", ECHO_ARGS)
     start = time.perf_counter()
     os.kill(old, signal.SIGKILL)
+    # kill(2) returns before the daemon has exited; until it has, its socket still takes a
+    # connection, which then breaks, and `mcpx call` does not send a call again that a
+    # daemon may have read. The call is made once the kill has taken the daemon down (a
+    # millisecond or so, inside the timed span).
+    deadline = time.monotonic() + 5
+    while alive(old) and time.monotonic() < deadline:
+        time.sleep(0.0005)
     _, out = m.run(*args)
     elapsed = time.perf_counter() - start
     if out.strip() != ECHO_MESSAGE:
@@ -155,7 +162,7 @@ def section(n: int, cases: list[AdoptCase]) -> list[str]:
         "environment variable each, so each is its own instance), and with 1 fake server configured "
         '`"supervised": false`, which is the daemon\'s own child. One `mcpx refresh` starts the servers first; '
         "that start-up is timed apart and not counted. Then, in turn for the four, `kill -9` of the daemon "
-        "(its pid from `$MCPX_RUNTIME_DIR/daemon.pid`) and at once `mcpx call fakeN.echo "
+        "(its pid from `$MCPX_RUNTIME_DIR/daemon.pid`) and, as soon as it has exited, `mcpx call fakeN.echo "
         f"'{ECHO_ARGS}'` (N going round the servers), timed from just before the kill until the call has "
         "exited with the echo: the call finds no daemon, starts one, which adopts every running supervisor "
         "before it serves, and the call goes through it. "

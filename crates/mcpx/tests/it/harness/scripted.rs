@@ -97,23 +97,7 @@ impl Scripted {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let handler: Arc<Handler> = Arc::new(handler);
-        let (seen2, stop2, origin2) = (seen.clone(), stop.clone(), origin.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if stop2.load(std::sync::atomic::Ordering::SeqCst) {
-                    return;
-                }
-                let Ok(conn) = conn else { continue };
-                let (seen, handler, origin) = (seen2.clone(), handler.clone(), origin2.clone());
-                std::thread::spawn(move || {
-                    let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(30)));
-                    let reader = BufReader::new(conn.try_clone().unwrap());
-                    serve(reader, conn, &seen, &*handler, &origin, |c| {
-                        let _ = c.set_read_timeout(None);
-                    });
-                });
-            }
-        });
+        accept(move || listener.accept().map(|(c, _)| c), stop.clone(), seen.clone(), handler, origin.clone());
         Scripted { origin, seen, stop, addr }
     }
 
@@ -129,20 +113,7 @@ impl Scripted {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let handler: Arc<Handler> = Arc::new(handler);
-        let (seen2, origin2) = (seen.clone(), origin.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(conn) = conn else { continue };
-                let (seen, handler, origin) = (seen2.clone(), handler.clone(), origin2.clone());
-                std::thread::spawn(move || {
-                    let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(30)));
-                    let reader = BufReader::new(conn.try_clone().unwrap());
-                    serve(reader, conn, &seen, &*handler, &origin, |c| {
-                        let _ = c.set_read_timeout(None);
-                    });
-                });
-            }
-        });
+        accept(move || listener.accept().map(|(c, _)| c), stop.clone(), seen.clone(), handler, origin.clone());
         // No TCP listener to wake: `addr` is unused for a unix socket.
         Scripted { origin, seen, stop, addr: std::net::SocketAddr::from(([0, 0, 0, 0], 0)) }
     }
@@ -160,6 +131,57 @@ impl Drop for Scripted {
             let _ = TcpStream::connect(self.addr);
         }
     }
+}
+
+/// A connection the scripted server answers on: TCP, or a unix socket.
+trait Conn: std::io::Read + Write + Send + Sized + 'static {
+    fn again(&self) -> std::io::Result<Self>;
+    fn read_deadline(&self, after: Option<std::time::Duration>);
+}
+
+impl Conn for TcpStream {
+    fn again(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn read_deadline(&self, after: Option<std::time::Duration>) {
+        let _ = self.set_read_timeout(after);
+    }
+}
+
+impl Conn for std::os::unix::net::UnixStream {
+    fn again(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn read_deadline(&self, after: Option<std::time::Duration>) {
+        let _ = self.set_read_timeout(after);
+    }
+}
+
+/// Accepts connections with `next` on a thread of its own, until `stop` is set, and
+/// answers each on a thread of its own (a read deadline of 30 s, none while a stream
+/// is held open).
+fn accept<C: Conn>(
+    mut next: impl FnMut() -> std::io::Result<C> + Send + 'static,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    seen: Arc<Mutex<Vec<Request>>>,
+    handler: Arc<Handler>,
+    origin: String,
+) {
+    std::thread::spawn(move || {
+        loop {
+            let conn = next();
+            if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            let Ok(conn) = conn else { continue };
+            let (seen, handler, origin) = (seen.clone(), handler.clone(), origin.clone());
+            std::thread::spawn(move || {
+                conn.read_deadline(Some(std::time::Duration::from_secs(30)));
+                let Ok(reader) = conn.again() else { return };
+                serve(BufReader::new(reader), conn, &seen, &*handler, &origin, |c| c.read_deadline(None));
+            });
+        }
+    });
 }
 
 /// Answers the requests of one connection (`reader` reads it, `conn` writes it);
