@@ -79,12 +79,14 @@ def kill_and_call(case: AdoptCase, n: int) -> float:
     args = ("call", f"{target}.echo", ECHO_ARGS)
     start = time.perf_counter()
     os.kill(old, signal.SIGKILL)
-    # kill(2) returns before the daemon has exited; until it has, its socket still takes a
-    # connection, which then breaks, and `mcpx call` does not send a call again that a
-    # daemon may have read. The call is made once the kill has taken the daemon down (a
-    # millisecond or so, inside the timed span).
+    # kill(2) returns before the daemon has exited. Until its last thread has (its main
+    # thread turns zombie first; the others close the descriptors, its socket's among
+    # them, a few milliseconds later with many servers adopted), its socket still takes a
+    # connection, which then breaks, and `mcpx call` does not send again a call that a
+    # daemon may have read. The call is made once the daemon is gone from /proc (reaped:
+    # all its threads have exited), inside the timed span.
     deadline = time.monotonic() + 5
-    while alive(old) and time.monotonic() < deadline:
+    while Path(f"/proc/{old}").exists() and time.monotonic() < deadline:
         time.sleep(0.0005)
     _, out = m.run(*args)
     elapsed = time.perf_counter() - start

@@ -105,6 +105,19 @@ fn start_and_serve(
         .with(tracing_subscriber::fmt::layer().with_writer(|| crate::sanitize::Writer(std::io::stderr())))
         .try_init()
         .ok();
+    // A panic ends the request (or task) it happened in, and the daemon serves on: it
+    // goes to the log, where a broken request's cause can be found (stderr is
+    // /dev/null for a daemon a CLI started).
+    std::panic::set_hook(Box::new(|info| {
+        let place = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        tracing::error!(place, "panic: {what}");
+    }));
     match mcpx_platform::limits::raise_nofile_limit() {
         Ok((before, after)) if before != after => {
             tracing::info!(
