@@ -17,6 +17,7 @@ import json
 import os
 import shlex
 import signal
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +71,18 @@ def check_instances(case: AdoptCase, status: dict) -> dict:
     return got
 
 
+def refuses(path: Path) -> bool:
+    """Whether nothing listens on the unix socket `path` any more (refused, or gone)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            return True
+        except OSError:
+            return False
+        return False
+
+
 def kill_and_call(case: AdoptCase, n: int) -> float:
     """kill -9 of the daemon, then one call to a fake server; returns the seconds in between and
     checks that the servers were adopted (or, unsupervised, restarted)."""
@@ -83,10 +96,10 @@ def kill_and_call(case: AdoptCase, n: int) -> float:
     # thread turns zombie first; the others close the descriptors, its socket's among
     # them, a few milliseconds later with many servers adopted), its socket still takes a
     # connection, which then breaks, and `mcpx call` does not send again a call that a
-    # daemon may have read. The call is made once the daemon is gone from /proc (reaped:
-    # all its threads have exited), inside the timed span.
+    # daemon may have read. The call is made once the socket refuses connections (inside
+    # the timed span); waiting for the process to leave /proc would time its reaping.
     deadline = time.monotonic() + 5
-    while Path(f"/proc/{old}").exists() and time.monotonic() < deadline:
+    while not refuses(m.socket()) and time.monotonic() < deadline:
         time.sleep(0.0005)
     _, out = m.run(*args)
     elapsed = time.perf_counter() - start

@@ -80,6 +80,10 @@ class Mcpx:
         except ValueError as e:
             raise BenchError(f"`mcpx status --json` printed something that is not JSON ({e}): {out[:300]}") from e
 
+    def socket(self) -> Path:
+        """The daemon's control socket, $MCPX_RUNTIME_DIR/daemon.sock."""
+        return Path(self.env["MCPX_RUNTIME_DIR"]) / "daemon.sock"
+
     def daemon_pid(self) -> int:
         """The running daemon's pid, from $MCPX_RUNTIME_DIR/daemon.pid, checked against /proc."""
         path = Path(self.env["MCPX_RUNTIME_DIR"]) / "daemon.pid"
