@@ -113,20 +113,17 @@ fn value_text(key: &str, json: bool, value: &str) -> Result<String, String> {
 }
 
 /// The tool's `tools/list` entry from the daemon's schema cache (`POST /v1/tools`,
-/// for a daemon older than typing in `POST /v1/call`,
-/// `req` naming it by `target` or `server` and `tool`). With `list` (the `key=value`
-/// form, which needs the types), a server never listed is listed first (`POST
-/// /v1/refresh`) and every error is returned; without it, `None` on any error: the
-/// call itself then reports it.
+/// `req` naming it by `target` or `server` and `tool`), for typing `key=value` pairs
+/// against a daemon older than typing in `POST /v1/call`: a server never listed is
+/// listed first (`POST /v1/refresh`), as that daemon's own typing would.
 ///
-/// Errors (with `list`): those of `/v1/tools` and `/v1/refresh` (`unknown_server`,
-/// `unknown_tool`, `server` (or `auth`, `timeout`...: the kind the daemon gave) when
-/// the listing fails, `daemon`).
-pub async fn tool_schema(client: &Client, req: &ListRequest, list: bool) -> Result<Option<Value>, ApiError> {
+/// Errors: those of `/v1/tools` and `/v1/refresh` (`unknown_server`, `unknown_tool`,
+/// `server` (or `auth`, `timeout`...: the kind the daemon gave) when the listing
+/// fails, `daemon`).
+pub async fn tool_schema(client: &Client, req: &ListRequest) -> Result<Option<Value>, ApiError> {
     let parse = |body: &[u8]| serde_json::from_slice::<Value>(body).ok();
     match client.call(Method::POST, "/v1/tools", Some(req)).await {
         Ok(body) => Ok(parse(&body)),
-        Err(_) if !list => Ok(None),
         Err(e) if e.kind == ErrorKind::Server => {
             let refresh =
                 RefreshRequest { caller: req.caller.clone(), server: req.server.clone(), target: req.target.clone() };

@@ -102,7 +102,7 @@ pub async fn call(client: &Client, args: CallArgs, caller: Caller, json: bool) -
                 tool: req.tool.clone(),
                 ..Default::default()
             };
-            let schema = crate::args::tool_schema(client, &named, true).await?;
+            let schema = crate::args::tool_schema(client, &named).await?;
             req.arguments = mcpx_api::arguments::build(input.given(), schema.as_ref(), &usage)?;
             crate::call_stream::run(client, req, &shown, json, args.no_input, render()).await
         }

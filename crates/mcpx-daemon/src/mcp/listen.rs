@@ -15,9 +15,10 @@ use serde_json::{Value, json};
 use crate::daemon::Daemon;
 use crate::instance::{Instance, LOG_LEVELS};
 use crate::mcp::catalog::servers;
-use crate::mcp::owner::{self, Held, by_uri, hold};
+use crate::mcp::owner::{self, by_uri, hold};
 use crate::mcp::sessions::ClientSession;
 use crate::mcp::subscriptions::Listening;
+use crate::pool::Lease;
 use crate::sync::lock;
 
 /// `resources/subscribe` or `resources/unsubscribe` (`method`) of request `id`, on
@@ -48,20 +49,20 @@ pub(crate) async fn subscription(
         Err(refusal) => return *refusal,
     };
     let client = session.handle();
-    let listeners = &held.lease.instance.listeners;
+    let listeners = &held.instance.listeners;
     let subscribe = method == "resources/subscribe";
     let upstream = if subscribe {
         listeners.subscribe(&client, &original, uri)
     } else {
         listeners.unsubscribe(&client, &original)
     };
-    session.subscribed(&held.lease.instance, &original, subscribe);
+    session.subscribed(&held.instance, &original, subscribe);
     if !upstream {
         return Message::response(id, "{}");
     }
-    let instance = &held.lease.instance;
+    let instance = &held.instance;
     let answer = if instance.era().is_some_and(|e| e.is_modern()) {
-        through_listen(instance, id, &original, subscribe, held.timeout).await
+        through_listen(instance, id, &original, subscribe, held.target.entry.options.call_timeout).await
     } else {
         let mut p = params.clone();
         p["uri"] = Value::String(original.clone());
@@ -69,7 +70,7 @@ pub(crate) async fn subscription(
     };
     if subscribe && is_error(&answer) {
         listeners.unsubscribe(&client, &original);
-        session.subscribed(&held.lease.instance, &original, false);
+        session.subscribed(&held.instance, &original, false);
     }
     answer
 }
@@ -156,10 +157,10 @@ pub(crate) async fn set_level(d: &Daemon, session: &Arc<ClientSession>, id: &str
             }
             Err(refusal) => return Err(refusal),
         };
-        if !offers_logging(&held.lease.instance) {
+        if !offers_logging(&held.instance) {
             return Ok(());
         }
-        let listeners = &held.lease.instance.listeners;
+        let listeners = &held.instance.listeners;
         let most_verbose = listeners
             .set_level(client, level)
             .map_err(|message| Box::new(Message::error_response(id, error_code::INVALID_PARAMS, &message)))?;
@@ -187,9 +188,9 @@ fn offers_logging(instance: &Instance) -> bool {
 
 /// Sends `method` with `params` to the held instance and returns its answer, with
 /// request `id`.
-async fn send(session: &ClientSession, held: &Held, id: &str, method: &str, params: &Value, server: &str) -> Message {
+async fn send(session: &ClientSession, held: &Lease, id: &str, method: &str, params: &Value, server: &str) -> Message {
     let request = Message::request(id, method, Some(&params.to_string()));
-    match held.lease.instance.forward(request, held.timeout, owner::context(session, None)).await {
+    match held.instance.forward(request, held.target.entry.options.call_timeout, owner::context(session, None)).await {
         Ok(answer) => answer,
         Err(e) => Message::error_response(id, error_code::INTERNAL_ERROR, &e.of_server(server)),
     }

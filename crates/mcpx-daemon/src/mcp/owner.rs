@@ -4,7 +4,6 @@
 //! (or the session sees only one server).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use mcpx_proto::Message;
 use mcpx_proto::mcp::error_code;
@@ -24,15 +23,6 @@ use crate::sync::lock;
 
 /// The JSON-RPC answer to a request that goes nowhere (boxed: a message is large).
 pub(crate) type Refusal = Box<Message>;
-
-/// A server's instance, held for one request: its lease (whose end releases what its
-/// scope says) and its `callTimeout`.
-pub(crate) struct Held {
-    /// The lease on the instance; its `target.entry` is the server's configuration.
-    pub(crate) lease: Lease,
-    /// Its `callTimeout`.
-    pub(crate) timeout: Option<Duration>,
-}
 
 /// The (server, original name) of `exposed`, a tool (`field` is `tools`) or prompt
 /// (`prompts`) name of the aggregate, listing again when the session's last listing
@@ -140,17 +130,16 @@ pub(crate) fn failure(id: &str, server: &str, failure: Failure<Refusal>) -> Mess
     }
 }
 
-/// The instance of `server` for this session's caller, started if need be.
+/// The instance of `server` for this session's caller, started if need be, leased
+/// for one request (its `callTimeout` is `lease.target.entry.options.call_timeout`).
 ///
 /// Errors, as the JSON-RPC answer to request `id`: those of [`entry_of`], or the
 /// server cannot be started (-32603, with why).
-pub(crate) async fn hold(d: &Daemon, session: &ClientSession, id: &str, server: &str) -> Result<Held, Refusal> {
+pub(crate) async fn hold(d: &Daemon, session: &ClientSession, id: &str, server: &str) -> Result<Lease, Refusal> {
     let entry = entry_of(d, session, id, server)?;
-    let timeout = entry.options.call_timeout;
-    match d.lease(&entry, &session.caller, timeout, &|_| {}).await {
-        Ok(lease) => Ok(Held { lease, timeout }),
-        Err(e) => Err(Box::new(failure(id, server, e))),
-    }
+    d.lease(&entry, &session.caller, entry.options.call_timeout, &|_| {})
+        .await
+        .map_err(|e| Box::new(failure(id, server, e)))
 }
 
 /// The context of a request the session forwards: its notifications (progress, and
