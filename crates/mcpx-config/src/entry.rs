@@ -13,7 +13,7 @@ use super::command::ExeIdentity;
 use super::error::ConfigError;
 use super::expand::{self, ExpandedTransport, Secrets};
 use super::oauth::{ExpandedOAuth, OAuthSpec};
-use super::spec::{Scope, Sharing, TransportSpec};
+use super::spec::{Pinning, Scope, Sharing, TransportSpec};
 
 /// The `mcpx` block of a server entry, defaults filled in. Timeouts are `None` when written as
 /// `0` (no timeout); sizes are bytes.
@@ -49,6 +49,9 @@ pub struct ServerOptions {
     pub include_tools: Option<Vec<String>>,
     /// `excludeTools`: tools never offered (applied after `include_tools`).
     pub exclude_tools: Vec<String>,
+    /// `pinning` as the block writes it; `None` when it does not (the mode in effect is
+    /// [`ServerEntry::pinning`]).
+    pub pinning: Option<Pinning>,
 }
 
 impl Default for ServerOptions {
@@ -69,6 +72,7 @@ impl Default for ServerOptions {
             disabled: false,
             include_tools: None,
             exclude_tools: Vec::new(),
+            pinning: None,
         }
     }
 }
@@ -109,6 +113,11 @@ pub struct ServerEntry {
     /// trusted as written (`mcpx trust`). Only the daemon's policy point (`mcpx_daemon::policy`) reads it; a file read
     /// without its role is marked by the resolver that knows it.
     pub trusted: bool,
+    /// The pinning mode in effect for the server (`docs/configuration.md`, "Pinning"):
+    /// its block's `pinning`, else the user config's top-level one, else `hold`; for an
+    /// entry of a project file, never looser than the user config's, nor than its
+    /// file's top-level `pinning` (the resolver sets it).
+    pub pinning: Pinning,
 }
 
 impl ServerEntry {

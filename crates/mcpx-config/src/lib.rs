@@ -80,5 +80,5 @@ pub use resolve::{
     Role,
 };
 pub use review::{ProjectEntry, project_entries, project_files};
-pub use spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};
+pub use spec::{MCPX_KEYS, Pinning, RemoteKind, Scope, Sharing, TransportSpec};
 pub use trust::{TRUST_ALL_KEY, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, entry_hash, project_dir, trust_key};

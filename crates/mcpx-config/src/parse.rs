@@ -10,6 +10,7 @@ use super::clients::{Client, FileKind};
 use super::entry::{EntryError, ServerEntry};
 use super::error::ConfigError;
 use super::parse_entry::parse_entry;
+use super::spec::Pinning;
 use super::units::json_kind;
 use super::{dialect, jsonc};
 
@@ -31,6 +32,8 @@ struct TopLevel {
     inputs: Option<Value>,
     #[serde(rename = "trustProjectFiles", default)]
     trust_project_files: Option<Value>,
+    #[serde(default)]
+    pinning: Option<Value>,
     /// Gemini CLI's `mcp` settings: `allowed` and `excluded` server names.
     #[serde(default)]
     mcp: Option<Value>,
@@ -199,6 +202,11 @@ pub(super) struct ParsedFile {
     /// A top-level `"trustProjectFiles": true` (honoured in the user config and an
     /// explicit file only).
     pub(super) trust_all: bool,
+    /// The top-level `pinning` (docs/configuration.md, "Pinning"): the default mode of
+    /// the user config, the floor of a project file's servers.
+    pub(super) pinning: Option<Pinning>,
+    /// Why a top-level `pinning` is ignored (not one of the four modes).
+    pub(super) pinning_note: Option<String>,
 }
 
 impl ParsedFile {
@@ -226,6 +234,8 @@ struct RawFile {
     inputs: BTreeMap<String, String>,
     /// A top-level `"trustProjectFiles": true`.
     trust_all: bool,
+    /// The top-level `pinning` value, if any.
+    pinning: Option<Value>,
 }
 
 /// Reads the server entries of a file of `kind` as written. JSON(C): `servers` (VS Code) and
@@ -246,7 +256,8 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
             .into_iter()
             .map(|(name, value)| (name, serde_json::to_value(value).unwrap_or(Value::Null)));
         let main = vec![("mcp_servers", entries.collect())];
-        return Ok(RawFile { main, projects: Vec::new(), imports: None, inputs: BTreeMap::new(), trust_all: false });
+        let (imports, pinning) = (None, None);
+        return Ok(RawFile { main, projects: Vec::new(), imports, inputs: BTreeMap::new(), trust_all: false, pinning });
     }
     let json = jsonc::to_json(text).map_err(|e| syntax(e.offset, e.message.to_owned()))?;
     let top: TopLevel = serde_json::from_str(&json).map_err(|e| ConfigError::Syntax {
@@ -280,6 +291,7 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
         imports: top.imports,
         inputs,
         trust_all: top.trust_project_files.as_ref().and_then(Value::as_bool) == Some(true),
+        pinning: top.pinning,
     })
 }
 
@@ -319,6 +331,17 @@ pub(super) fn parse_file(file: &Path, kind: &FileKind, text: &str) -> Result<Par
         let (clients, notes) = parse_imports(file, &imports);
         parsed.imports = Some(clients);
         parsed.notes = notes;
+    }
+    if let Some(value) = &raw.pinning {
+        match value.as_str().map(str::parse::<Pinning>) {
+            Some(Ok(mode)) => parsed.pinning = Some(mode),
+            _ => {
+                parsed.pinning_note = Some(format!(
+                    "{}: `pinning` must be \"off\", \"warn\", \"hold\" or \"strict\", found {value}; it is ignored",
+                    file.display()
+                ))
+            }
+        }
     }
     Ok(parsed)
 }

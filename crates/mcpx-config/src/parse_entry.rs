@@ -133,6 +133,7 @@ pub(super) fn parse_entry(
         }
     };
     let options = parse_options(&ctx, map.get("mcpx"))?;
+    let pinning_written = options.pinning;
     let oauth = parse_oauth_block(&ctx, client, url.is_some(), map.get("oauth"))?;
     Ok(ServerEntry {
         name: server.to_owned(),
@@ -146,6 +147,8 @@ pub(super) fn parse_entry(
         trust_hash: String::new(),
         // The resolver marks a project file's entries, knowing how it reached the file.
         trusted: true,
+        // The resolver applies the user config's default and a project file's floor.
+        pinning: pinning_written.unwrap_or_default(),
     })
 }
 
@@ -245,6 +248,7 @@ fn parse_options(ctx: &Ctx<'_>, value: Option<&Value>) -> Result<ServerOptions, 
             }
             "includeTools" => options.include_tools = ctx.string_array(&k, Some(v))?,
             "excludeTools" => options.exclude_tools = ctx.string_array(&k, Some(v))?.unwrap_or_default(),
+            "pinning" => options.pinning = Some(enum_value(v).and_then(|s| s.parse()).map_err(bad)?),
             // MCPX_KEYS and this match list the same keys.
             _ => {}
         }

@@ -11,6 +11,7 @@ use super::clients::{Client, ConfigEnv, FileKind};
 use super::entry::{EntryError, FileWarning, ResolvedConfig, ServerEntry};
 use super::error::ConfigError;
 use super::parse::{self, Layer, ParsedFile};
+use super::spec::Pinning;
 use super::trust::{TRUST_ALL_KEY, TrustStore};
 
 /// Name of the project config file shared with Claude Code, Cursor and others.
@@ -209,6 +210,10 @@ impl ConfigCache {
         let mut queue = req.search_paths(&self.env);
         let mut roles: HashMap<PathBuf, Role> = HashMap::new();
         let mut trust_all = false;
+        // The top-level `pinning` of the user config (or an explicit file), and of each
+        // project file.
+        let mut user_pinning: Option<Pinning> = None;
+        let mut file_pinning: HashMap<PathBuf, Pinning> = HashMap::new();
         let mut i = 0;
         while let Some((path, role)) = queue.get(i).cloned() {
             i += 1;
@@ -239,6 +244,16 @@ impl ConfigCache {
                     });
                 }
                 trust_all |= parsed.trust_all && matches!(role, Role::User | Role::Explicit);
+                if let Some(note) = &parsed.pinning_note {
+                    resolved.file_warnings.push(FileWarning { file: path.clone(), message: note.clone() });
+                }
+                match (parsed.pinning, role) {
+                    (Some(mode), Role::User | Role::Explicit) => user_pinning = user_pinning.or(Some(mode)),
+                    (Some(mode), _) => {
+                        file_pinning.insert(path.clone(), mode);
+                    }
+                    (None, _) => {}
+                }
                 if let Some(cwd) = &req.cwd {
                     let projects = parsed.projects.iter().map(|(dir, layer)| (dir.clone(), layer));
                     if let Some((_, project)) = parse::nearest_project(cwd, projects) {
@@ -272,6 +287,18 @@ impl ConfigCache {
                 }
             }
             resolved.files.push(path);
+        }
+        let floor = user_pinning.unwrap_or_default();
+        for entry in resolved.servers.values_mut() {
+            let project = roles.get(&entry.source) == Some(&Role::Project);
+            let warning = apply_pinning(entry, floor, file_pinning.get(&entry.source).copied(), project);
+            resolved.warnings.entry(entry.name.clone()).or_default().extend(warning);
+        }
+        resolved.warnings.retain(|_, w| !w.is_empty());
+        for (file, mode) in &file_pinning {
+            if roles.get(file) == Some(&Role::Project) && *mode < floor {
+                resolved.file_warnings.push(FileWarning { file: file.clone(), message: looser(file, "", *mode, floor) });
+            }
         }
         if roles.values().any(|r| *r == Role::Project) {
             inputs.trust = self.trust_file.as_ref().map(|file| (file.clone(), stamp_of(file)));
@@ -542,4 +569,29 @@ fn trusts(store: &TrustStore, entry: &ServerEntry) -> bool {
 /// Errors that mean "there is no such file" while walking directories.
 fn is_absent(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory)
+}
+
+/// Sets the pinning mode in effect for `entry` (`docs/configuration.md`, "Pinning"):
+/// its block's, else its file's top-level one (`file`), else the user config's
+/// (`floor`, `hold` when unset). An entry of a project file (`project`) is never looser
+/// than `floor`, nor than its file's: a looser setting is ignored, and the warning
+/// that says so is returned.
+fn apply_pinning(entry: &mut ServerEntry, floor: Pinning, file: Option<Pinning>, project: bool) -> Option<String> {
+    let written = entry.options.pinning.or(file);
+    if !project {
+        entry.pinning = written.unwrap_or(floor);
+        return None;
+    }
+    let least = floor.max(file.unwrap_or(floor));
+    entry.pinning = written.unwrap_or(least).max(least);
+    let block = entry.options.pinning.filter(|mode| *mode < least)?;
+    Some(looser(&entry.source, &format!(" of server `{}`", entry.name), block, least))
+}
+
+/// The warning for a project file's `pinning` looser than what is in effect.
+fn looser(file: &Path, whose: &str, mode: Pinning, least: Pinning) -> String {
+    format!(
+        "{}: `pinning: \"{mode}\"`{whose} is ignored: a project file may only make pinning stricter than \"{least}\" (set it in the mcpx user config instead)",
+        file.display()
+    )
 }

@@ -22,6 +22,7 @@ pub const MCPX_KEYS: &[&str] = &[
     "disabled",
     "includeTools",
     "excludeTools",
+    "pinning",
 ];
 
 /// Whether several clients may use one server process at once (`mcpx.sharing`).
@@ -109,6 +110,57 @@ impl Scope {
 impl std::fmt::Display for Scope {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// What a changed tool or prompt definition does (`pinning`, in the user config's top
+/// level or a server's `mcpx` block; `docs/configuration.md`, "Pinning"). Ordered from
+/// the loosest to the strictest: a project file may only move up this order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pinning {
+    /// `"off"`: nothing is pinned or held.
+    Off,
+    /// `"warn"`: a changed or new definition passes, and is logged.
+    Warn,
+    /// `"hold"`: a changed or new definition is held until the user reviews it (the
+    /// default).
+    #[default]
+    Hold,
+    /// `"strict"`: as `hold`, and a definition the poisoning scan flags is held from
+    /// its first listing.
+    Strict,
+}
+
+impl Pinning {
+    /// Every value, from the loosest to the strictest.
+    pub const ALL: [Pinning; 4] = [Pinning::Off, Pinning::Warn, Pinning::Hold, Pinning::Strict];
+
+    /// The config spelling: `"off"`, `"warn"`, `"hold"` or `"strict"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pinning::Off => "off",
+            Pinning::Warn => "warn",
+            Pinning::Hold => "hold",
+            Pinning::Strict => "strict",
+        }
+    }
+}
+
+impl std::fmt::Display for Pinning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Pinning {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Pinning::ALL
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| format!("unknown pinning `{s}` (use \"off\", \"warn\", \"hold\" or \"strict\")"))
     }
 }
 

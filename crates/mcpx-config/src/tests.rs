@@ -190,7 +190,7 @@ fn unknown_mcpx_key_message() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{}: server `x`: unknown key `foo` in the `mcpx` block (known keys: sharing, scope, max, min, idleTimeout, callTimeout, startTimeout, supervised, bufferBytes, maxMessageBytes, orphanTimeout, description, disabled, includeTools, excludeTools)",
+            "{}: server `x`: unknown key `foo` in the `mcpx` block (known keys: sharing, scope, max, min, idleTimeout, callTimeout, startTimeout, supervised, bufferBytes, maxMessageBytes, orphanTimeout, description, disabled, includeTools, excludeTools, pinning)",
             file.display()
         )
     );
@@ -600,4 +600,54 @@ fn a_remote_entry_takes_an_oauth_block_and_a_command_entry_does_not() {
     let err = parse_text(r#"{"mcpServers": {"r": {"url": "https://h/mcp", "oauth": {"clientSecret": "${secret:}"}}}}"#)
         .unwrap_err();
     assert!(matches!(&err, ConfigError::InvalidValue { key, .. } if key == "oauth.clientSecret"), "{err:?}");
+}
+
+/// `pinning`: the user config's top level sets the default, a server's block its own
+/// mode; a project file may only tighten, and a looser setting there is ignored with a
+/// warning naming the file; a value that is not a mode is a warning, or the entry's
+/// error in a block.
+#[test]
+fn pinning_defaults_to_hold_and_a_project_file_may_only_tighten_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = env_for(dir.path());
+    let proj = dir.path().join("proj");
+    let file = proj.join(".mcp.json");
+    let user = dir.path().join("xdg/mcpx/config.json");
+    let req = ResolveRequest { cwd: Some(proj.clone()), explicit: None };
+    let modes = |cfg: &ResolvedConfig| -> Vec<(String, Pinning)> {
+        cfg.servers.values().map(|e| (e.name.clone(), e.pinning)).collect()
+    };
+    let pair = |name: &str, mode| (name.to_owned(), mode);
+
+    write(&user, r#"{"mcpServers": {"u": {"command": "z"}, "loose": {"command": "w", "mcpx": {"pinning": "off"}}}}"#);
+    write(&file, r#"{"mcpServers": {"p": {"command": "x"}}}"#);
+    let cfg = ConfigCache::new(env.clone()).resolve(&req).unwrap();
+    let want = [pair("loose", Pinning::Off), pair("p", Pinning::Hold), pair("u", Pinning::Hold)];
+    assert_eq!(modes(&cfg), want, "hold by default; the user may loosen a server");
+
+    write(&user, r#"{"pinning": "warn", "mcpServers": {"u": {"command": "z"}}}"#);
+    write(
+        &file,
+        r#"{"pinning": "off", "mcpServers": {"p": {"command": "x"}, "s": {"command": "y", "mcpx": {"pinning": "strict"}},
+            "q": {"command": "v", "mcpx": {"pinning": "off"}}}}"#,
+    );
+    let cfg = ConfigCache::new(env.clone()).resolve(&req).unwrap();
+    let want = [pair("p", Pinning::Warn), pair("q", Pinning::Warn), pair("s", Pinning::Strict), pair("u", Pinning::Warn)];
+    assert_eq!(modes(&cfg), want, "the user's default; a project tightens only");
+    let file_warning = cfg.file_warnings.iter().find(|w| w.file == file).map(|w| w.message.clone()).unwrap_or_default();
+    assert!(file_warning.contains("`pinning: \"off\"` is ignored: a project file may only make pinning stricter"), "{file_warning}");
+    let q = cfg.warnings.get("q").cloned().unwrap_or_default().join("\n");
+    assert!(q.contains("`pinning: \"off\"` of server `q` is ignored") && q.contains(".mcp.json"), "{q}");
+
+    write(&file, r#"{"pinning": "strict", "mcpServers": {"p": {"command": "x"}}}"#);
+    let cfg = ConfigCache::new(env.clone()).resolve(&req).unwrap();
+    assert_eq!(cfg.servers["p"].pinning, Pinning::Strict, "a project file's top level tightens its servers");
+    assert_eq!(cfg.servers["u"].pinning, Pinning::Warn, "and only its own");
+
+    write(&user, r#"{"pinning": "loose", "mcpServers": {"u": {"command": "z"}}}"#);
+    let cfg = ConfigCache::new(env.clone()).resolve(&req).unwrap();
+    assert_eq!(cfg.servers["u"].pinning, Pinning::Hold);
+    assert!(cfg.file_warnings.iter().any(|w| w.message.contains("`pinning` must be")), "{:?}", cfg.file_warnings);
+    let err = parse_text(r#"{"mcpServers": {"c": {"command": "x", "mcpx": {"pinning": true}}}}"#).unwrap_err();
+    assert!(err.to_string().contains("mcpx.pinning"), "{err}");
 }

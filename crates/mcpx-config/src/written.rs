@@ -28,6 +28,7 @@ impl ServerOptions {
             "disabled": self.disabled,
             "includeTools": self.include_tools,
             "excludeTools": self.exclude_tools,
+            "pinning": self.pinning.map(|p| p.as_str()),
         })
     }
 }

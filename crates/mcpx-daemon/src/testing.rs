@@ -349,5 +349,6 @@ pub fn entry(name: &str, transport: crate::config::TransportSpec) -> crate::conf
         inputs: Default::default(),
         trust_hash: String::new(),
         trusted: true,
+        pinning: crate::config::Pinning::default(),
     }
 }
