@@ -14,7 +14,10 @@ use serde_json::value::RawValue;
 pub mod arguments;
 pub mod client;
 pub mod paths;
+pub mod pins;
 pub mod suggest;
+
+pub use pins::{FindingRow, PinChange, PinDecision, PinRow, PinnedServer, PinsRequest, ReviewAnswer, ReviewRequest};
 
 /// Who is asking: what the daemon needs to resolve the caller's configuration.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -284,6 +287,10 @@ pub struct ServerRow {
     /// Why the state is `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// How many of its tools and prompts pinning holds for the user's review (`mcpx
+    /// pins review <name>`); absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub held: usize,
     /// Where it is defined.
     pub source: Source,
     /// Warnings about its definition, one line each: a name defined twice in one file, or
@@ -376,6 +383,14 @@ pub struct DaemonStatus {
     /// caller read too slowly (its queue was full).
     #[serde(default)]
     pub dropped_notifications: u64,
+    /// The servers with tools or prompts held by pinning for the user's review (`mcpx
+    /// pins review <server>`), by name, with how many.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub held: BTreeMap<String, usize>,
+    /// How many pinned or held tool and prompt definitions the poisoning scan found
+    /// something in (`mcpx pins ls` shows what).
+    #[serde(default)]
+    pub flagged_definitions: usize,
 }
 
 /// One problem of a configuration file in `status`: an entry that does not parse, or a
@@ -479,6 +494,9 @@ pub enum ErrorKind {
     /// The server has no tool (or, for `prompts` and `prompt`, no prompt) of that name
     /// (exit 2, HTTP 404).
     UnknownTool,
+    /// The tool or prompt is held by pinning until the user reviews it with `mcpx pins
+    /// review` (exit 2, HTTP 403).
+    Held,
     /// The daemon could not be reached or started, or died during the call (exit 3, HTTP 503).
     Daemon,
     /// The server did not start, crashed or failed (exit 4, HTTP 502).
@@ -502,7 +520,11 @@ impl ErrorKind {
     /// 4 server, 5 timeout).
     pub fn exit_code(self) -> i32 {
         match self {
-            ErrorKind::Usage | ErrorKind::Config | ErrorKind::UnknownServer | ErrorKind::UnknownTool => 2,
+            ErrorKind::Usage
+            | ErrorKind::Config
+            | ErrorKind::UnknownServer
+            | ErrorKind::UnknownTool
+            | ErrorKind::Held => 2,
             ErrorKind::Daemon => 3,
             ErrorKind::Timeout => 5,
             ErrorKind::Server | ErrorKind::Protocol | ErrorKind::Rpc | ErrorKind::Auth | ErrorKind::Other => 4,
@@ -514,6 +536,7 @@ impl ErrorKind {
         match self {
             ErrorKind::Usage | ErrorKind::Config => 400,
             ErrorKind::UnknownServer | ErrorKind::UnknownTool => 404,
+            ErrorKind::Held => 403,
             ErrorKind::Daemon => 503,
             ErrorKind::Timeout => 504,
             ErrorKind::Server | ErrorKind::Protocol | ErrorKind::Rpc | ErrorKind::Auth | ErrorKind::Other => 502,
@@ -587,4 +610,9 @@ impl axum::response::IntoResponse for ApiError {
         let status = StatusCode::from_u16(self.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         (status, axum::Json(ErrorBody { error: self })).into_response()
     }
+}
+
+/// Whether `n` is 0 (a count left out of JSON when there is nothing to count).
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

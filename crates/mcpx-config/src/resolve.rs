@@ -297,7 +297,9 @@ impl ConfigCache {
         resolved.warnings.retain(|_, w| !w.is_empty());
         for (file, mode) in &file_pinning {
             if roles.get(file) == Some(&Role::Project) && *mode < floor {
-                resolved.file_warnings.push(FileWarning { file: file.clone(), message: looser(file, "", *mode, floor) });
+                resolved
+                    .file_warnings
+                    .push(FileWarning { file: file.clone(), message: looser(file, "", *mode, floor) });
             }
         }
         if roles.values().any(|r| *r == Role::Project) {

@@ -632,10 +632,14 @@ fn pinning_defaults_to_hold_and_a_project_file_may_only_tighten_it() {
             "q": {"command": "v", "mcpx": {"pinning": "off"}}}}"#,
     );
     let cfg = ConfigCache::new(env.clone()).resolve(&req).unwrap();
-    let want = [pair("p", Pinning::Warn), pair("q", Pinning::Warn), pair("s", Pinning::Strict), pair("u", Pinning::Warn)];
+    let want =
+        [pair("p", Pinning::Warn), pair("q", Pinning::Warn), pair("s", Pinning::Strict), pair("u", Pinning::Warn)];
     assert_eq!(modes(&cfg), want, "the user's default; a project tightens only");
     let file_warning = cfg.file_warnings.iter().find(|w| w.file == file).map(|w| w.message.clone()).unwrap_or_default();
-    assert!(file_warning.contains("`pinning: \"off\"` is ignored: a project file may only make pinning stricter"), "{file_warning}");
+    assert!(
+        file_warning.contains("`pinning: \"off\"` is ignored: a project file may only make pinning stricter"),
+        "{file_warning}"
+    );
     let q = cfg.warnings.get("q").cloned().unwrap_or_default().join("\n");
     assert!(q.contains("`pinning: \"off\"` of server `q` is ignored") && q.contains(".mcp.json"), "{q}");
 

@@ -24,9 +24,10 @@ use crate::daemon::{Daemon, Exit};
 use crate::instance::ClientReplies;
 use crate::lease::Failure;
 use crate::notices::NoticeSender;
+use crate::pins::Holds;
 use crate::policy;
 use crate::pool::Target;
-use crate::schema::{self, CacheEntry, SchemaCache, ToolSummary};
+use crate::schema::{self, CacheEntry, ToolSummary};
 use crate::scope::PoolKey;
 use crate::search::ToolText;
 use crate::stream::StatusSender;
@@ -92,10 +93,14 @@ pub async fn ls(d: &Daemon, req: &CallerRequest) -> Result<Vec<ServerRow>, ApiEr
         };
         let instructions = cached.as_ref().and_then(|c| c.session.as_ref()).and_then(|s| s.instructions.clone());
         let description = entry.options.description.clone().or_else(|| instructions.as_deref().map(first_paragraph));
+        let holds = match policy::server_offered(entry) {
+            true => d.holds(entry, cached.as_ref()),
+            false => Holds::default(),
+        };
         let tools = cached.as_ref().and_then(|c| c.tools.as_ref()).map(|_| {
             cached
                 .as_ref()
-                .map(|c| c.tool_summaries().iter().filter(|t| policy::tool_offered(entry, &t.name)).count())
+                .map(|c| c.tool_summaries().iter().filter(|t| policy::tool_offered(entry, &holds, &t.name)).count())
                 .unwrap_or(0)
         });
         rows.push(ServerRow {
@@ -107,6 +112,7 @@ pub async fn ls(d: &Daemon, req: &CallerRequest) -> Result<Vec<ServerRow>, ApiEr
             state: state.to_owned(),
             description,
             error: if state == "error" { error } else { None },
+            held: holds.len(),
             source: Source { file: entry.source.clone(), client: entry.client.map(|c| c.name().to_owned()) },
             warnings: config.warnings.get(&entry.name).cloned().unwrap_or_default(),
         });
@@ -152,6 +158,7 @@ fn file_row(name: &str, file: &Path, env: &ConfigEnv) -> ServerRow {
         state: "error".to_owned(),
         description: None,
         error: None,
+        held: 0,
         source: Source { file: file.to_owned(), client: Client::of_file(file, env).map(|c| c.name().to_owned()) },
         warnings: Vec::new(),
     }
@@ -180,24 +187,30 @@ pub async fn tools(d: &Daemon, req: &ListRequest) -> Result<Box<RawValue>, ApiEr
     let name =
         server.as_deref().ok_or_else(|| ApiError::new(ErrorKind::Usage, "name a server: `mcpx tools <server>`"))?;
     let entry = d.server(&config, name)?;
+    // Refused before anything starts; a hold is known once it is listed.
     match &tool {
-        Some(tool) => policy::check_tool(entry, tool)?,
+        Some(tool) => policy::check_tool(entry, &Holds::default(), tool)?,
         None => policy::check_server(entry)?,
     }
     let cached = Some(listed(d, &req.caller, req.start, entry).await?);
+    let holds = d.holds(entry, cached.as_ref());
+    if let Some(tool) = &tool {
+        policy::check_tool(entry, &holds, tool)?;
+    }
     let tools = cached.as_ref().and_then(|c| c.tools.as_ref()).map_or(&[][..], Vec::as_slice);
     let allowed: Vec<&RawValue> = tools
         .iter()
         .filter(|t| {
-            serde_json::from_str::<ToolSummary>(t.get())
-                .is_ok_and(|s| policy::tool_offered(entry, &s.name) && tool.as_ref().is_none_or(|want| *want == s.name))
+            serde_json::from_str::<ToolSummary>(t.get()).is_ok_and(|s| {
+                policy::tool_offered(entry, &holds, &s.name) && tool.as_ref().is_none_or(|want| *want == s.name)
+            })
         })
         .map(|t| &**t)
         .collect();
     if let Some(tool) = &tool {
         return match allowed.first() {
             Some(t) => Ok((*t).to_owned()),
-            None => Err(unknown_tool(entry, tool, cached.as_ref())),
+            None => Err(unknown_tool(entry, &holds, tool, cached.as_ref())),
         };
     }
     serde_json::value::to_raw_value(&allowed).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))
@@ -218,13 +231,14 @@ pub async fn search(d: &Daemon, req: &SearchRequest) -> Result<Vec<SearchHit>, A
         let Some(cached) = d.schema_for(entry, &req.caller).await else {
             continue;
         };
+        let holds = d.holds(entry, Some(&cached));
         tools.extend(
             cached
                 .tools
                 .iter()
                 .flatten()
                 .filter_map(|t| ToolText::from_tool(&entry.name, t))
-                .filter(|t| policy::tool_offered(entry, &t.name)),
+                .filter(|t| policy::tool_offered(entry, &holds, &t.name)),
         );
     }
     Ok(crate::search::rank(&tools, &req.words)
@@ -268,7 +282,7 @@ pub async fn call(
     let named = Naming { server: req.server.as_deref(), name: req.tool.as_deref(), target: req.target.as_deref() };
     let (server, tool) = split_target(&config, named, &TOOL)?;
     let entry = d.server(&config, &server)?;
-    policy::check_tool(entry, &tool)?;
+    policy::check_tool(entry, &d.holds(entry, d.cached_for(entry, &req.caller).as_ref()), &tool)?;
     let arguments = match (typed, &req.arguments) {
         (Some(typed), _) => typed,
         (None, Some(a)) if a.get().trim_start().starts_with('{') => a.get().to_owned(),
@@ -283,7 +297,7 @@ pub async fn call(
     let name = serde_json::to_string(&tool).unwrap_or_default();
     // Every call asks for progress; the token is the caller's own in what it sees.
     let params = format!(r#"{{"name":{name},"arguments":{arguments},"_meta":{{"progressToken":"mcpx-call"}}}}"#);
-    let check = |target: &Target| check_tool_listed(&d.schema, target, &tool);
+    let check = |target: &Target| check_tool_listed(d, target, &tool);
     let hear =
         Hearing { notify, status, answers, takes: req.answers.clone(), calling: serde_json::json!({ "tool": tool }) };
     through_pool(d, (&req.caller, req.timeout_ms), entry, "tools/call", &params, hear, check).await
@@ -566,26 +580,33 @@ async fn pause_after_probe() {
     }
 }
 
-/// Fails when the schema cache lists the server's tools and `tool` is not among them.
-fn check_tool_listed(schema: &SchemaCache, target: &Target, tool: &str) -> Result<(), ApiError> {
-    let Some(cached) = schema.get(&target.cache_key) else {
+/// Fails when the schema cache lists the server's tools and `tool` is not among them,
+/// or pinning holds it (a server first listed by this call's start: `strict` holds
+/// what its scan flags).
+fn check_tool_listed(d: &Daemon, target: &Target, tool: &str) -> Result<(), ApiError> {
+    let Some(cached) = d.schema.get_for(&target.cache_key, target.context.as_deref()) else {
         return Ok(());
     };
     if cached.tools.is_none() || cached.error.is_some() {
         return Ok(());
     }
+    let holds = d.holds(&target.entry, Some(&cached));
+    policy::check_tool(&target.entry, &holds, tool)?;
     if cached.tool_summaries().iter().any(|t| t.name == tool) {
         return Ok(());
     }
-    Err(unknown_tool(&target.entry, tool, Some(&cached)))
+    Err(unknown_tool(&target.entry, &holds, tool, Some(&cached)))
 }
 
 /// The `unknown_tool` error for `tool` of `entry`, with the closest names ("did you
 /// mean", [`crate::suggest`]) and the tools it offers.
-fn unknown_tool(entry: &ServerEntry, tool: &str, cached: Option<&CacheEntry>) -> ApiError {
+fn unknown_tool(entry: &ServerEntry, holds: &Holds, tool: &str, cached: Option<&CacheEntry>) -> ApiError {
     let server = &entry.name;
     let names: Vec<String> = cached
-        .map(|c| c.tool_summaries().into_iter().map(|t| t.name).filter(|t| policy::tool_offered(entry, t)).collect())
+        .map(|c| {
+            let names = c.tool_summaries().into_iter().map(|t| t.name);
+            names.filter(|t| policy::tool_offered(entry, holds, t)).collect()
+        })
         .unwrap_or_default();
     let list = if names.is_empty() { String::from("(none listed)") } else { names.join(", ") };
     let dym = crate::suggest::did_you_mean(tool, names.iter().map(String::as_str));
@@ -602,6 +623,7 @@ impl From<policy::Refusal> for ApiError {
         let kind = match refusal.why {
             policy::Why::Untrusted | policy::Why::Disabled => ErrorKind::Config,
             policy::Why::ToolLeftOut => ErrorKind::UnknownTool,
+            policy::Why::Held => ErrorKind::Held,
         };
         ApiError::new(kind, refusal.message)
     }
@@ -620,6 +642,7 @@ impl From<crate::target::Refusal> for ApiError {
 }
 
 mod offers;
+pub mod pins;
 mod reach;
 mod split;
 mod status;

@@ -5,7 +5,7 @@
 //! handlers are functions of this state in `control.rs`, adoption is in `adopt.rs`,
 //! the MCP endpoint in `mcp/`, and `server.rs` composes them into the served router.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -18,10 +18,11 @@ use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::api::{ApiError, Caller, ConfigErrorStatus, ErrorKind};
 use crate::config::{
-    ConfigCache, ConfigEnv, ExplicitFiles, Inputs, ResolveRequest, ResolvedConfig, ServerEntry, TransportSpec,
+    ConfigCache, ConfigEnv, ExplicitFiles, Inputs, Pinning, ResolveRequest, ResolvedConfig, ServerEntry, TransportSpec,
 };
 use crate::instance::InstanceEvent;
 use crate::paths::{EXPLICIT_CONFIGS, KNOWN_CONFIGS, OpenDirs};
+use crate::pins::{Holds, Kind, Pins};
 use crate::pool::{Pool, Target};
 use crate::schema::{self, CacheEntry, SchemaCache};
 use crate::scope::PoolKey;
@@ -56,6 +57,8 @@ pub struct Daemon {
     pub pool: Pool,
     /// The schema cache.
     pub schema: Arc<SchemaCache>,
+    /// The pinned tool and prompt definitions.
+    pub pins: Pins,
     /// When it started, for `status`'s uptime.
     pub(crate) started: Instant,
     /// When it started, in milliseconds since the Unix epoch (tells a re-executed
@@ -125,6 +128,7 @@ impl Daemon {
             retrying: Mutex::new(HashSet::new()),
             pool: Pool::new(launchers, schema.clone(), events_tx),
             schema,
+            pins: Pins::open(&dirs.state),
             config,
             targets: Targets::new(env, dirs.state.clone()),
             dirs,
@@ -278,6 +282,50 @@ impl Daemon {
                 Some(cached)
             }
         }
+    }
+
+    /// The tools and prompts of `entry` that pinning holds back ([`crate::pins`]), after
+    /// comparing `listing` (its schema cache entry as the caller sees it; the shared
+    /// one when `None`) with its pins. A server never listed holds what its pins say.
+    /// Every listing and call asks here through [`crate::policy`].
+    pub fn holds(&self, entry: &ServerEntry, listing: Option<&CacheEntry>) -> Holds {
+        if entry.pinning == Pinning::Off {
+            return Holds::default();
+        }
+        let key = entry.cache_key();
+        let shared;
+        let listing = match listing {
+            Some(listing) => Some(listing),
+            None => {
+                shared = self.schema.get(&key);
+                shared.as_ref()
+            }
+        };
+        let held = |kind: Kind, items: Option<&[Box<serde_json::value::RawValue>]>| match items {
+            Some(items) => self.observe_list(&key, entry, kind, items),
+            None => self.pins.held(&key, kind),
+        };
+        Holds {
+            tools: held(Kind::Tool, listing.and_then(|l| l.tools.as_deref())),
+            prompts: held(Kind::Prompt, listing.and_then(|l| l.prompts.as_deref())),
+        }
+    }
+
+    /// The names of `kind` of `entry` (cache key `key`) held, after comparing `items`,
+    /// the list the server gave, with its pins ([`Pins::observe`]). When that changes
+    /// what is held, every MCP session with a stream hears `list_changed` of the kind.
+    pub fn observe_list(
+        &self,
+        key: &str,
+        entry: &ServerEntry,
+        kind: Kind,
+        items: &[Box<serde_json::value::RawValue>],
+    ) -> Arc<BTreeSet<String>> {
+        let seen = self.pins.observe(key, &entry.name, entry.pinning, kind, items);
+        if seen.changed {
+            self.announce(Message::notification(&format!("notifications/{}s/list_changed", kind.as_str()), None));
+        }
+        seen.held
     }
 
     /// Every entry of every known configuration file (each file read alone), and

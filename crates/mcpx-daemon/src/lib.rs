@@ -20,6 +20,7 @@ pub mod log_file;
 pub mod mcp;
 pub mod names;
 pub mod notices;
+pub mod pins;
 pub mod poisoning;
 pub mod policy;
 pub mod pool;

@@ -10,13 +10,16 @@
 //! - another configured server's tool, named in the text (`other.tool`,
 //!   `other__tool`), to steer calls across servers.
 //!
-//! It is the first half of pinning (reviewing what a changed listing says): a pure
-//! function of the definition, not yet wired into listings.
+//! A pure function of the definition: pinning ([`crate::pins`]) runs it on a
+//! definition's first listing and on every change it holds, and keeps what it found.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// What a [`Finding`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a [`Finding`] found, written in kebab case (`hidden-text`, `tag-block`,
+/// `model-instruction`, `credential-path`, `other-servers-tool`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Pattern {
     /// Invisible or bidirectional Unicode.
     HiddenText,
@@ -31,7 +34,7 @@ pub enum Pattern {
 }
 
 /// One thing the scan found.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     /// What it found.
     pub pattern: Pattern,
@@ -42,10 +45,24 @@ pub struct Finding {
     pub detail: String,
 }
 
+impl Pattern {
+    /// Its name, as written: `hidden-text`, `tag-block`, `model-instruction`,
+    /// `credential-path` or `other-servers-tool`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pattern::HiddenText => "hidden-text",
+            Pattern::TagBlock => "tag-block",
+            Pattern::ModelInstruction => "model-instruction",
+            Pattern::CredentialPath => "credential-path",
+            Pattern::OtherServersTool => "other-servers-tool",
+        }
+    }
+}
+
 /// Characters that show as nothing or reorder the text around them: zero-width
 /// characters, bidirectional controls (Unicode Standard Annex #9) and Unicode tag
 /// characters (U+E0000 to U+E007F).
-fn hidden(c: char) -> bool {
+pub fn hidden(c: char) -> bool {
     matches!(c,
         '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' |
         '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{E0000}'..='\u{E007F}')

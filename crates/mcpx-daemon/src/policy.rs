@@ -1,15 +1,17 @@
 //! The one policy point for what a configuration offers: a server of a project file the
 //! user has not trusted (`docs/configuration.md`, "Trust") and a `disabled` server are
 //! not offered at all, and of the others only the tools that
-//! `includeTools`/`excludeTools` allow (`docs/configuration.md`, "The `mcpx` block").
+//! `includeTools`/`excludeTools` allow (`docs/configuration.md`, "The `mcpx` block"),
+//! and neither a tool nor a prompt that pinning holds for the user's review
+//! ([`crate::pins`], as [`crate::daemon::Daemon::holds`] gives them).
 //!
 //! Every path that lists or reaches a server asks here, never its entry's options:
 //! the control API's handlers (the CLI), and the MCP endpoint's aggregate `/mcp`,
 //! passthrough `/mcp/<server>` (`mcpx serve --server`) and discovery mode
 //! (`mcpx serve --discover`). A new path (code mode, say) must too. Listings keep what
-//! [`offered`] and [`tool_offered`] keep; a call is refused with [`check_tool`]'s
-//! error, kind `config` for an untrusted or disabled server and `unknown_tool` for a
-//! tool left out,
+//! [`offered`], [`tool_offered`] and [`prompt_offered`] keep; a call is refused with
+//! [`check_tool`]'s (or [`check_prompt`]'s) error, kind `config` for an untrusted or
+//! disabled server, `unknown_tool` for a tool left out and `held` for one held,
 //! which an MCP client gets as JSON-RPC error -32602 with the same message
 //! ([`rpc_refusal`]).
 
@@ -18,6 +20,7 @@ use mcpx_proto::mcp::error_code;
 use serde_json::Value;
 
 use crate::config::{Client, ResolvedConfig, ServerEntry};
+use crate::pins::{Holds, Kind};
 
 /// The servers of `config` that are offered: every one trusted and not `disabled`, in
 /// name order.
@@ -57,6 +60,8 @@ pub enum Why {
     Disabled,
     /// A tool `includeTools`/`excludeTools` leave out.
     ToolLeftOut,
+    /// A tool or prompt held by pinning until the user reviews it.
+    Held,
 }
 
 impl std::fmt::Display for Refusal {
@@ -115,44 +120,93 @@ pub fn check_server(entry: &ServerEntry) -> Result<(), Refusal> {
     })
 }
 
-/// Whether the tool `tool` of `entry` may be called or described.
+/// Whether the tool `tool` of `entry`, whose holds are `holds`, may be called or
+/// described.
 ///
 /// Errors: those of [`check_server`]; [`Why::ToolLeftOut`] when
-/// `includeTools`/`excludeTools` leave the tool out, naming the file that says so.
-pub fn check_tool(entry: &ServerEntry, tool: &str) -> Result<(), Refusal> {
+/// `includeTools`/`excludeTools` leave the tool out, naming the file that says so;
+/// [`Why::Held`] when pinning holds it ([`held`]).
+pub fn check_tool(entry: &ServerEntry, holds: &Holds, tool: &str) -> Result<(), Refusal> {
     check_server(entry)?;
-    if tool_offered(entry, tool) {
-        return Ok(());
+    if !entry.options.tool_allowed(tool) {
+        return Err(Refusal {
+            why: Why::ToolLeftOut,
+            message: format!(
+                "tool `{tool}` of server `{}` is excluded by includeTools/excludeTools in {}",
+                entry.name,
+                entry.source.display()
+            ),
+        });
     }
-    Err(Refusal {
-        why: Why::ToolLeftOut,
+    match holds.holds(Kind::Tool, tool) {
+        true => Err(held(entry, Kind::Tool, tool)),
+        false => Ok(()),
+    }
+}
+
+/// Whether the prompt `prompt` of `entry`, whose holds are `holds`, may be got.
+///
+/// Errors: those of [`check_server`]; [`Why::Held`] when pinning holds it.
+pub fn check_prompt(entry: &ServerEntry, holds: &Holds, prompt: &str) -> Result<(), Refusal> {
+    check_server(entry)?;
+    match holds.holds(Kind::Prompt, prompt) {
+        true => Err(held(entry, Kind::Prompt, prompt)),
+        false => Ok(()),
+    }
+}
+
+/// The refusal of `name`, a `kind` of `entry` that pinning holds: it names the server
+/// and the item, and leaves the review to the user.
+pub fn held(entry: &ServerEntry, kind: Kind, name: &str) -> Refusal {
+    let server = &entry.name;
+    Refusal {
+        why: Why::Held,
         message: format!(
-            "tool `{tool}` of server `{}` is excluded by includeTools/excludeTools in {}",
-            entry.name,
-            entry.source.display()
+            "{} `{name}` of server `{server}` is held: its definition is new or changed since the user approved \
+             the server's, so no model sees it until the user reviews it with `mcpx pins review {server}` \
+             (this is for the user to decide: do not run `mcpx pins review` yourself)",
+            kind.as_str()
         ),
-    })
+    }
 }
 
 /// Whether a listing of `entry`'s tools shows the tool `name`: it is in `includeTools`
-/// when that is set, and not in `excludeTools` (names match exactly). Whether the
-/// server itself is offered is [`offered`]'s and [`check_server`]'s question.
-pub fn tool_offered(entry: &ServerEntry, name: &str) -> bool {
-    entry.options.tool_allowed(name)
+/// when that is set, not in `excludeTools` (names match exactly), and not held
+/// (`holds`). Whether the server itself is offered is [`offered`]'s and
+/// [`check_server`]'s question.
+pub fn tool_offered(entry: &ServerEntry, holds: &Holds, name: &str) -> bool {
+    entry.options.tool_allowed(name) && !holds.holds(Kind::Tool, name)
 }
 
-/// A server's own `tools/list` response, passed through to an MCP client, without the
-/// tools [`tool_offered`] leaves out. When nothing is left out, the response is
-/// returned as it came, byte for byte; so is an error response.
-pub fn filter_tools_response(entry: &ServerEntry, response: Message) -> Message {
-    if entry.options.include_tools.is_none() && entry.options.exclude_tools.is_empty() {
+/// Whether a listing of a server's prompts shows the prompt `name`: it is not held.
+pub fn prompt_offered(holds: &Holds, name: &str) -> bool {
+    !holds.holds(Kind::Prompt, name)
+}
+
+/// A server's own `tools/list` or `prompts/list` response (`kind`), passed through to
+/// an MCP client, without the items [`tool_offered`] or [`prompt_offered`] leaves out.
+/// When nothing is left out, the response is returned as it came, byte for byte; so
+/// is an error response.
+pub fn filter_list_response(entry: &ServerEntry, holds: &Holds, kind: Kind, response: Message) -> Message {
+    let narrowed = entry.options.include_tools.is_some() || !entry.options.exclude_tools.is_empty();
+    let (field, any) = match kind {
+        Kind::Tool => ("tools", narrowed || !holds.tools.is_empty()),
+        Kind::Prompt => ("prompts", !holds.prompts.is_empty()),
+    };
+    if !any {
         return response;
     }
     let Ok(mut value) = serde_json::from_str::<Value>(response.as_str()) else { return response };
-    let Some(tools) = value["result"]["tools"].as_array_mut() else { return response };
-    let before = tools.len();
-    tools.retain(|t| tool_offered(entry, t["name"].as_str().unwrap_or_default()));
-    if tools.len() == before {
+    let Some(items) = value["result"][field].as_array_mut() else { return response };
+    let before = items.len();
+    items.retain(|t| {
+        let name = t["name"].as_str().unwrap_or_default();
+        match kind {
+            Kind::Tool => tool_offered(entry, holds, name),
+            Kind::Prompt => prompt_offered(holds, name),
+        }
+    });
+    if items.len() == before {
         return response;
     }
     let id = response.id().unwrap_or("null").to_owned();
@@ -191,28 +245,39 @@ mod tests {
     #[test]
     fn a_listing_loses_only_what_the_policy_leaves_out() {
         let open = entry(ServerOptions::default());
-        let same = filter_tools_response(&open, Message::parse(LISTING).unwrap());
+        let none = Holds::default();
+        let same = filter_list_response(&open, &none, Kind::Tool, Message::parse(LISTING).unwrap());
         assert_eq!(same.as_str(), LISTING, "nothing left out: byte for byte");
         let narrowed = entry(ServerOptions { exclude_tools: vec!["b".into()], ..ServerOptions::default() });
-        let filtered = filter_tools_response(&narrowed, Message::parse(LISTING).unwrap());
+        let filtered = filter_list_response(&narrowed, &none, Kind::Tool, Message::parse(LISTING).unwrap());
         let v: Value = serde_json::from_str(filtered.as_str()).unwrap();
         assert_eq!(v["id"], 7);
         assert_eq!(v["result"], serde_json::json!({ "tools": [{ "name": "a", "x": 1 }], "nextCursor": "n" }));
+        let holds = Holds { tools: std::sync::Arc::new(["a".to_owned()].into()), ..Holds::default() };
+        let filtered = filter_list_response(&open, &holds, Kind::Tool, Message::parse(LISTING).unwrap());
+        let v: Value = serde_json::from_str(filtered.as_str()).unwrap();
+        assert_eq!(v["result"]["tools"], serde_json::json!([{ "name": "b" }]), "a held tool is left out");
+        let refusal = check_tool(&open, &holds, "a").unwrap_err();
+        assert_eq!(refusal.why, Why::Held);
+        assert_eq!(crate::api::ApiError::from(refusal.clone()).kind, crate::api::ErrorKind::Held);
+        for words in ["tool `a` of server `fake` is held", "the user reviews it with `mcpx pins review fake`"] {
+            assert!(refusal.message.contains(words), "{}", refusal.message);
+        }
     }
 
     #[test]
     fn refusals_have_the_clis_kinds_and_the_rpc_code() {
         let off = entry(ServerOptions { disabled: true, ..ServerOptions::default() });
         let kind = |r: Refusal| crate::api::ApiError::from(r).kind;
-        assert_eq!(check_tool(&off, "a").unwrap_err().why, Why::Disabled);
-        assert_eq!(kind(check_tool(&off, "a").unwrap_err()), crate::api::ErrorKind::Config);
+        assert_eq!(check_tool(&off, &Holds::default(), "a").unwrap_err().why, Why::Disabled);
+        assert_eq!(kind(check_tool(&off, &Holds::default(), "a").unwrap_err()), crate::api::ErrorKind::Config);
         let untrusted = ServerEntry { trusted: false, ..entry(ServerOptions::default()) };
-        let refusal = check_tool(&untrusted, "a").unwrap_err();
+        let refusal = check_tool(&untrusted, &Holds::default(), "a").unwrap_err();
         assert_eq!((refusal.why, kind(refusal.clone())), (Why::Untrusted, crate::api::ErrorKind::Config));
         assert!(refusal.message.contains("do not run `mcpx trust` yourself"), "{}", refusal.message);
         let only_a = entry(ServerOptions { include_tools: Some(vec!["a".into()]), ..ServerOptions::default() });
-        assert!(check_tool(&only_a, "a").is_ok());
-        let refusal = check_tool(&only_a, "b").unwrap_err();
+        assert!(check_tool(&only_a, &Holds::default(), "a").is_ok());
+        let refusal = check_tool(&only_a, &Holds::default(), "b").unwrap_err();
         assert_eq!((refusal.why, kind(refusal.clone())), (Why::ToolLeftOut, crate::api::ErrorKind::UnknownTool));
         let answer: Value = serde_json::from_str(rpc_refusal("3", &refusal).as_str()).unwrap();
         assert_eq!(answer["error"]["code"], -32602);

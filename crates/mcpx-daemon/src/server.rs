@@ -21,8 +21,9 @@ use serde_json::value::RawValue;
 use tokio::net::{TcpListener, UnixListener};
 
 use crate::api::{
-    Answer, ApiError, AuthRequest, CallRequest, CallerRequest, ErrorBody, ErrorKind, ListRequest, PromptRequest,
-    ReadRequest, RefreshRequest, RestartRequest, SearchRequest, StopRequest, TypesRequest, UpgradeRequest,
+    Answer, ApiError, AuthRequest, CallRequest, CallerRequest, ErrorBody, ErrorKind, ListRequest, PinsRequest,
+    PromptRequest, ReadRequest, RefreshRequest, RestartRequest, ReviewRequest, SearchRequest, StopRequest,
+    TypesRequest, UpgradeRequest,
 };
 use crate::control;
 use crate::daemon::{Daemon, Exit};
@@ -71,6 +72,11 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
         .route(
             "/v1/types",
             post(|State(d): S, Body(r): Body<TypesRequest>| async move { control::types::types(&d, &r).await.map(Json) }),
+        )
+        .route("/v1/pins", post(|State(d): S, Body(r): Body<PinsRequest>| async move { control::pins::pins(&d, &r).await.map(Json) }))
+        .route(
+            "/v1/pins/review",
+            post(|State(d): S, Body(r): Body<ReviewRequest>| async move { control::pins::review(&d, &r).await.map(Json) }),
         )
         .route(
             "/v1/resources",

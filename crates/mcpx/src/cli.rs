@@ -190,6 +190,15 @@ enum Command {
         /// Where to look upward from; default the working directory.
         dir: Option<PathBuf>,
     },
+    /// Pinned tool and prompt definitions: what is held for review, and the review.
+    ///
+    /// A server's first listing pins each tool's and prompt's definition; one that
+    /// changes, or is new, is held (left out of every listing, refused to calls) until
+    /// the user reviews it (`"pinning"` in the config: off, warn, hold, strict).
+    Pins {
+        #[command(subcommand)]
+        action: PinsAction,
+    },
     /// Log in to remote servers that use OAuth (MCP authorization).
     Auth {
         #[command(subcommand)]
@@ -258,6 +267,23 @@ enum AuthAction {
     Logout {
         /// The server.
         server: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PinsAction {
+    /// Show each server's pinned, held and flagged tools and prompts.
+    Ls {
+        /// One server (default: every one offered here).
+        server: Option<String>,
+    },
+    /// Show each held change against what was approved, and approve or reject it (y/N).
+    Review {
+        /// One server (default: every one offered here).
+        server: Option<String>,
+        /// Approve every held change without asking (required when stdin is not a terminal).
+        #[arg(long, short)]
+        yes: bool,
     },
 }
 
@@ -501,6 +527,10 @@ async fn dispatch(client: &Client, command: Command, caller: &Caller, json: bool
             let req = AuthRequest { caller: caller(), server: Some(server), ..AuthRequest::default() };
             crate::auth::logout(client, req, json).await
         }
+        Command::Pins { action: PinsAction::Ls { server } } => crate::pins::ls(client, caller(), server, json).await,
+        Command::Pins { action: PinsAction::Review { server, yes } } => {
+            crate::pins::review(client, caller(), server, yes, json).await
+        }
         Command::Refresh { server } => {
             let req = RefreshRequest { caller: caller(), server, ..RefreshRequest::default() };
             let body = client.call(Method::POST, "/v1/refresh", Some(&req)).await?;
@@ -628,7 +658,7 @@ fn absolute(config: Option<PathBuf>, cwd: Option<&std::path::Path>) -> Option<Pa
     })
 }
 
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body)
         .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("unexpected answer from the daemon: {e}")))
 }

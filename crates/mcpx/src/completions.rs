@@ -220,7 +220,10 @@ pub fn names(what: Names, server: Option<&str>, config: Option<PathBuf>) -> i32 
     let schemas = Dir::open_private(&dirs.cache, false).ok().map(SchemaCache::new);
     let tools_of = |entry: &mcpx_daemon::config::ServerEntry| -> Vec<String> {
         let Some(cached) = schemas.as_ref().and_then(|s| s.get(&entry.cache_key())) else { return Vec::new() };
-        cached.tool_summaries().into_iter().map(|t| t.name).filter(|t| policy::tool_offered(entry, t)).collect()
+        // Names for a person's shell, not definitions for a model: what pinning holds is
+        // the daemon's to refuse when the name is called.
+        let none = mcpx_daemon::pins::Holds::default();
+        cached.tool_summaries().into_iter().map(|t| t.name).filter(|t| policy::tool_offered(entry, &none, t)).collect()
     };
     let mut lines = BTreeSet::new();
     for entry in policy::offered(&resolved) {

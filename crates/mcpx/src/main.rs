@@ -15,6 +15,7 @@ mod import;
 mod logs;
 mod offers;
 mod output;
+mod pins;
 mod sanitize;
 mod secret;
 mod serve;

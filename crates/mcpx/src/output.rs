@@ -109,6 +109,7 @@ pub fn ls(json: bool, rows: &[ServerRow], long: bool, hint: Option<&str>) {
             .map(|r| {
                 let about = match &r.error {
                     Some(e) => one_line(Some(e), 100),
+                    None if r.held > 0 => format!("{} held: run `mcpx pins review {}`", r.held, r.name),
                     None => one_line(r.description.as_deref().map(first_sentence).as_deref(), 60),
                 };
                 let mut row = vec![
@@ -276,6 +277,17 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
     }
     for e in &d.config_errors {
         say(&format!("ERROR   {}", e.message));
+    }
+    for (server, n) in &d.held {
+        say(&format!(
+            "HELD    {server}: {n} held: run `mcpx pins review {server}` (for the user to decide, not an agent)"
+        ));
+    }
+    if d.flagged_definitions > 0 {
+        say(&format!(
+            "FLAGGED {} tool or prompt definitions look like tool poisoning; `mcpx pins ls` shows what",
+            d.flagged_definitions
+        ));
     }
     if status.instances.is_empty() {
         println!("\nno instances running; `mcpx call <server>.<tool>` starts one");

@@ -106,7 +106,8 @@ pub async fn prompts(d: &Daemon, req: &ListRequest) -> Result<Box<RawValue>, Api
         let (server, name) = split_target(&config, named, &PROMPT)?;
         let entry = d.server(&config, &server)?;
         policy::check_server(entry)?;
-        let cached = listed(d, &req.caller, req.start, entry).await?;
+        let cached = offered(d, entry, listed(d, &req.caller, req.start, entry).await?);
+        policy::check_prompt(entry, &d.holds(entry, Some(&cached)), &name)?;
         let found = cached.prompts.iter().flatten().find(|p| name_of(p).name.as_deref() == Some(name.as_str()));
         return match found {
             Some(p) => Ok(p.clone()),
@@ -177,17 +178,30 @@ async fn listings(d: &Daemon, req: &ListRequest) -> Result<Vec<(String, Option<C
     if let Some(name) = &req.server {
         let entry = d.server(&config, name)?;
         policy::check_server(entry)?;
-        return Ok(vec![(entry.name.clone(), Some(listed(d, &req.caller, req.start, entry).await?))]);
+        let cached = offered(d, entry, listed(d, &req.caller, req.start, entry).await?);
+        return Ok(vec![(entry.name.clone(), Some(cached))]);
     }
-    Ok(policy::offered(&config)
-        .map(|entry| (entry.name.clone(), d.cached_for(entry, &req.caller).filter(|c| c.tools.is_some())))
-        .collect())
+    let listing = |entry| {
+        let cached = d.cached_for(entry, &req.caller).filter(|c| c.tools.is_some());
+        cached.map(|cached| offered(d, entry, cached))
+    };
+    Ok(policy::offered(&config).map(|entry| (entry.name.clone(), listing(entry))).collect())
+}
+
+/// `cached`, the listing of `entry`, without the prompts pinning holds.
+fn offered(d: &Daemon, entry: &ServerEntry, mut cached: CacheEntry) -> CacheEntry {
+    let holds = d.holds(entry, Some(&cached));
+    if let Some(prompts) = cached.prompts.as_mut() {
+        prompts.retain(|p| name_of(p).name.is_none_or(|name| policy::prompt_offered(&holds, &name)));
+    }
+    cached
 }
 
 /// Fails when the schema cache lists the server's prompts and `name` is not among them.
 fn check_prompt_listed(d: &Daemon, target: &Target, name: &str) -> Result<(), ApiError> {
-    let Some(cached) = d.schema.get(&target.cache_key) else { return Ok(()) };
+    let Some(cached) = d.schema.get_for(&target.cache_key, target.context.as_deref()) else { return Ok(()) };
     let Some(prompts) = cached.prompts.as_ref().filter(|_| cached.error.is_none()) else { return Ok(()) };
+    policy::check_prompt(&target.entry, &d.holds(&target.entry, Some(&cached)), name)?;
     if prompts.iter().any(|p| name_of(p).name.as_deref() == Some(name)) {
         return Ok(());
     }

@@ -103,6 +103,8 @@ pub fn status(d: &Daemon) -> Status {
             warnings: d.warnings.clone(),
             config_errors: d.config_errors(),
             dropped_notifications: d.dropped_notifications().load(Ordering::Relaxed),
+            held: d.pins.held_counts(),
+            flagged_definitions: d.pins.flagged(),
         },
         instances,
     }

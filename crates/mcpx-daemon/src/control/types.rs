@@ -8,7 +8,9 @@ use crate::api::{ApiError, TypesAnswer, TypesRequest};
 use crate::code::{ServerTools, declarations};
 use crate::config::ServerEntry;
 use crate::daemon::Daemon;
+use crate::pins::Holds;
 use crate::policy;
+use crate::schema::CacheEntry;
 
 use super::reach::listed;
 
@@ -26,9 +28,12 @@ pub async fn types(d: &Daemon, req: &TypesRequest) -> Result<TypesAnswer, ApiErr
     let mut unlisted = Vec::new();
     if req.servers.is_empty() {
         for entry in policy::offered(&config) {
-            match d.cached_for(entry, &req.caller).and_then(|c| c.tools) {
-                Some(tools) => servers.push(offered_tools(entry, &tools)),
-                None => unlisted.push(entry.name.clone()),
+            match d.cached_for(entry, &req.caller) {
+                Some(cached @ CacheEntry { tools: Some(_), .. }) => {
+                    let holds = d.holds(entry, Some(&cached));
+                    servers.push(offered_tools(entry, &holds, cached.tools.as_deref().unwrap_or_default()))
+                }
+                _ => unlisted.push(entry.name.clone()),
             }
         }
     } else {
@@ -36,19 +41,21 @@ pub async fn types(d: &Daemon, req: &TypesRequest) -> Result<TypesAnswer, ApiErr
             let entry = d.server(&config, name)?;
             policy::check_server(entry)?;
             let cached = listed(d, &req.caller, req.start, entry).await?;
-            servers.push(offered_tools(entry, cached.tools.as_deref().unwrap_or_default()));
+            let holds = d.holds(entry, Some(&cached));
+            servers.push(offered_tools(entry, &holds, cached.tools.as_deref().unwrap_or_default()));
         }
     }
     unlisted.sort();
     Ok(TypesAnswer { declarations: declarations(&servers), unlisted })
 }
 
-/// The tools of `entry` its `includeTools`/`excludeTools` offer, parsed from the cache.
-fn offered_tools(entry: &ServerEntry, tools: &[Box<serde_json::value::RawValue>]) -> ServerTools {
+/// The tools of `entry` the policy offers (`includeTools`/`excludeTools`, and what
+/// pinning holds: `holds`), parsed from the cache.
+fn offered_tools(entry: &ServerEntry, holds: &Holds, tools: &[Box<serde_json::value::RawValue>]) -> ServerTools {
     let tools = tools
         .iter()
         .filter_map(|t| serde_json::from_str::<Value>(t.get()).ok())
-        .filter(|t| t.get("name").and_then(Value::as_str).is_some_and(|n| policy::tool_offered(entry, n)))
+        .filter(|t| t.get("name").and_then(Value::as_str).is_some_and(|n| policy::tool_offered(entry, holds, n)))
         .collect();
     ServerTools { server: entry.name.clone(), tools }
 }

@@ -63,7 +63,7 @@ pub(crate) fn refused_name(d: &Daemon, session: &ClientSession, exposed: &str) -
         .values()
         .filter_map(|e| Some((e, exposed.strip_prefix(e.name.as_str())?.strip_prefix(SEPARATOR)?)))
         .max_by_key(|(e, _)| e.name.len())?;
-    policy::check_tool(entry, tool).err()
+    policy::check_tool(entry, &d.holds(entry, d.cached_for(entry, &session.caller).as_ref()), tool).err()
 }
 
 /// The schema cache entry of `entry`, listing the server first when it was never
@@ -117,6 +117,7 @@ pub(crate) async fn list(d: &Daemon, session: &ClientSession, field: &str) -> Rp
     let caches = futures_util::future::join_all(entries.iter().map(|entry| listed(d, session, entry))).await;
     for (entry, cached) in entries.iter().zip(caches) {
         let Some(cached) = cached else { continue };
+        let holds = d.holds(entry, Some(&cached));
         let list = match field {
             "tools" => cached.tools,
             "prompts" => cached.prompts,
@@ -125,7 +126,13 @@ pub(crate) async fn list(d: &Daemon, session: &ClientSession, field: &str) -> Rp
         };
         for raw in list.into_iter().flatten() {
             let Ok(v) = serde_json::from_str::<Value>(raw.get()) else { continue };
-            if field == "tools" && !policy::tool_offered(entry, v["name"].as_str().unwrap_or_default()) {
+            let name = v["name"].as_str().unwrap_or_default();
+            let offered = match field {
+                "tools" => policy::tool_offered(entry, &holds, name),
+                "prompts" => policy::prompt_offered(&holds, name),
+                _ => true,
+            };
+            if !offered {
                 continue;
             }
             items.push((entry.name.clone(), v));

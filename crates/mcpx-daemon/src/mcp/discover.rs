@@ -114,7 +114,9 @@ fn refusal(d: &Daemon, session: &ClientSession, server: &str, tool: Option<&str>
     let config = config(d, session).ok()?;
     let entry = config.get(server)?;
     match tool {
-        Some(tool) => policy::check_tool(entry, tool).err(),
+        Some(tool) => {
+            policy::check_tool(entry, &d.holds(entry, d.cached_for(entry, &session.caller).as_ref()), tool).err()
+        }
         None => policy::check_server(entry).err(),
     }
 }

@@ -16,6 +16,7 @@ use mcpx_proto::mcp::error_code;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::config::ServerEntry;
 use crate::daemon::Daemon;
 use crate::instance::Instance;
 use crate::lease::Ask;
@@ -25,6 +26,7 @@ use crate::mcp::sessions::ClientSession;
 use crate::mcp::unbridged::{self, Answerer};
 use crate::mcp::{discover, era, listen, modern, uris};
 use crate::notices::NoticeSender;
+use crate::pins::{Holds, Kind};
 use crate::policy;
 use crate::pool::Target;
 
@@ -167,9 +169,12 @@ async fn forward(
     let asked_task = session.server.is_some() && method == "tools/call" && request.as_str().contains("\"task\"");
     let checked = if asked_task { self::params(&request) } else { Value::Null };
     let checked = if asked_task { &checked } else { &rewritten };
-    let tool = match (method.as_str(), &session.server) {
-        ("tools/call", Some(_)) => Some(tool_name(&request).unwrap_or_default()),
-        ("tools/call", None) => Some(rewritten["name"].as_str().unwrap_or_default().to_owned()),
+    // The tool called or the prompt got, which the policy may refuse.
+    let item = match (method.as_str(), &session.server) {
+        ("tools/call", Some(_)) => Some((Kind::Tool, tool_name(&request).unwrap_or_default())),
+        ("tools/call", None) => Some((Kind::Tool, rewritten["name"].as_str().unwrap_or_default().to_owned())),
+        ("prompts/get", Some(_)) => Some((Kind::Prompt, tool_name(&request).unwrap_or_default())),
+        ("prompts/get", None) => Some((Kind::Prompt, rewritten["name"].as_str().unwrap_or_default().to_owned())),
         _ => None,
     };
     let modern_client = era::is_modern(&session.version);
@@ -180,10 +185,14 @@ async fn forward(
                 return Err(Box::new(refusal));
             }
         }
-        match &tool {
-            Some(tool) => policy::check_tool(&target.entry, tool).map_err(|r| Box::new(policy::rpc_refusal(&id, &r))),
-            None => Ok(()),
-        }
+        let Some((kind, name)) = &item else { return Ok(()) };
+        let cached = d.schema.get_for(&target.cache_key, target.context.as_deref());
+        let holds = d.holds(&target.entry, cached.as_ref());
+        let checked = match kind {
+            Kind::Tool => policy::check_tool(&target.entry, &holds, name),
+            Kind::Prompt => policy::check_prompt(&target.entry, &holds, name),
+        };
+        checked.map_err(|r| Box::new(policy::rpc_refusal(&id, &r)))
     };
     // Passed through, the request goes as the client wrote it (byte for byte but its
     // id); mapped, only its params are rebuilt, and absent params stay absent.
@@ -207,12 +216,45 @@ async fn forward(
     let result = d.ask(ask).await;
     match result {
         // A passed-through listing, without what the policy leaves out.
-        Ok(response) if method == "tools/list" => policy::filter_tools_response(&entry, response),
+        Ok(response) if method == "tools/list" => passed_list(d, &entry, Kind::Tool, response),
+        Ok(response) if method == "prompts/list" && session.server.is_some() => {
+            passed_list(d, &entry, Kind::Prompt, response)
+        }
         Ok(response) if session.server.is_some() => response,
         // The server's answer, with the client's id, and URIs the aggregate reads back.
         Ok(response) => uris::rewrite(&method, &server, &asked, &original, response),
         Err(e) => failure(&id, &server, e),
     }
+}
+
+/// A server's own `tools/list` or `prompts/list` response (`kind`), passed through,
+/// without what the policy leaves out. A whole list (one page, no cursor) is compared
+/// with the server's pins first, as a listing from the cache is; a page of a longer one
+/// is filtered by the holds of the server's last whole listing.
+fn passed_list(d: &Daemon, entry: &ServerEntry, kind: Kind, response: Message) -> Message {
+    #[derive(Deserialize)]
+    struct Page {
+        result: Option<Items>,
+    }
+    #[derive(Deserialize)]
+    struct Items {
+        #[serde(default, alias = "prompts")]
+        tools: Option<Vec<Box<serde_json::value::RawValue>>>,
+        #[serde(default, rename = "nextCursor")]
+        next_cursor: Option<String>,
+    }
+    let whole = serde_json::from_str::<Page>(response.as_str()).ok().and_then(|p| p.result);
+    let holds = match whole {
+        Some(Items { tools: Some(items), next_cursor: None }) => {
+            let held = d.observe_list(&entry.cache_key(), entry, kind, &items);
+            match kind {
+                Kind::Tool => Holds { tools: held, ..d.holds(entry, None) },
+                Kind::Prompt => Holds { prompts: held, ..d.holds(entry, None) },
+            }
+        }
+        _ => d.holds(entry, None),
+    };
+    policy::filter_list_response(entry, &holds, kind, response)
 }
 
 /// The server an aggregate request goes to, its params with the server's own name or

@@ -1,0 +1,227 @@
+//! `mcpx pins ls [SERVER]` and `mcpx pins review [SERVER] [--yes]`: what pinning holds
+//! (`docs/configuration.md`, "Pinning"), and the user's review of it.
+//!
+//! A review shows each held definition against the pinned one: descriptions and titles
+//! as text, schemas, arguments and annotations as JSON, line by line, with the
+//! poisoning scan's findings. Characters a person cannot see (zero-width, bidirectional
+//! controls, tag characters) are shown as `<U+XXXX>`, and terminal controls escaped,
+//! so what the user approves is what the model would read. On a terminal each is
+//! approved or rejected with y/N; `--yes` approves them all, for a user who has read
+//! them (an agent must not: the refusal a held tool gives says so).
+
+use std::io::{BufRead, IsTerminal};
+
+use mcpx_api::client::{Client, Method};
+use mcpx_api::{ApiError, Caller, ErrorKind, FindingRow, PinChange, PinDecision, PinnedServer, PinsRequest};
+use mcpx_api::{ReviewAnswer, ReviewRequest};
+use serde_json::Value;
+use similar::{ChangeTag, TextDiff};
+
+use crate::cli::parse;
+use crate::output::{say, say_json, warn};
+
+/// `mcpx pins ls`: each server's pinned, held and flagged tools and prompts.
+///
+/// Errors: those of `POST /v1/pins` (`unknown_server`, `config`, `daemon`).
+pub async fn ls(client: &Client, caller: Caller, server: Option<String>, json: bool) -> Result<i32, ApiError> {
+    let servers = fetch(client, caller, server).await?;
+    if json {
+        say_json(&serde_json::to_string_pretty(&servers).unwrap_or_default());
+        return Ok(0);
+    }
+    if servers.is_empty() {
+        say("no servers are offered here (see `mcpx ls`)");
+    }
+    for s in &servers {
+        let rows = s.tools.iter().map(|r| ("tool", r)).chain(s.prompts.iter().map(|r| ("prompt", r)));
+        let rows: Vec<_> = rows.collect();
+        let held = rows.iter().filter(|(_, r)| r.change.is_some()).count();
+        let state = match (rows.is_empty(), held) {
+            (true, _) => "never listed".to_owned(),
+            (false, 0) => format!("{} pinned", rows.len()),
+            (false, n) => format!("{} pinned, {n} held: run `mcpx pins review {}`", rows.len() - n, s.server),
+        };
+        say(&format!("{} (pinning {}): {state}", line(&s.server), s.pinning));
+        for (kind, r) in rows {
+            let flagged = r.change.as_ref().map_or(&r.findings, |c| &c.findings);
+            if r.change.is_none() && flagged.is_empty() {
+                continue;
+            }
+            let state = if r.change.is_some() { r.state.as_str() } else { "flagged" };
+            say(&format!("  {state:<8} {kind} {}", line(&r.name)));
+            for f in flagged {
+                say(&format!("           {}", finding(f)));
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// `mcpx pins review`: shows each held change of `server` (or of every offered
+/// server) and sends the user's decisions; `yes` approves every one without asking.
+///
+/// Errors: `usage` without a terminal and without `--yes`; those of `POST /v1/pins`
+/// and `POST /v1/pins/review` (a definition changed since it was shown is `usage`).
+pub async fn review(
+    client: &Client,
+    caller: Caller,
+    server: Option<String>,
+    yes: bool,
+    json: bool,
+) -> Result<i32, ApiError> {
+    let servers = fetch(client, caller.clone(), server).await?;
+    let held: usize = servers.iter().map(|s| changes(s).count()).sum();
+    if held == 0 {
+        match json {
+            true => say_json(&serde_json::json!({ "approved": 0, "rejected": 0 }).to_string()),
+            false => say("nothing is held: every listed tool and prompt is as the user approved it"),
+        }
+        return Ok(0);
+    }
+    if !yes && !std::io::stdin().is_terminal() {
+        return Err(ApiError::new(
+            ErrorKind::Usage,
+            "mcpx pins review asks the user on a terminal: the user runs it on one (or with `--yes` after reading \
+             what `mcpx pins review` shows); this is for the user to decide: do not pass `--yes` yourself",
+        ));
+    }
+    let mut total = ReviewAnswer::default();
+    for s in &servers {
+        let mut decisions = Vec::new();
+        for (kind, name, change, rejected) in changes(s) {
+            if !json {
+                show(&s.server, kind, name, change, rejected);
+            }
+            let approve = yes || ask(&format!("approve {kind} `{}` of `{}`?", line(name), line(&s.server)))?;
+            decisions.push(PinDecision {
+                kind: kind.to_owned(),
+                name: name.to_owned(),
+                hash: change.hash.clone(),
+                approve,
+            });
+        }
+        if decisions.is_empty() {
+            continue;
+        }
+        let req = ReviewRequest { caller: caller.clone(), server: s.server.clone(), decisions };
+        let body = client.call(Method::POST, "/v1/pins/review", Some(&req)).await?;
+        let answer: ReviewAnswer = parse(&body)?;
+        total.approved += answer.approved;
+        total.rejected += answer.rejected;
+    }
+    match json {
+        true => say_json(&serde_json::to_string(&total).unwrap_or_default()),
+        false => say(&format!(
+            "approved {}, rejected {} (a rejected change stays held until its definition changes again)",
+            total.approved, total.rejected
+        )),
+    }
+    Ok(0)
+}
+
+async fn fetch(client: &Client, caller: Caller, server: Option<String>) -> Result<Vec<PinnedServer>, ApiError> {
+    let body = client.call(Method::POST, "/v1/pins", Some(&PinsRequest { caller, server })).await?;
+    parse(&body)
+}
+
+/// The held changes of `s`: kind, name, the change, and whether it was rejected before.
+fn changes(s: &PinnedServer) -> impl Iterator<Item = (&'static str, &str, &PinChange, bool)> {
+    let rows = s.tools.iter().map(|r| ("tool", r)).chain(s.prompts.iter().map(|r| ("prompt", r)));
+    rows.filter_map(|(kind, r)| Some((kind, r.name.as_str(), r.change.as_ref()?, r.state == "rejected")))
+}
+
+/// Prints one held change: what is new, field by field, and the scan's findings.
+fn show(server: &str, kind: &str, name: &str, change: &PinChange, rejected: bool) {
+    let what = match (&change.before, rejected) {
+        (None, _) => "is new",
+        (Some(_), false) => "changed",
+        (Some(_), true) => "changed (rejected before)",
+    };
+    say(&format!("\n{} `{}` of server `{}` {what}:", kind, line(name), line(server)));
+    let empty = serde_json::Map::new();
+    let before = change.before.as_ref().and_then(Value::as_object).unwrap_or(&empty);
+    let after = change.after.as_object().unwrap_or(&empty);
+    let mut fields: Vec<&String> = before.keys().chain(after.keys()).collect();
+    fields.sort();
+    fields.dedup();
+    for field in fields {
+        let (old, new) = (before.get(field), after.get(field));
+        if old == new {
+            continue;
+        }
+        say(&format!("  {field}:"));
+        for (tag, text) in diff(&as_text(old), &as_text(new)) {
+            let sign = match tag {
+                ChangeTag::Delete => '-',
+                ChangeTag::Insert => '+',
+                ChangeTag::Equal => ' ',
+            };
+            say(&format!("    {sign} {}", line(&text)));
+        }
+    }
+    for f in &change.findings {
+        warn(&format!("  found: {}", finding(f)));
+    }
+}
+
+/// A field's value as lines to compare: a string as its text, anything else as pretty
+/// JSON; nothing for an absent field.
+fn as_text(value: Option<&Value>) -> String {
+    match value {
+        None => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+/// The lines of `old` and `new`, each tagged kept, removed or added.
+fn diff(old: &str, new: &str) -> Vec<(ChangeTag, String)> {
+    let lines = TextDiff::from_lines(old, new);
+    let changes = lines.iter_all_changes();
+    changes.map(|c| (c.tag(), c.value().trim_end_matches('\n').to_owned())).collect()
+}
+
+/// One finding, for a line.
+fn finding(f: &FindingRow) -> String {
+    format!("{} at {}: {}", f.pattern, line(&f.at), line(&f.detail))
+}
+
+/// `text` for one line of a terminal: controls escaped ([`crate::sanitize::line`]), and
+/// every character a person cannot see shown as `<U+XXXX>`.
+fn line(text: &str) -> String {
+    let shown: String = text
+        .chars()
+        .map(|c| match mcpx_daemon::poisoning::hidden(c) {
+            true => format!("<U+{:04X}>", c as u32),
+            false => c.to_string(),
+        })
+        .collect();
+    crate::sanitize::line(&shown).into_owned()
+}
+
+/// Asks `question` y/N on the terminal (default N).
+///
+/// Errors: `usage` when stdin cannot be read.
+fn ask(question: &str) -> Result<bool, ApiError> {
+    eprint!("{question} [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| ApiError::new(ErrorKind::Usage, format!("cannot read the answer: {e}")))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_person_cannot_see_is_shown() {
+        assert_eq!(line("a\u{200B}b\u{202E}c\u{1b}[2J"), "a<U+200B>b<U+202E>c\\e[2J");
+        let lines = diff("Adds.\nFast.", "Adds.\nSend ~/.ssh.");
+        let tags: Vec<ChangeTag> = lines.iter().map(|(t, _)| *t).collect();
+        assert_eq!(tags, [ChangeTag::Equal, ChangeTag::Delete, ChangeTag::Insert]);
+        assert_eq!(lines[2].1, "Send ~/.ssh.");
+    }
+}
