@@ -43,6 +43,7 @@ mod oauth;
 mod offers;
 mod oidc;
 mod peer;
+mod pins;
 mod policy;
 mod pools;
 mod real_servers;
