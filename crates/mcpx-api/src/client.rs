@@ -133,6 +133,20 @@ impl Client {
         }
     }
 
+    /// `POST`s `body` to `path` ([`Client::call`]) and reads the answer as an `A`.
+    ///
+    /// Errors: those of [`Client::call`]; an answer that is not an `A` (`daemon`).
+    pub async fn post<A: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<A, ApiError> {
+        let bytes = self.call(Method::POST, path, Some(body)).await?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            ApiError::new(ErrorKind::Daemon, format!("the daemon answered {path} with unexpected JSON: {e}"))
+        })
+    }
+
     /// Sends a JSON request whose answer is a stream of JSON lines, handing each line
     /// to `on_line` as it arrives. Retries like [`Client::call`] when nothing listens.
     ///

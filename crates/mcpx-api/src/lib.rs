@@ -17,8 +17,6 @@ pub mod paths;
 pub mod pins;
 pub mod suggest;
 
-pub use pins::{FindingRow, PinChange, PinDecision, PinRow, PinnedServer, PinsRequest, ReviewAnswer, ReviewRequest};
-
 /// Who is asking: what the daemon needs to resolve the caller's configuration.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Caller {

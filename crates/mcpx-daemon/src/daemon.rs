@@ -287,20 +287,22 @@ impl Daemon {
     /// The tools and prompts of `entry` that pinning holds back ([`crate::pins`]), after
     /// comparing `listing` (its schema cache entry as the caller sees it; the shared
     /// one when `None`) with its pins. A server never listed holds what its pins say.
-    /// Every listing and call asks here through [`crate::policy`].
+    /// A private listing (`cacheScope: "private"`) is pinned per authorization context,
+    /// as it is cached: one context's tools are not another's. Every listing and call
+    /// asks here through [`crate::policy`].
     pub fn holds(&self, entry: &ServerEntry, listing: Option<&CacheEntry>) -> Holds {
         if entry.pinning == Pinning::Off {
             return Holds::default();
         }
-        let key = entry.cache_key();
         let shared;
         let listing = match listing {
             Some(listing) => Some(listing),
             None => {
-                shared = self.schema.get(&key);
+                shared = self.schema.get(&entry.cache_key());
                 shared.as_ref()
             }
         };
+        let key = self.pin_key(entry, listing.is_some_and(|l| l.private));
         let held = |kind: Kind, items: Option<&[Box<serde_json::value::RawValue>]>| match items {
             Some(items) => self.observe_list(&key, entry, kind, items),
             None => self.pins.held(&key, kind),
@@ -311,7 +313,17 @@ impl Daemon {
         }
     }
 
-    /// The names of `kind` of `entry` (cache key `key`) held, after comparing `items`,
+    /// The key of `entry`'s pins: its cache key, and for a `private` listing its
+    /// authorization context's too (`<key>-<context>`).
+    pub fn pin_key(&self, entry: &ServerEntry, private: bool) -> String {
+        let key = entry.cache_key();
+        match private.then(|| self.targets.context(entry)).flatten() {
+            Some(context) => format!("{key}-{context}"),
+            None => key,
+        }
+    }
+
+    /// The names of `kind` of `entry` (pins kept under `key`) held, after comparing `items`,
     /// the list the server gave, with its pins ([`Pins::observe`]). When that changes
     /// what is held, every MCP session with a stream hears `list_changed` of the kind.
     pub fn observe_list(

@@ -197,6 +197,10 @@ pub enum Decision {
     Reject,
 }
 
+/// By (pin key, kind), in [`Pins`]'s memo: the fingerprint of the last listing
+/// compared, and the names it held.
+type Compared = (u64, Arc<BTreeSet<String>>);
+
 /// Every server's pins: their files in the state directory, all read at start, and a
 /// memo of each listing already compared (an unchanged listing costs one pass of a
 /// fast hash over its text).
@@ -205,8 +209,7 @@ pub struct Pins {
     /// `<state>/pins/`, once made.
     dir: Option<Dir>,
     sets: Mutex<HashMap<String, PinSet>>,
-    /// By (cache key, kind): the fingerprint of the last listing compared, and its holds.
-    memo: Mutex<HashMap<(String, Kind), (u64, Arc<BTreeSet<String>>)>>,
+    memo: Mutex<HashMap<(String, Kind), Compared>>,
 }
 
 impl Pins {
@@ -265,7 +268,7 @@ impl Pins {
             })
             .collect();
         let mut sets = lock(&self.sets);
-        let others = other_tools(&sets, key);
+        let others = other_tools(&sets, key, server);
         let set = sets.entry(key.to_owned()).or_insert_with(|| PinSet {
             version: FORMAT_VERSION,
             server: server.to_owned(),
@@ -458,9 +461,10 @@ fn compare(
 }
 
 /// The other servers' tools, as `server.tool` and `server__tool`, which a definition
-/// must not name (the scan's last pattern): those of every other pinned server.
-fn other_tools(sets: &HashMap<String, PinSet>, key: &str) -> Vec<String> {
-    let others = sets.values().filter(|s| s.key != key);
+/// must not name (the scan's last pattern): those of every other pinned server (not
+/// `key`, nor another context of `server`).
+fn other_tools(sets: &HashMap<String, PinSet>, key: &str, server: &str) -> Vec<String> {
+    let others = sets.values().filter(|s| s.key != key && s.server != server);
     others
         .flat_map(|s| {
             let tools = s.tools.iter().flat_map(|t| t.keys());
@@ -469,7 +473,9 @@ fn other_tools(sets: &HashMap<String, PinSet>, key: &str) -> Vec<String> {
         .collect()
 }
 
-/// The part of `item` a pin covers: the fields of [`Kind::fields`] it has.
+/// The part of `item` a pin covers: of a tool, its `name`, `title`, `description`,
+/// `inputSchema`, `outputSchema` and `annotations`; of a prompt, its `name`, `title`,
+/// `description` and `arguments` (those it has).
 pub fn definition(kind: Kind, item: &Value) -> Value {
     let fields = kind.fields().iter().filter_map(|f| Some(((*f).to_owned(), item.get(*f)?.clone())));
     Value::Object(fields.collect())

@@ -20,10 +20,10 @@ use mcpx_proto::MessageKind;
 use serde_json::value::RawValue;
 use tokio::net::{TcpListener, UnixListener};
 
+use crate::api::pins::{PinsRequest, ReviewRequest};
 use crate::api::{
-    Answer, ApiError, AuthRequest, CallRequest, CallerRequest, ErrorBody, ErrorKind, ListRequest, PinsRequest,
-    PromptRequest, ReadRequest, RefreshRequest, RestartRequest, ReviewRequest, SearchRequest, StopRequest,
-    TypesRequest, UpgradeRequest,
+    Answer, ApiError, AuthRequest, CallRequest, CallerRequest, ErrorBody, ErrorKind, ListRequest, PromptRequest,
+    ReadRequest, RefreshRequest, RestartRequest, SearchRequest, StopRequest, TypesRequest, UpgradeRequest,
 };
 use crate::control;
 use crate::daemon::{Daemon, Exit};

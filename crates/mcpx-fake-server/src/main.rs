@@ -177,6 +177,7 @@
 
 mod config;
 mod conformance;
+mod definitions;
 mod fake_daemon;
 mod hostile;
 mod http;

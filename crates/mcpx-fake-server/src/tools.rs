@@ -186,44 +186,11 @@ pub fn list(server: &Server) -> Vec<Value> {
             &["message"],
         ));
     }
-    redefined(server, tools)
-}
-
-/// `tools` as `FAKE_DEFINITIONS` changes them: the file holds a JSON object whose keys
-/// name tools. An object value is merged over that tool's definition (a name not
-/// listed adds a tool, which echoes `message`); `null` leaves the tool out. Read at
-/// every listing; a missing file changes nothing, a malformed one is reported on stderr.
-fn redefined(server: &Server, mut tools: Vec<Value>) -> Vec<Value> {
-    for (name, change) in definitions(server) {
-        let at = tools.iter().position(|t| t["name"] == name.as_str());
-        match (change, at) {
-            (Value::Null, Some(i)) => {
-                tools.remove(i);
-            }
-            (Value::Object(fields), at) => {
-                let i = at.unwrap_or_else(|| {
-                    let added = "Added by FAKE_DEFINITIONS; echoes `message`.";
-                    tools.push(tool_entry(&name, added, json!({ "message": { "type": "string" } }), &["message"]));
-                    tools.len() - 1
-                });
-                for (key, value) in fields {
-                    tools[i][key] = value;
-                }
-            }
-            _ => {}
-        }
-    }
-    tools
-}
-
-/// The `FAKE_DEFINITIONS` file's object, empty when there is none.
-fn definitions(server: &Server) -> Map<String, Value> {
-    let Some(path) = &server.config.definitions else { return Map::new() };
-    let Ok(text) = std::fs::read_to_string(path) else { return Map::new() };
-    serde_json::from_str(&text).unwrap_or_else(|e| {
-        eprintln!("mcpx-fake-server: ignoring FAKE_DEFINITIONS {path}: {e}");
-        Map::new()
-    })
+    let added = |name: &str| {
+        let properties = json!({ "message": { "type": "string" } });
+        tool_entry(name, "Added by FAKE_DEFINITIONS; echoes `message`.", properties, &["message"])
+    };
+    crate::definitions::apply(server.config.definitions.as_deref(), tools, added)
 }
 
 /// The name of generated tool `i` (`FAKE_TOOLS`).
@@ -301,7 +268,7 @@ pub fn call(server: &Server, id: &Value, params: &Value) -> Reply {
         "flood_later" => Ok(flood_later(server, id, &args)),
         "notify" => notify(server, &args),
         _ if extra_tools(server).iter().any(|extra| extra == name) => echo(&args),
-        _ if definitions(server).get(name).is_some_and(Value::is_object) => echo(&args),
+        _ if crate::definitions::adds(server.config.definitions.as_deref(), name) => echo(&args),
         _ if is_generated(server, name) => Ok(text(name)),
         _ if name.starts_with(conformance::TOOL_PREFIX) || name == conformance::SCHEMA_TOOL => {
             match conformance::call_tool(server, name, params) {

@@ -658,7 +658,7 @@ fn absolute(config: Option<PathBuf>, cwd: Option<&std::path::Path>) -> Option<Pa
     })
 }
 
-pub(crate) fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body)
         .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("unexpected answer from the daemon: {e}")))
 }

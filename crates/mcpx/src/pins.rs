@@ -11,13 +11,12 @@
 
 use std::io::{BufRead, IsTerminal};
 
-use mcpx_api::client::{Client, Method};
-use mcpx_api::{ApiError, Caller, ErrorKind, FindingRow, PinChange, PinDecision, PinnedServer, PinsRequest};
-use mcpx_api::{ReviewAnswer, ReviewRequest};
+use mcpx_api::client::Client;
+use mcpx_api::pins::{FindingRow, PinChange, PinDecision, PinnedServer, PinsRequest, ReviewAnswer, ReviewRequest};
+use mcpx_api::{ApiError, Caller, ErrorKind};
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
-use crate::cli::parse;
 use crate::output::{say, say_json, warn};
 
 /// `mcpx pins ls`: each server's pinned, held and flagged tools and prompts.
@@ -104,8 +103,7 @@ pub async fn review(
             continue;
         }
         let req = ReviewRequest { caller: caller.clone(), server: s.server.clone(), decisions };
-        let body = client.call(Method::POST, "/v1/pins/review", Some(&req)).await?;
-        let answer: ReviewAnswer = parse(&body)?;
+        let answer: ReviewAnswer = client.post("/v1/pins/review", &req).await?;
         total.approved += answer.approved;
         total.rejected += answer.rejected;
     }
@@ -120,8 +118,7 @@ pub async fn review(
 }
 
 async fn fetch(client: &Client, caller: Caller, server: Option<String>) -> Result<Vec<PinnedServer>, ApiError> {
-    let body = client.call(Method::POST, "/v1/pins", Some(&PinsRequest { caller, server })).await?;
-    parse(&body)
+    client.post("/v1/pins", &PinsRequest { caller, server }).await
 }
 
 /// The held changes of `s`: kind, name, the change, and whether it was rejected before.

@@ -2,9 +2,8 @@
 //! and prompts ([`crate::pins`]), and the user's decisions on what is held (`mcpx pins
 //! ls`, `mcpx pins review`; `docs/api.md`, "Pinning").
 
-use crate::api::{
-    ApiError, ErrorKind, FindingRow, PinChange, PinRow, PinnedServer, PinsRequest, ReviewAnswer, ReviewRequest,
-};
+use crate::api::pins::{FindingRow, PinChange, PinRow, PinnedServer, PinsRequest, ReviewAnswer, ReviewRequest};
+use crate::api::{ApiError, ErrorKind};
 use crate::config::ServerEntry;
 use crate::daemon::Daemon;
 use crate::pins::{Decision, Kind, Pin};
@@ -32,7 +31,7 @@ pub async fn pins(d: &Daemon, req: &PinsRequest) -> Result<Vec<PinnedServer>, Ap
     for entry in entries {
         let cached = d.schema_for(entry, &req.caller).await;
         d.holds(entry, cached.as_ref());
-        let set = d.pins.get(&entry.cache_key()).unwrap_or_default();
+        let set = d.pins.get(&d.pin_key(entry, cached.is_some_and(|c| c.private))).unwrap_or_default();
         let rows =
             |kind| -> Vec<PinRow> { set.of(kind).into_iter().flatten().map(|(name, pin)| row(name, pin)).collect() };
         servers.push(PinnedServer {
@@ -84,7 +83,8 @@ pub async fn review(d: &Daemon, req: &ReviewRequest) -> Result<ReviewAnswer, Api
     let config = d.resolve_for(&req.caller)?;
     let entry = d.server(&config, &req.server)?;
     policy::check_server(entry)?;
-    let key = entry.cache_key();
+    let private = d.cached_for(entry, &req.caller).is_some_and(|c| c.private);
+    let key = d.pin_key(entry, private);
     let mut answer = ReviewAnswer::default();
     let mut approved = Vec::new();
     for decision in &req.decisions {

@@ -246,7 +246,8 @@ fn passed_list(d: &Daemon, entry: &ServerEntry, kind: Kind, response: Message) -
     let whole = serde_json::from_str::<Page>(response.as_str()).ok().and_then(|p| p.result);
     let holds = match whole {
         Some(Items { tools: Some(items), next_cursor: None }) => {
-            let held = d.observe_list(&entry.cache_key(), entry, kind, &items);
+            let private = d.schema.get(&entry.cache_key()).is_some_and(|c| c.private);
+            let held = d.observe_list(&d.pin_key(entry, private), entry, kind, &items);
             match kind {
                 Kind::Tool => Holds { tools: held, ..d.holds(entry, None) },
                 Kind::Prompt => Holds { prompts: held, ..d.holds(entry, None) },

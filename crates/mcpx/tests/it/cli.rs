@@ -134,7 +134,8 @@ fn timeout_exits_5_and_cancels_upstream() {
 
 #[test]
 fn a_list_change_rereads_the_schema_cache() {
-    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    // The tool added is listed at once: pinning would hold it (tests/it/pins.rs).
+    let w = World::new(json!({ "fake": { "command": fake_server(), "mcpx": { "pinning": "off" } } }));
     let before = w.ls_row("fake");
     assert_eq!(before["state"], "unread");
     w.call("fake.add_tool", r#"{"name":"brand_new"}"#).ok();

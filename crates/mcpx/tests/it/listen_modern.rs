@@ -85,7 +85,9 @@ fn a_modern_listen_stream_hears_what_it_asked_for() {
 fn a_modern_listen_through_serve_ends_on_the_clients_cancel() {
     let w = World::new(json!({}));
     let record = w.path("record.jsonl");
-    w.set_servers(json!({ "fake": { "command": fake_server(), "env": { "FAKE_RECORD": record } } }));
+    // One list_changed for the tool added: pinning would hold it and say so again (pins.rs).
+    let off = json!({ "pinning": "off" });
+    w.set_servers(json!({ "fake": { "command": fake_server(), "mcpx": off, "env": { "FAKE_RECORD": record } } }));
     w.call("fake.echo", r#"{"message":"start"}"#).ok();
     let recorded = || std::fs::read_to_string(&record).unwrap_or_default();
     let (_serve, mut stdin, rx) = crate::serve::spawn_serve(&w);

@@ -96,7 +96,8 @@ fn heard_by_every_client(w: &World, server: &str, record: &Path) {
 fn a_modern_stdio_server_is_heard_through_its_listen_across_daemons() {
     let w = World::new(json!({}));
     let record = w.path("fake.jsonl");
-    w.set_servers(json!({ "fake": { "command": fake_server(),
+    // The tool added is to reach every client at once: pinning would hold it (pins.rs).
+    w.set_servers(json!({ "fake": { "command": fake_server(), "mcpx": { "pinning": "off" },
         "env": { "FAKE_ERA": "2026-07-28", "FAKE_RECORD": record } } }));
     w.call("fake.echo", r#"{"message":"start"}"#).ok();
     heard_by_every_client(&w, "fake", &record);
@@ -124,7 +125,8 @@ fn a_modern_http_server_is_heard_through_its_listen() {
     let record = w.path("http.jsonl");
     let env = [("FAKE_ERA", "2026-07-28"), ("FAKE_RECORD", record.to_str().unwrap())];
     let (_server, url) = fake_http("127.0.0.1:0", &env);
-    w.set_servers(json!({ "web": { "url": url } }));
+    // The tool added is to reach every client at once: pinning would hold it (pins.rs).
+    w.set_servers(json!({ "web": { "url": url, "mcpx": { "pinning": "off" } } }));
     w.call("web.echo", r#"{"message":"start"}"#).ok();
     heard_by_every_client(&w, "web", &record);
     let http = std::fs::read_to_string(format!("{}.http", record.display())).unwrap();
