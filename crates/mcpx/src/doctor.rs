@@ -170,6 +170,30 @@ impl Report {
             let n = status.instances.iter().filter(|i| i.supervised).count();
             self.add("supervisors", Level::Ok, format!("{n} supervised instance(s), every supervisor compatible"));
         }
+        self.pins(d);
+    }
+
+    /// Pinning: tools and prompts held for the user's review, and definitions the
+    /// poisoning scan flagged (`docs/configuration.md`, "Pinning").
+    fn pins(&mut self, d: &mcpx_api::DaemonStatus) {
+        for (server, n) in &d.held {
+            self.add(
+                "pins",
+                Level::Warn,
+                format!("{n} of `{server}`'s tools and prompts are held: the user reviews them with `mcpx pins review {server}`"),
+            );
+        }
+        match d.flagged_definitions {
+            0 if d.held.is_empty() => self.add("pins", Level::Ok, "nothing held, no definition flagged".into()),
+            0 => {}
+            n => self.add(
+                "pins",
+                Level::Warn,
+                format!(
+                    "{n} tool or prompt definitions look like tool poisoning: `mcpx pins ls` shows what the scan found"
+                ),
+            ),
+        }
     }
 
     /// Files that do not parse (rows named by a path), files with a problem of their own,

@@ -128,6 +128,16 @@ fn a_changed_description_is_held_on_every_path_until_the_user_approves_it() {
     assert!(w.run(&["ls"]).ok().contains("1 held: run `mcpx pins review fake`"));
     assert_eq!(w.status()["daemon"]["held"]["fake"], 1);
     assert!(w.status()["daemon"]["flagged_definitions"].as_u64() >= Some(1));
+    let doctor = w.run(&["doctor", "--json"]).json();
+    let found: Vec<String> = doctor["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "pins" && f["level"] == "warn")
+        .map(|f| f["message"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(found.iter().any(|m| m.contains("`mcpx pins review fake`")), "{found:?}");
+    assert!(found.iter().any(|m| m.contains("look like tool poisoning")), "{found:?}");
     let log = w.assert_log_has("held until the user runs `mcpx pins review`");
     assert!(log.contains("the poisoning scan found something"), "the findings are logged");
 
@@ -247,4 +257,22 @@ fn warn_lets_a_change_through_and_a_project_file_cannot_turn_pinning_off() {
         "{}",
         ls.stderr
     );
+}
+
+/// A daemon that finds a listing in the schema cache and no pins (the first run of a
+/// build with pinning) pins that listing: nothing the user already uses is held; a
+/// change after it is.
+#[test]
+fn an_upgrade_pins_what_the_cache_already_lists() {
+    let w = world(None);
+    w.run(&["stop", "--all"]).ok();
+    std::fs::remove_dir_all(w.path("state/pins")).unwrap();
+    let row = w.ls_row("fake");
+    assert_eq!((row["state"].as_str(), row.get("held")), (Some("ready"), None), "{row}");
+    let pins = w.run(&["pins", "ls", "--json"]).json();
+    let tools = pins[0]["tools"].as_array().unwrap();
+    assert!(tools.len() > 30 && tools.iter().all(|t| t["state"] == "pinned"), "{pins}");
+    assert!(w.instance("fake").is_none(), "pinned from the cache, nothing started");
+    change(&w, json!({ "echo": { "description": "Changed after the upgrade." } }));
+    assert_eq!(w.ls_row("fake")["held"], 1);
 }
