@@ -168,3 +168,36 @@ fn mcp_inspector_cli_over_serve_and_http() {
     ]);
     assert!(over_http.contains("\"timezone\": \"UTC\""), "{over_http}");
 }
+
+/// The poisoning scan flags nothing that server-everything, server-memory,
+/// server-filesystem and mcp-server-time describe, each with the others' tools to
+/// name: under `"pinning": "strict"`, which holds a flagged definition at its first
+/// listing, every tool and prompt is pinned and none is held.
+#[test]
+fn strict_pinning_holds_nothing_of_the_real_servers() {
+    let w = World::new(json!({}));
+    let e2e = e2e_dir();
+    let bin = |name: &str| e2e.join("node_modules/.bin").join(name).display().to_string();
+    let shared = w.path("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    let servers = json!({
+        "everything": { "command": bin("mcp-server-everything"), "args": ["stdio"] },
+        "memory": { "command": bin("mcp-server-memory"), "env": { "MEMORY_FILE_PATH": w.path("memory.jsonl") } },
+        "filesystem": { "command": bin("mcp-server-filesystem"), "args": [shared] },
+        "time": { "command": e2e.join(".venv/bin/mcp-server-time").display().to_string(), "args": ["--local-timezone", "UTC"] },
+    });
+    w.write_config(&json!({ "pinning": "strict", "mcpServers": servers }).to_string());
+    w.run(&["refresh"]).ok();
+    let pins = w.run(&["pins", "ls", "--json"]).json();
+    let mut counted = 0;
+    for server in pins.as_array().unwrap() {
+        let rows = server["tools"].as_array().unwrap().iter().chain(server["prompts"].as_array().unwrap());
+        for row in rows {
+            counted += 1;
+            assert_eq!(row["state"], "pinned", "{} of {}: {row}", row["name"], server["server"]);
+            assert!(row.get("findings").is_none(), "{} of {}: {row}", row["name"], server["server"]);
+        }
+    }
+    assert!(counted > 40, "{pins}");
+    assert_eq!(w.status()["daemon"]["flagged_definitions"], 0);
+}
