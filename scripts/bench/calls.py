@@ -30,6 +30,7 @@ from .common import (
     ECHO_ARGS,
     ECHO_MESSAGE,
     ECHO_TEXT,
+    ROOT,
     STEP_TIMEOUT,
     BenchError,
     Row,
@@ -158,6 +159,7 @@ def run(args, tmp: Path, registry: list) -> tuple[list[Row], dict]:
         return out.count("\n") >= n_mcpx and re.search(r"^echo\s", out, re.M) is not None
 
     many = {scope: twenty(args, tmp, registry, scope) for scope in ("public", "private")}
+    pinned = {mode: corpus(args, tmp, registry, mode) for mode in ("hold", "off")}
 
     def many_side(scope: str) -> Side:
         m = many[scope]
@@ -165,6 +167,14 @@ def run(args, tmp: Path, registry: list) -> tuple[list[Row], dict]:
             "mcpx",
             f"mcpx ls (20 servers, {scope} listings, env with ${{secret:}})",
             lambda: m.checked(("ls", "--json"), twenty_listed, "not 20 servers with their tools"),
+        )
+
+    def corpus_side(mode: str) -> Side:
+        m, want = pinned[mode]
+        return Side(
+            "mcpx",
+            f"mcpx ls (the search corpus: {len(want)} servers, pinning {mode})",
+            lambda: m.checked(("ls", "--json"), lambda out: corpus_listed(out, want), "not the corpus's servers"),
         )
 
     def direct_side(op: str) -> Side:
@@ -191,11 +201,16 @@ def run(args, tmp: Path, registry: list) -> tuple[list[Row], dict]:
         "capabilities, as mcpx does. Two more mcpx each hold 20 modern fake servers whose `env` "
         'reads a `${secret:}`, all listed and running: with `cacheScope: "public"` listings `ls` '
         'reads the cache as before; with `"private"` ones it also works out each server\'s '
-        "authorization context (the entry expanded, its secret read, an HMAC) to find its listing.",
+        "authorization context (the entry expanded, its secret read, an HMAC) to find its listing. "
+        "Two more hold the search corpus (the 227 tools of 19 real servers, served by fake servers "
+        'through `FAKE_DEFINITIONS`), one with `"pinning": "hold"` (the default: `ls` compares '
+        'every listing with its pins) and one with `"pinning": "off"`.',
         [
             Side("mcpx", "mcpx ls", lambda: mcpx.checked(("ls",), ls_row.search, f"no `everything {n_mcpx}` row")),
             many_side("public"),
             many_side("private"),
+            corpus_side("hold"),
+            corpus_side("off"),
             Side(
                 "mcpx",
                 "mcpx tools everything",
@@ -266,6 +281,15 @@ def row_table(row: Row) -> list[str]:
             f"(direct median / mcpx median = {ms(d_med)} / {ms(m_med)} = {d_med / m_med:.1f})."
         )
         lines.append("")
+    on = [side for side in row.sides if "pinning hold" in side.label + side.command]
+    off = [side for side in row.sides if "pinning off" in side.label + side.command]
+    if on and off:
+        a, b = on[0].median, off[0].median
+        lines += [
+            f"Pinning costs `mcpx ls` over the corpus {100 * (a - b) / b:+.1f}% "
+            f"(median with pinning / without = {ms(a)} / {ms(b)} = {a / b:.2f}).",
+            "",
+        ]
     if direct.details:
         init = median(d.initialized for d in direct.details)
         answered = median(d.answered for d in direct.details)
@@ -317,6 +341,43 @@ def twenty(args, tmp: Path, registry: list, scope: str) -> Mcpx:
             f"`mcpx ls --json` of the 20 {scope} servers does not show their tools:\n{json.dumps(listed)[:1000]}"
         )
     return m
+
+
+CORPUS = ROOT / "crates" / "mcpx-daemon" / "tests" / "search" / "corpus"
+
+
+def corpus(args, tmp: Path, registry: list, pinning: str) -> tuple[Mcpx, dict[str, int]]:
+    """A private mcpx with `"pinning": PINNING` holding one fake server per server of the search
+    corpus, each listing exactly that server's tools (`FAKE_DEFINITIONS`), started and listed.
+    Returns it and each server's tool count."""
+    base = tmp / f"corpus-{pinning}"
+    servers: dict = {}
+    want: dict[str, int] = {}
+    for n, file in enumerate(sorted(CORPUS.glob("*.json"))):
+        listed = json.loads(file.read_text())
+        name = f"c{n:02}"
+        definitions = {"*": None, **{t["name"]: t for t in listed["tools"]}}
+        defs = tmp / f"corpus-{pinning}-{name}.json"
+        defs.write_text(json.dumps(definitions))
+        servers[name] = {
+            "command": str(args.fake_server),
+            "env": {"FAKE_DEFINITIONS": str(defs)},
+            "mcpx": {"orphanTimeout": "10m"},
+        }
+        want[name] = len(definitions) - 1
+    m = private_mcpx(args.mcpx, base, servers, registry)
+    (base / "config.json").write_text(json.dumps({"pinning": pinning, "mcpServers": servers}, indent=2) + "\n")
+    m.refresh(list(servers))
+    out = m.run("ls", "--json")[1]
+    if not corpus_listed(out, want):
+        raise BenchError(f"`mcpx ls --json` does not show the corpus's servers with their tools:\n{out[:2000]}")
+    return m, want
+
+
+def corpus_listed(out: str, want: dict[str, int]) -> bool:
+    """Whether `mcpx ls --json` shows each corpus server with all its tools, none held."""
+    rows = {r.get("name"): r for r in json.loads(out)}
+    return all(rows.get(name, {}).get("tools") == n and not rows[name].get("held") for name, n in want.items())
 
 
 def twenty_listed(out: str) -> bool:

@@ -1,14 +1,22 @@
 //! `FAKE_DEFINITIONS=<path>`: tool definitions a test changes between two listings.
 //! The file holds a JSON object whose keys name tools. An object value is merged over
-//! that tool's definition (a name not listed adds a tool); `null` leaves the tool out.
-//! It is read at every listing; a missing file changes nothing, a malformed one is
+//! that tool's definition (a name not listed adds a tool); `null` leaves the tool out,
+//! and `"*": null` every tool the file does not name (so a file can list tools of its
+//! own only). It is read at every listing; a missing file changes nothing, a malformed one is
 //! reported on stderr and changes nothing.
 
 use serde_json::{Map, Value};
 
 /// `tools` as the file at `path` changes them; `added` builds a tool it adds.
 pub fn apply(path: Option<&str>, mut tools: Vec<Value>, added: impl Fn(&str) -> Value) -> Vec<Value> {
-    for (name, change) in read(path) {
+    let changes = read(path);
+    if changes.get("*").is_some_and(Value::is_null) {
+        tools.retain(|t| t["name"].as_str().is_some_and(|name| changes.contains_key(name)));
+    }
+    for (name, change) in changes {
+        if name == "*" {
+            continue;
+        }
         let at = tools.iter().position(|t| t["name"] == name.as_str());
         match (change, at) {
             (Value::Null, Some(i)) => {
