@@ -22,7 +22,7 @@ use crate::config::{
 };
 use crate::instance::InstanceEvent;
 use crate::paths::{EXPLICIT_CONFIGS, KNOWN_CONFIGS, OpenDirs};
-use crate::pins::{Holds, Kind, Pins};
+use crate::pins::{Holds, Kind, Listed, Pins};
 use crate::pool::{Pool, Target};
 use crate::schema::{self, CacheEntry, SchemaCache};
 use crate::scope::PoolKey;
@@ -303,8 +303,9 @@ impl Daemon {
             }
         };
         let key = self.pin_key(entry, listing.is_some_and(|l| l.private));
+        let number = listing.map_or(0, |l| l.listing);
         let held = |kind: Kind, items: Option<&[Box<serde_json::value::RawValue>]>| match items {
-            Some(items) => self.observe_list(&key, entry, kind, items),
+            Some(items) => self.observe_list(&key, entry, kind, Listed { items, listing: number }),
             None => self.pins.held(&key, kind),
         };
         Holds {
@@ -323,17 +324,18 @@ impl Daemon {
         }
     }
 
-    /// The names of `kind` of `entry` (pins kept under `key`) held, after comparing `items`,
-    /// the list the server gave, with its pins ([`Pins::observe`]). When that changes
-    /// what is held, every MCP session with a stream hears `list_changed` of the kind.
+    /// The names of `kind` of `entry` (pins kept under `key`) held, after comparing
+    /// `listed`, the list the server gave, with its pins ([`Pins::observe`]). When that
+    /// changes what is held, every MCP session with a stream hears `list_changed` of the
+    /// kind.
     pub fn observe_list(
         &self,
         key: &str,
         entry: &ServerEntry,
         kind: Kind,
-        items: &[Box<serde_json::value::RawValue>],
+        listed: Listed<'_>,
     ) -> Arc<BTreeSet<String>> {
-        let seen = self.pins.observe(key, &entry.name, entry.pinning, kind, items);
+        let seen = self.pins.observe(key, &entry.name, entry.pinning, kind, listed);
         if seen.changed {
             self.announce(Message::notification(&format!("notifications/{}s/list_changed", kind.as_str()), None));
         }

@@ -178,6 +178,16 @@ impl Holds {
     }
 }
 
+/// A list a server gave, as [`Pins::observe`] takes it: its items, and the number of
+/// the schema cache entry they come from (0 for a list from elsewhere).
+#[derive(Clone, Copy, Debug)]
+pub struct Listed<'a> {
+    /// The `tools/list` or `prompts/list` items, as the server sent them.
+    pub items: &'a [Box<RawValue>],
+    /// [`crate::schema::CacheEntry::listing`], or 0.
+    pub listing: u64,
+}
+
 /// What [`Pins::observe`] made of a listing.
 #[derive(Debug)]
 pub struct Observed {
@@ -241,16 +251,22 @@ impl Pins {
         Pins { dir, sets: Mutex::new(sets), memo: Mutex::new(HashMap::new()) }
     }
 
-    /// Compares `items`, the `kind` list the server `server` (cache key `key`) gave
-    /// now, with its pins under `mode` (see the module's documentation), records what
-    /// changed, and returns the names held.
-    pub fn observe(&self, key: &str, server: &str, mode: Pinning, kind: Kind, items: &[Box<RawValue>]) -> Observed {
+    /// Compares `items`, the `kind` list the server `server` gave now, with its pins
+    /// kept under `key` in `mode` (see the module's documentation), records what
+    /// changed, and returns the names held. `listing` is the number of the schema cache
+    /// entry `items` come from ([`crate::schema::CacheEntry::listing`]): a listing
+    /// compared before is not compared again; 0 (a list from elsewhere) is told by its
+    /// text.
+    pub fn observe(&self, key: &str, server: &str, mode: Pinning, kind: Kind, listed: Listed<'_>) -> Observed {
         if mode == Pinning::Off {
             return Observed { held: Arc::default(), changed: false };
         }
+        let Listed { items, listing } = listed;
         let mut h = std::hash::DefaultHasher::new();
-        (mode, server).hash(&mut h);
-        items.iter().for_each(|i| i.get().hash(&mut h));
+        (mode, server, listing).hash(&mut h);
+        if listing == 0 {
+            items.iter().for_each(|i| i.get().hash(&mut h));
+        }
         let print = h.finish();
         let id = (key.to_owned(), kind);
         if let Some((seen, held)) = lock(&self.memo).get(&id) {

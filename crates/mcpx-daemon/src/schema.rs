@@ -88,6 +88,12 @@ pub struct CacheEntry {
     /// holds none.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub private: bool,
+    /// Which listing this is, in this daemon: a number given each entry read from disk
+    /// or written, that no other listing has (never written; 0 for one not yet given
+    /// one). Equal numbers hold equal lists, so pinning compares a listing once
+    /// ([`crate::pins::Pins::observe`]).
+    #[serde(skip)]
+    pub listing: u64,
 }
 
 /// The name and description of a tool, read from its raw object.
@@ -171,7 +177,7 @@ impl SchemaCache {
         }
         let entry = match self.servers(false).and_then(|dir| dir.read(&Self::name(key))) {
             Ok(bytes) => match serde_json::from_slice::<CacheEntry>(&bytes) {
-                Ok(e) => Some(e),
+                Ok(e) => Some(numbered(e)),
                 Err(e) => {
                     tracing::warn!(key, error = %e, "ignoring an unreadable schema cache file");
                     None
@@ -214,7 +220,7 @@ impl SchemaCache {
         let name = Self::name(context);
         let bytes = dir.read(&name).ok()?;
         let entry: CacheEntry = match serde_json::from_slice(&bytes) {
-            Ok(entry) => entry,
+            Ok(entry) => numbered(entry),
             Err(e) => {
                 tracing::warn!(key, error = %e, "ignoring an unreadable private schema cache file");
                 return None;
@@ -267,7 +273,7 @@ impl SchemaCache {
     pub fn put(&self, entry: CacheEntry) -> std::io::Result<()> {
         let bytes = serde_json::to_vec_pretty(&entry).map_err(std::io::Error::other)?;
         mcpx_platform::fs::write_atomic(&self.servers(true)?, &Self::name(&entry.key), &bytes, 0o600)?;
-        lock(&self.entries).insert(entry.key.clone(), Some(entry));
+        lock(&self.entries).insert(entry.key.clone(), Some(numbered(entry)));
         Ok(())
     }
 
@@ -325,6 +331,7 @@ impl SchemaCache {
             entry.fresh_until_ms = Some(taken_at.saturating_add(hints.ttl_ms.unwrap_or(0)));
             entry.private = hints.private;
         }
+        let entry = numbered(entry);
         let written = if entry.private { entry.clone().without_lists() } else { entry.clone() };
         self.put(written).map_err(|e| format!("cannot write the schema cache: {e}"))?;
         if !entry.private {
@@ -360,7 +367,16 @@ fn empty(key: &str, server: &str) -> CacheEntry {
         error: None,
         fresh_until_ms: None,
         private: false,
+        listing: 0,
     }
+}
+
+/// `entry`, given a listing number no other entry of this daemon has
+/// ([`CacheEntry::listing`]).
+fn numbered(mut entry: CacheEntry) -> CacheEntry {
+    static LISTINGS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    entry.listing = LISTINGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    entry
 }
 
 /// Seconds since the Unix epoch.

@@ -26,7 +26,7 @@ use crate::mcp::sessions::ClientSession;
 use crate::mcp::unbridged::{self, Answerer};
 use crate::mcp::{discover, era, listen, modern, uris};
 use crate::notices::NoticeSender;
-use crate::pins::{Holds, Kind};
+use crate::pins::{Holds, Kind, Listed};
 use crate::policy;
 use crate::pool::Target;
 
@@ -247,7 +247,7 @@ fn passed_list(d: &Daemon, entry: &ServerEntry, kind: Kind, response: Message) -
     let holds = match whole {
         Some(Items { tools: Some(items), next_cursor: None }) => {
             let private = d.schema.get(&entry.cache_key()).is_some_and(|c| c.private);
-            let held = d.observe_list(&d.pin_key(entry, private), entry, kind, &items);
+            let held = d.observe_list(&d.pin_key(entry, private), entry, kind, Listed { items: &items, listing: 0 });
             match kind {
                 Kind::Tool => Holds { tools: held, ..d.holds(entry, None) },
                 Kind::Prompt => Holds { prompts: held, ..d.holds(entry, None) },
