@@ -89,6 +89,11 @@ pub struct PinSet {
     /// The prompts by name; `None` until the server's prompts are first listed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompts: Option<BTreeMap<String, Pin>>,
+    /// The number of the listing that made this set, in this daemon (0: read from its
+    /// file, or made from a list of no numbered listing): its other list is first
+    /// listed by that same listing, and a list first seen later is new.
+    #[serde(skip)]
+    made_by: u64,
 }
 
 impl PinSet {
@@ -285,16 +290,20 @@ impl Pins {
             .collect();
         let mut sets = lock(&self.sets);
         let others = other_tools(&sets, key, server);
+        let made = !sets.contains_key(key);
         let set = sets.entry(key.to_owned()).or_insert_with(|| PinSet {
             version: FORMAT_VERSION,
             server: server.to_owned(),
             key: key.to_owned(),
+            made_by: listing,
             ..PinSet::default()
         });
         let before = set.held(kind);
         let mut wrote = set.server != server;
         set.server = server.to_owned();
-        let first = set.of(kind).is_none();
+        // The server's first listing: this set's, or the listing that made it (its other
+        // list). A list first seen in a later listing is new, and held.
+        let first = set.of(kind).is_none() && (made || (listing != 0 && set.made_by == listing));
         let pins = set.of_mut(kind).get_or_insert_with(BTreeMap::new);
         let log = Log { server, kind };
         for (name, (hash, definition)) in listed.iter() {

@@ -74,9 +74,16 @@ fn a_new_tool_is_held_and_a_removed_one_loses_its_pin() {
     let set = pins.get("k").unwrap().tools.unwrap();
     assert_eq!(set.keys().collect::<Vec<_>>(), ["a", "c"], "b is gone");
     assert!(set["c"].hash.is_none(), "never approved");
-    // A server whose prompts are first listed now has them pinned, not held.
-    let prompt = serde_json::json!({ "name": "p", "arguments": [] });
-    assert!(pins.observe("k", "s", Pinning::Hold, Kind::Prompt, listed(&raw(&[prompt]))).held.is_empty());
+    // Prompts first listed with the tools are pinned; prompts a pinned server lists
+    // later are new, and held.
+    let prompts = raw(&[serde_json::json!({ "name": "p", "arguments": [] })]);
+    let tools = raw(&[tool("a", "A.")]);
+    pins.observe("both", "s", Pinning::Hold, Kind::Tool, Listed { items: &tools, listing: 3 });
+    assert!(
+        pins.observe("both", "s", Pinning::Hold, Kind::Prompt, Listed { items: &prompts, listing: 3 }).held.is_empty()
+    );
+    let later = pins.observe("k", "s", Pinning::Hold, Kind::Prompt, Listed { items: &prompts, listing: 4 });
+    assert_eq!(later.held.iter().collect::<Vec<_>>(), ["p"]);
 }
 
 #[test]
