@@ -244,16 +244,20 @@ fn passed_list(d: &Daemon, entry: &ServerEntry, kind: Kind, response: Message) -
         next_cursor: Option<String>,
     }
     let whole = serde_json::from_str::<Page>(response.as_str()).ok().and_then(|p| p.result);
+    // The cache's listing first: it is the server's first, for both lists, when nothing
+    // of the server is pinned yet.
+    let cached = d.holds(entry, None);
     let holds = match whole {
         Some(Items { tools: Some(items), next_cursor: None }) => {
             let private = d.schema.get(&entry.cache_key()).is_some_and(|c| c.private);
-            let held = d.observe_list(&d.pin_key(entry, private), entry, kind, Listed { items: &items, listing: 0 });
+            let listed = Listed { items: &items, listing: 0 };
+            let held = d.observe_list(&d.pin_key(entry, private), entry, kind, listed);
             match kind {
-                Kind::Tool => Holds { tools: held, ..d.holds(entry, None) },
-                Kind::Prompt => Holds { prompts: held, ..d.holds(entry, None) },
+                Kind::Tool => Holds { tools: held, ..cached },
+                Kind::Prompt => Holds { prompts: held, ..cached },
             }
         }
-        _ => d.holds(entry, None),
+        _ => cached,
     };
     policy::filter_list_response(entry, &holds, kind, response)
 }
