@@ -81,4 +81,7 @@ pub use resolve::{
 };
 pub use review::{ProjectEntry, project_entries, project_files};
 pub use spec::{MCPX_KEYS, Pinning, RemoteKind, Scope, Sharing, TransportSpec};
-pub use trust::{TRUST_ALL_KEY, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, entry_hash, project_dir, trust_key};
+pub use trust::{
+    TRUST_ALL_KEY, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, canonical_sha256, entry_hash, project_dir,
+    trust_key,
+};

@@ -32,8 +32,16 @@ pub const TRUST_ALL_KEY: &str = "trustProjectFiles";
 /// keys sorted at every level and no spaces. Two entries that differ only in key
 /// order or comments hash the same; any other change gives another hash.
 pub fn entry_hash(raw: &Value) -> String {
+    canonical_sha256(raw)
+}
+
+/// The SHA-256 (64 hex digits) of `value` serialized as canonical JSON: object keys
+/// sorted (by their UTF-8 bytes) at every level, no spaces, strings and numbers as
+/// serde_json writes them. What a trust record holds of an entry, and a pin of a tool's
+/// definition.
+pub fn canonical_sha256(value: &Value) -> String {
     let mut text = String::new();
-    canonical(raw, &mut text);
+    canonical(value, &mut text);
     Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -31,7 +31,6 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
-use sha2::{Digest, Sha256};
 
 use mcpx_platform::fs::Dir;
 
@@ -507,45 +506,9 @@ pub fn definition(kind: Kind, item: &Value) -> Value {
 }
 
 /// The hash of `definition`: `sha256:` and the hex SHA-256 of its canonical JSON
-/// (object keys sorted at every level, no spaces).
+/// (object keys sorted at every level, no spaces; [`crate::config::canonical_sha256`]).
 pub fn hash(definition: &Value) -> String {
-    let mut text = String::new();
-    canonical(definition, &mut text);
-    let digest = Sha256::digest(text.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
-}
-
-/// Writes `value` as canonical JSON: object keys sorted (by their UTF-8 bytes) at every
-/// level, no spaces, strings and numbers as serde_json writes them.
-fn canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                canonical(&map[key], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
+    format!("sha256:{}", crate::config::canonical_sha256(definition))
 }
 
 #[cfg(test)]
