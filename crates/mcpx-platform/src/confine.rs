@@ -1,6 +1,7 @@
 //! Kernel confinement of a process mcpx starts (docs/security.md): what it may read,
-//! write and execute, by path; and, whatever it asks, no network, no new socket, no new
-//! process, no signal or trace of any process outside itself.
+//! write and execute, by path; the TCP ports it may reach, if any; and, whatever it
+//! asks, no unix or netlink socket, no new process, no signal or trace of any process
+//! outside itself.
 //!
 //! A [`Policy`] is made ready in the parent ([`prepare`]: paths opened, filters compiled)
 //! and applied by [`crate::process::command`] to the child between `fork` and `exec`, so
@@ -19,7 +20,7 @@ mod policy;
 
 use std::io;
 
-pub use policy::{Access, CLOSED, Grant, Policy, Support};
+pub use policy::{Access, CLOSED, Grant, Network, Policy, Support};
 
 use crate::sys;
 

@@ -34,21 +34,45 @@ impl Grant {
     }
 }
 
-/// What a confined process may reach: exactly its grants of the file system. Everything
-/// else stays closed: TCP, new sockets of any family, new processes, signals, tracing and
-/// other processes' memory (see [`CLOSED`]).
+/// What a confined process may reach: exactly its grants of the file system, and the
+/// network its [`Network`] opens. Everything else stays closed: new sockets of other
+/// families, new processes, signals, tracing and other processes' memory (see
+/// [`CLOSED`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
     /// The paths it may reach.
     pub grants: Vec<Grant>,
+    /// The network it may reach.
+    pub network: Network,
+}
+
+/// The network a confined process may reach. Whatever it is, no unix, netlink or raw
+/// socket can be made: the daemon's socket, the session bus and the kernel's routing
+/// stay closed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Network {
+    /// None: no TCP, and no new socket of any family (the default).
+    #[default]
+    Closed,
+    /// TCP connections to the `connect` ports and listening on the `bind` ports only
+    /// (Landlock ABI 4, of any host); IPv4 and IPv6 sockets may be made, so UDP, which
+    /// Landlock does not cover, is open (DNS works).
+    Ports {
+        /// The TCP ports it may connect to.
+        connect: Vec<u16>,
+        /// The TCP ports it may bind.
+        bind: Vec<u16>,
+    },
+    /// Any TCP and UDP over IPv4 and IPv6.
+    Open,
 }
 
 /// What confinement closes, whatever the grants, one line each, for a reader
 /// (`mcpx doctor`, docs/security.md).
 pub const CLOSED: &[&str] = &[
     "every file and directory not granted (symbolic links are followed to what they name)",
-    "TCP bind and connect (Landlock ABI 4)",
-    "new sockets of any family: unix, UDP, raw, netlink (seccomp)",
+    "TCP bind and connect (Landlock ABI 4), but to and on the ports the policy's network opens",
+    "new sockets of any family: unix, UDP, raw, netlink (seccomp); IPv4 and IPv6 ones when the policy's network is open or opens ports",
     "new processes: fork, vfork, clone without CLONE_THREAD (seccomp); executing any file not granted (Landlock)",
     "signals to any process (seccomp; Landlock ABI 6 scopes them to the sandbox too)",
     "ptrace, process_vm_readv/writev, pidfd_open/getfd (seccomp)",

@@ -115,7 +115,7 @@ fn confined_calls_are_refused_by_the_kernel() {
         Grant::new(root.join("allowed"), Access::Read),
         Grant::new(root.join("writable"), Access::Write),
     ]);
-    let prepared = prepare(&Policy { grants }).unwrap();
+    let prepared = prepare(&Policy { grants, ..Policy::default() }).unwrap();
     let env: BTreeMap<OsString, OsString> = [
         (OsString::from(PROBE_DIR), root.clone().into_os_string()),
         (OsString::from("MCPX_CONFINE_PROBE_FD"), std::os::fd::AsRawFd::as_raw_fd(&inherited).to_string().into()),
@@ -190,6 +190,84 @@ fn confined_calls_are_refused_by_the_kernel() {
 /// A granted path that does not exist is named in the error.
 #[test]
 fn a_missing_path_is_named() {
-    let err = prepare(&Policy { grants: vec![Grant::new("/nonexistent/mcpx-confine", Access::Read)] }).unwrap_err();
+    let err =
+        prepare(&Policy { grants: vec![Grant::new("/nonexistent/mcpx-confine", Access::Read)], ..Policy::default() })
+            .unwrap_err();
     assert!(err.to_string().contains("/nonexistent/mcpx-confine"), "{err}");
+}
+
+/// Run confined by [`the_network_opens_only_the_ports_the_policy_names`]: connects to
+/// the two ports of `MCPX_CONFINE_PROBE_PORTS` (`open,closed`) and makes a socket of
+/// each family, printing `probe <what> <answer>` lines.
+#[test]
+#[ignore = "runs confined, started by the_network_opens_only_the_ports_the_policy_names"]
+fn probe_network() {
+    let ports = std::env::var("MCPX_CONFINE_PROBE_PORTS").expect("started by the network test");
+    let (open, closed) = ports.split_once(',').unwrap();
+    let connect = |port: &str| match std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())) {
+        Ok(_) => "ok".to_owned(),
+        Err(e) => format!("errno {}", e.raw_os_error().unwrap_or(0)),
+    };
+    println!("probe connect-open {}", connect(open));
+    println!("probe connect-closed {}", connect(closed));
+    let say = |what: &str, rc: libc::c_long| println!("probe {what} {}", answer(rc));
+    // Safety: `socket` takes integers; the descriptors are leaked, as the process ends.
+    unsafe {
+        say("socket-inet6", libc::socket(libc::AF_INET6, libc::SOCK_STREAM, 0).into());
+        say("socket-udp", libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0).into());
+        say("socket-unix", libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0).into());
+        say("socket-netlink", libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, 0).into());
+    }
+}
+
+/// A network of ports lets TCP reach those ports only, and an open one any; either
+/// lets IPv4 and IPv6 sockets be made, and never a unix or netlink one.
+#[test]
+fn the_network_opens_only_the_ports_the_policy_names() {
+    let Support::Kernel { .. } = support() else { panic!("this machine's kernel cannot confine ({:?})", support()) };
+    let open = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let (open_port, closed_port) = (open.local_addr().unwrap().port(), closed.local_addr().unwrap().port());
+    let exe = std::env::current_exe().unwrap();
+    let run = |network: Network| -> BTreeMap<String, String> {
+        let mut grants = runtime_base();
+        grants.push(Grant::new(&exe, Access::ReadExecute));
+        let prepared = prepare(&Policy { grants, network }).unwrap();
+        let env = [(OsString::from("MCPX_CONFINE_PROBE_PORTS"), OsString::from(format!("{open_port},{closed_port}")))];
+        let args = ["--exact", "confine::tests::probe_network", "--ignored", "--nocapture", "--test-threads=1"];
+        let spec = SpawnSpec {
+            program: exe.clone(),
+            args: args.iter().map(OsString::from).collect(),
+            env: env.into(),
+            cwd: None,
+            piped: true,
+            detach: Detach::Group,
+            confine: Some(std::sync::Arc::new(prepared)),
+        };
+        let mut child = crate::process::spawn(&spec).unwrap();
+        drop(child.stdin.take());
+        let mut out = String::new();
+        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        assert!(child.wait().unwrap().success(), "{out}");
+        let said = out.lines().filter_map(|l| l.rsplit_once("probe ").map(|(_, said)| said));
+        said.filter_map(|l| l.split_once(' ')).map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
+    };
+    let (eacces, eperm) = (format!("errno {}", libc::EACCES), format!("errno {}", libc::EPERM));
+    let ports = run(Network::Ports { connect: vec![open_port], bind: Vec::new() });
+    let want = [
+        ("connect-open", "ok"),
+        ("connect-closed", eacces.as_str()),
+        ("socket-inet6", "ok"),
+        ("socket-udp", "ok"),
+        ("socket-unix", eperm.as_str()),
+        ("socket-netlink", eperm.as_str()),
+    ];
+    for (what, answer) in want {
+        assert_eq!(ports.get(what).map(String::as_str), Some(answer), "ports: {what}: {ports:?}");
+    }
+    let any = run(Network::Open);
+    assert_eq!((any["connect-open"].as_str(), any["connect-closed"].as_str()), ("ok", "ok"), "{any:?}");
+    assert_eq!(any["socket-unix"], eperm, "{any:?}");
+    let none = run(Network::Closed);
+    assert_eq!((none["connect-open"].as_str(), none["socket-inet6"].as_str()), (eperm.as_str(), eperm.as_str()));
 }

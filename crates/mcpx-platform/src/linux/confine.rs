@@ -7,15 +7,15 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, Scope,
 };
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     TargetArch, sock_filter,
 };
 
-use crate::confine::{Access as Grant, Grant as PathGrant, Policy, Support};
+use crate::confine::{Access as Grant, Grant as PathGrant, Network, Policy, Support};
 
 /// The Landlock ABI whose rights the ruleset handles: 6 (Linux 6.12) has every right
 /// mcpx uses (file system, TCP, scopes). On an older kernel the rights it lacks are
@@ -114,7 +114,7 @@ const LOADER: &str = "/lib/ld-linux-aarch64.so.1";
 const LOADER: &str = "/lib/ld-linux.so";
 
 pub(crate) fn confine_prepare(policy: &Policy) -> io::Result<Prepared> {
-    Ok(Prepared { ruleset: ruleset(policy)?, filters: filters()? })
+    Ok(Prepared { ruleset: ruleset(policy)?, filters: filters(&policy.network)? })
 }
 
 /// The Landlock rights of a grant.
@@ -132,13 +132,25 @@ fn rights(access: Grant) -> BitFlags<AccessFs> {
 
 fn ruleset(policy: &Policy) -> io::Result<OwnedFd> {
     let refused = |what: &str, e: &dyn std::fmt::Display| io::Error::other(format!("Landlock refused {what}: {e}"));
-    let mut ruleset = Ruleset::default()
+    // An open network handles no TCP right; any other handles both, and opens ports.
+    let mut handled = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(TARGET))
-        .and_then(|r| r.handle_access(AccessNet::from_all(TARGET)))
-        .and_then(|r| r.scope(Scope::from_all(TARGET)))
-        .and_then(|r| r.create())
         .map_err(|e| refused("the ruleset", &e))?;
+    if policy.network != Network::Open {
+        handled = handled.handle_access(AccessNet::from_all(TARGET)).map_err(|e| refused("the ruleset", &e))?;
+    }
+    let mut ruleset =
+        handled.scope(Scope::from_all(TARGET)).and_then(|r| r.create()).map_err(|e| refused("the ruleset", &e))?;
+    if let Network::Ports { connect, bind } = &policy.network {
+        let ports =
+            connect.iter().map(|p| (*p, AccessNet::ConnectTcp)).chain(bind.iter().map(|p| (*p, AccessNet::BindTcp)));
+        for (port, right) in ports {
+            ruleset = ruleset
+                .add_rule(NetPort::new(port, right))
+                .map_err(|e| refused(&format!("the rule for TCP port {port}"), &e))?;
+        }
+    }
     for grant in &policy.grants {
         let fd = PathFd::new(&grant.path).map_err(|e| {
             io::Error::new(
@@ -209,12 +221,13 @@ fn denied() -> Vec<(libc::c_long, &'static str)> {
 }
 
 /// The filters: (1) the calls of [`denied`], and `clone` without `CLONE_THREAD` (a new
-/// process; threads stay), refused with `EPERM`; (2) `clone3` refused with `ENOSYS`, so
+/// process; threads stay), refused with `EPERM`; a `network` that opens any TCP lets
+/// `socket` make IPv4 and IPv6 sockets, and no other family; (2) `clone3` refused with `ENOSYS`, so
 /// glibc falls back to `clone`, whose flags a filter can read (`clone3` passes them in
 /// memory); (3) on x86_64, every x32 system call (numbers from `__X32_SYSCALL_BIT`),
 /// which would otherwise pass the filters under numbers they do not name. Any other
 /// architecture than the build's kills the process (seccompiler's own check).
-fn filters() -> io::Result<Vec<BpfProgram>> {
+fn filters(network: &Network) -> io::Result<Vec<BpfProgram>> {
     let compile = |filter: Result<SeccompFilter, seccompiler::BackendError>| -> io::Result<BpfProgram> {
         filter
             .and_then(BpfProgram::try_from)
@@ -227,6 +240,26 @@ fn filters() -> io::Result<Vec<BpfProgram>> {
             .and_then(|c| SeccompRule::new(vec![c]))
             .map_err(|e| io::Error::other(format!("the seccomp rule for clone: {e}")))?;
     rules.insert(libc::SYS_clone, vec![new_process]);
+    if *network != Network::Closed {
+        // Refused: every family but AF_INET and AF_INET6 (a rule per range around them).
+        let rule = |conditions: &[(SeccompCmpOp, u64)]| -> io::Result<SeccompRule> {
+            let made = conditions
+                .iter()
+                .map(|(op, value)| SeccompCondition::new(0, SeccompCmpArgLen::Dword, op.clone(), *value));
+            made.collect::<Result<Vec<_>, _>>()
+                .and_then(SeccompRule::new)
+                .map_err(|e| io::Error::other(format!("the seccomp rule for socket: {e}")))
+        };
+        let (inet, inet6) = (libc::AF_INET as u64, libc::AF_INET6 as u64);
+        rules.insert(
+            libc::SYS_socket,
+            vec![
+                rule(&[(SeccompCmpOp::Lt, inet)])?,
+                rule(&[(SeccompCmpOp::Gt, inet), (SeccompCmpOp::Lt, inet6)])?,
+                rule(&[(SeccompCmpOp::Gt, inet6)])?,
+            ],
+        );
+    }
     // Resource limits of the process itself (pid 0) only: another process of the user's,
     // the daemon, could be left without descriptors or killed by a CPU limit.
     let other_process = SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0)

@@ -5,7 +5,7 @@
 use std::io;
 use std::path::Path;
 
-use crate::confine::{Access, Grant, Policy, Support};
+use crate::confine::{Access, Grant, Network, Policy, Support};
 
 /// The program that applies a profile to the program it executes.
 pub(crate) const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
@@ -63,7 +63,29 @@ pub(crate) fn confine_prepare(policy: &Policy) -> io::Result<Prepared> {
             profile.push_str(&format!("(allow {operation} ({filter} {quoted}))\n"));
         }
     }
+    profile.push_str(&network(&policy.network));
     Ok(Prepared { profile })
+}
+
+/// The rules of `network`: none when closed; TCP to and on its ports, or any IP, and
+/// name resolution (mDNSResponder's socket, DNS over UDP) when it opens any.
+fn network(network: &Network) -> String {
+    let resolve = "(allow network-outbound (literal \"/private/var/run/mDNSResponder\"))\n\
+                   (allow network-outbound (remote udp \"*:53\"))\n";
+    match network {
+        Network::Closed => String::new(),
+        Network::Open => format!("{resolve}(allow network-outbound (remote ip))\n(allow network-bind network-inbound (local ip))\n"),
+        Network::Ports { connect, bind } => {
+            let mut rules = resolve.to_owned();
+            for port in connect {
+                rules.push_str(&format!("(allow network-outbound (remote tcp \"*:{port}\"))\n"));
+            }
+            for port in bind {
+                rules.push_str(&format!("(allow network-bind network-inbound (local tcp \"*:{port}\"))\n"));
+            }
+            rules
+        }
+    }
 }
 
 /// A path as an SBPL string literal: in double quotes, `\` and `"` escaped.

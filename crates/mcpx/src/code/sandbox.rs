@@ -317,7 +317,7 @@ pub fn policy(runtime: &Path, dir: &RunDir, deno_dir: Option<&Path>, script: Opt
     grants.extend(script.map(|f| Grant::new(f, confine::Access::Read)));
     grants.extend(access.read.iter().map(|d| Grant::new(d, confine::Access::Read)));
     grants.extend(access.write.iter().map(|d| Grant::new(d, confine::Access::Write)));
-    Policy { grants }
+    Policy { grants, network: confine::Network::Closed }
 }
 
 /// What Node reads beyond [`confine::runtime_base`] at every start: OpenSSL's
