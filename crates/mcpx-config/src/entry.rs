@@ -13,7 +13,7 @@ use super::command::ExeIdentity;
 use super::error::ConfigError;
 use super::expand::{self, ExpandedTransport, Secrets};
 use super::oauth::{ExpandedOAuth, OAuthSpec};
-use super::spec::{Pinning, Scope, Sharing, TransportSpec};
+use super::spec::{NetworkSpec, Pinning, SandboxSpec, Scope, Sharing, TransportSpec};
 
 /// The `mcpx` block of a server entry, defaults filled in. Timeouts are `None` when written as
 /// `0` (no timeout); sizes are bytes.
@@ -52,6 +52,8 @@ pub struct ServerOptions {
     /// `pinning` as the block writes it; `None` when it does not (the mode in effect is
     /// [`ServerEntry::pinning`]).
     pub pinning: Option<Pinning>,
+    /// `sandbox`: the kernel confinement of the server's process; `None`: unconfined.
+    pub sandbox: Option<SandboxSpec>,
 }
 
 impl Default for ServerOptions {
@@ -73,6 +75,7 @@ impl Default for ServerOptions {
             include_tools: None,
             exclude_tools: Vec::new(),
             pinning: None,
+            sandbox: None,
         }
     }
 }
@@ -84,6 +87,17 @@ impl ServerOptions {
         self.include_tools.as_ref().is_none_or(|include| include.iter().any(|t| t == name))
             && !self.exclude_tools.iter().any(|t| t == name)
     }
+}
+
+/// A `sandbox` with its paths expanded ([`ServerEntry::expand_sandbox`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpandedSandbox {
+    /// `read`, absolute.
+    pub read: Vec<PathBuf>,
+    /// `write`, absolute.
+    pub write: Vec<PathBuf>,
+    /// The sandbox as written (its preset and network).
+    pub spec: SandboxSpec,
 }
 
 /// One server as configured in one file.
@@ -162,6 +176,43 @@ impl ServerEntry {
         }))
     }
 
+    /// Expands the `sandbox`'s paths: `${VAR}` and `${secret:NAME}` as in the
+    /// transport, a leading `~` to `$HOME`, and a relative path against the directory
+    /// of [`source`](Self::source), as `cwd` is; `None` without a sandbox.
+    ///
+    /// Errors: as [`ServerEntry::expand`]; [`ConfigError::UnsetVariable`] for a `~`
+    /// without `HOME`.
+    pub fn expand_sandbox(
+        &self,
+        env: &HashMap<String, String>,
+        secrets: &dyn Secrets,
+    ) -> Result<Option<ExpandedSandbox>, ConfigError> {
+        let Some(spec) = &self.options.sandbox else { return Ok(None) };
+        let path = |written: &String| -> Result<PathBuf, ConfigError> {
+            let text = expand::expand(written, env, secrets, &self.name)?;
+            let home = || {
+                env.get("HOME").map(PathBuf::from).ok_or_else(|| ConfigError::UnsetVariable {
+                    variable: "HOME".to_owned(),
+                    server: self.name.clone(),
+                })
+            };
+            let path = match text.strip_prefix('~') {
+                Some("") => home()?,
+                Some(rest) if rest.starts_with('/') => home()?.join(&rest[1..]),
+                _ => PathBuf::from(&text),
+            };
+            Ok(match self.source.parent() {
+                Some(dir) if path.is_relative() => dir.join(path),
+                _ => path,
+            })
+        };
+        Ok(Some(ExpandedSandbox {
+            read: spec.read.iter().map(path).collect::<Result<_, _>>()?,
+            write: spec.write.iter().map(path).collect::<Result<_, _>>()?,
+            spec: spec.clone(),
+        }))
+    }
+
     /// The key of this entry's schema cache file, its crash count and its `status`
     /// rows: the [`fingerprint`](Self::fingerprint) without the executable's identity,
     /// so a server keeps its cached tools when its binary is rebuilt or deleted.
@@ -202,6 +253,26 @@ impl ServerEntry {
         }
         h.field(self.options.sharing.as_str());
         h.field(self.options.scope.as_str());
+        // Only when set: an unconfined entry keeps the fingerprint it always had.
+        if let Some(sandbox) = &self.options.sandbox {
+            h.field("sandbox");
+            h.field(sandbox.preset.as_str());
+            h.list(sandbox.read.iter().map(String::as_str));
+            h.list(sandbox.write.iter().map(String::as_str));
+            match &sandbox.network {
+                NetworkSpec::Off => h.field("off"),
+                NetworkSpec::On => h.field("on"),
+                NetworkSpec::Ports { connect, bind } => {
+                    h.field("ports");
+                    h.list(connect.iter().map(u16::to_string).collect::<Vec<_>>().iter().map(String::as_str));
+                    h.list(bind.iter().map(u16::to_string).collect::<Vec<_>>().iter().map(String::as_str));
+                }
+            }
+            // Relative paths name another directory in each project.
+            if sandbox.read.iter().chain(&sandbox.write).any(|p| Path::new(p).is_relative() && !p.starts_with('~')) {
+                h.opt(self.source.parent().map(|d| d.display().to_string()).as_deref());
+            }
+        }
         match exe {
             Some(exe) => {
                 h.field("exe");

@@ -70,7 +70,7 @@ mod tests;
 
 pub use clients::{Client, ConfigEnv};
 pub use command::{CommandNotFound, DEFAULT_PATH, ExeIdentity, SearchedIn, exe_identity, resolve_command};
-pub use entry::{EntryError, FileWarning, ResolvedConfig, ServerEntry, ServerOptions};
+pub use entry::{EntryError, ExpandedSandbox, FileWarning, ResolvedConfig, ServerEntry, ServerOptions};
 pub use error::ConfigError;
 pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport, Secrets, StoreIn};
 pub use oauth::{ExpandedOAuth, Grant, OAUTH_KEYS, OAuthSpec, TokenAuthMethod, is_secure};
@@ -80,7 +80,7 @@ pub use resolve::{
     Role,
 };
 pub use review::{ProjectEntry, project_entries, project_files};
-pub use spec::{MCPX_KEYS, Pinning, RemoteKind, Scope, Sharing, TransportSpec};
+pub use spec::{MCPX_KEYS, NetworkSpec, Pinning, Preset, RemoteKind, SandboxSpec, Scope, Sharing, TransportSpec};
 pub use trust::{
     TRUST_ALL_KEY, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, canonical_sha256, entry_hash, project_dir,
     trust_key,

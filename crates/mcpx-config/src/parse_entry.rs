@@ -11,7 +11,7 @@ use super::entry::{ServerEntry, ServerOptions};
 use super::error::ConfigError;
 use super::expand;
 use super::oauth::{self, OAuthSpec};
-use super::spec::{MCPX_KEYS, RemoteKind, Scope, Sharing, TransportSpec};
+use super::spec::{MCPX_KEYS, NetworkSpec, Preset, RemoteKind, SandboxSpec, Scope, Sharing, TransportSpec};
 use super::units::{duration_from_json, json_kind, size_from_json};
 
 /// Names the file and server for errors about one entry.
@@ -133,6 +133,12 @@ pub(super) fn parse_entry(
         }
     };
     let options = parse_options(&ctx, map.get("mcpx"))?;
+    if options.sandbox.is_some() && url.is_some() {
+        return Err(ctx.invalid(
+            "mcpx.sandbox",
+            "a sandbox confines a process mcpx starts, and a `url` entry has none; remove it",
+        ));
+    }
     let pinning_written = options.pinning;
     let oauth = parse_oauth_block(&ctx, client, url.is_some(), map.get("oauth"))?;
     Ok(ServerEntry {
@@ -249,6 +255,7 @@ fn parse_options(ctx: &Ctx<'_>, value: Option<&Value>) -> Result<ServerOptions, 
             "includeTools" => options.include_tools = ctx.string_array(&k, Some(v))?,
             "excludeTools" => options.exclude_tools = ctx.string_array(&k, Some(v))?.unwrap_or_default(),
             "pinning" => options.pinning = Some(enum_value(v).and_then(|s| s.parse()).map_err(bad)?),
+            "sandbox" => options.sandbox = Some(parse_sandbox(ctx, v)?),
             // MCPX_KEYS and this match list the same keys.
             _ => {}
         }
@@ -290,6 +297,75 @@ fn size(v: &Value) -> Result<u64, String> {
     match size_from_json(v)? {
         0 => Err("must be greater than zero".to_owned()),
         n => Ok(n),
+    }
+}
+
+/// The keys of a `sandbox` object.
+const SANDBOX_KEYS: [&str; 4] = ["preset", "read", "write", "network"];
+
+/// `mcpx.sandbox`: `{"preset", "read"?, "write"?, "network"?}`.
+///
+/// Errors: [`ConfigError::InvalidValue`] naming `mcpx.sandbox` or its key: not an
+/// object, an unknown key, no or an unknown `preset`, paths that are not strings, a
+/// `network` that is not a boolean or `{"connect": [ports], "bind": [ports]}`.
+fn parse_sandbox(ctx: &Ctx<'_>, v: &Value) -> Result<SandboxSpec, ConfigError> {
+    let Some(map) = v.as_object() else {
+        return Err(ctx.invalid(
+            "mcpx.sandbox",
+            format!(
+                "expected an object like {{\"preset\": \"node\", \"read\": [\"~/notes\"]}}, found {}",
+                json_kind(v)
+            ),
+        ));
+    };
+    if let Some(key) = map.keys().find(|k| !SANDBOX_KEYS.contains(&k.as_str())) {
+        return Err(ctx
+            .invalid(format!("mcpx.sandbox.{key}"), format!("unknown key (known keys: {})", SANDBOX_KEYS.join(", "))));
+    }
+    let preset = match map.get("preset") {
+        Some(p) => enum_value(p).and_then(|s| s.parse()).map_err(|m| ctx.invalid("mcpx.sandbox.preset", m))?,
+        None => return Err(ctx.invalid("mcpx.sandbox.preset", "missing: say \"node\", \"python\" or \"binary\"")),
+    };
+    let read = ctx.string_array("mcpx.sandbox.read", map.get("read"))?.unwrap_or_default();
+    let write = ctx.string_array("mcpx.sandbox.write", map.get("write"))?.unwrap_or_default();
+    let ports = |key: &str, v: Option<&Value>| -> Result<Vec<u16>, ConfigError> {
+        let Some(v) = v else { return Ok(Vec::new()) };
+        let bad = || ctx.invalid(format!("mcpx.sandbox.network.{key}"), "expected an array of TCP ports (1 to 65535)");
+        let items = v.as_array().ok_or_else(bad)?;
+        items
+            .iter()
+            .map(|p| p.as_u64().and_then(|p| u16::try_from(p).ok()).filter(|p| *p > 0).ok_or_else(bad))
+            .collect()
+    };
+    let network = match map.get("network") {
+        None | Some(Value::Bool(false)) | Some(Value::Null) => NetworkSpec::Off,
+        Some(Value::Bool(true)) => NetworkSpec::On,
+        Some(Value::Object(o)) => {
+            if let Some(key) = o.keys().find(|k| !["connect", "bind"].contains(&k.as_str())) {
+                return Err(
+                    ctx.invalid(format!("mcpx.sandbox.network.{key}"), "unknown key (known keys: connect, bind)")
+                );
+            }
+            NetworkSpec::Ports { connect: ports("connect", o.get("connect"))?, bind: ports("bind", o.get("bind"))? }
+        }
+        Some(other) => {
+            return Err(ctx.invalid(
+                "mcpx.sandbox.network",
+                format!("expected false, true or {{\"connect\": [443], \"bind\": []}}, found {}", json_kind(other)),
+            ));
+        }
+    };
+    Ok(SandboxSpec { preset, read, write, network })
+}
+
+impl std::str::FromStr for Preset {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Preset::ALL
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| format!("unknown preset `{s}` (use \"node\", \"python\" or \"binary\")"))
     }
 }
 

@@ -23,6 +23,7 @@ pub const MCPX_KEYS: &[&str] = &[
     "includeTools",
     "excludeTools",
     "pinning",
+    "sandbox",
 ];
 
 /// Whether several clients may use one server process at once (`mcpx.sharing`).
@@ -161,6 +162,75 @@ impl std::str::FromStr for Pinning {
             .into_iter()
             .find(|v| v.as_str() == s)
             .ok_or_else(|| format!("unknown pinning `{s}` (use \"off\", \"warn\", \"hold\" or \"strict\")"))
+    }
+}
+
+/// A server's `sandbox` (its `mcpx` block; `docs/configuration.md`, "Sandbox"): the
+/// kernel confinement its process starts under, as written (paths expanded at launch).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SandboxSpec {
+    /// `preset`: the system paths and runtime caches the server's runtime needs.
+    pub preset: Preset,
+    /// `read`: more paths it may read (templates: `~`, `${VAR}`, relative to the file).
+    pub read: Vec<String>,
+    /// `write`: more paths it may read and write (templates, as `read`).
+    pub write: Vec<String>,
+    /// `network`.
+    pub network: NetworkSpec,
+}
+
+/// A sandbox's `preset`: which runtime the server is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preset {
+    /// `"node"`: Node.js, its install and npm's cache.
+    Node,
+    /// `"python"`: the interpreter, its libraries and uv's cache.
+    Python,
+    /// `"binary"`: a native program: the system's libraries only.
+    Binary,
+}
+
+impl Preset {
+    /// Every value, in documentation order.
+    pub const ALL: [Preset; 3] = [Preset::Node, Preset::Python, Preset::Binary];
+
+    /// The config spelling: `"node"`, `"python"` or `"binary"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Preset::Node => "node",
+            Preset::Python => "python",
+            Preset::Binary => "binary",
+        }
+    }
+}
+
+/// A sandbox's `network`: `false` (the default), `true`, or the TCP ports
+/// (`{"connect": [443], "bind": []}`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum NetworkSpec {
+    /// `false`: no network at all.
+    #[default]
+    Off,
+    /// `true`: any TCP and UDP over IPv4 and IPv6.
+    On,
+    /// The TCP ports it may connect to and bind.
+    Ports {
+        /// `connect`.
+        connect: Vec<u16>,
+        /// `bind`.
+        bind: Vec<u16>,
+    },
+}
+
+impl SandboxSpec {
+    /// The sandbox as a config file writes it.
+    pub fn written(&self) -> serde_json::Value {
+        let network = match &self.network {
+            NetworkSpec::Off => serde_json::json!(false),
+            NetworkSpec::On => serde_json::json!(true),
+            NetworkSpec::Ports { connect, bind } => serde_json::json!({ "connect": connect, "bind": bind }),
+        };
+        serde_json::json!({ "preset": self.preset.as_str(), "read": self.read, "write": self.write, "network": network })
     }
 }
 

@@ -1,7 +1,7 @@
 //! The configuration's tests: files in each dialect read, merged and resolved, trust,
 //! expansion and the errors' messages, on real files in temporary directories.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -190,7 +190,7 @@ fn unknown_mcpx_key_message() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{}: server `x`: unknown key `foo` in the `mcpx` block (known keys: sharing, scope, max, min, idleTimeout, callTimeout, startTimeout, supervised, bufferBytes, maxMessageBytes, orphanTimeout, description, disabled, includeTools, excludeTools, pinning)",
+            "{}: server `x`: unknown key `foo` in the `mcpx` block (known keys: sharing, scope, max, min, idleTimeout, callTimeout, startTimeout, supervised, bufferBytes, maxMessageBytes, orphanTimeout, description, disabled, includeTools, excludeTools, pinning, sandbox)",
             file.display()
         )
     );
@@ -654,4 +654,52 @@ fn pinning_defaults_to_hold_and_a_project_file_may_only_tighten_it() {
     assert!(cfg.file_warnings.iter().any(|w| w.message.contains("`pinning` must be")), "{:?}", cfg.file_warnings);
     let err = parse_text(r#"{"mcpServers": {"c": {"command": "x", "mcpx": {"pinning": true}}}}"#).unwrap_err();
     assert!(err.to_string().contains("mcpx.pinning"), "{err}");
+}
+
+/// `mcpx.sandbox`: parsed with its defaults, part of the fingerprint (an entry without
+/// one keeps its own), an error on a `url` entry and for a malformed value, its paths
+/// expanded as `cwd`'s are (and `~`).
+#[test]
+fn a_sandbox_is_parsed_fingerprinted_and_expanded() {
+    let cfg = parse_text(
+        r#"{"mcpServers": {
+            "plain": {"command": "x"},
+            "boxed": {"command": "x", "mcpx": {"sandbox": {"preset": "node", "read": ["~/notes", "data"],
+                "write": ["${STORE}/memory"], "network": {"connect": [443]}}}},
+            "open": {"command": "x", "mcpx": {"sandbox": {"preset": "binary", "network": true}}}}}"#,
+    )
+    .unwrap();
+    let boxed = cfg.get("boxed").unwrap();
+    let sandbox = boxed.options.sandbox.clone().unwrap();
+    assert_eq!(sandbox.preset, Preset::Node);
+    assert_eq!(sandbox.network, NetworkSpec::Ports { connect: vec![443], bind: Vec::new() });
+    assert_eq!(cfg.get("open").unwrap().options.sandbox.as_ref().unwrap().network, NetworkSpec::On);
+    let plain = cfg.get("plain").unwrap();
+    assert_ne!(plain.cache_key(), boxed.cache_key(), "the sandbox is part of the fingerprint");
+    let unboxed = ServerEntry { options: ServerOptions { sandbox: None, ..boxed.options.clone() }, ..boxed.clone() };
+    assert_eq!(unboxed.cache_key(), plain.cache_key(), "no sandbox: the fingerprint it always had");
+    assert_eq!(boxed.options.written()["sandbox"]["network"], serde_json::json!({ "connect": [443], "bind": [] }));
+
+    let env: HashMap<String, String> =
+        [("HOME".to_owned(), "/home/u".to_owned()), ("STORE".to_owned(), "/var/s".to_owned())].into();
+    let expanded = boxed.expand_sandbox(&env, &BTreeMap::<String, String>::new()).unwrap().unwrap();
+    let dir = boxed.source.parent().unwrap();
+    assert_eq!(expanded.read, [PathBuf::from("/home/u/notes"), dir.join("data")]);
+    assert_eq!(expanded.write, [PathBuf::from("/var/s/memory")]);
+
+    for (text, key) in [
+        (r#"{"url": "https://h/mcp", "mcpx": {"sandbox": {"preset": "node"}}}"#, "mcpx.sandbox"),
+        (r#"{"command": "x", "mcpx": {"sandbox": {"read": []}}}"#, "mcpx.sandbox.preset"),
+        (r#"{"command": "x", "mcpx": {"sandbox": {"preset": "java"}}}"#, "mcpx.sandbox.preset"),
+        (r#"{"command": "x", "mcpx": {"sandbox": {"preset": "node", "net": true}}}"#, "mcpx.sandbox.net"),
+        (r#"{"command": "x", "mcpx": {"sandbox": {"preset": "node", "network": "yes"}}}"#, "mcpx.sandbox.network"),
+        (
+            r#"{"command": "x", "mcpx": {"sandbox": {"preset": "node", "network": {"connect": [70000]}}}}"#,
+            "mcpx.sandbox.network.connect",
+        ),
+        (r#"{"command": "x", "mcpx": {"sandbox": true}}"#, "mcpx.sandbox"),
+    ] {
+        let err = parse_text(&format!(r#"{{"mcpServers": {{"s": {text}}}}}"#)).unwrap_err();
+        assert!(matches!(&err, ConfigError::InvalidValue { key: k, .. } if k == key), "{text}: {err}");
+    }
 }

@@ -29,6 +29,7 @@ impl ServerOptions {
             "includeTools": self.include_tools,
             "excludeTools": self.exclude_tools,
             "pinning": self.pinning.map(|p| p.as_str()),
+            "sandbox": self.sandbox.as_ref().map(|s| s.written()),
         })
     }
 }

@@ -74,7 +74,9 @@ fn network(network: &Network) -> String {
                    (allow network-outbound (remote udp \"*:53\"))\n";
     match network {
         Network::Closed => String::new(),
-        Network::Open => format!("{resolve}(allow network-outbound (remote ip))\n(allow network-bind network-inbound (local ip))\n"),
+        Network::Open => {
+            format!("{resolve}(allow network-outbound (remote ip))\n(allow network-bind network-inbound (local ip))\n")
+        }
         Network::Ports { connect, bind } => {
             let mut rules = resolve.to_owned();
             for port in connect {
