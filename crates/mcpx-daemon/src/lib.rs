@@ -27,6 +27,7 @@ pub mod pool;
 pub mod process;
 pub mod repoll;
 pub mod ring;
+pub mod sandbox;
 pub mod schema;
 pub mod scope;
 pub mod search;

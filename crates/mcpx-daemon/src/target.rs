@@ -332,6 +332,7 @@ impl Targets {
         let (fingerprint, launch) = match self.program(&stdio.command, path_var.as_deref(), cwd.as_deref()) {
             Ok((program, exe, looked_up)) => {
                 at = looked_up;
+                let sandbox = self.sandbox(entry, secrets, &program, &env)?;
                 let fingerprint = entry.fingerprint(exe.as_ref());
                 let spec = StdioSpec {
                     identity: identity(fingerprint.clone()),
@@ -345,6 +346,7 @@ impl Targets {
                     env,
                     cwd,
                     max_message_bytes,
+                    sandbox,
                 };
                 (fingerprint, Ok(Launch::Stdio(spec)))
             }
@@ -374,6 +376,35 @@ impl Targets {
                 key
             }
         }
+    }
+
+    /// The kernel confinement of `entry`'s `sandbox` for `program` started with `env`
+    /// ([`crate::sandbox::policy`]); `None` without one.
+    ///
+    /// Errors ([`Refusal::Config`], naming the file and the server; the server never
+    /// runs unconfined): the kernel cannot enforce a sandbox (saying why), a path of its
+    /// `read` or `write` does not exist, or one cannot be expanded.
+    fn sandbox(
+        &self,
+        entry: &ServerEntry,
+        secrets: &dyn Secrets,
+        program: &Path,
+        env: &BTreeMap<OsString, OsString>,
+    ) -> Result<Option<mcpx_platform::confine::Policy>, Refusal> {
+        let Some(sandbox) = entry.expand_sandbox(&self.env, secrets).map_err(|e| Refusal::Config(e.to_string()))?
+        else {
+            return Ok(None);
+        };
+        let refused = |why: String| {
+            Refusal::Config(format!("{}: server `{}`: {why}; it does not run", entry.source.display(), entry.name))
+        };
+        if let mcpx_platform::confine::Support::Unavailable(why) = mcpx_platform::confine::support() {
+            return Err(refused(format!(
+                "its sandbox cannot be enforced on this machine ({why}) and a server never runs unconfined \
+                 (remove `sandbox` from its mcpx block to run it with all of the user's rights)"
+            )));
+        }
+        crate::sandbox::policy(&sandbox, program, env).map(Some).map_err(refused)
     }
 
     /// Finds the program for `command` (like execvp) and its identity, reusing a

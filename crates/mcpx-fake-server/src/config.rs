@@ -51,6 +51,8 @@ pub struct Config {
     pub ttl_ms: u64,
     /// `FAKE_CACHE_SCOPE`: the `cacheScope` of modern list results (default `public`).
     pub cache_scope: String,
+    /// `FAKE_ESCAPE=1`: the escape fixture (see `escape.rs`): one more tool, `escape`.
+    pub escape: bool,
     /// `FAKE_DEFINITIONS`: path of a JSON object read at every `tools/list` (see
     /// `tools::redefined`), so a test changes the tool definitions between listings.
     pub definitions: Option<String>,
@@ -108,6 +110,7 @@ impl Config {
             ttl_ms: number("FAKE_TTL_MS").unwrap_or(60_000),
             cache_scope: non_empty("FAKE_CACHE_SCOPE").unwrap_or_else(|| "public".to_owned()),
             definitions: non_empty("FAKE_DEFINITIONS"),
+            escape: non_empty("FAKE_ESCAPE").is_some_and(|v| v != "0"),
         }
     }
 }

@@ -164,6 +164,7 @@
 //! | `FAKE_HTTP_STATUS=<code>` | HTTP: every POST answers `code` with a short text body; 401 adds `WWW-Authenticate: Bearer realm="fake", error="invalid_token"` |
 //! | `FAKE_HTTP_RESPONSE=json` | HTTP: answer requests with an `application/json` body instead of an SSE stream; everything else the engine sends goes to the `GET` stream, and a JSON answer whose request sent anything there waits 100 ms, so that progress arrives first (`sse`: the default) |
 //! | `FAKE_SCHEMAS=1` | the schema fixture (`schemas.rs`): three more tools, `get-item.v2` (draft-07 `definitions`, a recursive `$ref`, `oneOf`, `const`, a nullable type, a draft-07 tuple; an `outputSchema` with `$defs` and `prefixItems`, answered with matching `structuredContent`), `delete` (`allOf`, `anyOf`, `nullable`, typed `additionalProperties`; returns its arguments as text) and `odd schema` (`not`, a remote `$ref`, `if`/`then`, `patternProperties`; returns `odd`) |
+//! | `FAKE_ESCAPE=1` | the escape fixture (`escape.rs`): one more tool, `escape`, that tries to read, write, connect (TCP and unix) and signal outside a sandbox and says what each attempt got |
 //! | `FAKE_DEFINITIONS=<path>` | a JSON object read at every `tools/list`: each key names a tool, an object value is merged over its definition (a new name adds a tool that echoes `message`), `null` leaves it out (`"*": null`: every tool it does not name); so a test changes a tool's description between two listings |
 //! | `FAKE_HOSTILE=1` | the hostile fixture: the instructions, and two more tools `trap` and ``evil<ESC>[31m<CR><U+009B>é<BEL>`` (descriptions too), carry ESC, OSC 0 and OSC 8, CR, BEL, U+009B and `é`; `trap {}` writes that text to stderr, sends it as progress (with a token) and as a `warning` log message, and returns it as text and in an image's MIME type; `trap {fail: true}` answers a `-32603` error with it; the other echoes it |
 //! | `FAKE_HTTP_PRIMING=1` | HTTP: every SSE response to a POST is a priming event (an id, `retry: 50`, empty data), then the server closes it; the client must resume with `GET` + `Last-Event-ID` to get the rest (progress, the response) |
@@ -178,6 +179,7 @@
 mod config;
 mod conformance;
 mod definitions;
+mod escape;
 mod fake_daemon;
 mod hostile;
 mod http;

@@ -175,6 +175,9 @@ pub fn list(server: &Server) -> Vec<Value> {
     if server.config.hostile {
         tools.extend(crate::hostile::tools());
     }
+    if server.config.escape {
+        tools.extend(crate::escape::tools());
+    }
     if server.config.schemas {
         tools.extend(crate::schemas::tools());
     }
@@ -227,6 +230,11 @@ pub fn call(server: &Server, id: &Value, params: &Value) -> Reply {
     let args = Args(params.get("arguments").and_then(Value::as_object).unwrap_or(&empty));
     if let Some(reply) = server.config.hostile.then(|| crate::hostile::call(server, name, params)).flatten() {
         return reply;
+    }
+    if let Some(result) =
+        server.config.escape.then(|| crate::escape::call(name, &Value::Object(args.0.clone()))).flatten()
+    {
+        return Reply::Result(result);
     }
     if let Some(reply) = server.config.schemas.then(|| crate::schemas::call(name, params)).flatten() {
         return reply;

@@ -456,6 +456,12 @@ pub struct LaunchRequest {
     pub orphan_timeout_ms: Option<u64>,
     /// Log file for the supervisor itself.
     pub log: Option<std::path::PathBuf>,
+    /// The kernel confinement the supervisor applies to the server between `fork` and
+    /// `exec`, every time it starts it (`mcpx.sandbox`: `docs/configuration.md`,
+    /// "Sandbox"); absent: unconfined. A supervisor that cannot apply it does not start
+    /// the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<mcpx_platform::confine::Policy>,
 }
 
 #[cfg(test)]

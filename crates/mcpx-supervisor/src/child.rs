@@ -74,6 +74,15 @@ impl Child {
     /// Errors: [`SpawnError::Start`] when it cannot be executed,
     /// [`SpawnError::Watch`] when a pipe cannot be made non-blocking.
     pub fn spawn(req: &LaunchRequest) -> Result<Child, SpawnError> {
+        // The sandbox, made ready here and applied in the child before `exec`: a server
+        // that cannot be confined as asked does not start.
+        let confine = match &req.sandbox {
+            Some(policy) => Some(std::sync::Arc::new(mcpx_platform::confine::prepare(policy).map_err(|e| {
+                let source = io::Error::new(e.kind(), format!("cannot confine it: {e}"));
+                SpawnError::Start { command: req.command.clone(), source }
+            })?)),
+            None => None,
+        };
         let spec = SpawnSpec {
             program: req.program.clone(),
             args: req.args.iter().map(Into::into).collect(),
@@ -81,7 +90,7 @@ impl Child {
             cwd: req.cwd.clone(),
             piped: true,
             detach: Detach::Group,
-            confine: None,
+            confine,
         };
         let mut child = mcpx_platform::process::spawn(&spec)
             .map_err(|source| SpawnError::Start { command: req.command.clone(), source })?;

@@ -122,6 +122,8 @@ pub struct StdioSpec {
     pub cwd: Option<PathBuf>,
     /// The largest message accepted from the server, in bytes (`maxMessageBytes`).
     pub max_message_bytes: usize,
+    /// The kernel confinement it starts under (`mcpx.sandbox`); `None`: unconfined.
+    pub sandbox: Option<mcpx_platform::confine::Policy>,
 }
 
 impl fmt::Debug for StdioSpec {

@@ -117,6 +117,7 @@ mod tests {
             env: BTreeMap::new(),
             cwd: None,
             max_message_bytes: 1 << 20,
+            sandbox: None,
         })
     }
 

@@ -32,6 +32,13 @@ impl Launcher for DirectLauncher {
 }
 
 fn start(spec: StdioSpec) -> Result<Link, TransportError> {
+    let start_error = |message: String| TransportError::Start { command: spec.command.clone(), message };
+    let confine = match &spec.sandbox {
+        Some(policy) => Some(std::sync::Arc::new(
+            mcpx_platform::confine::prepare(policy).map_err(|e| start_error(format!("cannot confine it: {e}")))?,
+        )),
+        None => None,
+    };
     let mut child = process::spawn(&SpawnSpec {
         program: spec.program.clone(),
         args: spec.args.clone(),
@@ -39,7 +46,7 @@ fn start(spec: StdioSpec) -> Result<Link, TransportError> {
         cwd: spec.cwd.clone(),
         piped: true,
         detach: Detach::Group,
-        confine: None,
+        confine,
     })
     .map_err(|e| TransportError::Start { command: spec.command.clone(), message: e.to_string() })?;
     let pid = child.id();

@@ -75,6 +75,7 @@ impl SupervisedLauncher {
             max_message_bytes: spec.max_message_bytes as u64,
             orphan_timeout_ms: spec.orphan_timeout.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             log: Some(self.log.clone()),
+            sandbox: spec.sandbox.clone(),
         };
         let mut helper = process::spawn(&SpawnSpec {
             program: self.exe.clone(),

@@ -3,9 +3,13 @@
 
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
+
 /// What a [`Grant`] opens under its path (a directory and everything beneath it, or one
-/// file).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// file). Written `read`, `read-execute`, `write`, `read-write` (a supervisor's launch
+/// request carries a policy: docs/attach-protocol.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Access {
     /// Read files and list directories.
     Read,
@@ -17,8 +21,8 @@ pub enum Access {
     ReadWrite,
 }
 
-/// One path the confined process may reach, and how.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One path the confined process may reach, and how: `{"path", "access"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grant {
     /// A directory (the grant covers everything beneath it) or a file. Symbolic links in
     /// it are followed when the policy is prepared: the grant is of what it names then.
@@ -38,18 +42,22 @@ impl Grant {
 /// network its [`Network`] opens. Everything else stays closed: new sockets of other
 /// families, new processes, signals, tracing and other processes' memory (see
 /// [`CLOSED`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
     /// The paths it may reach.
     pub grants: Vec<Grant>,
     /// The network it may reach.
+    #[serde(default)]
     pub network: Network,
 }
 
 /// The network a confined process may reach. Whatever it is, no unix, netlink or raw
 /// socket can be made: the daemon's socket, the session bus and the kernel's routing
 /// stay closed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// Written `"closed"`, `"open"` or `{"ports": {"connect": [443], "bind": []}}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Network {
     /// None: no TCP, and no new socket of any family (the default).
     #[default]

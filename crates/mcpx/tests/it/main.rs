@@ -48,6 +48,7 @@ mod policy;
 mod pools;
 mod real_servers;
 mod remote;
+mod sandbox;
 mod secrets;
 mod security;
 mod serve;

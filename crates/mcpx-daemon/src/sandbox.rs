@@ -1,0 +1,151 @@
+//! A server's `sandbox` (`docs/configuration.md`, "Sandbox") made into the kernel
+//! confinement its process starts under ([`mcpx_platform::confine::Policy`]), which the
+//! server's supervisor applies between `fork` and `exec` (or the daemon, for a server
+//! with `supervised: false`).
+//!
+//! Every sandbox grants the system files any program needs
+//! ([`confine::runtime_base`]), the program itself and, for a script, its interpreter
+//! (the `#!` line, and the program `/usr/bin/env` names), read and run. Its `preset`
+//! adds the runtime's own paths, those that exist:
+//! - `binary`: nothing more;
+//! - `node`: the `node` the server's `PATH` finds, its whole install (read and run),
+//!   the `node_modules` tree the program is in (read), npm's cache `~/.npm` (read and
+//!   write: `npx` keeps its packages there), and OpenSSL's configuration and the
+//!   system's certificates (read);
+//! - `python`: the `python3` the server's `PATH` finds and its install (read and run),
+//!   the virtual environment the program is in (read and run), uv's cache
+//!   `~/.cache/uv` (read and write: `uvx` keeps its packages there), and the system's
+//!   certificates (read).
+//!
+//! With the network on, the resolver's files (`/etc/resolv.conf`, `/etc/hosts`,
+//! `/etc/nsswitch.conf`, `/etc/gai.conf`) are readable too. Then come the entry's
+//! `read` (read) and `write` (read and write) paths.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use mcpx_platform::confine::{self, Access, Grant, Network, Policy};
+
+use crate::config::{ExpandedSandbox, NetworkSpec, Preset};
+
+/// The confinement of `program` (resolved), started with `env` (its whole
+/// environment), under `sandbox`.
+///
+/// Errors: a path of the entry's `read` or `write` that does not exist (the kernel
+/// grants only what exists; the message names the path).
+pub fn policy(sandbox: &ExpandedSandbox, program: &Path, env: &BTreeMap<OsString, OsString>) -> Result<Policy, String> {
+    let mut grants = confine::runtime_base();
+    let home = env.get(OsStr::new("HOME")).map(PathBuf::from);
+    let path_var = env.get(OsStr::new("PATH")).cloned().unwrap_or_default();
+    let which = |name: &str| std::env::split_paths(&path_var).map(|d| d.join(name)).find(|p| p.is_file());
+    let run = |path: &Path| Grant::new(path, Access::ReadExecute);
+    grants.push(run(program));
+    for interpreter in interpreters(program, &which) {
+        grants.push(run(&interpreter));
+    }
+    let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_owned());
+    match sandbox.spec.preset {
+        Preset::Binary => {}
+        Preset::Node => {
+            // `<prefix>/bin/node`: the whole install (its own modules, npm, npx).
+            if let Some(prefix) = which("node").map(|n| real(&n)).and_then(|n| n.parent()?.parent().map(Path::to_owned))
+            {
+                grants.push(run(&prefix));
+            }
+            if let Some(tree) = real(program).ancestors().find(|d| d.file_name() == Some(OsStr::new("node_modules"))) {
+                grants.push(run(tree));
+            }
+            grants.extend(home.as_ref().map(|h| Grant::new(h.join(".npm"), Access::ReadWrite)));
+            for file in ["/etc/ssl", "/usr/lib/ssl", "/usr/share/ca-certificates"] {
+                grants.push(Grant::new(file, Access::Read));
+            }
+        }
+        Preset::Python => {
+            if let Some(prefix) =
+                which("python3").map(|p| real(&p)).and_then(|p| p.parent()?.parent().map(Path::to_owned))
+            {
+                grants.push(run(&prefix.join("bin")));
+                grants.push(Grant::new(prefix.join("lib"), Access::Read));
+            }
+            if let Some(venv) = program.ancestors().find(|d| d.join("pyvenv.cfg").is_file()) {
+                grants.push(run(venv));
+            }
+            grants.extend(home.as_ref().map(|h| Grant::new(h.join(".cache/uv"), Access::ReadWrite)));
+            for file in ["/etc/ssl", "/usr/share/ca-certificates"] {
+                grants.push(Grant::new(file, Access::Read));
+            }
+        }
+    }
+    let network = match &sandbox.spec.network {
+        NetworkSpec::Off => Network::Closed,
+        NetworkSpec::On => Network::Open,
+        NetworkSpec::Ports { connect, bind } => Network::Ports { connect: connect.clone(), bind: bind.clone() },
+    };
+    if network != Network::Closed {
+        for file in ["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf"] {
+            grants.push(Grant::new(file, Access::Read));
+        }
+    }
+    // The runtime's paths are granted when they exist; the entry's must.
+    grants.retain(|g| g.path.exists());
+    for (paths, access) in [(&sandbox.read, Access::Read), (&sandbox.write, Access::ReadWrite)] {
+        for path in paths {
+            if !path.exists() {
+                return Err(format!(
+                    "its sandbox grants {}, which does not exist (make it, or take it out of `read`/`write`)",
+                    path.display()
+                ));
+            }
+            grants.push(Grant::new(path, access));
+        }
+    }
+    Ok(Policy { grants, network })
+}
+
+/// The interpreters a script `program` runs under: its `#!` program, and the one
+/// `/usr/bin/env` finds for it (`#!/usr/bin/env node`, `-S` and options skipped).
+fn interpreters(program: &Path, which: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<PathBuf> {
+    let mut head = [0u8; 256];
+    let read = std::fs::File::open(program).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    let Some(line) = head[..read].strip_prefix(b"#!") else { return Vec::new() };
+    let line = String::from_utf8_lossy(line.split(|b| *b == b'\n').next().unwrap_or_default()).into_owned();
+    let mut words = line.split_whitespace();
+    let Some(first) = words.next() else { return Vec::new() };
+    let mut found = vec![PathBuf::from(first)];
+    if Path::new(first).file_name() == Some(OsStr::new("env")) {
+        if let Some(named) = words.find(|w| !w.starts_with('-')).and_then(which) {
+            found.push(named);
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SandboxSpec;
+
+    #[test]
+    fn a_script_runs_under_its_interpreter_and_the_entrys_paths_must_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::fs::write(bin.join("node"), "").unwrap();
+        let script = dir.path().join("server.js");
+        std::fs::write(&script, "#!/usr/bin/env -S node --no-warnings\nconsole.log(1)\n").unwrap();
+        let env: BTreeMap<OsString, OsString> = [(OsString::from("PATH"), bin.clone().into_os_string())].into();
+        let spec =
+            SandboxSpec { preset: Preset::Binary, read: Vec::new(), write: Vec::new(), network: NetworkSpec::Off };
+        let sandbox = ExpandedSandbox { read: vec![dir.path().to_owned()], write: Vec::new(), spec };
+        let policy = policy(&sandbox, &script, &env).unwrap();
+        let runs = |p: &Path| policy.grants.iter().any(|g| g.path == p && g.access == Access::ReadExecute);
+        assert!(runs(&script) && runs(&bin.join("node")), "{policy:?}");
+        assert!(runs(Path::new("/usr/bin/env")) || !Path::new("/usr/bin/env").exists());
+        assert_eq!(policy.network, Network::Closed);
+        let missing = ExpandedSandbox { read: vec![dir.path().join("nope")], ..sandbox };
+        let err = super::policy(&missing, &script, &env).unwrap_err();
+        assert!(err.contains("nope") && err.contains("does not exist"), "{err}");
+    }
+}
