@@ -12,8 +12,9 @@
 //!   the `node_modules` tree the program is in (read), npm's cache `~/.npm` (read and
 //!   write: `npx` keeps its packages there), and OpenSSL's configuration and the
 //!   system's certificates (read);
-//! - `python`: the `python3` the server's `PATH` finds and its install (read and run),
-//!   the virtual environment the program is in (read and run), uv's cache
+//! - `python`: the install of the interpreter the program's virtual environment was
+//!   made from (`home` in its `pyvenv.cfg`; else of the `python3` the server's `PATH`
+//!   finds), read and run, the virtual environment (read and run), uv's cache
 //!   `~/.cache/uv` (read and write: `uvx` keeps its packages there), and the system's
 //!   certificates (read).
 //!
@@ -63,15 +64,15 @@ pub fn policy(sandbox: &ExpandedSandbox, program: &Path, env: &BTreeMap<OsString
             }
         }
         Preset::Python => {
-            if let Some(prefix) =
-                which("python3").map(|p| real(&p)).and_then(|p| p.parent()?.parent().map(Path::to_owned))
-            {
-                grants.push(run(&prefix.join("bin")));
-                grants.push(Grant::new(prefix.join("lib"), Access::Read));
-            }
-            if let Some(venv) = program.ancestors().find(|d| d.join("pyvenv.cfg").is_file()) {
-                grants.push(run(venv));
-            }
+            // The interpreter's install: the one the program's virtual environment was
+            // made from (`home` in its `pyvenv.cfg`), else the `python3` on `PATH`.
+            let venv = program.ancestors().find(|d| d.join("pyvenv.cfg").is_file()).map(Path::to_owned);
+            let made_from = venv.as_ref().and_then(|v| venv_home(&v.join("pyvenv.cfg")));
+            let prefix = made_from
+                .or_else(|| which("python3").map(|p| real(&p)).and_then(|p| p.parent().map(Path::to_owned)))
+                .and_then(|bin| bin.parent().map(Path::to_owned));
+            grants.extend(prefix.map(|p| run(&real(&p))));
+            grants.extend(venv.map(|v| run(&v)));
             grants.extend(home.as_ref().map(|h| Grant::new(h.join(".cache/uv"), Access::ReadWrite)));
             for file in ["/etc/ssl", "/usr/share/ca-certificates"] {
                 grants.push(Grant::new(file, Access::Read));
@@ -102,6 +103,14 @@ pub fn policy(sandbox: &ExpandedSandbox, program: &Path, env: &BTreeMap<OsString
         }
     }
     Ok(Policy { grants, network })
+}
+
+/// The `home` of a virtual environment's `pyvenv.cfg`: the directory of the
+/// interpreter it was made from.
+fn venv_home(cfg: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(cfg).ok()?;
+    let line = text.lines().find_map(|l| l.split_once('=').filter(|(k, _)| k.trim() == "home"))?;
+    Some(PathBuf::from(line.1.trim()))
 }
 
 /// The interpreters a script `program` runs under: its `#!` program, and the one

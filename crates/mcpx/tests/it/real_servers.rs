@@ -201,3 +201,42 @@ fn strict_pinning_holds_nothing_of_the_real_servers() {
     assert!(counted > 40, "{pins}");
     assert_eq!(w.status()["daemon"]["flagged_definitions"], 0);
 }
+
+/// server-filesystem and server-memory under the `node` preset, and mcp-server-time
+/// under `python`, started from the packages installed in `e2e/` (not `npx`/`uvx`,
+/// which need the network), serve their normal calls confined, each granted only its
+/// own data.
+#[test]
+fn confined_real_servers_serve_their_calls() {
+    let w = World::new(json!({}));
+    let e2e = e2e_dir();
+    let bin = |name: &str| e2e.join("node_modules/.bin").join(name).display().to_string();
+    let (shared, memory) = (w.path("shared"), w.path("memory"));
+    for dir in [&shared, &memory] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let node = |write: &std::path::Path| json!({ "sandbox": { "preset": "node", "write": [write] } });
+    w.set_servers(json!({
+        "filesystem": { "command": bin("mcp-server-filesystem"), "args": [shared], "mcpx": node(&shared) },
+        "memory": { "command": bin("mcp-server-memory"), "env": { "MEMORY_FILE_PATH": memory.join("memory.jsonl") },
+            "mcpx": node(&memory) },
+        "time": { "command": e2e.join(".venv/bin/mcp-server-time").display().to_string(), "args": ["--local-timezone", "UTC"],
+            "mcpx": { "sandbox": { "preset": "python" } } },
+    }));
+    let note = shared.join("note.txt");
+    let write = json!({ "path": note, "content": "confined and working" });
+    w.call("filesystem.write_file", &write.to_string()).ok();
+    let read = w.call("filesystem.read_text_file", &json!({ "path": note }).to_string()).ok();
+    assert!(read.contains("confined and working"), "{read}");
+    let entities = json!({ "entities": [{ "name": "Ada", "entityType": "person", "observations": ["wrote"] }] });
+    w.call("memory.create_entities", &entities.to_string()).ok();
+    let graph = w.run(&["call", "memory.read_graph", "{}", "--json"]).json();
+    assert!(graph.to_string().contains("Ada"), "{graph}");
+    assert!(memory.join("memory.jsonl").exists());
+    let now = w.call("time.get_current_time", r#"{"timezone":"UTC"}"#).ok();
+    assert!(now.contains("UTC"), "{now}");
+    let status = w.status();
+    for server in ["filesystem", "memory", "time"] {
+        assert!(w.instance(server).is_some(), "{server}: {status}");
+    }
+}
