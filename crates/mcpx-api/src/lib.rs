@@ -441,6 +441,11 @@ pub struct InstanceStatus {
     /// joined by spaces; absent for remote servers and adopted instances.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// Its `sandbox` as the configuration writes it (`docs/configuration.md`,
+    /// "Sandbox"); absent for an unconfined server, and for an instance adopted from a
+    /// previous daemon (whose confinement, applied at its start, holds all the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<serde_json::Value>,
     /// The configuration file that defines the server; absent for instances adopted
     /// from a previous daemon.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -51,6 +51,10 @@ pub struct ProjectEntry {
     /// `${secret:}` naming a stored login, say); it runs nothing and cannot be trusted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+    /// Its `sandbox` as the file writes it (`docs/configuration.md`, "Sandbox"); `None`:
+    /// it would run with all of the user's rights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<serde_json::Value>,
 }
 
 /// The entries of every project file found upward from `dir` (the files a caller in
@@ -83,6 +87,7 @@ pub fn project_entries(dir: &Path, env: &ConfigEnv) -> Result<Vec<ProjectEntry>,
                 hash: entry.trust_hash.clone(),
                 ..ProjectEntry::default()
             };
+            shown.sandbox = entry.options.sandbox.as_ref().map(|s| s.written());
             match &entry.transport {
                 TransportSpec::Stdio { command, args, env, cwd } => {
                     let templates = std::iter::once(command).chain(args).chain(env.values()).chain(cwd);

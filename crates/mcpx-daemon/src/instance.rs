@@ -164,6 +164,8 @@ pub struct Origin {
     pub source: Option<PathBuf>,
     /// A local server's `command` and `args`, joined by spaces.
     pub command: Option<String>,
+    /// Its `sandbox`, as a config file writes it; `None`: unconfined.
+    pub sandbox: Option<serde_json::Value>,
 }
 
 impl Instance {

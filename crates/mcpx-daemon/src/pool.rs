@@ -460,7 +460,20 @@ impl Pool {
         }
     }
 
+    /// Starts an instance of `target` under `key`; a sandboxed server's failure says
+    /// what to know of its sandbox ([`CallError::Confined`]).
     async fn start(&self, target: &Target, key: &str) -> Result<Arc<Instance>, CallError> {
+        let started = self.spawn_and_initialize(target, key).await;
+        match (&target.entry.options.sandbox, started) {
+            (Some(sandbox), Err(error)) if !matches!(error, CallError::Transport(_)) => {
+                let note = crate::sandbox::failure_note(sandbox, &target.entry);
+                Err(CallError::Confined { error: Box::new(error), note })
+            }
+            (_, started) => started,
+        }
+    }
+
+    async fn spawn_and_initialize(&self, target: &Target, key: &str) -> Result<Arc<Instance>, CallError> {
         let server = &target.entry.name;
         let options = &target.entry.options;
         tracing::info!(server = %server, fingerprint = %target.fingerprint, key, "starting server");
@@ -658,7 +671,7 @@ fn origin(entry: &ServerEntry) -> Origin {
         }
         TransportSpec::Remote { .. } => None,
     };
-    Origin { source: Some(entry.source.clone()), command }
+    Origin { source: Some(entry.source.clone()), command, sandbox: entry.options.sandbox.as_ref().map(|s| s.written()) }
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use mcpx_platform::confine::{self, Access, Grant, Network, Policy};
 
-use crate::config::{ExpandedSandbox, NetworkSpec, Preset};
+use crate::config::{ExpandedSandbox, NetworkSpec, Preset, SandboxSpec, ServerEntry, TransportSpec};
 
 /// The confinement of `program` (resolved), started with `env` (its whole
 /// environment), under `sandbox`.
@@ -105,6 +105,30 @@ pub fn policy(sandbox: &ExpandedSandbox, program: &Path, env: &BTreeMap<OsString
     Ok(Policy { grants, network })
 }
 
+/// What a sandboxed server's failed start says of its sandbox: what confines it; that
+/// the path or port refused cannot be named (the kernel's Landlock audit records are
+/// not readable by an unprivileged process); what to widen; and for `npx`, `uvx`,
+/// `bunx` or `pipx` with the network off, that they cannot download.
+pub fn failure_note(sandbox: &SandboxSpec, entry: &ServerEntry) -> String {
+    let mut note = format!(
+        "it runs in a sandbox ({}), and the kernel does not tell an unprivileged process which path or port it \
+         refused (Landlock's audit records need root): if the server needs more, add the path to the sandbox's \
+         `read` or `write`, or open its `network`",
+        sandbox.written()
+    );
+    let command = match &entry.transport {
+        TransportSpec::Stdio { command, .. } => Path::new(command).file_name().and_then(OsStr::to_str).unwrap_or(""),
+        TransportSpec::Remote { .. } => "",
+    };
+    if ["npx", "uvx", "bunx", "pipx"].contains(&command) && sandbox.network != NetworkSpec::On {
+        note.push_str(&format!(
+            "; `{command}` downloads the package, which a sandbox without the network forbids: run the installed \
+             package's own command instead, or let it reach the registry (`\"network\": {{\"connect\": [443]}}`)"
+        ));
+    }
+    note
+}
+
 /// The `home` of a virtual environment's `pyvenv.cfg`: the directory of the
 /// interpreter it was made from.
 fn venv_home(cfg: &Path) -> Option<PathBuf> {
@@ -134,7 +158,6 @@ fn interpreters(program: &Path, which: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::SandboxSpec;
 
     #[test]
     fn a_script_runs_under_its_interpreter_and_the_entrys_paths_must_exist() {

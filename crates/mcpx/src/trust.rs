@@ -157,6 +157,11 @@ fn show(entries: &[ProjectEntry]) {
         if !e.variables.is_empty() {
             output::say(&format!("    uses {}", e.variables.join(", ")));
         }
+        match &e.sandbox {
+            Some(sandbox) => output::say(&format!("    confined by {}", crate::sanitize::line(&sandbox.to_string()))),
+            None if e.command.is_some() => output::say("    unconfined: with all of the user's rights"),
+            None => {}
+        }
     }
 }
 

@@ -183,7 +183,11 @@ fn caller_label(caller: &Caller) -> String {
 
 /// The API error for a failed request to `server`, its kind following the failure.
 pub(super) fn server_error(server: &str, e: CallError) -> ApiError {
-    let kind = match e {
+    let failed = match &e {
+        CallError::Confined { error, .. } => error,
+        e => e,
+    };
+    let kind = match *failed {
         CallError::Timeout(_) | CallError::Busy(_) | CallError::StartTimeout(_) => ErrorKind::Timeout,
         CallError::Transport(ref e) if e.timed_out() => ErrorKind::Timeout,
         CallError::Transport(ref e) if e.needs_login() => ErrorKind::Auth,
@@ -192,9 +196,10 @@ pub(super) fn server_error(server: &str, e: CallError) -> ApiError {
         | CallError::Launch(_)
         | CallError::Lost(_)
         | CallError::Cancelled
+        | CallError::Confined { .. }
         | CallError::Transport(_) => ErrorKind::Server,
     };
-    let hint = match e {
+    let hint = match failed {
         CallError::Exited { .. } | CallError::Launch(_) => {
             format!(" (see `mcpx status` and `mcpx logs {server}`)")
         }

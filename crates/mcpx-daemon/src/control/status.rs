@@ -31,6 +31,7 @@ pub fn status(d: &Daemon) -> Status {
                 supervisor_protocol: i.info.supervisor.as_ref().map(|s| s.protocol.clone()),
                 url: i.info.remote.clone(),
                 command: i.origin.command.clone(),
+                sandbox: i.origin.sandbox.clone(),
                 source: i.origin.source.clone(),
                 dropped_bytes: i.info.dropped(),
                 skipped_lines: i.info.skipped_lines.load(Ordering::Relaxed),
@@ -52,6 +53,10 @@ pub fn status(d: &Daemon) -> Status {
     for (server, key, error) in d.pool.failures() {
         let stderr_tail = match &error {
             CallError::Exited { stderr_tail, .. } => stderr_tail.clone(),
+            CallError::Confined { error, .. } => match &**error {
+                CallError::Exited { stderr_tail, .. } => stderr_tail.clone(),
+                _ => String::new(),
+            },
             _ => String::new(),
         };
         instances.push(InstanceStatus {

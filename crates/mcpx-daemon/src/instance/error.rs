@@ -64,6 +64,15 @@ pub enum CallError {
     /// connection, TLS, timeout): [`TransportError::Exchange`].
     #[error("{0}")]
     Transport(TransportError),
+    /// A server that runs in a sandbox failed to start: `error`, and what to know of the
+    /// sandbox (`note`: what confines it, what was refused if that can be known).
+    #[error("{error}; {note}")]
+    Confined {
+        /// How it failed.
+        error: Box<CallError>,
+        /// About the sandbox.
+        note: String,
+    },
 }
 
 impl CallError {

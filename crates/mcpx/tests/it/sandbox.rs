@@ -154,3 +154,27 @@ fn a_sandbox_the_kernel_cannot_enforce_keeps_the_server_from_running() {
     }
     assert!(w.instance("fake").is_none(), "it ran: {}", w.status());
 }
+
+/// A sandboxed server that fails to start says it runs in a sandbox, that the kernel
+/// does not name what it refused, and, for `npx` with the network off, that it cannot
+/// download; `status --json` shows each instance's sandbox.
+#[test]
+fn a_sandboxed_server_that_fails_says_so() {
+    let w = World::new(json!({}));
+    let script = w.path("npx");
+    // A stand-in for `npx`: it reads a file its sandbox does not grant, and fails.
+    std::fs::write(&script, format!("#!/bin/sh\nexec cat {}\n", w.path("config.json").display())).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    w.set_servers(json!({
+        "boxed": { "command": script, "mcpx": { "sandbox": { "preset": "binary" } } },
+        "fake": { "command": fake_server(), "mcpx": { "sandbox": { "preset": "binary", "network": { "connect": [443] } } } },
+    }));
+    let run = w.run(&["call", "boxed.anything", "{}"]);
+    assert_eq!(run.code, 4, "{run:?}");
+    for words in ["it runs in a sandbox", "Landlock's audit records need root", "`npx` downloads the package"] {
+        assert!(run.stderr.contains(words), "{words}: {}", run.stderr);
+    }
+    w.call("fake.echo", r#"{"message":"hi"}"#).ok();
+    let status = w.instance("fake").unwrap();
+    assert_eq!(status["sandbox"]["network"], json!({ "connect": [443], "bind": [] }), "{status}");
+}
