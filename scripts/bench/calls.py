@@ -240,6 +240,16 @@ def run(args, tmp: Path, registry: list) -> tuple[list[Row], dict]:
     rows.append(row)
 
     if not args.no_cold:
+        boxed = sandboxed(args, tmp, registry)
+
+        def fs_side(server: str, what: str) -> Side:
+            fs_args = ("call", f"{server}.list_allowed_directories", "{}")
+            return Side(
+                "mcpx",
+                f"mcpx call {server}.list_allowed_directories (server-filesystem, {what})",
+                lambda: boxed.checked(fs_args, lambda out: "Allowed directories" in out, "no allowed directories"),
+            )
+
         row = Row(
             "cold",
             "First call, no daemon running",
@@ -247,14 +257,19 @@ def run(args, tmp: Path, registry: list) -> tuple[list[Row], dict]:
             "so the timed `mcpx call` starts the daemon, which starts server-everything, "
             "initializes it and lists its tools into the schema cache, then makes the call. The "
             "daemon and the server keep running after it (later calls are row 2), while the direct "
-            "client, the same as in row 2, also waits for its server to exit.",
-            [call_side(), direct_side("call")],
+            "client, the same as in row 2, also waits for its server to exit. Another mcpx holds "
+            'server-filesystem twice, once in a `"sandbox": {"preset": "node"}` (its supervisor '
+            "confines it with Landlock and seccomp before exec) and once not; its first call is "
+            "measured the same way.",
+            [call_side(), fs_side("boxed", "sandboxed"), fs_side("open", "no sandbox"), direct_side("call")],
             "tools/call",
         )
 
         def prepare(side: Side) -> None:
             if side is row.sides[0]:
                 mcpx.checked(("stop", "--all"), lambda out: "stopped" in out, "the daemon was not running")
+            elif side is not row.sides[-1]:
+                boxed.run("stop", "--all")
 
         measure(row, args.iterations, prepare)
         rows.append(row)
@@ -281,6 +296,15 @@ def row_table(row: Row) -> list[str]:
             f"(direct median / mcpx median = {ms(d_med)} / {ms(m_med)} = {d_med / m_med:.1f})."
         )
         lines.append("")
+    boxed = [side for side in row.sides if "sandboxed" in side.command]
+    open_ = [side for side in row.sides if "no sandbox" in side.command]
+    if boxed and open_:
+        a, b = boxed[0].median, open_[0].median
+        lines += [
+            f"A sandbox costs server-filesystem's first call {100 * (a - b) / b:+.1f}% "
+            f"(median sandboxed / not = {ms(a)} / {ms(b)} = {a / b:.2f}).",
+            "",
+        ]
     on = [side for side in row.sides if "pinning hold" in side.label + side.command]
     off = [side for side in row.sides if "pinning off" in side.label + side.command]
     if on and off:
@@ -372,6 +396,23 @@ def corpus(args, tmp: Path, registry: list, pinning: str) -> tuple[Mcpx, dict[st
     if not corpus_listed(out, want):
         raise BenchError(f"`mcpx ls --json` does not show the corpus's servers with their tools:\n{out[:2000]}")
     return m, want
+
+
+def sandboxed(args, tmp: Path, registry: list) -> Mcpx:
+    """A private mcpx holding server-filesystem (installed in e2e/) twice: `boxed` in a
+    `node` sandbox that may write its directory, and `open` without one."""
+    root = tmp / "sandboxed-files"
+    root.mkdir()
+    fs_bin = str(args.e2e / "node_modules" / ".bin" / "mcp-server-filesystem")
+    servers = {
+        "boxed": {
+            "command": fs_bin,
+            "args": [str(root)],
+            "mcpx": {"orphanTimeout": "10m", "sandbox": {"preset": "node", "write": [str(root)]}},
+        },
+        "open": {"command": fs_bin, "args": [str(root)], "mcpx": {"orphanTimeout": "10m"}},
+    }
+    return private_mcpx(args.mcpx, tmp / "sandboxed", servers, registry)
 
 
 def corpus_listed(out: str, want: dict[str, int]) -> bool:
