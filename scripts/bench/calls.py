@@ -285,11 +285,17 @@ def instance_pids(mcpx: Mcpx) -> list[int]:
 # --- the report -----------------------------------------------------------------------------
 
 
+def compared(row: Row) -> list[Side]:
+    """The mcpx sides of `row` that run the direct client's server (server-everything): the
+    server-filesystem sides of the cold row are compared with each other only."""
+    return [side for side in row.sides[:-1] if "server-filesystem" not in side.command]
+
+
 def row_table(row: Row) -> list[str]:
     direct = row.sides[-1]
     d_med = direct.median
     lines = [*sides_table(row.sides), ""]
-    for side in row.sides[:-1]:
+    for side in compared(row):
         m_med = side.median
         lines.append(
             f"`{side.command}` is **{ratio_words(d_med, m_med)}** than the direct client "
@@ -323,7 +329,7 @@ def row_table(row: Row) -> list[str]:
             f"`{row.request}` answered after {ms(answered)}, the server exited after {ms(exited)}; "
             f"{ms(exited - answered)} of waiting for it to exit once its stdin is closed. "
             "Counting the direct client only until its answer, "
-            + "; ".join(f"`{side.command}` is {ratio_words(answered, side.median)}" for side in row.sides[:-1])
+            + "; ".join(f"`{side.command}` is {ratio_words(answered, side.median)}" for side in compared(row))
             + ".",
             "",
         ]
@@ -435,7 +441,7 @@ def summary_table(rows: list[Row]) -> list[str]:
         direct = row.sides[-1]
         d_med = direct.median
         answered = median(d.answered for d in direct.details)
-        for side in row.sides[:-1]:
+        for side in compared(row):
             m_med = side.median
             lines.append(
                 f"| {row.title} | `{side.command}` | {ms(m_med)} | {ms(d_med)} | **{ratio_words(d_med, m_med)}** "
