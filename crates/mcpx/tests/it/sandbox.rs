@@ -178,3 +178,16 @@ fn a_sandboxed_server_that_fails_says_so() {
     let status = w.instance("fake").unwrap();
     assert_eq!(status["sandbox"]["network"], json!({ "connect": [443], "bind": [] }), "{status}");
 }
+
+/// A server the daemon runs itself (`"supervised": false`) is confined the same way.
+#[test]
+fn an_unsupervised_server_is_confined_too() {
+    let w = World::new(json!({}));
+    let targets = Targets::new(&w);
+    let sandbox = json!({ "preset": "binary", "read": [targets.allowed] });
+    let entry = json!({ "command": fake_server(), "env": { "FAKE_ESCAPE": "1" },
+        "mcpx": { "sandbox": sandbox, "supervised": false } });
+    w.set_servers(json!({ "fake": entry }));
+    all_refused(&targets.attempt(&w), &targets);
+    assert_eq!(w.instance("fake").unwrap()["supervised"], false);
+}
