@@ -285,6 +285,16 @@ def instance_pids(mcpx: Mcpx) -> list[int]:
 # --- the report -----------------------------------------------------------------------------
 
 
+def cost_line(row: Row, marks: tuple[str, str], what: str, ratio: str) -> list[str]:
+    """What the side whose command has `marks[0]` costs over the one with `marks[1]`, in a
+    line (none when the row has not both)."""
+    with_, without = ([s for s in row.sides if mark in s.command] for mark in marks)
+    if not with_ or not without:
+        return []
+    a, b = with_[0].median, without[0].median
+    return [f"{what} {100 * (a - b) / b:+.1f}% (median {ratio} = {ms(a)} / {ms(b)} = {a / b:.2f}).", ""]
+
+
 def compared(row: Row) -> list[Side]:
     """The mcpx sides of `row` that run the direct client's server (server-everything): the
     server-filesystem sides of the cold row are compared with each other only."""
@@ -302,24 +312,12 @@ def row_table(row: Row) -> list[str]:
             f"(direct median / mcpx median = {ms(d_med)} / {ms(m_med)} = {d_med / m_med:.1f})."
         )
         lines.append("")
-    boxed = [side for side in row.sides if "sandboxed" in side.command]
-    open_ = [side for side in row.sides if "no sandbox" in side.command]
-    if boxed and open_:
-        a, b = boxed[0].median, open_[0].median
-        lines += [
-            f"A sandbox costs server-filesystem's first call {100 * (a - b) / b:+.1f}% "
-            f"(median sandboxed / not = {ms(a)} / {ms(b)} = {a / b:.2f}).",
-            "",
-        ]
-    on = [side for side in row.sides if "pinning hold" in side.label + side.command]
-    off = [side for side in row.sides if "pinning off" in side.label + side.command]
-    if on and off:
-        a, b = on[0].median, off[0].median
-        lines += [
-            f"Pinning costs `mcpx ls` over the corpus {100 * (a - b) / b:+.1f}% "
-            f"(median with pinning / without = {ms(a)} / {ms(b)} = {a / b:.2f}).",
-            "",
-        ]
+    lines += cost_line(
+        row, ("sandboxed", "no sandbox"), "A sandbox costs server-filesystem's first call", "sandboxed / not"
+    )
+    lines += cost_line(
+        row, ("pinning hold", "pinning off"), "Pinning costs `mcpx ls` over the corpus", "with pinning / without"
+    )
     if direct.details:
         init = median(d.initialized for d in direct.details)
         answered = median(d.answered for d in direct.details)

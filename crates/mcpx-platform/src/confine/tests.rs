@@ -115,34 +115,14 @@ fn confined_calls_are_refused_by_the_kernel() {
         Grant::new(root.join("allowed"), Access::Read),
         Grant::new(root.join("writable"), Access::Write),
     ]);
-    let prepared = prepare(&Policy { grants, ..Policy::default() }).unwrap();
     let env: BTreeMap<OsString, OsString> = [
         (OsString::from(PROBE_DIR), root.clone().into_os_string()),
         (OsString::from("MCPX_CONFINE_PROBE_FD"), std::os::fd::AsRawFd::as_raw_fd(&inherited).to_string().into()),
     ]
     .into();
-    let args = ["--exact", "confine::tests::probe", "--ignored", "--nocapture", "--test-threads=1"];
-    let spec = SpawnSpec {
-        program: exe,
-        args: args.iter().map(OsString::from).collect(),
-        env,
-        cwd: None,
-        piped: true,
-        detach: Detach::Group,
-        confine: Some(std::sync::Arc::new(prepared)),
-    };
-    let mut child = crate::process::spawn(&spec).unwrap();
-    drop(child.stdin.take());
-    let mut out = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    assert!(child.wait().unwrap().success(), "{out}\n{err}");
-    let answers: BTreeMap<&str, &str> = out
-        .lines()
-        .filter_map(|l| l.rsplit_once("probe ").map(|(_, said)| said))
-        .filter_map(|l| l.split_once(' '))
-        .collect();
+    let out = confined("confine::tests::probe", &Policy { grants, ..Policy::default() }, env);
+    let answers = said(&out);
+    let answers: BTreeMap<&str, &str> = answers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let eacces = format!("errno {}", libc::EACCES);
     let eperm = format!("errno {}", libc::EPERM);
     let enosys = format!("errno {}", libc::ENOSYS);
@@ -179,12 +159,42 @@ fn confined_calls_are_refused_by_the_kernel() {
         expected.extend([("fork", eperm.as_str()), ("x32-getpid", enosys.as_str())]);
     }
     for (call, want) in expected {
-        assert_eq!(answers.get(call).copied(), Some(want), "{call}: {out}\n{err}");
+        assert_eq!(answers.get(call).copied(), Some(want), "{call}: {out}");
     }
     assert!(!root.join("made.txt").exists());
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(root.join("secret.txt")).unwrap().permissions().mode() & 0o777, 0o644);
     assert!(root.join("writable/made.txt").exists());
+}
+
+/// Runs this test binary's ignored test `probe` under `policy` with `env`, and returns
+/// what it printed; it must succeed.
+fn confined(probe: &str, policy: &Policy, env: BTreeMap<OsString, OsString>) -> String {
+    let prepared = prepare(policy).expect("the policy is prepared");
+    let args = ["--exact", probe, "--ignored", "--nocapture", "--test-threads=1"];
+    let spec = SpawnSpec {
+        program: std::env::current_exe().expect("this test binary"),
+        args: args.iter().map(OsString::from).collect(),
+        env,
+        cwd: None,
+        piped: true,
+        detach: Detach::Group,
+        confine: Some(std::sync::Arc::new(prepared)),
+    };
+    let mut child = crate::process::spawn(&spec).expect("the probe starts");
+    drop(child.stdin.take());
+    let mut out = String::new();
+    child.stdout.take().expect("piped").read_to_string(&mut out).expect("its output");
+    let mut err = String::new();
+    child.stderr.take().expect("piped").read_to_string(&mut err).expect("its errors");
+    assert!(child.wait().expect("its exit").success(), "{out}\n{err}");
+    out
+}
+
+/// The `probe <what> <answer>` lines of a probe's output, by what.
+fn said(out: &str) -> BTreeMap<String, String> {
+    let lines = out.lines().filter_map(|l| l.rsplit_once("probe ").map(|(_, said)| said));
+    lines.filter_map(|l| l.split_once(' ')).map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
 }
 
 /// A granted path that does not exist is named in the error.
@@ -232,25 +242,8 @@ fn the_network_opens_only_the_ports_the_policy_names() {
     let run = |network: Network| -> BTreeMap<String, String> {
         let mut grants = runtime_base();
         grants.push(Grant::new(&exe, Access::ReadExecute));
-        let prepared = prepare(&Policy { grants, network }).unwrap();
         let env = [(OsString::from("MCPX_CONFINE_PROBE_PORTS"), OsString::from(format!("{open_port},{closed_port}")))];
-        let args = ["--exact", "confine::tests::probe_network", "--ignored", "--nocapture", "--test-threads=1"];
-        let spec = SpawnSpec {
-            program: exe.clone(),
-            args: args.iter().map(OsString::from).collect(),
-            env: env.into(),
-            cwd: None,
-            piped: true,
-            detach: Detach::Group,
-            confine: Some(std::sync::Arc::new(prepared)),
-        };
-        let mut child = crate::process::spawn(&spec).unwrap();
-        drop(child.stdin.take());
-        let mut out = String::new();
-        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-        assert!(child.wait().unwrap().success(), "{out}");
-        let said = out.lines().filter_map(|l| l.rsplit_once("probe ").map(|(_, said)| said));
-        said.filter_map(|l| l.split_once(' ')).map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
+        said(&confined("confine::tests::probe_network", &Policy { grants, network }, env.into()))
     };
     let (eacces, eperm) = (format!("errno {}", libc::EACCES), format!("errno {}", libc::EPERM));
     let ports = run(Network::Ports { connect: vec![open_port], bind: Vec::new() });
