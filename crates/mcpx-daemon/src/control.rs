@@ -64,8 +64,11 @@ pub async fn ls(d: &Daemon, req: &CallerRequest) -> Result<Vec<ServerRow>, ApiEr
         let cached = d.schema_for(entry, &req.caller).await;
         let n_live = live.iter().filter(|i| i.identity.cache_key == key).count();
         // An untrusted entry is not expanded: its `${VAR}`s are the file's to show, not ours.
+        // A sandbox that cannot be applied is an error too: no start can succeed.
         let unexpandable = match policy::server_trusted(entry) {
-            true => entry.expand(d.env(), &d.targets.secrets()).err().map(|e| e.to_string()),
+            true => entry.expand(d.env(), &d.targets.secrets()).err().map(|e| e.to_string()).or_else(|| {
+                d.targets.checked_sandbox(entry, &d.targets.secrets()).err().map(|e| ApiError::from(e).message)
+            }),
             false => None,
         };
         let error = unexpandable.clone().or_else(|| cached.as_ref().and_then(|c| c.error.clone()));

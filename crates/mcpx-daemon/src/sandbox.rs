@@ -31,12 +31,19 @@ use mcpx_platform::confine::{self, Access, Grant, Network, Policy};
 
 use crate::config::{ExpandedSandbox, NetworkSpec, Preset, SandboxSpec, ServerEntry, TransportSpec};
 
+/// Why `sandbox` cannot be applied as written: a path of its `read` or `write` that
+/// does not exist (the kernel grants only what exists; the message names the path).
+pub fn missing(sandbox: &ExpandedSandbox) -> Option<String> {
+    let path = sandbox.read.iter().chain(&sandbox.write).find(|p| !p.exists())?;
+    Some(format!(
+        "its sandbox grants {}, which does not exist (make it, or take it out of `read`/`write`)",
+        path.display()
+    ))
+}
+
 /// The confinement of `program` (resolved), started with `env` (its whole
-/// environment), under `sandbox`.
-///
-/// Errors: a path of the entry's `read` or `write` that does not exist (the kernel
-/// grants only what exists; the message names the path).
-pub fn policy(sandbox: &ExpandedSandbox, program: &Path, env: &BTreeMap<OsString, OsString>) -> Result<Policy, String> {
+/// environment), under `sandbox`, whose paths exist ([`missing`]).
+pub fn policy(sandbox: &ExpandedSandbox, program: &Path, env: &BTreeMap<OsString, OsString>) -> Policy {
     let mut grants = confine::runtime_base();
     let home = env.get(OsStr::new("HOME")).map(PathBuf::from);
     let path_var = env.get(OsStr::new("PATH")).cloned().unwrap_or_default();
@@ -89,20 +96,11 @@ pub fn policy(sandbox: &ExpandedSandbox, program: &Path, env: &BTreeMap<OsString
             grants.push(Grant::new(file, Access::Read));
         }
     }
-    // The runtime's paths are granted when they exist; the entry's must.
+    // The runtime's paths are granted when they exist; the entry's exist ([`missing`]).
     grants.retain(|g| g.path.exists());
-    for (paths, access) in [(&sandbox.read, Access::Read), (&sandbox.write, Access::ReadWrite)] {
-        for path in paths {
-            if !path.exists() {
-                return Err(format!(
-                    "its sandbox grants {}, which does not exist (make it, or take it out of `read`/`write`)",
-                    path.display()
-                ));
-            }
-            grants.push(Grant::new(path, access));
-        }
-    }
-    Ok(Policy { grants, network })
+    grants.extend(sandbox.read.iter().map(|p| Grant::new(p, Access::Read)));
+    grants.extend(sandbox.write.iter().map(|p| Grant::new(p, Access::ReadWrite)));
+    Policy { grants, network }
 }
 
 /// What a sandboxed server's failed start says of its sandbox: what confines it; that
@@ -171,13 +169,14 @@ mod tests {
         let spec =
             SandboxSpec { preset: Preset::Binary, read: Vec::new(), write: Vec::new(), network: NetworkSpec::Off };
         let sandbox = ExpandedSandbox { read: vec![dir.path().to_owned()], write: Vec::new(), spec };
-        let policy = policy(&sandbox, &script, &env).unwrap();
+        assert_eq!(missing(&sandbox), None);
+        let policy = policy(&sandbox, &script, &env);
         let runs = |p: &Path| policy.grants.iter().any(|g| g.path == p && g.access == Access::ReadExecute);
         assert!(runs(&script) && runs(&bin.join("node")), "{policy:?}");
         assert!(runs(Path::new("/usr/bin/env")) || !Path::new("/usr/bin/env").exists());
         assert_eq!(policy.network, Network::Closed);
         let missing = ExpandedSandbox { read: vec![dir.path().join("nope")], ..sandbox };
-        let err = super::policy(&missing, &script, &env).unwrap_err();
+        let err = super::missing(&missing).unwrap();
         assert!(err.contains("nope") && err.contains("does not exist"), "{err}");
     }
 }

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use crate::api::Caller;
 use crate::config::{
-    CommandNotFound, ExeIdentity, ExpandedOAuth, ExpandedTransport, Secrets, ServerEntry, StoreIn, TransportSpec,
+    CommandNotFound, ExeIdentity, ExpandedOAuth, ExpandedSandbox, ExpandedTransport, Secrets, ServerEntry, StoreIn,
+    TransportSpec,
 };
 use crate::config::{exe_identity, resolve_command};
 use crate::pool::Target;
@@ -332,7 +333,7 @@ impl Targets {
         let (fingerprint, launch) = match self.program(&stdio.command, path_var.as_deref(), cwd.as_deref()) {
             Ok((program, exe, looked_up)) => {
                 at = looked_up;
-                let sandbox = self.sandbox(entry, secrets, &program, &env)?;
+                let sandbox = self.checked_sandbox(entry, secrets)?.map(|s| crate::sandbox::policy(&s, &program, &env));
                 let fingerprint = entry.fingerprint(exe.as_ref());
                 let spec = StdioSpec {
                     identity: identity(fingerprint.clone()),
@@ -378,19 +379,16 @@ impl Targets {
         }
     }
 
-    /// The kernel confinement of `entry`'s `sandbox` for `program` started with `env`
-    /// ([`crate::sandbox::policy`]); `None` without one.
+    /// `entry`'s `sandbox` expanded, when this machine can apply it; `None` without one.
     ///
     /// Errors ([`Refusal::Config`], naming the file and the server; the server never
     /// runs unconfined): the kernel cannot enforce a sandbox (saying why), a path of its
     /// `read` or `write` does not exist, or one cannot be expanded.
-    fn sandbox(
+    pub fn checked_sandbox(
         &self,
         entry: &ServerEntry,
         secrets: &dyn Secrets,
-        program: &Path,
-        env: &BTreeMap<OsString, OsString>,
-    ) -> Result<Option<mcpx_platform::confine::Policy>, Refusal> {
+    ) -> Result<Option<ExpandedSandbox>, Refusal> {
         let Some(sandbox) = entry.expand_sandbox(&self.env, secrets).map_err(|e| Refusal::Config(e.to_string()))?
         else {
             return Ok(None);
@@ -404,7 +402,10 @@ impl Targets {
                  (remove `sandbox` from its mcpx block to run it with all of the user's rights)"
             )));
         }
-        crate::sandbox::policy(&sandbox, program, env).map(Some).map_err(refused)
+        match crate::sandbox::missing(&sandbox) {
+            Some(why) => Err(refused(why)),
+            None => Ok(Some(sandbox)),
+        }
     }
 
     /// Finds the program for `command` (like execvp) and its identity, reusing a

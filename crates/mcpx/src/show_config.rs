@@ -191,6 +191,23 @@ fn entry_text(entry: &ServerEntry, home: Option<&Path>) -> String {
             lines.push((label, tools.iter().map(plain).collect::<Vec<_>>().join(" ")));
         }
     }
+    lines.push(("pinning", entry.pinning.as_str().to_owned()));
+    let sandbox = match &entry.options.sandbox {
+        Some(sandbox) => {
+            let paths = |paths: &[String]| if paths.is_empty() { "-".to_owned() } else { paths.join(" ") };
+            let network = match &sandbox.network {
+                mcpx_daemon::config::NetworkSpec::Off => "off".to_owned(),
+                mcpx_daemon::config::NetworkSpec::On => "on".to_owned(),
+                mcpx_daemon::config::NetworkSpec::Ports { connect, bind } => {
+                    format!("connect {connect:?}, bind {bind:?}")
+                }
+            };
+            let (read, write) = (paths(&sandbox.read), paths(&sandbox.write));
+            format!("preset {}, read {read}, write {write}, network {network}", sandbox.preset.as_str())
+        }
+        None => "none: it runs with all of the user's rights".to_owned(),
+    };
+    lines.push(("sandbox", sandbox));
     if let Some(description) = o["description"].as_str() {
         lines.push(("about", description.to_owned()));
     }

@@ -153,6 +153,9 @@ fn a_sandbox_the_kernel_cannot_enforce_keeps_the_server_from_running() {
         assert!(run.stderr.contains(words), "{}", run.stderr);
     }
     assert!(w.instance("fake").is_none(), "it ran: {}", w.status());
+    let row = w.ls_row("fake");
+    assert_eq!(row["state"], "error", "ls says no start can succeed: {row}");
+    assert!(row["error"].as_str().unwrap_or_default().contains("its sandbox cannot be enforced"), "{row}");
 }
 
 /// A sandboxed server that fails to start says it runs in a sandbox, that the kernel
