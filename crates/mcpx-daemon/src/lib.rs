@@ -2,6 +2,7 @@
 //! pool, the schema cache and the control API. The `mcpx` binary is a thin front
 //! end over it.
 
+pub mod activity;
 pub mod adopt;
 /// The control API's types (their own crate, [`mcpx_api`]).
 pub use mcpx_api as api;

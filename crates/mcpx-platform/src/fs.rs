@@ -109,6 +109,8 @@ pub enum FileUse {
     Append,
     /// Opened for writing and never truncated (a lock file, for `flock`).
     Lock,
+    /// Read and written in place, never truncated (an embedded database's file).
+    ReadWrite,
 }
 
 impl Dir {
@@ -229,7 +231,8 @@ impl Dir {
     /// Errors: [`OpenError::Refused`] for a link, another type or another user's file;
     /// [`OpenError::Io`] otherwise.
     pub fn open_file(&self, name: &str, use_: FileUse) -> Result<std::fs::File, OpenError> {
-        let mut flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let access = if use_ == FileUse::ReadWrite { OFlag::O_RDWR } else { OFlag::O_WRONLY };
+        let mut flags = access | OFlag::O_CREAT | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
         if use_ == FileUse::Append {
             flags |= OFlag::O_APPEND;
         }
