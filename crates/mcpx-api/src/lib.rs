@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+pub mod activity;
 pub mod arguments;
 pub mod client;
 pub mod paths;
@@ -389,6 +390,13 @@ pub struct DaemonStatus {
     /// something in (`mcpx pins ls` shows what).
     #[serde(default)]
     pub flagged_definitions: usize,
+    /// The activity record's losses: entries dropped because its writer fell behind,
+    /// and entries whose write failed, since the daemon started.
+    #[serde(default)]
+    pub activity_lost: u64,
+    /// Why the activity record last failed to open or write, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity_error: Option<String>,
 }
 
 /// One problem of a configuration file in `status`: an entry that does not parse, or a

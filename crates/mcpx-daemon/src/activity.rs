@@ -17,10 +17,10 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
-use serde::{Deserialize, Serialize};
 
 use mcpx_platform::fs::{Dir, FileUse};
 
+pub use crate::api::activity::Entry;
 use crate::sync::lock;
 
 /// The file of the record, in the state directory.
@@ -39,50 +39,7 @@ const QUEUE: usize = 4096;
 /// sequence number) to the entry as JSON.
 const ENTRIES: TableDefinition<u64, &[u8]> = TableDefinition::new("entries");
 
-/// One request, as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
-    /// Its id: in the order the requests started.
-    pub id: u64,
-    /// When it started, milliseconds since the Unix epoch.
-    pub started_ms: u64,
-    /// How long it took, microseconds.
-    pub duration_us: u64,
-    /// How it came: `shell` (the control API: the CLI, code mode) or `mcp` (the MCP
-    /// endpoint: `/mcp`, `/mcp/<server>`, `mcpx serve`).
-    pub path: String,
-    /// Who sent it: an MCP client's `clientInfo` (`name version`), or `shell` with the
-    /// caller's pid or session.
-    pub client: String,
-    /// The server.
-    pub server: String,
-    /// The instance that answered: its pid, when it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    /// The instance's pool key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    /// The method (`tools/call`, ...).
-    pub method: String,
-    /// The tool or prompt named, or the URI read.
-    pub name: String,
-    /// `ok`, `is-error` (a tool's own error result), `rpc-error` (a JSON-RPC error
-    /// answer), `refused` (never sent: the configuration or pinning refused it), or
-    /// `failed` (the server failed: it did not start, exited, timed out).
-    pub outcome: String,
-    /// The JSON-RPC error code of an `rpc-error`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<i64>,
-    /// What failed or refused it, in one line.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Bytes of the request, and of the answer.
-    pub bytes_in: u64,
-    /// Bytes of the answer.
-    pub bytes_out: u64,
-}
-
-/// What [`Activity::list`] returns.
+/// Which entries [`Activity::list`] returns.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     /// Only this server's.
@@ -146,7 +103,8 @@ impl Activity {
         };
         let (queue, entries) = std::sync::mpsc::sync_channel(QUEUE);
         let (failed, writer_error) = (Arc::new(AtomicU64::new(0)), last_error.clone());
-        let writer = Writer { db: db.clone(), failed: failed.clone(), last_error: writer_error, file: state.path().join(FILE) };
+        let writer =
+            Writer { db: db.clone(), failed: failed.clone(), last_error: writer_error, file: state.path().join(FILE) };
         let spawned = std::thread::Builder::new().name("mcpx-activity".into()).spawn(move || writer.run(entries));
         let writer = match spawned {
             Ok(writer) => writer,

@@ -645,6 +645,7 @@ impl From<crate::target::Refusal> for ApiError {
     }
 }
 
+pub mod activity;
 mod offers;
 pub mod pins;
 mod reach;

@@ -59,6 +59,8 @@ pub struct Daemon {
     pub schema: Arc<SchemaCache>,
     /// The pinned tool and prompt definitions.
     pub pins: Pins,
+    /// The record of every request callers sent servers.
+    pub activity: crate::activity::Activity,
     /// When it started, for `status`'s uptime.
     pub(crate) started: Instant,
     /// When it started, in milliseconds since the Unix epoch (tells a re-executed
@@ -129,6 +131,7 @@ impl Daemon {
             pool: Pool::new(launchers, schema.clone(), events_tx),
             schema,
             pins: Pins::open(&dirs.state),
+            activity: crate::activity::Activity::open(&dirs.state),
             config,
             targets: Targets::new(env, dirs.state.clone()),
             dirs,

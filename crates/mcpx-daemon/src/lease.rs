@@ -55,7 +55,12 @@ pub struct Ask<'a, E> {
     /// The answer as the MCP endpoint relays it ([`Instance::forward`]: the caller's
     /// id put back, a modern server's result made plain), else as the server sent it.
     pub forward: bool,
+    /// Who sent it, for the activity record ([`crate::activity::Entry::client`]).
+    pub client: String,
 }
+
+/// The methods a caller's request is recorded for ([`crate::activity`]).
+const RECORDED: [&str; 4] = ["tools/call", "prompts/get", "resources/read", "completion/complete"];
 
 impl Daemon {
     /// An instance of `entry` for `caller`, from the caller's pool (the entry's scope
@@ -97,6 +102,53 @@ impl Daemon {
     /// Errors: [`Failure`]: the entry refused, the check's refusal, or the server's
     /// failure. A JSON-RPC error from the server is an answer, not a failure.
     pub async fn ask<E>(&self, ask: Ask<'_, E>) -> Result<Message, Failure<E>> {
+        let method = ask.request.method().unwrap_or_default().to_owned();
+        if !RECORDED.contains(&method.as_str()) {
+            return self.ask_unrecorded(ask, &mut None).await;
+        }
+        let started = std::time::Instant::now();
+        let started_ms = crate::schema::now_ms();
+        let (server, client, path) =
+            (ask.entry.name.clone(), ask.client.clone(), if ask.forward { "mcp" } else { "shell" });
+        let (name, bytes_in) = (named(&ask.request), ask.request.as_str().len() as u64);
+        let mut leased = None;
+        let answer = self.ask_unrecorded(ask, &mut leased).await;
+        let (outcome, code, error, bytes_out) = match &answer {
+            Ok(response) => {
+                let (outcome, code) = answered(response);
+                (outcome, code, None, response.as_str().len() as u64)
+            }
+            Err(Failure::Refused(refusal)) => ("refused", None, Some(refusal.to_string()), 0),
+            Err(Failure::Checked(_)) => ("refused", None, None, 0),
+            Err(Failure::Server(e)) => ("failed", None, Some(e.to_string()), 0),
+        };
+        self.activity.record(crate::activity::Entry {
+            id: self.activity.next_id(started_ms),
+            started_ms,
+            duration_us: started.elapsed().as_micros() as u64,
+            path: path.to_owned(),
+            client,
+            server,
+            pid: leased.as_ref().and_then(|(pid, _)| *pid),
+            key: leased.map(|(_, key)| key),
+            method,
+            name,
+            outcome: outcome.to_owned(),
+            code,
+            error,
+            bytes_in,
+            bytes_out,
+        });
+        answer
+    }
+
+    /// [`Daemon::ask`] without its record; `leased` gets the instance's pid and pool
+    /// key once one is leased.
+    async fn ask_unrecorded<E>(
+        &self,
+        ask: Ask<'_, E>,
+        leased: &mut Option<(Option<u32>, String)>,
+    ) -> Result<Message, Failure<E>> {
         let (target, key) = self.targets.for_caller(ask.entry, ask.caller).map_err(Failure::Refused)?;
         (ask.check)(&target, None).map_err(Failure::Checked)?;
         let lease = self.pool.acquire(&target, &key, ask.timeout, ask.report).await.map_err(Failure::Server)?;
@@ -106,6 +158,7 @@ impl Daemon {
         }
         (ask.report)(Wait::Calling);
         let instance = lease.instance.clone();
+        *leased = Some((instance.info.pid(), instance.identity.key.clone()));
         let answer = if ask.forward {
             instance.forward(ask.request, ask.timeout, ask.context).await
         } else {
@@ -116,5 +169,46 @@ impl Daemon {
         }
         lease.finish().await;
         answer.map_err(Failure::Server)
+    }
+}
+
+/// The tool or prompt a request names (`params.name`), the URI it reads
+/// (`params.uri`), or what a completion refers to (`params.ref.name` or `.uri`).
+fn named(request: &Message) -> String {
+    #[derive(serde::Deserialize)]
+    struct Request {
+        params: Option<Params>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        name: Option<String>,
+        uri: Option<String>,
+        #[serde(rename = "ref")]
+        reference: Option<Reference>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Reference {
+        name: Option<String>,
+        uri: Option<String>,
+    }
+    let Ok(Request { params: Some(p) }) = serde_json::from_str::<Request>(request.as_str()) else {
+        return String::new();
+    };
+    let reference = p.reference.and_then(|r| r.name.or(r.uri));
+    p.name.or(p.uri).or(reference).unwrap_or_default()
+}
+
+/// How an answer ended: `ok`, `is-error` (a result with `isError: true`) or
+/// `rpc-error` with its code.
+fn answered(response: &Message) -> (&'static str, Option<i64>) {
+    #[derive(serde::Deserialize)]
+    struct Outcome {
+        #[serde(rename = "isError", default)]
+        is_error: bool,
+    }
+    match mcpx_proto::response_result(response) {
+        Ok(result) if serde_json::from_str::<Outcome>(result.get()).is_ok_and(|o| o.is_error) => ("is-error", None),
+        Ok(_) => ("ok", None),
+        Err(e) => ("rpc-error", Some(e.code)),
     }
 }

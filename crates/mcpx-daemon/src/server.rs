@@ -73,6 +73,12 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
             "/v1/types",
             post(|State(d): S, Body(r): Body<TypesRequest>| async move { control::types::types(&d, &r).await.map(Json) }),
         )
+        .route(
+            "/v1/activity",
+            post(|State(d): S, Body(r): Body<crate::api::activity::ActivityRequest>| async move {
+                control::activity::activity(&d, &r).map(Json)
+            }),
+        )
         .route("/v1/pins", post(|State(d): S, Body(r): Body<PinsRequest>| async move { control::pins::pins(&d, &r).await.map(Json) }))
         .route(
             "/v1/pins/review",

@@ -190,6 +190,8 @@ enum Command {
         /// Where to look upward from; default the working directory.
         dir: Option<PathBuf>,
     },
+    /// What callers asked servers through the daemon, newest first (the activity record).
+    Activity(crate::activity::ActivityArgs),
     /// Pinned tool and prompt definitions: what is held for review, and the review.
     ///
     /// A server's first listing pins each tool's and prompt's definition; one that
@@ -527,6 +529,7 @@ async fn dispatch(client: &Client, command: Command, caller: &Caller, json: bool
             let req = AuthRequest { caller: caller(), server: Some(server), ..AuthRequest::default() };
             crate::auth::logout(client, req, json).await
         }
+        Command::Activity(args) => crate::activity::run(client, args, json).await,
         Command::Pins { action: PinsAction::Ls { server } } => crate::pins::ls(client, caller(), server, json).await,
         Command::Pins { action: PinsAction::Review { server, yes } } => {
             crate::pins::review(client, caller(), server, yes, json).await

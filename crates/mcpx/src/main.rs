@@ -2,6 +2,7 @@
 //! endpoint. This binary is the command-line front end and, as `mcpx daemon`, the
 //! daemon itself.
 
+mod activity;
 mod args;
 mod auth;
 mod call_stream;

@@ -289,6 +289,9 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
             d.flagged_definitions
         ));
     }
+    if let Some(error) = &d.activity_error {
+        say(&format!("ACTIVITY {} entries lost; {}", d.activity_lost, crate::sanitize::line(error)));
+    }
     if status.instances.is_empty() {
         println!("\nno instances running; `mcpx call <server>.<tool>` starts one");
         return;

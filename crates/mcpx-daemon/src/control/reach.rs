@@ -102,6 +102,7 @@ pub(super) async fn through_pool(
         check: &check,
         report: &report,
         forward: false,
+        client: format!("shell {}", caller_label(caller)).trim_end().to_owned(),
     };
     let response = d.ask(ask).await.map_err(|e| match e {
         Failure::Refused(e) => e.into(),

@@ -110,6 +110,8 @@ pub fn status(d: &Daemon) -> Status {
             dropped_notifications: d.dropped_notifications().load(Ordering::Relaxed),
             held: d.pins.held_counts(),
             flagged_definitions: d.pins.flagged(),
+            activity_lost: d.activity.dropped.load(Ordering::Relaxed) + d.activity.failed.load(Ordering::Relaxed),
+            activity_error: crate::sync::lock(&d.activity.last_error).clone(),
         },
         instances,
     }

@@ -212,6 +212,7 @@ async fn forward(
         check: &check,
         report: &|_| {},
         forward: true,
+        client: session.client.clone(),
     };
     let result = d.ask(ask).await;
     match result {

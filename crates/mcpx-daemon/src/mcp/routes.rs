@@ -24,7 +24,7 @@ use crate::mcp::era::{self, Era};
 use crate::mcp::input::{self, Answer, Parked};
 use crate::mcp::listen::subscribe_listed;
 use crate::mcp::modern;
-use crate::mcp::sessions::{ClientSession, ClientSessions, sse_event, sse_pieces};
+use crate::mcp::sessions::{self, ClientSession, ClientSessions, sse_event, sse_pieces};
 use crate::mcp::subscriptions::{self, Listening};
 use crate::stream::{Answered, answer_or_stream, channel_body, channel_body_until, stream_call};
 use crate::sync::lock;
@@ -342,7 +342,10 @@ async fn initialize(
     };
     let caller = caller(d, tcp, headers, Some(session_id.clone()));
     let discover = header(headers, MODE_HEADER).as_deref() == Some("discover");
-    let session = ClientSession::new(server, caller, version.clone(), &params["capabilities"], discover);
+    let mut session = ClientSession::new(server, caller, version.clone(), &params["capabilities"], discover);
+    if let Some(name) = sessions::client_name(&params["clientInfo"]) {
+        session.client = name;
+    }
     // A server passed through that is not configured, or that the policy refuses, opens no session.
     let identity = match modern::identity(d, &session).await {
         Ok(identity) => identity,
@@ -462,6 +465,9 @@ async fn modern_request(
     caller.sessionless = caller.session.is_none();
     let discover = header(headers, MODE_HEADER).as_deref() == Some("discover");
     let mut session = ClientSession::new(server, caller, modern.version, &modern.capabilities, discover);
+    if let Some(name) = modern.client_info.as_ref().and_then(sessions::client_name) {
+        session.client = name;
+    }
     session.param_headers = era::param_headers(headers);
     session.log_level = modern.log_level.clone();
     let session = Arc::new(session);

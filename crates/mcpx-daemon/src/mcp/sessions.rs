@@ -45,6 +45,9 @@ pub struct ClientSession {
     pub(crate) server: Option<String>,
     /// Who the client is, for configuration and pool keys.
     pub(crate) caller: Caller,
+    /// Its `clientInfo` (`name version`), for the activity record; `mcp client` when it
+    /// sent none.
+    pub(crate) client: String,
     /// The negotiated revision.
     pub(crate) version: String,
     /// Exposed tool names of the last listing, to map a call back.
@@ -102,6 +105,7 @@ impl ClientSession {
         ClientSession {
             server,
             caller,
+            client: "mcp client".to_owned(),
             version,
             tools: Mutex::default(),
             prompts: Mutex::default(),
@@ -213,6 +217,15 @@ impl ClientSession {
             stop.notify_one();
         }
     }
+}
+
+/// A client's `clientInfo` (`{"name", "version"}`) as the activity record names it:
+/// `name version`, sanitized of nothing (the record's reader escapes it); `None` when
+/// it has no name.
+pub(crate) fn client_name(info: &Value) -> Option<String> {
+    let name = info.get("name")?.as_str()?;
+    let version = info.get("version").and_then(Value::as_str).unwrap_or_default();
+    Some(format!("{name} {version}").trim_end().to_owned())
 }
 
 impl ClientSink for ClientSession {

@@ -6,6 +6,7 @@
 
 mod harness;
 
+mod activity;
 mod args;
 mod at_terminal;
 mod boundaries;
