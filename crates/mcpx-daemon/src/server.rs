@@ -76,7 +76,10 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
         .route(
             "/v1/activity",
             post(|State(d): S, Body(r): Body<crate::api::activity::ActivityRequest>| async move {
-                control::activity::activity(&d, &r).map(Json)
+                // The database is read (or emptied) on the blocking pool, off the runtime.
+                let read = tokio::task::spawn_blocking(move || control::activity::activity(&d, &r)).await;
+                read.unwrap_or_else(|e| Err(crate::api::ApiError::new(crate::api::ErrorKind::Daemon, e.to_string())))
+                    .map(Json)
             }),
         )
         .route("/v1/pins", post(|State(d): S, Body(r): Body<PinsRequest>| async move { control::pins::pins(&d, &r).await.map(Json) }))
