@@ -171,6 +171,10 @@ impl Report {
             self.add("supervisors", Level::Ok, format!("{n} supervised instance(s), every supervisor compatible"));
         }
         self.pins(d);
+        if let Some(error) = &d.activity_error {
+            let lost = d.activity_lost;
+            self.add("activity", Level::Warn, format!("the activity record lost {lost} entries: {error}"));
+        }
     }
 
     /// Pinning: tools and prompts held for the user's review, and definitions the

@@ -76,6 +76,14 @@ fn calls_are_recorded_with_their_client_outcome_and_duration() {
     clients.sort();
     assert_eq!(clients, ["client-one 1.0", "client-two 1.0"], "each MCP client by its clientInfo");
     assert_eq!(find("fresh", "refused").len(), 1, "{seen:?}");
+    // Per server and tool: calls, errors, percentiles.
+    let stats: Vec<Value> =
+        w.run(&["activity", "--stats", "--json"]).ok().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let echo = stats.iter().find(|s| s["name"] == "echo").unwrap_or_else(|| panic!("{stats:?}"));
+    assert_eq!((echo["calls"].as_u64(), echo["error_rate"].as_f64()), (Some(3), Some(0.0)), "{echo}");
+    assert!(echo["p99_ms"].as_f64() >= echo["p50_ms"].as_f64(), "{echo}");
+    let exit = stats.iter().find(|s| s["name"] == "exit").unwrap();
+    assert_eq!(exit["error_rate"].as_f64(), Some(1.0));
     // Filters, and the record emptied.
     assert_eq!(entries(&w, &["--errors"]).len(), 2);
     assert!(entries(&w, &["--server", "nope"]).is_empty());
