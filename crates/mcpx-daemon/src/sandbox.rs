@@ -9,7 +9,7 @@
 //! adds the runtime's own paths, those that exist:
 //! - `binary`: nothing more;
 //! - `node`: the `node` the server's `PATH` finds, its whole install (read and run),
-//!   the `node_modules` tree the program is in (read), npm's cache `~/.npm` (read and
+//!   the `node_modules` tree the program is in (read and run), npm's cache `~/.npm` (read and
 //!   write: `npx` keeps its packages there), and OpenSSL's configuration and the
 //!   system's certificates (read);
 //! - `python`: the install of the interpreter the program's virtual environment was
@@ -46,8 +46,9 @@ pub fn missing(sandbox: &ExpandedSandbox) -> Option<String> {
 pub fn policy(sandbox: &ExpandedSandbox, program: &Path, env: &BTreeMap<OsString, OsString>) -> Policy {
     let mut grants = confine::runtime_base();
     let home = env.get(OsStr::new("HOME")).map(PathBuf::from);
-    let path_var = env.get(OsStr::new("PATH")).cloned().unwrap_or_default();
-    let which = |name: &str| std::env::split_paths(&path_var).map(|d| d.join(name)).find(|p| p.is_file());
+    // A runtime the server's `PATH` finds, as its start finds its program.
+    let path_var = env.get(OsStr::new("PATH")).and_then(|p| p.to_str()).map(str::to_owned);
+    let which = |name: &str| crate::config::resolve_command(name, path_var.as_deref(), None).ok();
     let run = |path: &Path| Grant::new(path, Access::ReadExecute);
     grants.push(run(program));
     for interpreter in interpreters(program, &which) {
@@ -163,6 +164,8 @@ mod tests {
         let bin = dir.path().join("bin");
         std::fs::create_dir(&bin).unwrap();
         std::fs::write(bin.join("node"), "").unwrap();
+        // Executable, as `/usr/bin/env` needs it to be.
+        std::fs::set_permissions(bin.join("node"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let script = dir.path().join("server.js");
         std::fs::write(&script, "#!/usr/bin/env -S node --no-warnings\nconsole.log(1)\n").unwrap();
         let env: BTreeMap<OsString, OsString> = [(OsString::from("PATH"), bin.clone().into_os_string())].into();

@@ -22,16 +22,10 @@ fn entry(activity: &Activity, server: &str, outcome: &str, started_ms: u64) -> E
     }
 }
 
-/// Waits until the writer has written `n` entries.
-fn written(activity: &Activity, n: usize) -> Vec<Entry> {
-    for _ in 0..500 {
-        let all = activity.list(&Filter::default()).unwrap();
-        if all.len() >= n {
-            return all;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("the writer did not write {n} entries")
+/// `activity` closed (its writer joined: everything queued is written) and opened again.
+fn reopened(activity: Activity, state: &Dir) -> Activity {
+    drop(activity);
+    Activity::open(state)
 }
 
 #[test]
@@ -43,7 +37,8 @@ fn entries_are_written_off_the_call_and_read_back_newest_first_filtered() {
     activity.record(entry(&activity, "a", "ok", now - 2));
     activity.record(entry(&activity, "b", "failed", now - 1));
     activity.record(entry(&activity, "a", "ok", now));
-    let all = written(&activity, 3);
+    let activity = reopened(activity, &state);
+    let all = activity.list(&Filter::default()).unwrap();
     assert_eq!(all.iter().map(|e| e.server.as_str()).collect::<Vec<_>>(), ["a", "b", "a"]);
     assert!(all[0].started_ms >= all[1].started_ms, "newest first");
     let errors = activity.list(&Filter { errors: true, ..Filter::default() }).unwrap();
@@ -53,16 +48,14 @@ fn entries_are_written_off_the_call_and_read_back_newest_first_filtered() {
     let mode = std::fs::metadata(dir.path().join(FILE)).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     // A new daemon reads what the last one wrote; `clear` empties it.
-    drop(activity);
-    let again = Activity::open(&state);
+    let again = reopened(activity, &state);
     assert_eq!(again.list(&Filter::default()).unwrap().len(), 3);
     again.clear().unwrap();
     assert!(again.list(&Filter::default()).unwrap().is_empty());
     // What is older than it is kept for goes with the next write.
     again.record(entry(&again, "old", "ok", now - KEEP.as_millis() as u64 - 1000));
     again.record(entry(&again, "new", "ok", now));
-    written(&again, 1);
-    std::thread::sleep(Duration::from_millis(100));
+    let again = reopened(again, &state);
     let kept: Vec<String> = again.list(&Filter::default()).unwrap().into_iter().map(|e| e.server).collect();
     assert_eq!(kept, ["new"], "{kept:?}");
     assert_eq!(again.failed.load(Ordering::Relaxed), 0);
