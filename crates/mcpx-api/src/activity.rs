@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// `POST /v1/activity`: the entries the filters keep, newest first; with `clear`, the
-/// record emptied instead.
+/// `POST /v1/activity`: the entries the filters keep, newest first (with `after_id`,
+/// oldest first); with `clear`, the record emptied instead.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ActivityRequest {
     /// Only this server's.
@@ -25,6 +25,16 @@ pub struct ActivityRequest {
     /// Only those started at or after this, milliseconds since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since_ms: Option<u64>,
+    /// Only those started before this, milliseconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_ms: Option<u64>,
+    /// Only those recorded after the entry of this id (`mcpx activity --follow` asks
+    /// with the newest id it has printed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_id: Option<u64>,
+    /// Only the entry of this id (`mcpx activity show ID`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
     /// The newest this many, at most (0: all).
     #[serde(default)]
     pub limit: usize,
@@ -42,11 +52,14 @@ pub struct Entry {
     pub started_ms: u64,
     /// How long it took, microseconds.
     pub duration_us: u64,
-    /// How it came: `shell` (the control API: the CLI, code mode) or `mcp` (the MCP
-    /// endpoint: `/mcp`, `/mcp/<server>`, `mcpx serve`).
+    /// How it came: `shell` (`mcpx call`, `read`, `prompt`), `exec` or `run` (a
+    /// script of code mode), `serve --code` (a script an MCP client ran through code
+    /// mode), `serve` or `serve <server>` (`mcpx serve`), `/mcp` or `/mcp/<server>` (the
+    /// daemon's streamable HTTP endpoint), or `pins` (a pin event).
     pub path: String,
-    /// Who sent it: an MCP client's `clientInfo` (`name version`), or `shell` with the
-    /// caller's pid or session.
+    /// Who sent it: an MCP client's `clientInfo` (`name version`, from its
+    /// `initialize` or, for a 2026-07-28 client, the request's `_meta`), or `shell`
+    /// with the caller's parent pid and working directory.
     pub client: String,
     /// The server.
     pub server: String,
@@ -56,13 +69,18 @@ pub struct Entry {
     /// The instance's pool key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
-    /// The method (`tools/call`, ...).
+    /// The method (`tools/call`, `prompts/get`, `resources/read`,
+    /// `completion/complete`); a server's request to the client (`sampling/createMessage`,
+    /// `elicitation/create`) made during the call `name` names; or a pin event
+    /// (`pin/held`, `pin/approved`, `pin/rejected`).
     pub method: String,
     /// The tool or prompt named, or the URI read.
     pub name: String,
     /// `ok`, `is-error` (a tool's own error result), `rpc-error` (a JSON-RPC error
-    /// answer), `refused` (never sent: the configuration or pinning refused it), or
-    /// `failed` (the server failed: it did not start, exited, timed out).
+    /// answer), `refused` (never sent: the configuration, the policy, trust or a held
+    /// pin refused it), or `failed` (the server failed: it did not start, exited,
+    /// timed out; a server request nobody answered). A pin event's outcome is its
+    /// verb: `held`, `approved`, `rejected`.
     pub outcome: String,
     /// The JSON-RPC error code of an `rpc-error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -74,4 +92,23 @@ pub struct Entry {
     pub bytes_in: u64,
     /// Bytes of the answer.
     pub bytes_out: u64,
+    /// The progress and log notifications the request carried to its caller.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub notifications: u64,
+    /// How a server's request to the client was answered: an elicitation's `action`
+    /// (`accept`, `decline`, `cancel`), a sampling's `model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered: Option<String>,
+    /// The request's arguments (JSON text), when the record keeps them
+    /// (`"activity": {"arguments": true}`): secrets replaced by `[secret]`, cut at the
+    /// configured size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
+    /// The answer's `result` (JSON text), kept and cut as `arguments` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

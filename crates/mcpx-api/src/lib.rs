@@ -136,6 +136,14 @@ pub struct CallRequest {
     /// A deadline in milliseconds, replacing the server's `callTimeout`; 0 means none.
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// How the call came, for the activity record: `exec` or `run` (a script of code
+    /// mode), `serve --code`; `None`: `shell`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// Who the call is for, for the activity record: the MCP client a `serve --code`
+    /// runs scripts for (`name version`); `None`: the shell caller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     /// Answer as a stream of JSON lines (`application/x-ndjson`): one
     /// `{"notification": <message>}` per progress or log notification of the call,
     /// then `{"result": <CallToolResult>}` or `{"error": {...}}`.

@@ -213,6 +213,26 @@ impl ServerEntry {
         }))
     }
 
+    /// The templates of the entry's transport and `oauth` block, as written: `command`,
+    /// `args`, `env` values and `cwd`, or `url` and header values, then the `oauth`
+    /// block's (see [`crate::referenced_values`]).
+    pub fn templates(&self) -> Vec<&str> {
+        let mut all: Vec<&str> = match &self.transport {
+            TransportSpec::Stdio { command, args, env, cwd } => std::iter::once(command.as_str())
+                .chain(args.iter().map(String::as_str))
+                .chain(env.values().map(String::as_str))
+                .chain(cwd.as_deref())
+                .collect(),
+            TransportSpec::Remote { url, headers, .. } => {
+                std::iter::once(url.as_str()).chain(headers.values().map(String::as_str)).collect()
+            }
+        };
+        if let Some(oauth) = &self.oauth {
+            all.extend(oauth.templates());
+        }
+        all
+    }
+
     /// The key of this entry's schema cache file, its crash count and its `status`
     /// rows: the [`fingerprint`](Self::fingerprint) without the executable's identity,
     /// so a server keeps its cached tools when its binary is rebuilt or deleted.

@@ -56,6 +56,17 @@ pub enum ConfigError {
         /// What is wrong and what is expected (never quotes an env or header value).
         message: String,
     },
+    /// A daemon setting at the top level of the user config with a bad value, or an
+    /// unknown key in its block.
+    #[error("{}: invalid `{key}`: {message}", file.display())]
+    InvalidSetting {
+        /// The file.
+        file: PathBuf,
+        /// The key, dotted: `activity.maxBytes`.
+        key: String,
+        /// What is wrong and what is expected.
+        message: String,
+    },
     /// An entry with neither `command` nor `url`.
     #[error(
         "{}: server `{server}`: needs a `command` (local server) or a `url` (remote server)",
@@ -124,6 +135,7 @@ impl ConfigError {
             | ConfigError::Syntax { file, .. }
             | ConfigError::UnknownKey { file, .. }
             | ConfigError::InvalidValue { file, .. }
+            | ConfigError::InvalidSetting { file, .. }
             | ConfigError::MissingCommandOrUrl { file, .. }
             | ConfigError::BothCommandAndUrl { file, .. } => Some(file),
             ConfigError::UnsetVariable { .. } | ConfigError::UnsetSecret { .. } | ConfigError::SecretStore { .. } => {
@@ -142,7 +154,7 @@ impl ConfigError {
             | ConfigError::UnsetVariable { server, .. }
             | ConfigError::UnsetSecret { server, .. }
             | ConfigError::SecretStore { server, .. } => Some(server),
-            ConfigError::Io { .. } | ConfigError::Syntax { .. } => None,
+            ConfigError::Io { .. } | ConfigError::Syntax { .. } | ConfigError::InvalidSetting { .. } => None,
         }
     }
 }

@@ -167,6 +167,21 @@ pub(super) fn references(template: &str) -> Vec<String> {
         .collect()
 }
 
+/// What a template's references stand for: the value each `${VAR}` (or its default),
+/// `${secret:NAME}` and `${input:ID}` expands to, those that are set. The activity
+/// record replaces them by `[secret]`. A template that does not parse stands for nothing.
+pub fn referenced_values(template: &str, env: &HashMap<String, String>, secrets: &dyn Secrets) -> Vec<String> {
+    let segments = parse(template).unwrap_or_default();
+    segments
+        .into_iter()
+        .filter_map(|segment| match segment {
+            Segment::Literal(_) => None,
+            Segment::Var { name, default } => env.get(name).cloned().or(default.map(str::to_owned)),
+            Segment::Secret { name, .. } => secrets.secret(name).ok().flatten().map(|value| value.expose().to_owned()),
+        })
+        .collect()
+}
+
 /// Expands a template checked by [`check`]. Errors name only the variable (or secret)
 /// and the server, never a value.
 pub(super) fn expand(

@@ -56,6 +56,7 @@ mod parse;
 mod parse_entry;
 mod resolve;
 mod review;
+mod settings;
 mod spec;
 mod trust;
 pub mod units;
@@ -72,7 +73,7 @@ pub use clients::{Client, ConfigEnv};
 pub use command::{CommandNotFound, DEFAULT_PATH, ExeIdentity, SearchedIn, exe_identity, resolve_command};
 pub use entry::{EntryError, ExpandedSandbox, FileWarning, ResolvedConfig, ServerEntry, ServerOptions};
 pub use error::ConfigError;
-pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport, Secrets, StoreIn};
+pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport, Secrets, StoreIn, referenced_values};
 pub use oauth::{ExpandedOAuth, Grant, OAUTH_KEYS, OAuthSpec, TokenAuthMethod, is_secure};
 pub use parse::{NamedEntry, read_client_file};
 pub use resolve::{
@@ -80,6 +81,7 @@ pub use resolve::{
     Role,
 };
 pub use review::{ProjectEntry, project_entries, project_files};
+pub use settings::{ActivitySettings, settings_file};
 pub use spec::{MCPX_KEYS, NetworkSpec, Pinning, Preset, RemoteKind, SandboxSpec, Scope, Sharing, TransportSpec};
 pub use trust::{
     TRUST_ALL_KEY, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, canonical_sha256, entry_hash, project_dir,

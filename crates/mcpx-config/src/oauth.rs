@@ -143,6 +143,14 @@ impl std::fmt::Debug for ExpandedOAuth {
     }
 }
 
+impl OAuthSpec {
+    /// The block's values that may hold `${...}` references: `clientId`,
+    /// `clientSecret` and `privateKey`, those written.
+    pub fn templates(&self) -> impl Iterator<Item = &str> {
+        [&self.client_id, &self.client_secret, &self.private_key].into_iter().flatten().map(String::as_str)
+    }
+}
+
 /// Parses an `oauth` block. `strict` (mcpx's own files) makes an unknown key an error;
 /// another client's file may carry keys of its own, which are ignored. `template`
 /// checks a value's `${...}` syntax.

@@ -462,7 +462,7 @@ fn layer(file: &Path, kind: &FileKind, sources: Vec<(&str, RawEntries)>) -> Laye
 }
 
 /// 1-based line and column (in bytes, like serde_json) of a byte offset.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
+pub(super) fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let before = &text.as_bytes()[..offset.min(text.len())];
     let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
     let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);

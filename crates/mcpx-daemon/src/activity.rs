@@ -1,43 +1,41 @@
 //! The activity record (`mcpx activity`; `docs/api.md`, "Activity"): one entry per
 //! request a caller sent a server through the daemon (`tools/call`, `prompts/get`,
-//! `resources/read`, `completion/complete`), with when, how long, by which path and
+//! `resources/read`, `completion/complete`), refused or not, per request a server sent
+//! the caller during one, and per pin event; with when, how long, by which path and
 //! client, to which server and instance, and how it ended. Arguments and results are
-//! not kept.
+//! kept only when the settings say so ([`ActivitySettings::arguments`]), secrets masked
+//! ([`redact`]).
 //!
-//! Entries go to an embedded database, `<state>/activity.redb` (0600), written by a
-//! thread of its own: [`Activity::record`] only queues the entry, so a slow or full disk
-//! never delays a call. A queue that is full drops the entry, and a write that fails is
-//! counted; both show in `status`. The record is bounded by age ([`KEEP`]) and by size
-//! ([`MAX_BYTES`]): past the size, the oldest fifth is removed and the file compacted.
+//! Entries go to an embedded database in the state directory ([`store`]: two
+//! generations of a `persy` file in `activity/`, 0600), written by a thread of its own:
+//! [`Activity::record`] only queues the entry, so a slow or full disk never delays a
+//! call. A queue that is full drops the entry, and a write that fails is counted; both
+//! show in `status`. The record is bounded by age ([`ActivitySettings::keep`]) and by
+//! size ([`ActivitySettings::max_bytes`], what its files take on disk): the oldest
+//! generation goes when the newer one fills its half.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
 
-use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
-
-use mcpx_platform::fs::{Dir, FileUse};
+use mcpx_config::ActivitySettings;
+use mcpx_platform::fs::Dir;
 
 pub use crate::api::activity::Entry;
 use crate::sync::lock;
 
-/// The file of the record, in the state directory.
-pub const FILE: &str = "activity.redb";
+pub mod redact;
+pub mod store;
 
-/// How long an entry is kept.
-pub const KEEP: Duration = Duration::from_secs(30 * 24 * 3600);
-
-/// The most the record's file may take, in bytes.
-pub const MAX_BYTES: u64 = 64 << 20;
+use store::Store;
 
 /// Entries waiting for the writer, at most; more are dropped (and counted).
 const QUEUE: usize = 4096;
 
-/// The table: entry id (milliseconds since the Unix epoch, shifted left 20 bits, plus a
-/// sequence number) to the entry as JSON.
-const ENTRIES: TableDefinition<u64, &[u8]> = TableDefinition::new("entries");
+/// The most entries one transaction writes.
+const BATCH: usize = 32;
 
 /// Which entries [`Activity::list`] returns.
 #[derive(Debug, Clone, Default)]
@@ -54,15 +52,33 @@ pub struct Filter {
     pub slower_than_us: Option<u64>,
     /// Only those started at or after this, milliseconds since the Unix epoch.
     pub since_ms: Option<u64>,
-    /// The newest this many, at most.
+    /// Only those started before this, milliseconds since the Unix epoch.
+    pub until_ms: Option<u64>,
+    /// Only those after the entry of this id, oldest first (a follower's next page).
+    pub after_id: Option<u64>,
+    /// Only the entry of this id.
+    pub id: Option<u64>,
+    /// The newest this many (with `after_id`, the oldest), at most; 0: all.
     pub limit: usize,
+}
+
+/// One entry on its way to the writer: with kept arguments or result, the templates of
+/// its server's entry, whose values are masked ([`redact::Redactor::keep`]).
+#[derive(Debug)]
+pub struct Pending {
+    /// The entry; its `arguments` and `result` as sent, before masking and cutting.
+    pub entry: Entry,
+    /// The server entry's templates ([`mcpx_config::ServerEntry::templates`]).
+    pub templates: Vec<String>,
 }
 
 /// The record: the queue to its writer, the database, and what went wrong.
 #[derive(Debug)]
 pub struct Activity {
-    queue: Option<SyncSender<Entry>>,
-    db: Option<Arc<RwLock<Database>>>,
+    /// The settings it was opened with.
+    pub settings: ActivitySettings,
+    queue: Option<SyncSender<Pending>>,
+    store: Option<Arc<RwLock<Store>>>,
     /// Entries the full queue dropped.
     pub dropped: Arc<AtomicU64>,
     /// Writes that failed.
@@ -85,37 +101,44 @@ impl Drop for Activity {
 }
 
 impl Activity {
-    /// The record in `state` (the open state directory), its writer started. A record
-    /// that cannot be opened is off, and says why in `last_error`: calls go on.
-    pub fn open(state: &Dir) -> Activity {
+    /// The record in `state` (the open state directory), its writer started, masking
+    /// with `env` (the daemon's environment). A record that cannot be opened is off,
+    /// and says why in `last_error`: calls go on. With `settings.enabled` false it is
+    /// off, and the file is not opened.
+    pub fn open(state: &Dir, settings: ActivitySettings, env: Arc<HashMap<String, String>>) -> Activity {
         let last_error = Arc::new(Mutex::new(None));
-        let opened = state
-            .open_file(FILE, FileUse::ReadWrite)
-            .map_err(|e| e.to_string())
-            .and_then(|file| Database::builder().create_file(file).map_err(|e| e.to_string()));
-        let db = match opened {
-            Ok(db) => Arc::new(RwLock::new(db)),
+        if !settings.enabled {
+            return Activity::off(settings, last_error);
+        }
+        let store = match Store::open(state) {
+            Ok(store) => Arc::new(RwLock::new(store)),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot open the activity record: calls are not recorded");
-                *lock(&last_error) = Some(format!("cannot open {}: {e}", state.path().join(FILE).display()));
-                return Activity::off(last_error);
+                *lock(&last_error) = Some(format!("cannot open the activity record: {e}"));
+                return Activity::off(settings, last_error);
             }
         };
         let (queue, entries) = std::sync::mpsc::sync_channel(QUEUE);
         let (failed, writer_error) = (Arc::new(AtomicU64::new(0)), last_error.clone());
-        let writer =
-            Writer { db: db.clone(), failed: failed.clone(), last_error: writer_error, file: state.path().join(FILE) };
+        let writer = Writer {
+            store: store.clone(),
+            failed: failed.clone(),
+            last_error: writer_error,
+            settings: settings.clone(),
+            redactor: redact::Redactor::new(state.clone(), env),
+        };
         let spawned = std::thread::Builder::new().name("mcpx-activity".into()).spawn(move || writer.run(entries));
         let writer = match spawned {
             Ok(writer) => writer,
             Err(e) => {
                 *lock(&last_error) = Some(format!("cannot start the activity writer: {e}"));
-                return Activity::off(last_error);
+                return Activity::off(settings, last_error);
             }
         };
         Activity {
+            settings,
             queue: Some(queue),
-            db: Some(db),
+            store: Some(store),
             dropped: Arc::default(),
             failed,
             last_error,
@@ -124,10 +147,11 @@ impl Activity {
         }
     }
 
-    fn off(last_error: Arc<Mutex<Option<String>>>) -> Activity {
+    fn off(settings: ActivitySettings, last_error: Arc<Mutex<Option<String>>>) -> Activity {
         Activity {
+            settings,
             queue: None,
-            db: None,
+            store: None,
             dropped: Arc::default(),
             failed: Arc::default(),
             last_error,
@@ -141,10 +165,20 @@ impl Activity {
         (started_ms << 20) | (self.sequence.fetch_add(1, Ordering::Relaxed) & 0xF_FFFF)
     }
 
-    /// Queues `entry` for the writer; never waits. A full queue drops it (counted).
-    pub fn record(&self, entry: Entry) {
+    /// Whether entries are recorded (the record is on, and open).
+    pub fn on(&self) -> bool {
+        self.queue.is_some()
+    }
+
+    /// Whether entries keep their arguments and results.
+    pub fn keeps_arguments(&self) -> bool {
+        self.on() && self.settings.arguments
+    }
+
+    /// Queues `pending` for the writer; never waits. A full queue drops it (counted).
+    pub fn record(&self, pending: Pending) {
         let Some(queue) = &self.queue else { return };
-        if let Err(TrySendError::Full(_)) = queue.try_send(entry) {
+        if let Err(TrySendError::Full(_)) = queue.try_send(pending) {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -153,26 +187,28 @@ impl Activity {
     ///
     /// Errors: the record cannot be read (the message says why).
     pub fn list(&self, filter: &Filter) -> Result<Vec<Entry>, String> {
-        let Some(db) = &self.db else { return Ok(Vec::new()) };
-        let db = db.read().map_err(|_| "the activity record is poisoned".to_owned())?;
-        let read = db.begin_read().map_err(|e| e.to_string())?;
-        let table = match read.open_table(ENTRIES) {
-            Ok(table) => table,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(e.to_string()),
+        let Some(store) = &self.store else { return Ok(Vec::new()) };
+        let store = store.read().map_err(|_| "the activity record is poisoned".to_owned())?;
+        let from = filter.since_ms.map_or(0, |ms| ms << 20).max(filter.after_id.map_or(0, |id| id.saturating_add(1)));
+        let until = filter.until_ms.map_or(u64::MAX, |ms| ms << 20);
+        let (from, until) = match filter.id {
+            Some(id) => (id, id.saturating_add(1)),
+            None => (from, until),
         };
-        let from = filter.since_ms.map_or(0, |ms| ms << 20);
         let mut found = Vec::new();
-        for row in table.range(from..).map_err(|e| e.to_string())?.rev() {
-            let (_, value) = row.map_err(|e| e.to_string())?;
-            let Ok(entry) = serde_json::from_slice::<Entry>(value.value()) else { continue };
-            if keeps(filter, &entry) {
-                found.push(entry);
-                if filter.limit > 0 && found.len() >= filter.limit {
-                    break;
+        if from >= until {
+            return Ok(found);
+        }
+        let range = (Bound::Included(from), Bound::Excluded(until));
+        // A follower reads forward from where it was; everyone else, newest first.
+        store.scan(range, filter.after_id.is_some(), &mut |json| {
+            if let Ok(entry) = serde_json::from_slice::<Entry>(json) {
+                if keeps(filter, &entry) {
+                    found.push(entry);
                 }
             }
-        }
+            filter.limit == 0 || found.len() < filter.limit
+        })?;
         Ok(found)
     }
 
@@ -180,11 +216,14 @@ impl Activity {
     ///
     /// Errors: the record cannot be written (the message says why).
     pub fn clear(&self) -> Result<(), String> {
-        let Some(db) = &self.db else { return Ok(()) };
-        let db = db.read().map_err(|_| "the activity record is poisoned".to_owned())?;
-        let write = db.begin_write().map_err(|e| e.to_string())?;
-        write.delete_table(ENTRIES).map_err(|e| e.to_string())?;
-        write.commit().map_err(|e| e.to_string())
+        let Some(store) = &self.store else { return Ok(()) };
+        let mut store = store.write().map_err(|_| "the activity record is poisoned".to_owned())?;
+        store.clear()
+    }
+
+    /// What the record's files take on disk, in bytes.
+    pub fn taken(&self) -> u64 {
+        self.store.as_ref().and_then(|s| s.read().ok().map(|s| s.taken().0)).unwrap_or(0)
     }
 }
 
@@ -199,18 +238,20 @@ fn keeps(filter: &Filter, entry: &Entry) -> bool {
 
 /// The writer thread's side.
 struct Writer {
-    db: Arc<RwLock<Database>>,
+    store: Arc<RwLock<Store>>,
     failed: Arc<AtomicU64>,
     last_error: Arc<Mutex<Option<String>>>,
-    file: PathBuf,
+    settings: ActivitySettings,
+    redactor: redact::Redactor,
 }
 
 impl Writer {
     /// Writes what comes, a batch a transaction, until the daemon drops the queue.
-    fn run(self, entries: Receiver<Entry>) {
+    fn run(mut self, entries: Receiver<Pending>) {
         while let Ok(first) = entries.recv() {
             let mut batch = vec![first];
-            batch.extend(entries.try_iter().take(255));
+            batch.extend(entries.try_iter().take(BATCH - 1));
+            let batch: Vec<Entry> = batch.into_iter().map(|p| self.masked(p)).collect();
             if let Err(e) = self.write(&batch).and_then(|()| self.bound()) {
                 self.failed.fetch_add(batch.len() as u64, Ordering::Relaxed);
                 tracing::warn!(error = %e, "cannot write the activity record");
@@ -219,44 +260,33 @@ impl Writer {
         }
     }
 
-    fn write(&self, batch: &[Entry]) -> Result<(), String> {
-        let db = self.db.read().map_err(|_| "poisoned".to_owned())?;
-        let write = db.begin_write().map_err(|e| e.to_string())?;
-        {
-            let mut table = write.open_table(ENTRIES).map_err(|e| e.to_string())?;
-            for entry in batch {
-                let json = serde_json::to_vec(entry).map_err(|e| e.to_string())?;
-                table.insert(entry.id, json.as_slice()).map_err(|e| e.to_string())?;
+    /// The entry of `pending`, its kept arguments and result masked and cut.
+    fn masked(&mut self, pending: Pending) -> Entry {
+        let Pending { mut entry, templates } = pending;
+        let max = usize::try_from(self.settings.max_value_bytes).unwrap_or(usize::MAX);
+        for kept in [&mut entry.arguments, &mut entry.result] {
+            if let Some(text) = kept.take() {
+                *kept = Some(self.redactor.keep(&text, &templates, max));
             }
         }
-        write.commit().map_err(|e| e.to_string())
+        entry
     }
 
-    /// Removes what is older than [`KEEP`], and past [`MAX_BYTES`] the oldest fifth
-    /// (then compacts the file).
+    fn write(&self, batch: &[Entry]) -> Result<(), String> {
+        let rows: Vec<(u64, Vec<u8>)> =
+            batch.iter().map(|e| (e.id, serde_json::to_vec(e).unwrap_or_default())).collect();
+        self.store.read().map_err(|_| "poisoned".to_owned())?.write(&rows)
+    }
+
+    /// Removes what is older than the settings keep; starts a new generation when the
+    /// written one takes its half of the size, less room for a batch.
     fn bound(&self) -> Result<(), String> {
-        let cutoff = crate::schema::now_ms().saturating_sub(KEEP.as_millis() as u64) << 20;
-        let too_big = std::fs::metadata(&self.file).is_ok_and(|m| m.len() > MAX_BYTES);
-        {
-            let db = self.db.read().map_err(|_| "poisoned".to_owned())?;
-            let write = db.begin_write().map_err(|e| e.to_string())?;
-            {
-                let mut table = write.open_table(ENTRIES).map_err(|e| e.to_string())?;
-                let mut until = cutoff;
-                if too_big {
-                    let count = table.len().map_err(|e| e.to_string())?;
-                    let fifth = usize::try_from(count / 5).unwrap_or(usize::MAX).max(1);
-                    if let Some(row) = table.iter().map_err(|e| e.to_string())?.nth(fifth) {
-                        until = until.max(row.map_err(|e| e.to_string())?.0.value());
-                    }
-                }
-                table.retain_in(..until, |_, _| false).map_err(|e| e.to_string())?;
-            }
-            write.commit().map_err(|e| e.to_string())?;
-        }
-        if too_big {
-            let mut db = self.db.write().map_err(|_| "poisoned".to_owned())?;
-            db.compact().map_err(|e| e.to_string())?;
+        let cutoff = crate::schema::now_ms().saturating_sub(self.settings.keep.as_millis() as u64) << 20;
+        let mut store = self.store.write().map_err(|_| "poisoned".to_owned())?;
+        store.remove_before(cutoff)?;
+        let half = self.settings.max_bytes / 2;
+        if store.taken().1 > half - half / 4 {
+            store.rotate()?;
         }
         Ok(())
     }

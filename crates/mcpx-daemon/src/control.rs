@@ -31,7 +31,7 @@ use crate::schema::{self, CacheEntry, ToolSummary};
 use crate::scope::PoolKey;
 use crate::search::ToolText;
 use crate::stream::StatusSender;
-use reach::{Hearing, listed, server_error, through_pool};
+use reach::{Hearing, listed, server_error, shell_origin, through_pool};
 use split::{Naming, TOOL, split_target};
 
 /// `GET /v1/health`: the daemon's pid, build and start time (milliseconds since the
@@ -285,8 +285,12 @@ pub async fn call(
     let named = Naming { server: req.server.as_deref(), name: req.tool.as_deref(), target: req.target.as_deref() };
     let (server, tool) = split_target(&config, named, &TOOL)?;
     let entry = d.server(&config, &server)?;
+    let origin = shell_origin(&req.caller, req.via.as_deref(), req.client.as_deref());
     // What pinning holds is checked against the listing with the target (`check` below).
-    policy::check_tool(entry, &Holds::default(), &tool)?;
+    if let Err(refused) = policy::check_tool(entry, &Holds::default(), &tool) {
+        d.record_refused(entry, &origin, "tools/call", &tool, refused.message.clone());
+        return Err(refused.into());
+    }
     let arguments = match (typed, &req.arguments) {
         (Some(typed), _) => typed,
         (None, Some(a)) if a.get().trim_start().starts_with('{') => a.get().to_owned(),
@@ -302,8 +306,8 @@ pub async fn call(
     // Every call asks for progress; the token is the caller's own in what it sees.
     let params = format!(r#"{{"name":{name},"arguments":{arguments},"_meta":{{"progressToken":"mcpx-call"}}}}"#);
     let check = |target: &Target| check_tool_listed(d, target, &tool);
-    let hear =
-        Hearing { notify, status, answers, takes: req.answers.clone(), calling: serde_json::json!({ "tool": tool }) };
+    let calling = serde_json::json!({ "tool": tool });
+    let hear = Hearing { notify, status, answers, takes: req.answers.clone(), calling, origin: Some(origin) };
     through_pool(d, (&req.caller, req.timeout_ms), entry, "tools/call", &params, hear, check).await
 }
 

@@ -125,13 +125,14 @@ impl Daemon {
             }
         }
         let warnings = crate::service_check::supervisor_warnings(&env);
+        let activity = open_activity(&dirs.state, &config, &env);
         let daemon = Arc::new_cyclic(|me| Daemon {
             me: me.clone(),
             retrying: Mutex::new(HashSet::new()),
             pool: Pool::new(launchers, schema.clone(), events_tx),
             schema,
             pins: Pins::open(&dirs.state),
-            activity: crate::activity::Activity::open(&dirs.state),
+            activity,
             config,
             targets: Targets::new(env, dirs.state.clone()),
             dirs,
@@ -339,6 +340,10 @@ impl Daemon {
         listed: Listed<'_>,
     ) -> Arc<BTreeSet<String>> {
         let seen = self.pins.observe(key, &entry.name, entry.pinning, kind, listed);
+        let daemon = crate::lease::Origin { path: "pins".into(), client: "mcpx daemon".into() };
+        for name in &seen.newly {
+            self.record_pin(entry, &daemon, "held", kind, name);
+        }
         if seen.changed {
             self.announce(Message::notification(&format!("notifications/{}s/list_changed", kind.as_str()), None));
         }
@@ -578,6 +583,29 @@ fn points_at(entry: &ServerEntry, own: &str) -> bool {
         && theirs.port_or_known_default() == own.port_or_known_default()
         && same_host
         && (path == "/mcp" || path.starts_with("/mcp/"))
+}
+
+/// The activity record in `state`, with the settings of the user config (or the
+/// daemon's `MCPX_CONFIG` file). Settings that cannot be read leave the defaults, and
+/// the record says why (`status`, `doctor`).
+fn open_activity(
+    state: &mcpx_platform::fs::Dir,
+    config: &ConfigCache,
+    env: &HashMap<String, String>,
+) -> crate::activity::Activity {
+    let explicit = env.get("MCPX_CONFIG").map(PathBuf::from);
+    let file = crate::config::settings_file(config.env(), explicit.as_deref());
+    let (settings, problem) = match file.as_deref().map(crate::config::ActivitySettings::read) {
+        Some(Ok(settings)) => (settings, None),
+        Some(Err(e)) => (crate::config::ActivitySettings::default(), Some(e.to_string())),
+        None => (crate::config::ActivitySettings::default(), None),
+    };
+    let activity = crate::activity::Activity::open(state, settings, Arc::new(env.clone()));
+    if let Some(problem) = problem {
+        tracing::warn!("{problem}; the activity record keeps its defaults");
+        *lock(&activity.last_error) = Some(format!("{problem} (the defaults are used)"));
+    }
+    activity
 }
 
 #[cfg(test)]

@@ -24,7 +24,9 @@ mod tests;
 mod upstream_listen;
 
 pub use budget::LogBudget;
-pub use context::{CLIENT_ANSWER_TIMEOUT, CallContext, ClientReplies, INTERACTIVE, MAX_INPUT_ROUNDS};
+pub use context::{
+    CLIENT_ANSWER_TIMEOUT, CallContext, ClientReplies, Heard, HeardRequest, INTERACTIVE, MAX_INPUT_ROUNDS,
+};
 pub use era::{Era, Known};
 pub use error::{CallError, ERROR_TAIL_BYTES};
 pub use listeners::{ClientHandle, ClientSink, LOG_LEVELS, Listeners, level_index};

@@ -31,6 +31,24 @@ pub enum Failure<E> {
     Server(CallError),
 }
 
+/// What a check's refusal says, in one line, for the activity record.
+pub trait Said {
+    /// The refusal's message.
+    fn said(&self) -> String;
+}
+
+impl Said for crate::api::ApiError {
+    fn said(&self) -> String {
+        self.message.clone()
+    }
+}
+
+impl Said for Box<Message> {
+    fn said(&self) -> String {
+        mcpx_proto::response_result(self).err().map(|e| e.message).unwrap_or_default()
+    }
+}
+
 /// A check of a request against its target, and its instance once leased.
 pub type Check<'a, E> = dyn Fn(&Target, Option<&Instance>) -> Result<(), E> + Send + Sync + 'a;
 
@@ -55,7 +73,17 @@ pub struct Ask<'a, E> {
     /// The answer as the MCP endpoint relays it ([`Instance::forward`]: the caller's
     /// id put back, a modern server's result made plain), else as the server sent it.
     pub forward: bool,
-    /// Who sent it, for the activity record ([`crate::activity::Entry::client`]).
+    /// Who sent it and how, for the activity record.
+    pub origin: Origin,
+}
+
+/// Who sent a request and by which path, for the activity record
+/// ([`crate::activity::Entry::path`] and [`crate::activity::Entry::client`]).
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// The path: `shell`, `exec`, `serve`, `/mcp/<server>`, ...
+    pub path: String,
+    /// The client: `name version` of an MCP client, `shell pid:N /dir` of the shell.
     pub client: String,
 }
 
@@ -101,16 +129,16 @@ impl Daemon {
     ///
     /// Errors: [`Failure`]: the entry refused, the check's refusal, or the server's
     /// failure. A JSON-RPC error from the server is an answer, not a failure.
-    pub async fn ask<E>(&self, ask: Ask<'_, E>) -> Result<Message, Failure<E>> {
+    pub async fn ask<E: Said>(&self, ask: Ask<'_, E>) -> Result<Message, Failure<E>> {
         let method = ask.request.method().unwrap_or_default().to_owned();
-        if !RECORDED.contains(&method.as_str()) {
+        if !RECORDED.contains(&method.as_str()) || !self.activity.on() {
             return self.ask_unrecorded(ask, &mut None).await;
         }
         let started = std::time::Instant::now();
         let started_ms = crate::schema::now_ms();
-        let (server, client, path) =
-            (ask.entry.name.clone(), ask.client.clone(), if ask.forward { "mcp" } else { "shell" });
+        let (entry, origin, context) = (ask.entry, ask.origin.clone(), ask.context.clone());
         let (name, bytes_in) = (named(&ask.request), ask.request.as_str().len() as u64);
+        let arguments = self.activity.keeps_arguments().then(|| arguments_of(&ask.request));
         let mut leased = None;
         let answer = self.ask_unrecorded(ask, &mut leased).await;
         let (outcome, code, error, bytes_out) = match &answer {
@@ -119,27 +147,113 @@ impl Daemon {
                 (outcome, code, None, response.as_str().len() as u64)
             }
             Err(Failure::Refused(refusal)) => ("refused", None, Some(refusal.to_string()), 0),
-            Err(Failure::Checked(_)) => ("refused", None, None, 0),
+            Err(Failure::Checked(e)) => ("refused", None, Some(e.said()), 0),
             Err(Failure::Server(e)) => ("failed", None, Some(e.to_string()), 0),
         };
-        self.activity.record(crate::activity::Entry {
-            id: self.activity.next_id(started_ms),
-            started_ms,
-            duration_us: started.elapsed().as_micros() as u64,
-            path: path.to_owned(),
-            client,
-            server,
-            pid: leased.as_ref().and_then(|(pid, _)| *pid),
-            key: leased.map(|(_, key)| key),
-            method,
-            name,
-            outcome: outcome.to_owned(),
-            code,
-            error,
-            bytes_in,
-            bytes_out,
-        });
+        let result = match (&arguments, &answer) {
+            (Some(_), Ok(response)) => mcpx_proto::response_result(response).ok().map(|r| r.get().to_owned()),
+            _ => None,
+        };
+        let record = Record { entry, origin: &origin };
+        let heard = context.heard.take_requests();
+        self.record(
+            &record,
+            crate::activity::Entry {
+                id: self.activity.next_id(started_ms),
+                started_ms,
+                duration_us: started.elapsed().as_micros() as u64,
+                pid: leased.as_ref().and_then(|(pid, _)| *pid),
+                key: leased.as_ref().map(|(_, key)| key.clone()),
+                outcome: outcome.to_owned(),
+                code,
+                error,
+                bytes_in,
+                bytes_out,
+                notifications: context.heard.notifications(),
+                arguments,
+                result,
+                ..record.entry(&method, &name)
+            },
+        );
+        for asked in heard {
+            let (outcome, code, said) = match &asked.answer {
+                Some(response) => {
+                    let (outcome, code) = answered(response);
+                    (outcome, code, answer_said(response))
+                }
+                None => ("failed", None, None),
+            };
+            self.record(
+                &record,
+                crate::activity::Entry {
+                    id: self.activity.next_id(asked.started_ms),
+                    started_ms: asked.started_ms,
+                    duration_us: asked.duration_us,
+                    pid: leased.as_ref().and_then(|(pid, _)| *pid),
+                    key: leased.as_ref().map(|(_, key)| key.clone()),
+                    outcome: outcome.to_owned(),
+                    code,
+                    error: asked.answer.is_none().then(|| "the client did not answer in time".to_owned()),
+                    bytes_out: asked.answer.as_ref().map_or(0, |a| a.as_str().len() as u64),
+                    answered: said,
+                    ..record.entry(&asked.method, &name)
+                },
+            );
+        }
         answer
+    }
+
+    /// Records a request of `origin` to `entry`'s server that was refused before it
+    /// reached [`Daemon::ask`] (a tool the policy hides, a server the caller cannot
+    /// use): `method` naming `name`, and why.
+    pub fn record_refused(&self, entry: &ServerEntry, origin: &Origin, method: &str, name: &str, why: String) {
+        if !self.activity.on() || !RECORDED.contains(&method) {
+            return;
+        }
+        let started_ms = crate::schema::now_ms();
+        let record = Record { entry, origin };
+        self.record(
+            &record,
+            crate::activity::Entry {
+                id: self.activity.next_id(started_ms),
+                started_ms,
+                outcome: "refused".to_owned(),
+                error: Some(why),
+                ..record.entry(method, name)
+            },
+        );
+    }
+
+    /// Records a pin event of `entry`'s server: the definition of `kind` `name`
+    /// `verb` (`held`, `approved`, `rejected`) by `origin`.
+    pub fn record_pin(&self, entry: &ServerEntry, origin: &Origin, verb: &str, kind: crate::pins::Kind, name: &str) {
+        if !self.activity.on() {
+            return;
+        }
+        let started_ms = crate::schema::now_ms();
+        let record = Record { entry, origin };
+        let why = match verb {
+            "held" => format!("the {} changed since it was pinned, or is new", kind.as_str()),
+            verb => format!("the {}'s new definition was {verb}", kind.as_str()),
+        };
+        self.record(
+            &record,
+            crate::activity::Entry {
+                id: self.activity.next_id(started_ms),
+                started_ms,
+                outcome: verb.to_owned(),
+                error: Some(why),
+                ..record.entry(&format!("pin/{verb}"), name)
+            },
+        );
+    }
+
+    /// Queues `entry`, with `record`'s templates when it keeps arguments.
+    fn record(&self, record: &Record<'_>, entry: crate::activity::Entry) {
+        let keeps = entry.arguments.is_some() || entry.result.is_some();
+        let templates =
+            if keeps { record.entry.templates().into_iter().map(str::to_owned).collect() } else { Vec::new() };
+        self.activity.record(crate::activity::Pending { entry, templates });
     }
 
     /// [`Daemon::ask`] without its record; `leased` gets the instance's pid and pool
@@ -170,6 +284,74 @@ impl Daemon {
         lease.finish().await;
         answer.map_err(Failure::Server)
     }
+}
+
+/// The server entry and origin of the entries of one request.
+struct Record<'a> {
+    entry: &'a ServerEntry,
+    origin: &'a Origin,
+}
+
+impl Record<'_> {
+    /// An entry of `method` naming `name`, the rest zero, to be filled in.
+    fn entry(&self, method: &str, name: &str) -> crate::activity::Entry {
+        crate::activity::Entry {
+            id: 0,
+            started_ms: 0,
+            duration_us: 0,
+            path: self.origin.path.clone(),
+            client: self.origin.client.clone(),
+            server: self.entry.name.clone(),
+            pid: None,
+            key: None,
+            method: method.to_owned(),
+            name: name.to_owned(),
+            outcome: String::new(),
+            code: None,
+            error: None,
+            bytes_in: 0,
+            bytes_out: 0,
+            notifications: 0,
+            answered: None,
+            arguments: None,
+            result: None,
+        }
+    }
+}
+
+/// What a request sends as its arguments (JSON text): `params.arguments` when it has
+/// them (a tool call, a prompt), else all of `params` (a read's URI, a completion).
+fn arguments_of(request: &Message) -> String {
+    #[derive(serde::Deserialize)]
+    struct Request<'a> {
+        #[serde(borrow)]
+        params: Option<&'a serde_json::value::RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow)]
+        arguments: Option<&'a serde_json::value::RawValue>,
+    }
+    let Ok(Request { params: Some(params) }) = serde_json::from_str::<Request<'_>>(request.as_str()) else {
+        return "null".to_owned();
+    };
+    match serde_json::from_str::<Params<'_>>(params.get()) {
+        Ok(Params { arguments: Some(arguments) }) => arguments.get().to_owned(),
+        _ => params.get().to_owned(),
+    }
+}
+
+/// How a caller answered a server's request: an elicitation's `action`, a sampling's
+/// `model`.
+fn answer_said(response: &Message) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Said {
+        action: Option<String>,
+        model: Option<String>,
+    }
+    let result = mcpx_proto::response_result(response).ok()?;
+    let said = serde_json::from_str::<Said>(result.get()).ok()?;
+    said.action.or(said.model)
 }
 
 /// The tool or prompt a request names (`params.name`), the URI it reads

@@ -200,6 +200,8 @@ pub struct Observed {
     /// Whether that set differs from before the listing (MCP sessions are to hear
     /// `list_changed`).
     pub changed: bool,
+    /// The names held now that were not before (the activity record's `pin/held`).
+    pub newly: Vec<String>,
 }
 
 /// A user's decision on one held definition ([`Pins::decide`]).
@@ -263,7 +265,7 @@ impl Pins {
     /// text.
     pub fn observe(&self, key: &str, server: &str, mode: Pinning, kind: Kind, listed: Listed<'_>) -> Observed {
         if mode == Pinning::Off {
-            return Observed { held: Arc::default(), changed: false };
+            return Observed { held: Arc::default(), changed: false, newly: Vec::new() };
         }
         let Listed { items, listing } = listed;
         let mut h = std::hash::DefaultHasher::new();
@@ -275,7 +277,7 @@ impl Pins {
         let id = (key.to_owned(), kind);
         if let Some((seen, held)) = lock(&self.memo).get(&id) {
             if *seen == print {
-                return Observed { held: held.clone(), changed: false };
+                return Observed { held: held.clone(), changed: false, newly: Vec::new() };
             }
         }
         let listed: BTreeMap<String, (String, Value)> = items
@@ -323,7 +325,8 @@ impl Pins {
         }
         drop(sets);
         lock(&self.memo).insert(id, (print, held.clone()));
-        Observed { changed: *held != before, held }
+        let newly = held.difference(&before).cloned().collect();
+        Observed { changed: *held != before, held, newly }
     }
 
     /// The names of `kind` held for the server of cache key `key`, as last compared.

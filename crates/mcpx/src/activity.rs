@@ -10,7 +10,10 @@ use crate::sanitize;
 
 /// What `mcpx activity` was asked: the filters, and how to print.
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ActivityArgs {
+    #[command(subcommand)]
+    show: Option<Show>,
     /// Only this server's calls.
     #[arg(long)]
     server: Option<String>,
@@ -29,11 +32,17 @@ pub struct ActivityArgs {
     /// Only calls of the last DURATION (`10m`, `2h`, `7d`).
     #[arg(long, value_name = "DURATION")]
     since: Option<String>,
+    /// Only calls older than DURATION (`1h`: those before the last hour).
+    #[arg(long, value_name = "DURATION")]
+    until: Option<String>,
     /// At most this many, newest first.
     #[arg(long, default_value_t = 50)]
     limit: usize,
+    /// Keep watching: print each call as it is recorded, until interrupted.
+    #[arg(long, conflicts_with_all = ["stats", "clear", "until"])]
+    follow: bool,
     /// Empty the record.
-    #[arg(long, conflicts_with_all = ["server", "tool", "client", "errors", "slow", "since", "stats"])]
+    #[arg(long, conflicts_with_all = ["server", "tool", "client", "errors", "slow", "since", "until", "stats"])]
     clear: bool,
     /// Per server and tool over the calls kept: calls, the share that did not end `ok`,
     /// and the 50th, 95th and 99th percentile of their durations (every call kept,
@@ -42,27 +51,44 @@ pub struct ActivityArgs {
     stats: bool,
 }
 
+/// `mcpx activity show ID`.
+#[derive(Debug, clap::Subcommand)]
+enum Show {
+    /// One entry whole: every field, and its arguments and result when kept.
+    Show {
+        /// The entry's id (the first column of `mcpx activity`).
+        id: u64,
+    },
+}
+
+/// How often `--follow` asks for what is new.
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Runs `mcpx activity`: prints the entries (with `json`, one object a line).
 ///
-/// Errors: a malformed `--since` (`usage`); those of `POST /v1/activity`.
+/// Errors: a malformed `--since` or `--until` (`usage`); an unknown id (`usage`);
+/// those of `POST /v1/activity`.
 pub async fn run(client: &Client, args: ActivityArgs, json: bool) -> Result<i32, ApiError> {
-    let since_ms = match &args.since {
-        Some(text) => {
-            let span = mcpx_daemon::config::units::parse_duration(text)
-                .map_err(|e| ApiError::new(ErrorKind::Usage, format!("--since {text}: {e}")))?;
-            Some(mcpx_daemon::schema::now_ms().saturating_sub(span.as_millis() as u64))
-        }
-        None => None,
+    if let Some(Show::Show { id }) = args.show {
+        return show(client, id, json).await;
+    }
+    let ago = |flag: &str, text: &Option<String>| -> Result<Option<u64>, ApiError> {
+        let Some(text) = text else { return Ok(None) };
+        let span = mcpx_daemon::config::units::parse_duration(text)
+            .map_err(|e| ApiError::new(ErrorKind::Usage, format!("{flag} {text}: {e}")))?;
+        Ok(Some(mcpx_daemon::schema::now_ms().saturating_sub(span.as_millis() as u64)))
     };
-    let req = ActivityRequest {
+    let mut req = ActivityRequest {
         server: args.server,
         name: args.tool,
         client: args.client,
         errors: args.errors,
         slow_ms: args.slow,
-        since_ms,
+        since_ms: ago("--since", &args.since)?,
+        until_ms: ago("--until", &args.until)?,
         limit: if args.stats { 0 } else { args.limit },
         clear: args.clear,
+        ..ActivityRequest::default()
     };
     let entries: Vec<Entry> = client.post("/v1/activity", &req).await?;
     if args.clear {
@@ -72,35 +98,103 @@ pub async fn run(client: &Client, args: ActivityArgs, json: bool) -> Result<i32,
     if args.stats {
         return Ok(print_stats(&stats(&entries), json));
     }
-    if json {
-        for entry in &entries {
-            say_json(&serde_json::to_string(entry).unwrap_or_default());
+    if !args.follow {
+        if entries.is_empty() && !json {
+            say("no calls recorded (yet)");
         }
+        print(&entries, json, true);
         return Ok(0);
     }
-    if entries.is_empty() {
-        say("no calls recorded (yet)");
+    // Oldest first from here on: what was there, then each new entry as it comes.
+    let mut entries = entries;
+    entries.reverse();
+    print(&entries, json, true);
+    req.after_id = entries.last().map_or(Some(0), |e| Some(e.id));
+    req.since_ms = None;
+    req.limit = 0;
+    loop {
+        tokio::time::sleep(FOLLOW_EVERY).await;
+        let new: Vec<Entry> = client.post("/v1/activity", &req).await?;
+        if let Some(last) = new.last() {
+            req.after_id = Some(last.id);
+        }
+        print(&new, json, false);
+    }
+}
+
+/// `mcpx activity show ID`: the entry whole, each field on a line of its own (with
+/// `json`, the entry as one object).
+async fn show(client: &Client, id: u64, json: bool) -> Result<i32, ApiError> {
+    let req = ActivityRequest { id: Some(id), ..ActivityRequest::default() };
+    let entries: Vec<Entry> = client.post("/v1/activity", &req).await?;
+    let Some(entry) = entries.into_iter().next() else {
+        return Err(ApiError::new(
+            ErrorKind::Usage,
+            format!("no entry {id} in the activity record: `mcpx activity` lists the ids"),
+        ));
+    };
+    if json {
+        say_json(&serde_json::to_string(&entry).unwrap_or_default());
         return Ok(0);
+    }
+    let serde_json::Value::Object(fields) = serde_json::to_value(&entry).unwrap_or_default() else { return Ok(0) };
+    for (key, value) in fields {
+        let value = match (key.as_str(), value) {
+            ("started_ms", serde_json::Value::Number(ms)) => {
+                let ms = ms.as_u64().unwrap_or_default();
+                format!("{ms} ({} UTC)", time_of_day(ms))
+            }
+            ("arguments" | "result", serde_json::Value::String(text)) => sanitize::json(&text).into_owned(),
+            (_, serde_json::Value::String(text)) => sanitize::line(&text).into_owned(),
+            (_, other) => other.to_string(),
+        };
+        say(&format!("{key}: {value}"));
+    }
+    Ok(0)
+}
+
+/// Prints `entries` as a table (with `header`, under one), or with `json` one object
+/// a line.
+fn print(entries: &[Entry], json: bool, header: bool) {
+    if json {
+        for entry in entries {
+            say_json(&serde_json::to_string(entry).unwrap_or_default());
+        }
+        return;
+    }
+    if entries.is_empty() {
+        return;
     }
     let cells: Vec<Vec<String>> = entries
         .iter()
         .map(|e| {
-            let outcome = match (&e.code, &e.error) {
+            let outcome = match (&e.code, &e.answered) {
                 (Some(code), _) => format!("{} {code}", e.outcome),
+                (None, Some(said)) => format!("{} ({said})", e.outcome),
                 _ => e.outcome.clone(),
+            };
+            let call = match e.method.as_str() {
+                "tools/call" | "prompts/get" | "resources/read" => format!("{}.{}", e.server, e.name),
+                method => format!("{}.{} {method}", e.server, e.name),
             };
             vec![
                 e.id.to_string(),
                 time_of_day(e.started_ms),
+                sanitize::line(&e.path).into_owned(),
                 sanitize::line(&e.client).into_owned(),
-                sanitize::line(&format!("{}.{}", e.server, e.name)).into_owned(),
-                outcome,
+                sanitize::line(&call).into_owned(),
+                sanitize::line(&outcome).into_owned(),
                 format!("{:.1}", e.duration_us as f64 / 1000.0),
             ]
         })
         .collect();
-    table(&["ID", "TIME (UTC)", "CLIENT", "CALL", "OUTCOME", "MS"], &cells);
-    Ok(0)
+    let headers = ["ID", "TIME (UTC)", "PATH", "CLIENT", "CALL", "OUTCOME", "MS"];
+    if header {
+        table(&headers, &cells);
+    } else {
+        let text = crate::output::table_text(&headers, &cells);
+        text.lines().skip(1).for_each(say);
+    }
 }
 
 /// One server's tool (or prompt, or URI) over the calls kept.
@@ -197,6 +291,10 @@ mod tests {
             error: None,
             bytes_in: 0,
             bytes_out: 0,
+            notifications: 0,
+            answered: None,
+            arguments: None,
+            result: None,
         }
     }
 

@@ -138,6 +138,11 @@ pub struct Context {
     pub only: Option<String>,
     /// Run without the kernel's confinement (`--unconfined`).
     pub unconfined: bool,
+    /// How the script came, for the activity record: `run`, `exec`, `serve --code`.
+    pub via: &'static str,
+    /// The MCP client a `serve --code` runs scripts for (`name version`, from its
+    /// `initialize` or a 2026-07-28 request's `_meta`); `None` for the shell.
+    pub for_client: std::sync::Arc<std::sync::Mutex<Option<String>>>,
 }
 
 /// Runs `job`: fetches the runtime module and the declarations from the daemon, writes
@@ -397,10 +402,14 @@ async fn serve_channel(
                 line.clear();
                 match frame {
                     Ok(Frame::Call { id, server, tool, arguments }) => {
-                        let (client, caller, only) = (cx.client.clone(), cx.caller.clone(), cx.only.clone());
-                        calls.spawn(async move {
-                            channel::call(&client, &caller, only.as_deref(), id, server, tool, arguments).await
-                        });
+                        let client = cx.client.clone();
+                        let asker = channel::Asker {
+                            caller: cx.caller.clone(),
+                            only: cx.only.clone(),
+                            via: cx.via,
+                            client: cx.for_client.lock().ok().and_then(|c| c.clone()),
+                        };
+                        calls.spawn(async move { channel::call(&client, &asker, id, server, tool, arguments).await });
                     }
                     Ok(Frame::Text(t)) => break Some(Outcome::Returned(Returned::Text(t))),
                     Ok(Frame::Value(v)) => break Some(Outcome::Returned(Returned::Value(v))),

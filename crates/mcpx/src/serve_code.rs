@@ -46,6 +46,8 @@ pub async fn run(
         deno_dir: deno_dir(opened)?,
         only: server,
         unconfined,
+        via: "serve --code",
+        for_client: Default::default(),
     };
     if unconfined {
         eprintln!("mcpx: {}", sandbox::unconfined_left_open(&cx.engine));
@@ -121,7 +123,10 @@ pub async fn run(
 async fn reply(cx: &Context, request: &Value, version: &std::sync::Mutex<String>) -> Value {
     let id = request["id"].clone();
     let modern = match era::of(request, None) {
-        Era::Modern(_) => true,
+        Era::Modern(modern) => {
+            note_client(cx, modern.client_info.as_ref());
+            true
+        }
         Era::Legacy => false,
         Era::Unsupported(asked) => {
             let supported = revisions();
@@ -133,6 +138,9 @@ async fn reply(cx: &Context, request: &Value, version: &std::sync::Mutex<String>
             return json!({ "jsonrpc": "2.0", "id": id, "error": error });
         }
     };
+    if request["method"] == "initialize" {
+        note_client(cx, request["params"].get("clientInfo"));
+    }
     match answer(cx, request).await {
         Ok(mut result) if modern => {
             if let Some(fields) = result.as_object_mut() {
@@ -150,6 +158,15 @@ async fn reply(cx: &Context, request: &Value, version: &std::sync::Mutex<String>
             json!({ "jsonrpc": "2.0", "id": id, "result": result })
         }
         Err((code, text)) => json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": text } }),
+    }
+}
+
+/// Keeps the client's `clientInfo` (`info`), which its scripts' calls are recorded
+/// under.
+fn note_client(cx: &Context, info: Option<&Value>) {
+    let name = info.and_then(mcpx_daemon::mcp::client_name);
+    if let (Some(name), Ok(mut kept)) = (name, cx.for_client.lock()) {
+        *kept = Some(name);
     }
 }
 

@@ -220,10 +220,10 @@ pub fn nothing_above_transport_names_a_transports_own_type(ws: &Workspace) -> Fi
 /// with `Dir::open_file`: in their directory's descriptor, `O_NOFOLLOW`, mode 0600.
 const WRITES_ALLOWED: [(&str, &str, &str); 9] = [
     (
-        "crates/mcpx-daemon/src/activity.rs",
-        "open_file(FILE, FileUse::ReadWrite)",
-        "activity.redb is an embedded database (redb) opened with O_NOFOLLOW and mode 0600 and handed to it: \
-         redb makes each commit durable and crash-safe itself (copy-on-write pages, a checksummed commit slot)",
+        "crates/mcpx-daemon/src/activity/store.rs",
+        "open_file(name, FileUse::ReadWrite)",
+        "activity/record.persy is an embedded database (persy) opened with O_NOFOLLOW and mode 0600 and handed to it: \
+         persy makes each commit durable and crash-safe itself (a journal, two-phase commit)",
     ),
     (
         "crates/mcpx-daemon/src/log_file.rs",

@@ -19,24 +19,37 @@ fn entry(activity: &Activity, server: &str, outcome: &str, started_ms: u64) -> E
         error: None,
         bytes_in: 10,
         bytes_out: 20,
+        notifications: 0,
+        answered: None,
+        arguments: None,
+        result: None,
     }
+}
+
+fn pending(entry: Entry) -> Pending {
+    Pending { entry, templates: Vec::new() }
+}
+
+fn open(state: &Dir, settings: ActivitySettings) -> Activity {
+    Activity::open(state, settings, Arc::default())
 }
 
 /// `activity` closed (its writer joined: everything queued is written) and opened again.
 fn reopened(activity: Activity, state: &Dir) -> Activity {
+    let settings = activity.settings.clone();
     drop(activity);
-    Activity::open(state)
+    open(state, settings)
 }
 
 #[test]
 fn entries_are_written_off_the_call_and_read_back_newest_first_filtered() {
     let dir = tempfile::tempdir().unwrap();
     let state = Dir::open_unchecked(dir.path()).unwrap();
-    let activity = Activity::open(&state);
+    let activity = open(&state, ActivitySettings::default());
     let now = crate::schema::now_ms();
-    activity.record(entry(&activity, "a", "ok", now - 2));
-    activity.record(entry(&activity, "b", "failed", now - 1));
-    activity.record(entry(&activity, "a", "ok", now));
+    activity.record(pending(entry(&activity, "a", "ok", now - 2)));
+    activity.record(pending(entry(&activity, "b", "failed", now - 1)));
+    activity.record(pending(entry(&activity, "a", "ok", now)));
     let activity = reopened(activity, &state);
     let all = activity.list(&Filter::default()).unwrap();
     assert_eq!(all.iter().map(|e| e.server.as_str()).collect::<Vec<_>>(), ["a", "b", "a"]);
@@ -45,7 +58,7 @@ fn entries_are_written_off_the_call_and_read_back_newest_first_filtered() {
     assert_eq!(errors.iter().map(|e| e.server.as_str()).collect::<Vec<_>>(), ["b"]);
     let of_a = activity.list(&Filter { server: Some("a".into()), limit: 1, ..Filter::default() }).unwrap();
     assert_eq!(of_a.len(), 1);
-    let mode = std::fs::metadata(dir.path().join(FILE)).unwrap().permissions().mode() & 0o777;
+    let mode = std::fs::metadata(dir.path().join(store::DIR).join(store::FILE)).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     // A new daemon reads what the last one wrote; `clear` empties it.
     let again = reopened(activity, &state);
@@ -53,10 +66,55 @@ fn entries_are_written_off_the_call_and_read_back_newest_first_filtered() {
     again.clear().unwrap();
     assert!(again.list(&Filter::default()).unwrap().is_empty());
     // What is older than it is kept for goes with the next write.
-    again.record(entry(&again, "old", "ok", now - KEEP.as_millis() as u64 - 1000));
-    again.record(entry(&again, "new", "ok", now));
+    again.record(pending(entry(&again, "old", "ok", now - ActivitySettings::default().keep.as_millis() as u64 - 1000)));
+    again.record(pending(entry(&again, "new", "ok", now)));
     let again = reopened(again, &state);
     let kept: Vec<String> = again.list(&Filter::default()).unwrap().into_iter().map(|e| e.server).collect();
     assert_eq!(kept, ["new"], "{kept:?}");
     assert_eq!(again.failed.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn the_record_stays_within_its_size_and_a_follower_reads_forward() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = Dir::open_unchecked(dir.path()).unwrap();
+    let cap = 1 << 20;
+    let mut activity = open(&state, ActivitySettings { max_bytes: cap, ..ActivitySettings::default() });
+    let now = crate::schema::now_ms();
+    let mut largest = 0;
+    for round in 0..20u64 {
+        for i in 0..500u64 {
+            let mut e = entry(&activity, "s", "ok", now + round * 1000 + i);
+            e.error = Some("x".repeat(300));
+            activity.record(pending(e));
+            if i % 50 == 0 {
+                largest = largest.max(activity.taken());
+            }
+        }
+        activity = reopened(activity, &state);
+        largest = largest.max(activity.taken());
+    }
+    assert!(largest <= cap, "the file took {largest} bytes, past its {cap}");
+    let kept = activity.list(&Filter::default()).unwrap();
+    assert!(kept.len() > 100 && kept.len() < 2_000, "{}", kept.len());
+    assert_eq!(kept[0].started_ms, now + 19 * 1000 + 499, "the newest are kept");
+    // A follower asks for what came after the newest it has, oldest first.
+    let after = kept[3].id;
+    let newer = activity.list(&Filter { after_id: Some(after), ..Filter::default() }).unwrap();
+    assert_eq!(newer.iter().map(|e| e.id).collect::<Vec<_>>(), [kept[2].id, kept[1].id, kept[0].id]);
+    let one = activity.list(&Filter { id: Some(after), ..Filter::default() }).unwrap();
+    assert_eq!(one.len(), 1);
+    let until = activity.list(&Filter { until_ms: Some(kept[0].started_ms), limit: 1, ..Filter::default() }).unwrap();
+    assert_eq!(until[0].id, kept[1].id);
+    assert_eq!((activity.failed.load(Ordering::Relaxed), activity.dropped.load(Ordering::Relaxed)), (0, 0));
+}
+
+#[test]
+fn off_it_opens_no_file_and_records_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = Dir::open_unchecked(dir.path()).unwrap();
+    let activity = open(&state, ActivitySettings { enabled: false, ..ActivitySettings::default() });
+    activity.record(pending(entry(&activity, "s", "ok", 1)));
+    assert!(!activity.on() && activity.list(&Filter::default()).unwrap().is_empty());
+    assert!(!dir.path().join(store::DIR).join(store::FILE).exists());
 }

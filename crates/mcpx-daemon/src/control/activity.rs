@@ -23,6 +23,9 @@ pub fn activity(d: &Daemon, req: &ActivityRequest) -> Result<Vec<Entry>, ApiErro
         errors: req.errors,
         slower_than_us: req.slow_ms.map(|ms| ms.saturating_mul(1000)),
         since_ms: req.since_ms,
+        until_ms: req.until_ms,
+        after_id: req.after_id,
+        id: req.id,
         limit: req.limit,
     };
     d.activity.list(&filter).map_err(failed)

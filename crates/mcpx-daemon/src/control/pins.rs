@@ -2,6 +2,7 @@
 //! and prompts ([`crate::pins`]), and the user's decisions on what is held (`mcpx pins
 //! ls`, `mcpx pins review`; `docs/api.md`, "Pinning").
 
+use super::reach::shell_origin;
 use crate::api::pins::{FindingRow, PinChange, PinRow, PinnedServer, PinsRequest, ReviewAnswer, ReviewRequest};
 use crate::api::{ApiError, ErrorKind};
 use crate::config::ServerEntry;
@@ -102,6 +103,8 @@ pub async fn review(d: &Daemon, req: &ReviewRequest) -> Result<ReviewAnswer, Api
         d.pins
             .decide(&key, kind, &decision.name, &decision.hash, verdict)
             .map_err(|e| ApiError::new(ErrorKind::Usage, e))?;
+        let verb = if decision.approve { "approved" } else { "rejected" };
+        d.record_pin(entry, &shell_origin(&req.caller, None, None), verb, kind, &decision.name);
         *count += 1;
         if decision.approve && !approved.contains(&kind) {
             approved.push(kind);

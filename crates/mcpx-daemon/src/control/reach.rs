@@ -13,7 +13,7 @@ use crate::api::{ApiError, Caller, ErrorKind};
 use crate::config::{ServerEntry, TransportSpec};
 use crate::daemon::Daemon;
 use crate::instance::{CallContext, CallError, ClientReplies, Instance};
-use crate::lease::{Ask, Failure};
+use crate::lease::{Ask, Failure, Origin};
 use crate::notices::NoticeSender;
 use crate::pool::{Target, Wait};
 use crate::stream::StatusSender;
@@ -31,6 +31,21 @@ pub(super) struct Hearing {
     pub takes: Vec<String>,
     /// What the `calling` status line adds (`{"tool": "echo"}`).
     pub calling: serde_json::Value,
+    /// Who sent it and how, when not the shell itself ([`shell_origin`]).
+    pub origin: Option<Origin>,
+}
+
+/// The origin of a control-API request: `via` (code mode's `exec`, `run`, `serve
+/// --code`) else `shell`, and `client` (the MCP client a `serve --code` runs for) else
+/// `shell` with the caller's pid or session and its working directory. What a caller
+/// says is cut to 200 characters.
+pub(super) fn shell_origin(caller: &Caller, via: Option<&str>, client: Option<&str>) -> Origin {
+    let said = |text: &str| text.chars().take(200).collect::<String>();
+    let shell = || {
+        let cwd = caller.cwd.as_ref().map(|c| format!(" {}", c.display())).unwrap_or_default();
+        format!("shell {}{cwd}", caller_label(caller)).replace("  ", " ").trim_end().to_owned()
+    };
+    Origin { path: via.map_or_else(|| "shell".to_owned(), said), client: client.map_or_else(shell, said) }
 }
 use crate::schema::CacheEntry;
 
@@ -84,6 +99,7 @@ pub(super) async fn through_pool(
             }
         });
     };
+    let origin = hear.origin.clone().unwrap_or_else(|| shell_origin(caller, None, None));
     let context = Arc::new(CallContext {
         label: caller_label(caller),
         notify: hear.notify.clone(),
@@ -102,7 +118,7 @@ pub(super) async fn through_pool(
         check: &check,
         report: &report,
         forward: false,
-        client: format!("shell {}", caller_label(caller)).trim_end().to_owned(),
+        origin,
     };
     let response = d.ask(ask).await.map_err(|e| match e {
         Failure::Refused(e) => e.into(),

@@ -90,7 +90,9 @@ impl Calls {
         let seq = self.ours(token)?;
         let map = lock(&self.map);
         let p = map.get(&seq)?;
-        Some((p.ctx.notify.clone()?, p.progress.clone()?))
+        let target = (p.ctx.notify.clone()?, p.progress.clone()?);
+        p.ctx.heard.note();
+        Some(target)
     }
 
     /// The callers of the requests in flight, one per request.

@@ -52,6 +52,52 @@ pub struct CallContext {
     /// "Logging"), an index into [`super::LOG_LEVELS`]. `None`: the level its session
     /// set with `logging/setLevel`, if any (the instance's listeners keep it).
     pub log_level: Option<usize>,
+    /// What the request carried besides its answer, for the activity record.
+    pub heard: Heard,
+}
+
+/// What one request carried to its caller besides its answer: its progress and log
+/// notifications, counted, and the server's requests the caller answered.
+#[derive(Debug, Default)]
+pub struct Heard {
+    notifications: AtomicU64,
+    requests: Mutex<Vec<HeardRequest>>,
+}
+
+/// A server's request to the caller during a request (`sampling/createMessage`,
+/// `elicitation/create`), and how it was answered.
+#[derive(Debug, Clone)]
+pub struct HeardRequest {
+    /// Its method.
+    pub method: String,
+    /// When it came, milliseconds since the Unix epoch.
+    pub started_ms: u64,
+    /// How long the caller took to answer, microseconds.
+    pub duration_us: u64,
+    /// The answer: the caller's response, or `None` when it gave none in time.
+    pub answer: Option<Message>,
+}
+
+impl Heard {
+    /// Counts one notification carried to the caller.
+    pub fn note(&self) {
+        self.notifications.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The notifications carried so far.
+    pub fn notifications(&self) -> u64 {
+        self.notifications.load(Ordering::Relaxed)
+    }
+
+    /// Keeps a server request the caller was asked.
+    pub fn asked(&self, request: HeardRequest) {
+        lock(&self.requests).push(request);
+    }
+
+    /// The server requests the caller was asked, taken.
+    pub fn take_requests(&self) -> Vec<HeardRequest> {
+        std::mem::take(&mut *lock(&self.requests))
+    }
 }
 
 impl CallContext {

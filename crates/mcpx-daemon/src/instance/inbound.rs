@@ -7,6 +7,10 @@ use mcpx_proto::{Message, MessageKind};
 
 use super::*;
 
+/// The server requests a caller's activity record keeps ([`super::Heard`]): those a
+/// person or a model answers. `roots/list` and `ping` are plumbing.
+const RECORDED_REQUESTS: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
+
 impl Instance {
     /// Handles one message or event from the server.
     pub(super) async fn handle(&self, item: Inbound, events: &mpsc::UnboundedSender<(String, InstanceEvent)>) {
@@ -144,13 +148,24 @@ impl Instance {
         };
         // The only caller in flight is an MCP client that declared this capability:
         // ask it, and hand its answer back to the server under the server's own id.
-        if let Some(answer) = callers.first().filter(|_| callers.len() == 1).and_then(|ctx| ctx.ask_client(&request)) {
+        let sole = callers.first().filter(|_| callers.len() == 1);
+        if let Some((ctx, answer)) = sole.and_then(|ctx| Some((ctx.clone(), ctx.ask_client(&request)?))) {
             let tx = self.tx.clone();
             let server = self.identity.server.clone();
+            let (asked_at, asked_ms) = (std::time::Instant::now(), crate::schema::now_ms());
             tokio::spawn(async move {
-                let reply = match tokio::time::timeout(CLIENT_ANSWER_TIMEOUT, answer).await {
-                    Ok(Ok(response)) => response.with_id(&id),
-                    _ => {
+                let answered = tokio::time::timeout(CLIENT_ANSWER_TIMEOUT, answer).await.ok().and_then(Result::ok);
+                if RECORDED_REQUESTS.contains(&method.as_str()) {
+                    ctx.heard.asked(super::HeardRequest {
+                        method: method.clone(),
+                        started_ms: asked_ms,
+                        duration_us: asked_at.elapsed().as_micros() as u64,
+                        answer: answered.clone(),
+                    });
+                }
+                let reply = match answered {
+                    Some(response) => response.with_id(&id),
+                    None => {
                         tracing::info!(server = %server, method, "the MCP client did not answer a forwarded request");
                         Message::error_response(
                             &id,
@@ -164,6 +179,10 @@ impl Instance {
             return;
         }
         let reply = server_requests::local_answer(&id, &method, &callers);
+        if let Some(ctx) = sole.filter(|_| RECORDED_REQUESTS.contains(&method.as_str())) {
+            let (method, started_ms) = (method.clone(), crate::schema::now_ms());
+            ctx.heard.asked(super::HeardRequest { method, started_ms, duration_us: 0, answer: Some(reply.clone()) });
+        }
         if reply.as_str().contains("\"error\"") && self.may_log() {
             tracing::info!(server = %self.identity.server, method, "answered a server request with an error: no caller can answer it");
         }

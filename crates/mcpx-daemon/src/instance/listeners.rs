@@ -235,6 +235,7 @@ impl Listeners {
                 .or_else(|| listeners.iter().find(|(c, _)| Some(c.key) == sole_key).map(|(_, l)| *l));
             if own.is_none_or(wants) {
                 deliver(notify);
+                sole.inspect(|c| c.heard.note());
                 reached = true;
             }
         }

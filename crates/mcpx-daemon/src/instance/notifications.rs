@@ -80,6 +80,7 @@ impl Instance {
             .collect();
         let callers: HashSet<usize> = admitted.iter().map(identity).collect();
         let ([ctx, ..], 1) = (admitted.as_slice(), callers.len()) else { return false };
+        ctx.heard.note();
         if let Some(notify) = &ctx.notify {
             self.deliver(notify, m.clone());
             return true;

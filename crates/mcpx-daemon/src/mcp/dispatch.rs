@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::config::ServerEntry;
 use crate::daemon::Daemon;
 use crate::instance::Instance;
-use crate::lease::Ask;
+use crate::lease::{Ask, Origin};
 use crate::mcp::catalog::list;
 use crate::mcp::owner::{Refusal, by_name, by_uri, context, entry_of, failure};
 use crate::mcp::sessions::ClientSession;
@@ -212,7 +212,7 @@ async fn forward(
         check: &check,
         report: &|_| {},
         forward: true,
-        client: session.client.clone(),
+        origin: Origin { path: session.path.clone(), client: session.client.clone() },
     };
     let result = d.ask(ask).await;
     match result {

@@ -40,7 +40,7 @@ use tokio::sync::Mutex;
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::mcp::era;
-use crate::mcp::routes::{Endpoint, SESSION_HEADER, handle_post};
+use crate::mcp::routes::{Endpoint, SESSION_HEADER, VIA_HEADER, handle_post};
 use crate::sync::lock;
 
 /// The protocol name of the upgrade (`Upgrade: mcpx-mcp/1`): newline-delimited
@@ -257,6 +257,7 @@ impl Link {
     /// or the routing headers (and no session) for a 2026-07-28 request.
     fn headers(&self, routing: &[(&'static str, String)]) -> HeaderMap {
         let mut headers = self.headers.clone();
+        headers.insert(VIA_HEADER, HeaderValue::from_static("serve"));
         if routing.is_empty() {
             if let Some(id) = lock(&self.session).clone() {
                 headers.insert(SESSION_HEADER, id);

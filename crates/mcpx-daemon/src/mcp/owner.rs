@@ -153,5 +153,6 @@ pub(crate) fn context(session: &ClientSession, notify: Option<NoticeSender>) -> 
         shell: false,
         param_headers: session.param_headers.clone(),
         log_level: session.log_level.as_deref().and_then(level_index),
+        heard: Default::default(),
     })
 }

@@ -43,6 +43,9 @@ pub const PPID_HEADER: &str = "x-mcpx-ppid";
 /// Sent on `initialize` (`mcpx serve --discover`): the session offers only mcpx's
 /// discovery tools.
 pub const MODE_HEADER: &str = "x-mcpx-mode";
+/// Set by the daemon on the messages of an `mcpx serve` link (`serve`), for the
+/// activity record's path; removed from HTTP requests, which cannot claim it.
+pub const VIA_HEADER: &str = "x-mcpx-via";
 
 /// The endpoint's state: the daemon it answers from, and its client sessions, shared
 /// by every listener that serves `/mcp` (the control socket, and TCP when enabled).
@@ -188,12 +191,31 @@ pub fn routes() -> Router<Arc<Endpoint>> {
 
 type Tcp = Option<Extension<Stranger>>;
 
-async fn post_aggregate(State(e): S, tcp: Tcp, headers: HeaderMap, body: Bytes) -> Response {
+async fn post_aggregate(State(e): S, tcp: Tcp, mut headers: HeaderMap, body: Bytes) -> Response {
+    headers.remove(VIA_HEADER);
     handle_post(e, None, tcp.map(|t| t.0), headers, body).await
 }
 
-async fn post_server(State(e): S, tcp: Tcp, Path(server): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+async fn post_server(
+    State(e): S,
+    tcp: Tcp,
+    Path(server): Path<String>,
+    mut headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    headers.remove(VIA_HEADER);
     handle_post(e, Some(server), tcp.map(|t| t.0), headers, body).await
+}
+
+/// The activity record's path of a session's requests: `serve` (or `serve <server>`)
+/// over an `mcpx serve` link, else `/mcp` (or `/mcp/<server>`).
+fn path_of(headers: &HeaderMap, server: Option<&str>) -> String {
+    match (header(headers, VIA_HEADER).as_deref() == Some("serve"), server) {
+        (true, None) => "serve".to_owned(),
+        (true, Some(server)) => format!("serve {server}"),
+        (false, None) => "/mcp".to_owned(),
+        (false, Some(server)) => format!("/mcp/{server}"),
+    }
 }
 
 /// `DELETE`: ends the session.
@@ -342,7 +364,9 @@ async fn initialize(
     };
     let caller = caller(d, tcp, headers, Some(session_id.clone()));
     let discover = header(headers, MODE_HEADER).as_deref() == Some("discover");
+    let path = path_of(headers, server.as_deref());
     let mut session = ClientSession::new(server, caller, version.clone(), &params["capabilities"], discover);
+    session.path = path;
     if let Some(name) = sessions::client_name(&params["clientInfo"]) {
         session.client = name;
     }
@@ -464,7 +488,9 @@ async fn modern_request(
     // an instance of its own (design: Pools; docs/api.md says why).
     caller.sessionless = caller.session.is_none();
     let discover = header(headers, MODE_HEADER).as_deref() == Some("discover");
+    let path = path_of(headers, server.as_deref());
     let mut session = ClientSession::new(server, caller, modern.version, &modern.capabilities, discover);
+    session.path = path;
     if let Some(name) = modern.client_info.as_ref().and_then(sessions::client_name) {
         session.client = name;
     }

@@ -48,6 +48,9 @@ pub struct ClientSession {
     /// Its `clientInfo` (`name version`), for the activity record; `mcp client` when it
     /// sent none.
     pub(crate) client: String,
+    /// How it reaches the daemon, for the activity record: `/mcp`, `/mcp/<server>`,
+    /// `serve`, `serve <server>`.
+    pub(crate) path: String,
     /// The negotiated revision.
     pub(crate) version: String,
     /// Exposed tool names of the last listing, to map a call back.
@@ -106,6 +109,7 @@ impl ClientSession {
             server,
             caller,
             client: "mcp client".to_owned(),
+            path: "/mcp".to_owned(),
             version,
             tools: Mutex::default(),
             prompts: Mutex::default(),
@@ -222,7 +226,7 @@ impl ClientSession {
 /// A client's `clientInfo` (`{"name", "version"}`) as the activity record names it:
 /// `name version`, sanitized of nothing (the record's reader escapes it); `None` when
 /// it has no name.
-pub(crate) fn client_name(info: &Value) -> Option<String> {
+pub fn client_name(info: &Value) -> Option<String> {
     let name = info.get("name")?.as_str()?;
     let version = info.get("version").and_then(Value::as_str).unwrap_or_default();
     Some(format!("{name} {version}").trim_end().to_owned())

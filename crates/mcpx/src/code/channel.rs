@@ -73,30 +73,44 @@ pub fn parse(line: &[u8]) -> Result<Frame, String> {
     }
 }
 
+/// Who a script's tool calls are made as.
+#[derive(Debug, Clone)]
+pub struct Asker {
+    /// The caller (pools, scopes, session).
+    pub caller: Caller,
+    /// Only this server's tools (`serve --code --server`).
+    pub only: Option<String>,
+    /// How the script came, for the activity record: `run`, `exec`, `serve --code`.
+    pub via: &'static str,
+    /// The MCP client a `serve --code` runs the script for.
+    pub client: Option<String>,
+}
+
 /// Makes one tool call of the script through the daemon (`POST /v1/call`, as the
 /// caller), and returns the answer line for the script: `{"id", "result"}` with the
-/// `CallToolResult`, or `{"id", "error": {kind, message, code}}`. With `only`, calls
-/// to any other server are refused (`serve --code --server`).
+/// `CallToolResult`, or `{"id", "error": {kind, message, code}}`. With `asker.only`,
+/// calls to any other server are refused (`serve --code --server`).
 pub async fn call(
     client: &Client,
-    caller: &Caller,
-    only: Option<&str>,
+    asker: &Asker,
     id: u64,
     server: String,
     tool: String,
     arguments: Box<RawValue>,
 ) -> Vec<u8> {
-    let answer = match only {
+    let answer = match asker.only.as_deref() {
         Some(only) if only != server => Err(ApiError::new(
             ErrorKind::UnknownServer,
             format!("no server named `{server}` here: this session offers only `{only}`"),
         )),
         _ => {
             let req = CallRequest {
-                caller: caller.clone(),
+                caller: asker.caller.clone(),
                 server: Some(server),
                 tool: Some(tool),
                 arguments: Some(arguments),
+                via: Some(asker.via.to_owned()),
+                client: asker.client.clone(),
                 ..CallRequest::default()
             };
             client.call(Method::POST, "/v1/call", Some(&req)).await

@@ -30,6 +30,10 @@ pub async fn run(
     what: What,
     json: bool,
 ) -> Result<i32, ApiError> {
+    let via = match &what {
+        What::Run(_) => "run",
+        What::Exec(_) => "exec",
+    };
     let (source, args, options) = match what {
         What::Run(a) => {
             let file = std::path::absolute(&a.file).unwrap_or(a.file.clone());
@@ -77,6 +81,8 @@ pub async fn run(
         deno_dir,
         only: None,
         unconfined: options.unconfined,
+        via,
+        for_client: Default::default(),
     };
     let mut logs = Logs::Forward;
     let outcome = tokio::select! {
