@@ -37,6 +37,16 @@ const QUEUE: usize = 4096;
 /// The most entries one transaction writes.
 const BATCH: usize = 32;
 
+/// Who sent a request and by which path, for the activity record
+/// ([`crate::activity::Entry::path`] and [`crate::activity::Entry::client`]).
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// The path: `shell`, `exec`, `serve`, `/mcp/<server>`, ...
+    pub path: String,
+    /// The client: `name version` of an MCP client, `shell pid:N /dir` of the shell.
+    pub client: String,
+}
+
 /// Which entries [`Activity::list`] returns.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {

@@ -340,7 +340,7 @@ impl Daemon {
         listed: Listed<'_>,
     ) -> Arc<BTreeSet<String>> {
         let seen = self.pins.observe(key, &entry.name, entry.pinning, kind, listed);
-        let daemon = crate::lease::Origin { path: "pins".into(), client: "mcpx daemon".into() };
+        let daemon = crate::activity::Origin { path: "pins".into(), client: "mcpx daemon".into() };
         for name in &seen.newly {
             self.record_pin(entry, &daemon, "held", kind, name);
         }

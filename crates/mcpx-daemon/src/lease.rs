@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use mcpx_proto::Message;
 
+use crate::activity::Origin;
 use crate::api::Caller;
 use crate::config::ServerEntry;
 use crate::daemon::Daemon;
@@ -75,16 +76,6 @@ pub struct Ask<'a, E> {
     pub forward: bool,
     /// Who sent it and how, for the activity record.
     pub origin: Origin,
-}
-
-/// Who sent a request and by which path, for the activity record
-/// ([`crate::activity::Entry::path`] and [`crate::activity::Entry::client`]).
-#[derive(Debug, Clone, Default)]
-pub struct Origin {
-    /// The path: `shell`, `exec`, `serve`, `/mcp/<server>`, ...
-    pub path: String,
-    /// The client: `name version` of an MCP client, `shell pid:N /dir` of the shell.
-    pub client: String,
 }
 
 /// The methods a caller's request is recorded for ([`crate::activity`]).

@@ -9,11 +9,12 @@ use std::time::Duration;
 use mcpx_proto::{Message, response_result};
 use serde_json::value::RawValue;
 
+use crate::activity::Origin;
 use crate::api::{ApiError, Caller, ErrorKind};
 use crate::config::{ServerEntry, TransportSpec};
 use crate::daemon::Daemon;
 use crate::instance::{CallContext, CallError, ClientReplies, Instance};
-use crate::lease::{Ask, Failure, Origin};
+use crate::lease::{Ask, Failure};
 use crate::notices::NoticeSender;
 use crate::pool::{Target, Wait};
 use crate::stream::StatusSender;

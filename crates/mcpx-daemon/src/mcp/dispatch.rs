@@ -16,10 +16,11 @@ use mcpx_proto::mcp::error_code;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::activity::Origin;
 use crate::config::ServerEntry;
 use crate::daemon::Daemon;
 use crate::instance::Instance;
-use crate::lease::{Ask, Origin};
+use crate::lease::Ask;
 use crate::mcp::catalog::list;
 use crate::mcp::owner::{Refusal, by_name, by_uri, context, entry_of, failure};
 use crate::mcp::sessions::ClientSession;
