@@ -17,8 +17,9 @@
 use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
 
 use mcpx_config::ActivitySettings;
 use mcpx_platform::fs::Dir;
@@ -88,7 +89,7 @@ pub struct Activity {
     /// The settings it was opened with.
     pub settings: ActivitySettings,
     queue: Option<SyncSender<Pending>>,
-    store: Option<Arc<RwLock<Store>>>,
+    store: Option<Arc<RwLock<Option<Store>>>>,
     /// Entries the full queue dropped.
     pub dropped: Arc<AtomicU64>,
     /// Writes that failed.
@@ -98,16 +99,34 @@ pub struct Activity {
     /// The sequence of ids within one millisecond.
     sequence: AtomicU64,
     /// The writer, joined on drop: what was queued is written before the record closes.
-    writer: Option<std::thread::JoinHandle<()>>,
+    writer: Option<(std::thread::JoinHandle<()>, Mutex<Receiver<()>>)>,
 }
+
+/// How long a closing record waits for its writer to write what is queued.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 impl Drop for Activity {
     fn drop(&mut self) {
         self.queue = None;
-        if let Some(writer) = self.writer.take() {
-            let _ = writer.join();
+        let Some((writer, done)) = self.writer.take() else { return };
+        // The writer drops its end when it returns; one stuck on a disk is left behind
+        // rather than holding the daemon's exit.
+        match done.into_inner().unwrap_or_else(PoisonError::into_inner).recv_timeout(CLOSE_WAIT) {
+            Err(RecvTimeoutError::Timeout) => tracing::warn!("the activity writer did not finish; entries may be lost"),
+            _ => {
+                let _ = writer.join();
+            }
         }
     }
+}
+
+/// The store behind its lock, even after a writer panicked holding it.
+fn read(store: &RwLock<Option<Store>>) -> RwLockReadGuard<'_, Option<Store>> {
+    store.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write(store: &RwLock<Option<Store>>) -> RwLockWriteGuard<'_, Option<Store>> {
+    store.write().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Activity {
@@ -121,7 +140,7 @@ impl Activity {
             return Activity::off(settings, last_error);
         }
         let store = match Store::open(state) {
-            Ok(store) => Arc::new(RwLock::new(store)),
+            Ok(store) => Arc::new(RwLock::new(Some(store))),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot open the activity record: calls are not recorded");
                 *lock(&last_error) = Some(format!("cannot open the activity record: {e}"));
@@ -132,14 +151,19 @@ impl Activity {
         let (failed, writer_error) = (Arc::new(AtomicU64::new(0)), last_error.clone());
         let writer = Writer {
             store: store.clone(),
+            state: state.clone(),
             failed: failed.clone(),
             last_error: writer_error,
             settings: settings.clone(),
             redactor: redact::Redactor::new(state.clone(), env),
         };
-        let spawned = std::thread::Builder::new().name("mcpx-activity".into()).spawn(move || writer.run(entries));
+        let (finished, done) = std::sync::mpsc::channel::<()>();
+        let spawned = std::thread::Builder::new().name("mcpx-activity".into()).spawn(move || {
+            let _finished = finished;
+            writer.run(entries);
+        });
         let writer = match spawned {
-            Ok(writer) => writer,
+            Ok(writer) => (writer, Mutex::new(done)),
             Err(e) => {
                 *lock(&last_error) = Some(format!("cannot start the activity writer: {e}"));
                 return Activity::off(settings, last_error);
@@ -198,7 +222,8 @@ impl Activity {
     /// Errors: the record cannot be read (the message says why).
     pub fn list(&self, filter: &Filter) -> Result<Vec<Entry>, String> {
         let Some(store) = &self.store else { return Ok(Vec::new()) };
-        let store = store.read().map_err(|_| "the activity record is poisoned".to_owned())?;
+        let store = read(store);
+        let Some(store) = store.as_ref() else { return Err(self.closed()) };
         let from = filter.since_ms.map_or(0, |ms| ms << 20).max(filter.after_id.map_or(0, |id| id.saturating_add(1)));
         let until = filter.until_ms.map_or(u64::MAX, |ms| ms << 20);
         let (from, until) = match filter.id {
@@ -227,13 +252,20 @@ impl Activity {
     /// Errors: the record cannot be written (the message says why).
     pub fn clear(&self) -> Result<(), String> {
         let Some(store) = &self.store else { return Ok(()) };
-        let mut store = store.write().map_err(|_| "the activity record is poisoned".to_owned())?;
+        let mut store = write(store);
+        let Some(store) = store.as_mut() else { return Err(self.closed()) };
         store.clear()
+    }
+
+    /// Why the store is closed: the last error.
+    fn closed(&self) -> String {
+        let why = lock(&self.last_error).clone().unwrap_or_default();
+        format!("the record is closed after an error ({why}); it opens again at the next call")
     }
 
     /// What the record's files take on disk, in bytes.
     pub fn taken(&self) -> u64 {
-        self.store.as_ref().and_then(|s| s.read().ok().map(|s| s.taken().0)).unwrap_or(0)
+        self.store.as_ref().and_then(|s| read(s).as_ref().map(|s| s.taken().0)).unwrap_or(0)
     }
 }
 
@@ -248,7 +280,8 @@ fn keeps(filter: &Filter, entry: &Entry) -> bool {
 
 /// The writer thread's side.
 struct Writer {
-    store: Arc<RwLock<Store>>,
+    store: Arc<RwLock<Option<Store>>>,
+    state: Dir,
     failed: Arc<AtomicU64>,
     last_error: Arc<Mutex<Option<String>>>,
     settings: ActivitySettings,
@@ -262,12 +295,29 @@ impl Writer {
             let mut batch = vec![first];
             batch.extend(entries.try_iter().take(BATCH - 1));
             let batch: Vec<Entry> = batch.into_iter().map(|p| self.masked(p)).collect();
-            if let Err(e) = self.write(&batch).and_then(|()| self.bound()) {
+            let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.write(&batch).and_then(|()| self.bound())
+            }))
+            .unwrap_or_else(|_| Err("the store panicked".to_owned()));
+            if let Err(e) = written {
                 self.failed.fetch_add(batch.len() as u64, Ordering::Relaxed);
                 tracing::warn!(error = %e, "cannot write the activity record");
                 *lock(&self.last_error) = Some(e);
+                self.reopen();
             }
         }
+    }
+
+    /// Opens the store afresh after a failed write, whose transaction may have left a
+    /// lock or a half-made page behind; left closed (and tried again at the next batch)
+    /// when it cannot be opened.
+    fn reopen(&self) {
+        let mut store = write(&self.store);
+        *store = None;
+        // Dropping a store whose last commit failed may panic in persy; it is closed.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(store.take())));
+        *store = Store::open(&self.state).ok();
+        self.store.clear_poison();
     }
 
     /// The entry of `pending`, its kept arguments and result masked and cut.
@@ -285,14 +335,21 @@ impl Writer {
     fn write(&self, batch: &[Entry]) -> Result<(), String> {
         let rows: Vec<(u64, Vec<u8>)> =
             batch.iter().map(|e| (e.id, serde_json::to_vec(e).unwrap_or_default())).collect();
-        self.store.read().map_err(|_| "poisoned".to_owned())?.write(&rows)
+        if read(&self.store).is_none() {
+            *write(&self.store) = Some(Store::open(&self.state)?);
+        }
+        match read(&self.store).as_ref() {
+            Some(store) => store.write(&rows),
+            None => Err("the record is closed".to_owned()),
+        }
     }
 
     /// Removes what is older than the settings keep; starts a new generation when the
     /// written one takes its half of the size, less room for a batch.
     fn bound(&self) -> Result<(), String> {
         let cutoff = crate::schema::now_ms().saturating_sub(self.settings.keep.as_millis() as u64) << 20;
-        let mut store = self.store.write().map_err(|_| "poisoned".to_owned())?;
+        let mut store = write(&self.store);
+        let Some(store) = store.as_mut() else { return Ok(()) };
         store.remove_before(cutoff)?;
         let half = self.settings.max_bytes / 2;
         if store.taken().1 > half - half / 4 {

@@ -26,6 +26,9 @@ pub const OLD: &str = "record.old.persy";
 /// The index of entries.
 const INDEX: &str = "entries";
 
+/// How long a write waits for a lock of the store.
+const LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The two generations of the record.
 pub struct Store {
     state: Dir,
@@ -167,7 +170,10 @@ fn generation(state: &Dir, name: &str) -> Result<Persy, String> {
         Persy::create_from_file(file).map_err(|e| fail(e.to_string()))?;
     }
     let file = state.open_file(name, FileUse::ReadWrite).map_err(|e| fail(e.to_string()))?;
-    let persy = Persy::open_from_file(file, Config::new()).map_err(|e| fail(e.to_string()))?;
+    let mut config = Config::new();
+    // A lock a failed commit left behind fails the next write soon, not in a day.
+    config.change_transaction_lock_timeout(LOCK_TIMEOUT);
+    let persy = Persy::open_from_file(file, config).map_err(|e| fail(e.to_string()))?;
     if !persy.exists_index(INDEX).map_err(|e| fail(e.to_string()))? {
         let mut tx = persy.begin().map_err(|e| fail(e.to_string()))?;
         tx.create_index::<u64, ByteVec>(INDEX, ValueMode::Replace).map_err(|e| fail(e.to_string()))?;
