@@ -26,7 +26,7 @@ from .callers import Caller, HttpCaller, ServeCaller, Shared, ShellCaller
 from .faults import MEAN_GAP_S, Faults
 from .report import summary_lines, write_benchmarks
 from .watch import FD_SLACK, Watch
-from .world import CALL_TIMEOUT_S, Config, Ledger, Timeline
+from .world import ACTIVITY_CAP, CALL_TIMEOUT_S, Config, Ledger, Timeline
 
 CALLERS = (("shell", ShellCaller, 4), ("serve", ServeCaller, 2), ("http", HttpCaller, 2))
 
@@ -196,6 +196,7 @@ def summarize(
         ("leftover processes", len(leftovers)),
         ("daemon lifetimes whose descriptors grew", len(grown)),
         ("failed upgrades", len(faults.failures)),
+        ("activity records over their cap", int(watch.record_max > ACTIVITY_CAP)),
         ("driver errors", len(driver_errors)),
     ):
         if n:
@@ -245,6 +246,8 @@ def summarize(
             max((s[1] for lt in lifetimes for s in lt.samples), default=0),
         ],
         "rss_kib_max": max((s[2] for lt in lifetimes for s in lt.samples), default=0),
+        "record_max": watch.record_max,
+        "record_cap": ACTIVITY_CAP,
         "rss_kib_last": lifetimes[-1].samples[-1][2] if lifetimes else 0,
         "longest_lifetime_s": round(max((lt.seconds for lt in lifetimes), default=0)),
         "leftovers": leftovers,

@@ -28,6 +28,7 @@ def summary_lines(s: dict) -> list[str]:
         f" descriptors {s['fd_range'][0]} to {s['fd_range'][1]}, growth within a lifetime at most {s['fd_growth_max']} (allowed {s['fd_slack']});"
         f" RSS at most {s['rss_kib_max'] / 1024:.1f} MiB, {s['rss_kib_last'] / 1024:.1f} MiB at the end",
         f"  leftover        {len(s['leftovers'])} processes after `mcpx stop --all`",
+        f"  activity        the record took at most {s['record_max'] / 1024:.0f} KiB on disk (its cap {s['record_cap'] / 1024:.0f} KiB)",
     ]
     for what in (
         "slowest",
@@ -79,6 +80,7 @@ def section(s: dict) -> list[str]:
         f"| daemon lifetimes (judged) | {s['lifetimes']} ({s['lifetimes_judged']}) |",
         f"| descriptor growth within a lifetime, at most (allowed) | {s['fd_growth_max']} ({s['fd_slack']}) |",
         f"| daemon RSS, at most | {s['rss_kib_max'] / 1024:.1f} MiB |",
+        f"| activity record on disk, at most (its cap) | {s['record_max'] / 1024:.0f} KiB ({s['record_cap'] / 1024:.0f} KiB) |",
         f"| the longest `mcpx upgrade` | {s['upgrade_s_max']} s |",
         "",
         f"Failed, by kind: {kinds(s['failed_by_kind'])}. Faults: {kinds(s['faults'])}.",

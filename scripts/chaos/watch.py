@@ -40,6 +40,20 @@ def daemon_pid(m: Mcpx) -> int | None:
     return pid
 
 
+def record_bytes(m: Mcpx) -> int:
+    """What the activity record's files take on disk (allocated blocks, as `du` counts)."""
+    total = 0
+    try:
+        for entry in os.scandir(Path(m.env["MCPX_STATE_DIR"]) / "activity"):
+            try:
+                total += entry.stat(follow_symlinks=False).st_blocks * 512
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return total
+
+
 def rss_kib(pid: int) -> int | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -75,9 +89,11 @@ class Watch(threading.Thread):
         super().__init__(name="watch", daemon=True)
         self.m, self.stop = m, stop
         self.samples: list[tuple[float, int, int, int]] = []  # (time, pid, descriptors, RSS KiB)
+        self.record_max = 0  # the most the activity record's files took on disk, in bytes
 
     def run(self) -> None:
         while not self.stop.wait(SAMPLE_S):
+            self.record_max = max(self.record_max, record_bytes(self.m))
             pid = daemon_pid(self.m)
             if pid is None:
                 continue

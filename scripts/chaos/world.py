@@ -115,6 +115,11 @@ def fake_server(fake: Path, tag: str, **mcpx: object) -> dict:
     }
 
 
+# The activity record's size during the soak, in bytes (`"activity": {"maxBytes": ...}`): the
+# smallest it takes, so the soak checks the bound holds under calls, kills and upgrades.
+ACTIVITY_CAP = 1 << 20
+
+
 class Config:
     """The servers of the run's configuration file; every edit rewrites the file atomically (a
     temporary file renamed over it), so mcpx never reads half of one.
@@ -144,7 +149,8 @@ class Config:
 
     def write(self) -> None:
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"mcpServers": self.servers}, indent=2) + "\n")
+        config = {"activity": {"maxBytes": ACTIVITY_CAP}, "mcpServers": self.servers}
+        tmp.write_text(json.dumps(config, indent=2) + "\n")
         os.replace(tmp, self.path)
 
     def names(self) -> list[str]:

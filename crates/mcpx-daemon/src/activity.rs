@@ -131,20 +131,22 @@ fn write(store: &RwLock<Option<Store>>) -> RwLockWriteGuard<'_, Option<Store>> {
 
 impl Activity {
     /// The record in `state` (the open state directory), its writer started, masking
-    /// with `env` (the daemon's environment). A record that cannot be opened is off,
-    /// and says why in `last_error`: calls go on. With `settings.enabled` false it is
-    /// off, and the file is not opened.
+    /// with `env` (the daemon's environment). A record that cannot be opened says why
+    /// in `last_error`, and the writer tries again at each batch: calls go on. With
+    /// `settings.enabled` false it is off, and the file is not opened.
     pub fn open(state: &Dir, settings: ActivitySettings, env: Arc<HashMap<String, String>>) -> Activity {
         let last_error = Arc::new(Mutex::new(None));
         if !settings.enabled {
             return Activity::off(settings, last_error);
         }
+        // One that cannot be opened now (a daemon being replaced still holds it) is
+        // opened by the writer at its first batch.
         let store = match Store::open(state) {
             Ok(store) => Arc::new(RwLock::new(Some(store))),
             Err(e) => {
-                tracing::warn!(error = %e, "cannot open the activity record: calls are not recorded");
+                tracing::warn!(error = %e, "cannot open the activity record yet");
                 *lock(&last_error) = Some(format!("cannot open the activity record: {e}"));
-                return Activity::off(settings, last_error);
+                Arc::new(RwLock::new(None))
             }
         };
         let (queue, entries) = std::sync::mpsc::sync_channel(QUEUE);
@@ -337,6 +339,10 @@ impl Writer {
             batch.iter().map(|e| (e.id, serde_json::to_vec(e).unwrap_or_default())).collect();
         if read(&self.store).is_none() {
             *write(&self.store) = Some(Store::open(&self.state)?);
+            // Opened late with nothing lost: what kept it closed is over.
+            if self.failed.load(Ordering::Relaxed) == 0 {
+                *lock(&self.last_error) = None;
+            }
         }
         match read(&self.store).as_ref() {
             Some(store) => store.write(&rows),
