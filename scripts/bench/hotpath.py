@@ -63,6 +63,7 @@ class HotResults:
     calls: int
     rust_peer: str | None  # why it is missing, or None when measured
     versions: dict
+    record: dict[str, list[dict]]  # "on"/"off": the activity record's side-by-side reports
 
 
 def load(args, *argv: str, env: dict | None = None) -> dict:
@@ -149,6 +150,15 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         m.refresh(["fake"])
         port = m.http_port(m.status())
         daemon, sup, server = m.instance("fake")
+        # The same mcpx with the activity record off, for its cost side by side.
+        off = {"activity": {"enabled": False}}
+        m_off = private_mcpx(args.mcpx, base / "m-off", {"fake": fake_entry(fake)}, registry, http=True, settings=off)
+        m_off.refresh(["fake"])
+        record_urls = {
+            "on": (f"http://127.0.0.1:{port}/mcp/fake", daemon),
+            "off": (f"http://127.0.0.1:{m_off.http_port(m_off.status())}/mcp/fake", m_off.instance("fake")[0]),
+        }
+        record: dict[str, list[dict]] = {"on": [], "off": []}
         rust_peer = None
         if args.quick:
             rust_why = "not built in the quick mode"
@@ -247,6 +257,27 @@ def run(args, tmp: Path, registry: list) -> HotResults:
                     f"http://127.0.0.1:{port}/mcp/fake",
                 )
             )
+            # On and off in turn, the order flipped each round, so a drift of the machine
+            # falls on both.
+            for side in ("on", "off") if r % 2 == 0 else ("off", "on"):
+                url, pid = record_urls[side]
+                record[side].append(
+                    load(
+                        args,
+                        "-c",
+                        str(CONNECTIONS),
+                        "--seconds",
+                        str(args.hotpath_seconds),
+                        "--warmup",
+                        warm,
+                        "--tool",
+                        "echo",
+                        "--pid",
+                        f"daemon={pid}",
+                        "http",
+                        url,
+                    )
+                )
             log(f"hotpath: round {r + 1}: " + ", ".join(f"{p.key} {p.tput[-1]['calls_per_s']:.0f}/s" for p in http))
         if m.instance("fake") != (daemon, sup, server):
             raise BenchError("hotpath: mcpx's daemon, supervisor or server changed during the rounds")
@@ -267,6 +298,7 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         args.hotpath_calls,
         rust_why,
         versions,
+        record,
     )
 
 
@@ -337,6 +369,11 @@ def targets(h: HotResults) -> list[tuple[str, str, str, str, str]]:
     ls_ms = median(h.ls) * 1000
     mult = median((r["peak"] - r["idle"]) * 1024 / BIG_BYTES for r in h.rss)
     unmeasured = "" if rust else " (peer not measured)"
+    on, off = h.record["on"], h.record["off"]
+    record_cpu = median(r["cpu_us_per_call"]["daemon"] for r in on) - median(
+        r["cpu_us_per_call"]["daemon"] for r in off
+    )
+    on_rate, off_rate = median(r["calls_per_s"] for r in on), median(r["calls_per_s"] for r in off)
     return [
         (
             "`/mcp/<server>` throughput, 16 connections, against direct",
@@ -365,6 +402,13 @@ def targets(h: HotResults) -> list[tuple[str, str, str, str, str]]:
             us_(cpu),
             "≤ 60 µs",
             "yes" if cpu <= 60 else "no",
+        ),
+        (
+            f"the activity record's cost, {CONNECTIONS} connections on `/mcp/<server>`, on against off",
+            "-",
+            f"daemon CPU {record_cpu:+.1f} µs per call; {on_rate / off_rate:.3f}× ({on_rate:,.0f} / {off_rate:,.0f} calls/s)",
+            "≤ +5 µs, and ≥ 0.95×",
+            "yes" if record_cpu <= 5 and on_rate >= 0.95 * off_rate else "no",
         ),
         ("`mcpx ls`, whole process", "1.95 ms", f"{ls_ms:.2f} ms", "≤ 1 ms", "yes" if ls_ms <= 1 else "no"),
         (
@@ -396,7 +440,10 @@ def section(n: int, h: HotResults, info: dict) -> list[str]:
         f"the echo tool back to back for {h.seconds:g} s (calls/s), then one connection making {h.calls} calls one "
         "after the other (latency: the median per call); then the stdio paths (one caller, the same calls) and "
         f"{CPU_CALLERS} callers on the daemon's control socket (`/mcp`, CPU time per call of the daemon, the "
-        "supervisor and the server, user + system from the OS). Each run of the load generator starts with an untimed warm-up. "
+        "supervisor and the server, user + system from the OS); then the activity record's cost: the same "
+        f"{CONNECTIONS} connections on `/mcp/fake` of this mcpx (the record on, as by default) and of a second one "
+        'configured `"activity": {"enabled": false}`, in turn, the order flipped each round, with the daemon\'s CPU '
+        "time per call. Each run of the load generator starts with an untimed warm-up. "
         f'The figures are medians over the rounds. "Today" is the issue\'s figures, measured on {TODAY_DATE} with '
         "`wrk` and the Python client on this kind of machine.",
         "",

@@ -115,13 +115,16 @@ class Mcpx:
         return self.daemon_pid(), sup, pid
 
 
-def private_mcpx(binary: Path, base: Path, servers: dict, registry: list, http: bool = False) -> Mcpx:
+def private_mcpx(
+    binary: Path, base: Path, servers: dict, registry: list, http: bool = False, settings: dict | None = None
+) -> Mcpx:
     """A private mcpx in `base`: its own state, cache and runtime directories and config file
-    (with `servers`); with `http`, its daemon also serves /mcp on TCP loopback, without auth. It is
-    added to `registry`, whose every mcpx is stopped at the end."""
+    (with `servers`, and the top-level `settings`: `{"activity": {...}}`); with `http`, its daemon
+    also serves /mcp on TCP loopback, without auth. It is added to `registry`, whose every mcpx is
+    stopped at the end."""
     base.mkdir()
     config = base / "config.json"
-    config.write_text(json.dumps({"mcpServers": servers}, indent=2) + "\n")
+    config.write_text(json.dumps({**(settings or {}), "mcpServers": servers}, indent=2) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCPX_")}
     env.update(
         MCPX_STATE_DIR=str(base / "s"),

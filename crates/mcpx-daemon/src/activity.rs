@@ -35,8 +35,9 @@ use store::Store;
 /// Entries waiting for the writer, at most; more are dropped (and counted).
 const QUEUE: usize = 4096;
 
-/// The most entries one transaction writes.
-const BATCH: usize = 32;
+/// How long the writer gathers entries before it writes them, in one transaction (a
+/// commit syncs the disk, so under load one per this is enough).
+const GATHER: Duration = Duration::from_millis(100);
 
 /// Who sent a request and by which path, for the activity record
 /// ([`crate::activity::Entry::path`] and [`crate::activity::Entry::client`]).
@@ -293,9 +294,18 @@ struct Writer {
 impl Writer {
     /// Writes what comes, a batch a transaction, until the daemon drops the queue.
     fn run(mut self, entries: Receiver<Pending>) {
+        // At most a sixteenth of the size's worth of entries a batch (at about 1 KiB
+        // each on disk), so one batch fits the room left before a rotation.
+        let most = usize::try_from(self.settings.max_bytes >> 14).unwrap_or(usize::MAX).clamp(16, 1024);
         while let Ok(first) = entries.recv() {
             let mut batch = vec![first];
-            batch.extend(entries.try_iter().take(BATCH - 1));
+            let until = std::time::Instant::now() + GATHER;
+            while batch.len() < most {
+                match entries.recv_timeout(until.saturating_duration_since(std::time::Instant::now())) {
+                    Ok(pending) => batch.push(pending),
+                    Err(_) => break,
+                }
+            }
             let batch: Vec<Entry> = batch.into_iter().map(|p| self.masked(p)).collect();
             let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.write(&batch).and_then(|()| self.bound())
