@@ -22,10 +22,10 @@ pub struct ActivityRequest {
     /// Only those that took at least this many milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_ms: Option<u64>,
-    /// Only those started at or after this, milliseconds since the Unix epoch.
+    /// Only those recorded at or after this, milliseconds since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since_ms: Option<u64>,
-    /// Only those started before this, milliseconds since the Unix epoch.
+    /// Only those recorded before this, milliseconds since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_ms: Option<u64>,
     /// Only those recorded after the entry of this id (`mcpx activity --follow` asks
@@ -46,7 +46,8 @@ pub struct ActivityRequest {
 /// One request, as recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
-    /// Its id: in the order the requests started.
+    /// Its id: in the order entries were recorded; the time it was recorded, in
+    /// milliseconds since the Unix epoch, shifted left 20 bits (made unique).
     pub id: u64,
     /// When it started, milliseconds since the Unix epoch.
     pub started_ms: u64,

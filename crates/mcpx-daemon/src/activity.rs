@@ -15,7 +15,6 @@
 //! generation goes when the newer one fills its half.
 
 use std::collections::HashMap;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -34,6 +33,9 @@ use store::Store;
 
 /// Entries waiting for the writer, at most; more are dropped (and counted).
 const QUEUE: usize = 4096;
+
+/// The free space a batch leaves on the record's file system, at least, in bytes.
+const ROOM: u64 = 256 << 10;
 
 /// How long the writer gathers entries before it writes them, in one transaction (a
 /// commit syncs the disk, so under load one per this is enough).
@@ -91,14 +93,14 @@ pub struct Activity {
     pub settings: ActivitySettings,
     queue: Option<SyncSender<Pending>>,
     store: Option<Arc<RwLock<Option<Store>>>>,
+    /// The state directory, to open a closed store again.
+    state: Option<Dir>,
     /// Entries the full queue dropped.
     pub dropped: Arc<AtomicU64>,
     /// Writes that failed.
     pub failed: Arc<AtomicU64>,
     /// Why the last write failed, or the record could not be opened.
     pub last_error: Arc<Mutex<Option<String>>>,
-    /// The sequence of ids within one millisecond.
-    sequence: AtomicU64,
     /// The writer, joined on drop: what was queued is written before the record closes.
     writer: Option<(std::thread::JoinHandle<()>, Mutex<Receiver<()>>)>,
 }
@@ -119,6 +121,15 @@ impl Drop for Activity {
             }
         }
     }
+}
+
+/// What a panic said.
+fn panicked(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic")
 }
 
 /// The store behind its lock, even after a writer panicked holding it.
@@ -152,7 +163,9 @@ impl Activity {
         };
         let (queue, entries) = std::sync::mpsc::sync_channel(QUEUE);
         let (failed, writer_error) = (Arc::new(AtomicU64::new(0)), last_error.clone());
+        let last_id = read(&store).as_ref().map_or(0, Store::last_id);
         let writer = Writer {
+            last_id,
             store: store.clone(),
             state: state.clone(),
             failed: failed.clone(),
@@ -174,12 +187,12 @@ impl Activity {
         };
         Activity {
             settings,
+            state: Some(state.clone()),
             queue: Some(queue),
             store: Some(store),
             dropped: Arc::default(),
             failed,
             last_error,
-            sequence: AtomicU64::new(0),
             writer: Some(writer),
         }
     }
@@ -187,19 +200,14 @@ impl Activity {
     fn off(settings: ActivitySettings, last_error: Arc<Mutex<Option<String>>>) -> Activity {
         Activity {
             settings,
+            state: None,
             queue: None,
             store: None,
             dropped: Arc::default(),
             failed: Arc::default(),
             last_error,
-            sequence: AtomicU64::new(0),
             writer: None,
         }
-    }
-
-    /// An id for a request started at `started_ms`: later than every id given before.
-    pub fn next_id(&self, started_ms: u64) -> u64 {
-        (started_ms << 20) | (self.sequence.fetch_add(1, Ordering::Relaxed) & 0xF_FFFF)
     }
 
     /// Whether entries are recorded (the record is on, and open).
@@ -225,6 +233,7 @@ impl Activity {
     /// Errors: the record cannot be read (the message says why).
     pub fn list(&self, filter: &Filter) -> Result<Vec<Entry>, String> {
         let Some(store) = &self.store else { return Ok(Vec::new()) };
+        self.open_again(store);
         let store = read(store);
         let Some(store) = store.as_ref() else { return Err(self.closed()) };
         let from = filter.since_ms.map_or(0, |ms| ms << 20).max(filter.after_id.map_or(0, |id| id.saturating_add(1)));
@@ -237,16 +246,26 @@ impl Activity {
         if from >= until {
             return Ok(found);
         }
-        let range = (Bound::Included(from), Bound::Excluded(until));
         // A follower reads forward from where it was; everyone else, newest first.
-        store.scan(range, filter.after_id.is_some(), &mut |json| {
-            if let Ok(entry) = serde_json::from_slice::<Entry>(json) {
-                if keeps(filter, &entry) {
-                    found.push(entry);
+        let scanned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.scan(from, until, filter.after_id.is_some(), &mut |json| {
+                if let Ok(entry) = serde_json::from_slice::<Entry>(json) {
+                    if (from..until).contains(&entry.id) && keeps(filter, &entry) {
+                        found.push(entry);
+                    }
                 }
+                filter.limit == 0 || found.len() < filter.limit
+            })
+        }));
+        match scanned {
+            Ok(scanned) => scanned?,
+            Err(panic) => {
+                return Err(format!(
+                    "its files are damaged ({}): `mcpx activity --clear` starts them afresh",
+                    panicked(&*panic)
+                ));
             }
-            filter.limit == 0 || found.len() < filter.limit
-        })?;
+        }
         Ok(found)
     }
 
@@ -254,10 +273,22 @@ impl Activity {
     ///
     /// Errors: the record cannot be written (the message says why).
     pub fn clear(&self) -> Result<(), String> {
-        let Some(store) = &self.store else { return Ok(()) };
+        let (Some(store), Some(state)) = (&self.store, &self.state) else { return Ok(()) };
         let mut store = write(store);
-        let Some(store) = store.as_mut() else { return Err(self.closed()) };
-        store.clear()
+        // A damaged store may panic as it closes; it is closed.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(store.take())));
+        Store::remove(state)?;
+        *store = Some(Store::open(state)?);
+        Ok(())
+    }
+
+    /// Opens `store` again when a failed write closed it (the writer would at its next
+    /// batch); left closed when it still cannot be opened.
+    fn open_again(&self, store: &RwLock<Option<Store>>) {
+        let (None, Some(state)) = (read(store).as_ref(), &self.state) else { return };
+        if let Ok(opened) = Store::open(state) {
+            write(store).get_or_insert(opened);
+        }
     }
 
     /// Why the store is closed: the last error.
@@ -284,6 +315,8 @@ fn keeps(filter: &Filter, entry: &Entry) -> bool {
 /// The writer thread's side.
 struct Writer {
     store: Arc<RwLock<Option<Store>>>,
+    /// The id of the last entry written.
+    last_id: u64,
     state: Dir,
     failed: Arc<AtomicU64>,
     last_error: Arc<Mutex<Option<String>>>,
@@ -306,18 +339,28 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            let batch: Vec<Entry> = batch.into_iter().map(|p| self.masked(p)).collect();
+            let mut batch: Vec<Entry> = batch.into_iter().map(|p| self.masked(p)).collect();
             let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.write(&batch).and_then(|()| self.bound())
+                self.write(&mut batch).and_then(|()| self.bound())
             }))
-            .unwrap_or_else(|_| Err("the store panicked".to_owned()));
-            if let Err(e) = written {
+            .unwrap_or_else(|panic| Err(format!("the store failed: {}", panicked(&*panic))));
+            if let Err(mut e) = written {
+                if let Some(full) = self.disk_full() {
+                    e = format!("{full} ({e})");
+                }
                 self.failed.fetch_add(batch.len() as u64, Ordering::Relaxed);
                 tracing::warn!(error = %e, "cannot write the activity record");
                 *lock(&self.last_error) = Some(e);
                 self.reopen();
             }
         }
+    }
+
+    /// "No space left" when the record's file system has no block free for it: what
+    /// a failed write most likely met, which the store's own error may not say.
+    fn disk_full(&self) -> Option<String> {
+        let stat = nix::sys::statvfs::statvfs(&self.state.join(store::DIR)).ok()?;
+        (stat.blocks_available() == 0).then(|| "No space left on the activity record's file system".to_owned())
     }
 
     /// Opens the store afresh after a failed write, whose transaction may have left a
@@ -344,9 +387,32 @@ impl Writer {
         entry
     }
 
-    fn write(&self, batch: &[Entry]) -> Result<(), String> {
-        let rows: Vec<(u64, Vec<u8>)> =
-            batch.iter().map(|e| (e.id, serde_json::to_vec(e).unwrap_or_default())).collect();
+    /// Writes `batch`, each entry given its id first: the time it is written, in
+    /// milliseconds since the Unix epoch, shifted left 20 bits, above every id before.
+    fn write(&mut self, batch: &mut [Entry]) -> Result<(), String> {
+        let now = crate::schema::now_ms() << 20;
+        for entry in batch.iter_mut() {
+            self.last_id = now.max(self.last_id + 1);
+            entry.id = self.last_id;
+        }
+        let mut lines = Vec::with_capacity(batch.len() * 400);
+        for entry in batch.iter() {
+            if serde_json::to_writer(&mut lines, entry).is_ok() {
+                lines.push(b'\n');
+            }
+        }
+        let last = batch.iter().map(|e| e.id).max().unwrap_or_default();
+        // A store that meets a full disk mid-commit may damage its file: a batch that
+        // may not fit is not begun.
+        let free = nix::sys::statvfs::statvfs(&self.state.join(store::DIR))
+            .map(|s| s.blocks_available() as u64 * s.fragment_size() as u64)
+            .unwrap_or(u64::MAX);
+        let needs = lines.len() as u64 * 4 + ROOM;
+        if free < needs {
+            return Err(format!(
+                "No space left on the activity record's file system ({free} bytes free, a batch needs {needs})"
+            ));
+        }
         if read(&self.store).is_none() {
             *write(&self.store) = Some(Store::open(&self.state)?);
             // Opened late with nothing lost: what kept it closed is over.
@@ -355,7 +421,7 @@ impl Writer {
             }
         }
         match read(&self.store).as_ref() {
-            Some(store) => store.write(&rows),
+            Some(store) => store.write(last, lines),
             None => Err("the record is closed".to_owned()),
         }
     }

@@ -150,7 +150,6 @@ impl Daemon {
         self.record(
             &record,
             crate::activity::Entry {
-                id: self.activity.next_id(started_ms),
                 started_ms,
                 duration_us: started.elapsed().as_micros() as u64,
                 pid: leased.as_ref().and_then(|(pid, _)| *pid),
@@ -177,7 +176,6 @@ impl Daemon {
             self.record(
                 &record,
                 crate::activity::Entry {
-                    id: self.activity.next_id(asked.started_ms),
                     started_ms: asked.started_ms,
                     duration_us: asked.duration_us,
                     pid: leased.as_ref().and_then(|(pid, _)| *pid),
@@ -206,7 +204,6 @@ impl Daemon {
         self.record(
             &record,
             crate::activity::Entry {
-                id: self.activity.next_id(started_ms),
                 started_ms,
                 outcome: "refused".to_owned(),
                 error: Some(why),
@@ -230,7 +227,6 @@ impl Daemon {
         self.record(
             &record,
             crate::activity::Entry {
-                id: self.activity.next_id(started_ms),
                 started_ms,
                 outcome: verb.to_owned(),
                 error: Some(why),
@@ -287,6 +283,7 @@ impl Record<'_> {
     /// An entry of `method` naming `name`, the rest zero, to be filled in.
     fn entry(&self, method: &str, name: &str) -> crate::activity::Entry {
         crate::activity::Entry {
+            // Given by the record's writer.
             id: 0,
             started_ms: 0,
             duration_us: 0,

@@ -1,7 +1,9 @@
 //! Where the activity record's entries are kept: two generations of a `persy` file in
 //! the state directory's `activity/` (0700), `record.persy` (written) and
-//! `record.old.persy` (the one before, read only), each an index of entry id to the
-//! entry as JSON.
+//! `record.old.persy` (the one before, read only), each an index of batches: the id of
+//! a batch's last entry to its entries, one JSON object a line, in id order. A batch is
+//! what the writer gathered for one commit, so the database does one insert per commit,
+//! not one per call.
 //!
 //! The size bound is kept by generations: when the written file takes half of the
 //! record's size (less a margin for a batch), the old one is removed and the written
@@ -60,24 +62,26 @@ impl Store {
         Ok(Store { state: dir, current, old })
     }
 
-    /// Writes `entries` (id, JSON) into the written generation, in one transaction.
+    /// Writes one batch (`lines`: entries as JSON lines, in id order, the last of id
+    /// `last`) into the written generation, in one transaction.
     ///
     /// Errors: the write failed (a full or read-only disk).
-    pub fn write(&self, entries: &[(u64, Vec<u8>)]) -> Result<(), String> {
+    pub fn write(&self, last: u64, lines: Vec<u8>) -> Result<(), String> {
         let mut tx = self.current.begin().map_err(said)?;
-        for (id, json) in entries {
-            tx.put::<u64, ByteVec>(INDEX, *id, ByteVec::from(json.clone())).map_err(said)?;
-        }
+        tx.put::<u64, ByteVec>(INDEX, last, ByteVec::from(lines)).map_err(said)?;
         tx.prepare().map_err(said)?.commit().map_err(said)
     }
 
-    /// The entries with ids in `range`, newest first (`forward`: oldest first), each
-    /// handed to `take` until it says stop.
+    /// Every entry (its JSON) of the batches that may hold ids from `from` (inclusive)
+    /// to `until` (exclusive), newest first (`forward`: oldest first), each handed to
+    /// `take` until it says stop. Entries of those batches outside the ids come too:
+    /// the caller filters by id.
     ///
     /// Errors: a generation cannot be read.
     pub fn scan(
         &self,
-        range: (Bound<u64>, Bound<u64>),
+        from: u64,
+        until: u64,
         forward: bool,
         take: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<(), String> {
@@ -86,11 +90,21 @@ impl Store {
             generations.reverse();
         }
         for generation in generations {
-            let rows = generation.range::<u64, ByteVec, _>(INDEX, range).map_err(said)?;
+            // A batch keyed below `from` ends before it; the first keyed at or past
+            // `until` is the last that may start before it.
+            let last =
+                generation.range::<u64, ByteVec, _>(INDEX, until..).map_err(said)?.next().map_or(u64::MAX, |(k, _)| k);
+            let rows = generation
+                .range::<u64, ByteVec, _>(INDEX, (Bound::Included(from), Bound::Included(last)))
+                .map_err(said)?;
             let rows: Box<dyn Iterator<Item = _>> = if forward { Box::new(rows) } else { Box::new(rows.rev()) };
             for (_, mut values) in rows {
-                if let Some(json) = values.next() {
-                    if !take(&json) {
+                let Some(batch) = values.next() else { continue };
+                let lines = batch.split(|b| *b == b'\n').filter(|l| !l.is_empty());
+                let lines: Box<dyn Iterator<Item = &[u8]>> =
+                    if forward { Box::new(lines) } else { Box::new(lines.rev()) };
+                for line in lines {
+                    if !take(line) {
                         return Ok(());
                     }
                 }
@@ -99,8 +113,8 @@ impl Store {
         Ok(())
     }
 
-    /// Removes the entries with ids below `until` from both generations (the old one
-    /// whole, when all of it is).
+    /// Removes the batches whose entries all have ids below `until` from both
+    /// generations (the old one whole, when all of it is).
     ///
     /// Errors: a generation cannot be written.
     pub fn remove_before(&mut self, until: u64) -> Result<(), String> {
@@ -132,18 +146,24 @@ impl Store {
         Ok(())
     }
 
-    /// Empties the record: both generations removed, a new one started.
+    /// Removes the record's files from `state` (a store of them must be closed).
     ///
-    /// Errors: a file cannot be removed or made.
-    pub fn clear(&mut self) -> Result<(), String> {
-        self.old = None;
+    /// Errors: the directory cannot be opened, or a file removed.
+    pub fn remove(state: &Dir) -> Result<(), String> {
+        let dir = state.subdir(DIR, true).map_err(said)?;
         for name in [OLD, FILE] {
-            if self.state.contains(name) {
-                self.state.remove(name).map_err(said)?;
+            if dir.contains(name) {
+                dir.remove(name).map_err(said)?;
             }
         }
-        self.current = generation(&self.state, FILE)?;
         Ok(())
+    }
+
+    /// The id of the newest entry kept (0 when there is none).
+    pub fn last_id(&self) -> u64 {
+        let newest =
+            |g: &Persy| g.range::<u64, ByteVec, _>(INDEX, ..).ok().and_then(|mut r| r.next_back()).map(|(k, _)| k);
+        newest(&self.current).or_else(|| self.old.as_ref().and_then(newest)).unwrap_or(0)
     }
 
     /// What the generations take on disk together, in allocated bytes (as `du`

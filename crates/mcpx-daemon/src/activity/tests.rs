@@ -1,10 +1,12 @@
 use std::os::unix::fs::PermissionsExt;
 
+use std::time::Duration;
+
 use super::*;
 
-fn entry(activity: &Activity, server: &str, outcome: &str, started_ms: u64) -> Entry {
+fn entry(_: &Activity, server: &str, outcome: &str, started_ms: u64) -> Entry {
     Entry {
-        id: activity.next_id(started_ms),
+        id: 0,
         started_ms,
         duration_us: 1500,
         path: "shell".into(),
@@ -66,7 +68,12 @@ fn entries_are_written_off_the_call_and_read_back_newest_first_filtered() {
     again.clear().unwrap();
     assert!(again.list(&Filter::default()).unwrap().is_empty());
     // What is older than it is kept for goes with the next write.
-    again.record(pending(entry(&again, "old", "ok", now - ActivitySettings::default().keep.as_millis() as u64 - 1000)));
+    drop(again);
+    let keep = Duration::from_millis(300);
+    let again = open(&state, ActivitySettings { keep, ..ActivitySettings::default() });
+    again.record(pending(entry(&again, "old", "ok", now)));
+    let again = reopened(again, &state);
+    std::thread::sleep(keep * 2);
     again.record(pending(entry(&again, "new", "ok", now)));
     let again = reopened(again, &state);
     let kept: Vec<String> = again.list(&Filter::default()).unwrap().into_iter().map(|e| e.server).collect();
@@ -104,8 +111,11 @@ fn the_record_stays_within_its_size_and_a_follower_reads_forward() {
     assert_eq!(newer.iter().map(|e| e.id).collect::<Vec<_>>(), [kept[2].id, kept[1].id, kept[0].id]);
     let one = activity.list(&Filter { id: Some(after), ..Filter::default() }).unwrap();
     assert_eq!(one.len(), 1);
-    let until = activity.list(&Filter { until_ms: Some(kept[0].started_ms), limit: 1, ..Filter::default() }).unwrap();
-    assert_eq!(until[0].id, kept[1].id);
+    // Ids are the time of the record: `until` keeps what was recorded before.
+    let ms = kept[0].id >> 20;
+    let until = activity.list(&Filter { until_ms: Some(ms), limit: 1, ..Filter::default() }).unwrap();
+    let before = kept.iter().find(|e| e.id >> 20 < ms).unwrap();
+    assert_eq!(until[0].id, before.id);
     assert_eq!((activity.failed.load(Ordering::Relaxed), activity.dropped.load(Ordering::Relaxed)), (0, 0));
 }
 

@@ -307,6 +307,15 @@ fn a_full_or_read_only_record_never_fails_a_call() {
         assert!(error.contains(said), "{case}: {error}");
         let doctor = w.run(&["doctor"]);
         assert!(doctor.stdout.contains("activity"), "{case}: {}", doctor.stdout);
+        if case == "full" {
+            // Room again: the record takes calls again.
+            std::fs::remove_file(dir.join("filler")).unwrap();
+            let before = entries(&w, &[]).len();
+            for _ in 0..3 {
+                w.call("fake.echo", r#"{"message":"after"}"#).ok();
+            }
+            assert!(wait_for(|| entries(&w, &[]).len() >= before + 3), "the record recovers: {}", w.log());
+        }
         w.run(&["stop"]).ok();
     }
 }
