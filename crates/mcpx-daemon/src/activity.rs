@@ -404,6 +404,7 @@ impl Writer {
         let last = batch.iter().map(|e| e.id).max().unwrap_or_default();
         // A store that meets a full disk mid-commit may damage its file: a batch that
         // may not fit is not begun.
+        #[allow(clippy::unnecessary_cast)] // Reason: the field types differ by platform.
         let free = nix::sys::statvfs::statvfs(&self.state.join(store::DIR))
             .map(|s| s.blocks_available() as u64 * s.fragment_size() as u64)
             .unwrap_or(u64::MAX);
