@@ -3,7 +3,7 @@
 //! (`docs/configuration.md`, "The activity record").
 //!
 //! ```jsonc
-//! { "activity": { "enabled": true, "arguments": false, "keep": "30d", "maxBytes": "64MiB", "maxValueBytes": "16KiB" } }
+//! { "activity": { "enabled": true, "arguments": false, "keep": "720h", "maxBytes": "64MiB", "maxValueBytes": "16KiB" } }
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -140,7 +140,7 @@ mod tests {
     fn the_block_sets_what_it_names_and_leaves_the_defaults() {
         assert_eq!(read("{}").unwrap(), ActivitySettings::default());
         let set = read(
-            r#"{ "activity": { "arguments": true, "maxBytes": "1MiB", "keep": "2d", }, // on
+            r#"{ "activity": { "arguments": true, "maxBytes": "1MiB", "keep": "48h", }, // on
             "mcpServers": {} }"#,
         )
         .unwrap();

@@ -331,14 +331,11 @@ impl Writer {
         // each on disk), so one batch fits the room left before a rotation.
         let most = usize::try_from(self.settings.max_bytes >> 14).unwrap_or(usize::MAX).clamp(16, 1024);
         while let Ok(first) = entries.recv() {
+            // Asleep rather than waiting on the queue, so that a call's entry wakes no
+            // thread: one wake-up per batch, not per call.
+            std::thread::sleep(GATHER);
             let mut batch = vec![first];
-            let until = std::time::Instant::now() + GATHER;
-            while batch.len() < most {
-                match entries.recv_timeout(until.saturating_duration_since(std::time::Instant::now())) {
-                    Ok(pending) => batch.push(pending),
-                    Err(_) => break,
-                }
-            }
+            batch.extend(entries.try_iter().take(most - 1));
             let mut batch: Vec<Entry> = batch.into_iter().map(|p| self.masked(p)).collect();
             let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.write(&mut batch).and_then(|()| self.bound())

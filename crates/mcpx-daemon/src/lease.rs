@@ -376,6 +376,11 @@ fn answered(response: &Message) -> (&'static str, Option<i64>) {
         #[serde(rename = "isError", default)]
         is_error: bool,
     }
+    // Most answers say neither: no need to read them.
+    let text = response.as_str();
+    if !text.contains("\"isError\"") && !text.contains("\"error\"") {
+        return ("ok", None);
+    }
     match mcpx_proto::response_result(response) {
         Ok(result) if serde_json::from_str::<Outcome>(result.get()).is_ok_and(|o| o.is_error) => ("is-error", None),
         Ok(_) => ("ok", None),

@@ -29,7 +29,7 @@ pub struct ActivityArgs {
     /// Only calls that took at least this many milliseconds.
     #[arg(long, value_name = "MS")]
     slow: Option<u64>,
-    /// Only calls of the last DURATION (`10m`, `2h`, `7d`).
+    /// Only calls of the last DURATION (`10m`, `2h`, `168h`).
     #[arg(long, value_name = "DURATION")]
     since: Option<String>,
     /// Only calls older than DURATION (`1h`: those before the last hour).
