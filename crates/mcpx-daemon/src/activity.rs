@@ -32,7 +32,7 @@ pub mod store;
 use store::Store;
 
 /// Entries waiting for the writer, at most; more are dropped (and counted).
-const QUEUE: usize = 4096;
+const QUEUE: usize = 8192;
 
 /// The free space a batch leaves on the record's file system, at least, in bytes.
 const ROOM: u64 = 256 << 10;
@@ -330,12 +330,17 @@ impl Writer {
         // At most a sixteenth of the size's worth of entries a batch (at about 1 KiB
         // each on disk), so one batch fits the room left before a rotation.
         let most = usize::try_from(self.settings.max_bytes >> 14).unwrap_or(usize::MAX).clamp(16, 1024);
+        let mut behind = false;
         while let Ok(first) = entries.recv() {
             // Asleep rather than waiting on the queue, so that a call's entry wakes no
-            // thread: one wake-up per batch, not per call.
-            std::thread::sleep(GATHER);
+            // thread: one wake-up per batch, not per call. A writer whose last batch was
+            // full is behind: it writes the next at once.
+            if !behind {
+                std::thread::sleep(GATHER);
+            }
             let mut batch = vec![first];
             batch.extend(entries.try_iter().take(most - 1));
+            behind = batch.len() == most;
             let mut batch: Vec<Entry> = batch.into_iter().map(|p| self.masked(p)).collect();
             let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.write(&mut batch).and_then(|()| self.bound())
@@ -419,7 +424,7 @@ impl Writer {
             }
         }
         match read(&self.store).as_ref() {
-            Some(store) => store.write(last, lines),
+            Some(store) => store.write(last, &lines),
             None => Err("the record is closed".to_owned()),
         }
     }

@@ -1,9 +1,11 @@
 //! Where the activity record's entries are kept: two generations of a `persy` file in
 //! the state directory's `activity/` (0700), `record.persy` (written) and
-//! `record.old.persy` (the one before, read only), each an index of batches: the id of
-//! a batch's last entry to its entries, one JSON object a line, in id order. A batch is
-//! what the writer gathered for one commit, so the database does one insert per commit,
-//! not one per call.
+//! `record.old.persy` (the one before, read only). A generation holds batches: what the
+//! writer gathered for one commit, its entries as JSON lines in id order, compressed
+//! (LZ4 block format, the size before it prepended), one record each in the segment
+//! [`BATCHES`], and an index of the same name from the id of a batch's last entry to
+//! its record. The database does one insert per commit, not one per call; the index
+//! holds only record ids, so its pages stay small when they are written again.
 //!
 //! The size bound is kept by generations: when the written file takes half of the
 //! record's size (less a margin for a batch), the old one is removed and the written
@@ -14,7 +16,7 @@
 use std::ops::Bound;
 
 use mcpx_platform::fs::{Dir, FileUse};
-use persy::{ByteVec, Config, Persy, ValueMode};
+use persy::{ByteVec, Config, Persy, PersyId, ValueMode};
 
 /// The record's directory, in the state directory.
 pub const DIR: &str = "activity";
@@ -25,8 +27,13 @@ pub const FILE: &str = "record.persy";
 /// The generation before it.
 pub const OLD: &str = "record.old.persy";
 
-/// The index of entries.
-const INDEX: &str = "entries";
+/// The segment of batches, and the index of them by the id of their last entry.
+const BATCHES: &str = "batches";
+
+/// The index of the format before: the id of a batch's last entry to its JSON lines,
+/// uncompressed, in the index itself. A generation that has it is moved over when it
+/// is opened.
+const FORMER: &str = "entries";
 
 /// How long a write waits for a lock of the store.
 const LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -66,9 +73,10 @@ impl Store {
     /// `last`) into the written generation, in one transaction.
     ///
     /// Errors: the write failed (a full or read-only disk).
-    pub fn write(&self, last: u64, lines: Vec<u8>) -> Result<(), String> {
+    pub fn write(&self, last: u64, lines: &[u8]) -> Result<(), String> {
         let mut tx = self.current.begin().map_err(said)?;
-        tx.put::<u64, ByteVec>(INDEX, last, ByteVec::from(lines)).map_err(said)?;
+        let record = tx.insert(BATCHES, &lz4_flex::compress_prepend_size(lines)).map_err(said)?;
+        tx.put::<u64, PersyId>(BATCHES, last, record).map_err(said)?;
         tx.prepare().map_err(said)?.commit().map_err(said)
     }
 
@@ -92,14 +100,20 @@ impl Store {
         for generation in generations {
             // A batch keyed below `from` ends before it; the first keyed at or past
             // `until` is the last that may start before it.
-            let last =
-                generation.range::<u64, ByteVec, _>(INDEX, until..).map_err(said)?.next().map_or(u64::MAX, |(k, _)| k);
+            let last = generation
+                .range::<u64, PersyId, _>(BATCHES, until..)
+                .map_err(said)?
+                .next()
+                .map_or(u64::MAX, |(k, _)| k);
             let rows = generation
-                .range::<u64, ByteVec, _>(INDEX, (Bound::Included(from), Bound::Included(last)))
+                .range::<u64, PersyId, _>(BATCHES, (Bound::Included(from), Bound::Included(last)))
                 .map_err(said)?;
             let rows: Box<dyn Iterator<Item = _>> = if forward { Box::new(rows) } else { Box::new(rows.rev()) };
-            for (_, mut values) in rows {
-                let Some(batch) = values.next() else { continue };
+            for (_, mut records) in rows {
+                let Some(record) = records.next() else { continue };
+                let Some(batch) = generation.read(BATCHES, &record).map_err(said)? else { continue };
+                let batch = lz4_flex::decompress_size_prepended(&batch)
+                    .map_err(|e| format!("a batch of the record cannot be read: {e}"))?;
                 let lines = batch.split(|b| *b == b'\n').filter(|l| !l.is_empty());
                 let lines: Box<dyn Iterator<Item = &[u8]>> =
                     if forward { Box::new(lines) } else { Box::new(lines.rev()) };
@@ -119,7 +133,7 @@ impl Store {
     /// Errors: a generation cannot be written.
     pub fn remove_before(&mut self, until: u64) -> Result<(), String> {
         if let Some(old) = &self.old {
-            let newest = old.range::<u64, ByteVec, _>(INDEX, ..).map_err(said)?.next_back().map(|(id, _)| id);
+            let newest = old.range::<u64, PersyId, _>(BATCHES, ..).map_err(said)?.next_back().map(|(id, _)| id);
             if newest.is_none_or(|id| id < until) {
                 self.old = None;
                 self.state.remove(OLD).map_err(said)?;
@@ -162,7 +176,7 @@ impl Store {
     /// The id of the newest entry kept (0 when there is none).
     pub fn last_id(&self) -> u64 {
         let newest =
-            |g: &Persy| g.range::<u64, ByteVec, _>(INDEX, ..).ok().and_then(|mut r| r.next_back()).map(|(k, _)| k);
+            |g: &Persy| g.range::<u64, PersyId, _>(BATCHES, ..).ok().and_then(|mut r| r.next_back()).map(|(k, _)| k);
         newest(&self.current).or_else(|| self.old.as_ref().and_then(newest)).unwrap_or(0)
     }
 
@@ -180,7 +194,8 @@ pub fn taken(file: &std::path::Path) -> u64 {
     std::fs::metadata(file).map_or(0, |m| m.blocks() * 512)
 }
 
-/// The generation `name` of `state` (0600), made with its index when it is new.
+/// The generation `name` of `state` (0600), made with its segment and index when it is
+/// new, moved over from the format before when it has that.
 fn generation(state: &Dir, name: &str) -> Result<Persy, String> {
     let path = state.join(name);
     let fail = |e: String| format!("{}: {e}", path.display());
@@ -194,23 +209,45 @@ fn generation(state: &Dir, name: &str) -> Result<Persy, String> {
     // A lock a failed commit left behind fails the next write soon, not in a day.
     config.change_transaction_lock_timeout(LOCK_TIMEOUT);
     let persy = Persy::open_from_file(file, config).map_err(|e| fail(e.to_string()))?;
-    if !persy.exists_index(INDEX).map_err(|e| fail(e.to_string()))? {
+    if !persy.exists_index(BATCHES).map_err(|e| fail(e.to_string()))? {
         let mut tx = persy.begin().map_err(|e| fail(e.to_string()))?;
-        tx.create_index::<u64, ByteVec>(INDEX, ValueMode::Replace).map_err(|e| fail(e.to_string()))?;
+        tx.create_segment(BATCHES).map_err(|e| fail(e.to_string()))?;
+        tx.create_index::<u64, PersyId>(BATCHES, ValueMode::Replace).map_err(|e| fail(e.to_string()))?;
         tx.prepare().map_err(|e| fail(e.to_string()))?.commit().map_err(|e| fail(e.to_string()))?;
+    }
+    if persy.exists_index(FORMER).map_err(|e| fail(e.to_string()))? {
+        move_over(&persy).map_err(fail)?;
     }
     Ok(persy)
 }
 
-/// Removes the entries of `generation` with ids below `until`.
+/// Moves the batches of a generation in the format before ([`FORMER`]) into
+/// [`BATCHES`], in one transaction, and drops the index they were in.
+fn move_over(generation: &Persy) -> Result<(), String> {
+    let mut tx = generation.begin().map_err(said)?;
+    for (last, mut lines) in generation.range::<u64, ByteVec, _>(FORMER, ..).map_err(said)? {
+        let Some(lines) = lines.next() else { continue };
+        let record = tx.insert(BATCHES, &lz4_flex::compress_prepend_size(&lines)).map_err(said)?;
+        tx.put::<u64, PersyId>(BATCHES, last, record).map_err(said)?;
+    }
+    tx.drop_index(FORMER).map_err(said)?;
+    tx.prepare().map_err(said)?.commit().map_err(said)
+}
+
+/// Removes the batches of `generation` whose last entry's id is below `until`.
 fn remove_range(generation: &Persy, until: u64) -> Result<(), String> {
-    let ids: Vec<u64> = generation.range::<u64, ByteVec, _>(INDEX, ..until).map_err(said)?.map(|(id, _)| id).collect();
-    if ids.is_empty() {
+    let batches: Vec<(u64, PersyId)> = generation
+        .range::<u64, PersyId, _>(BATCHES, ..until)
+        .map_err(said)?
+        .filter_map(|(last, mut records)| Some((last, records.next()?)))
+        .collect();
+    if batches.is_empty() {
         return Ok(());
     }
     let mut tx = generation.begin().map_err(said)?;
-    for id in ids {
-        tx.remove::<u64, ByteVec>(INDEX, id, None).map_err(said)?;
+    for (last, record) in batches {
+        tx.delete(BATCHES, &record).map_err(said)?;
+        tx.remove::<u64, PersyId>(BATCHES, last, None).map_err(said)?;
     }
     tx.prepare().map_err(said)?.commit().map_err(said)
 }

@@ -5,6 +5,11 @@ use std::time::Duration;
 use super::*;
 
 fn entry(_: &Activity, server: &str, outcome: &str, started_ms: u64) -> Entry {
+    Entry { outcome: outcome.into(), ..entry_for(server, started_ms) }
+}
+
+/// An `ok` call of `server`'s `echo`.
+fn entry_for(server: &str, started_ms: u64) -> Entry {
     Entry {
         id: 0,
         started_ms,
@@ -16,7 +21,7 @@ fn entry(_: &Activity, server: &str, outcome: &str, started_ms: u64) -> Entry {
         key: Some("global".into()),
         method: "tools/call".into(),
         name: "echo".into(),
-        outcome: outcome.into(),
+        outcome: "ok".into(),
         code: None,
         error: None,
         bytes_in: 10,
@@ -92,7 +97,7 @@ fn the_record_stays_within_its_size_and_a_follower_reads_forward() {
     for round in 0..20u64 {
         for i in 0..500u64 {
             let mut e = entry(&activity, "s", "ok", now + round * 1000 + i);
-            e.error = Some("x".repeat(300));
+            e.error = Some(noise(round * 1000 + i, 300));
             activity.record(pending(e));
             if i % 50 == 0 {
                 largest = largest.max(activity.taken());
@@ -117,6 +122,50 @@ fn the_record_stays_within_its_size_and_a_follower_reads_forward() {
     let before = kept.iter().find(|e| e.id >> 20 < ms).unwrap();
     assert_eq!(until[0].id, before.id);
     assert_eq!((activity.failed.load(Ordering::Relaxed), activity.dropped.load(Ordering::Relaxed)), (0, 0));
+}
+
+/// `len` letters that compress as little as text does: a xorshift of `seed`.
+fn noise(seed: u64, len: usize) -> String {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from(b'a' + (x % 26) as u8)
+        })
+        .collect()
+}
+
+#[test]
+fn a_record_in_the_format_before_is_moved_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = Dir::open_unchecked(dir.path()).unwrap();
+    let now = crate::schema::now_ms();
+    // The format before: the batches' JSON lines in an index of their own.
+    {
+        let dir = state.subdir(store::DIR, true).unwrap();
+        let file = dir.open_file(store::FILE, mcpx_platform::fs::FileUse::ReadWrite).unwrap();
+        persy::Persy::create_from_file(file).unwrap();
+        let file = dir.open_file(store::FILE, mcpx_platform::fs::FileUse::ReadWrite).unwrap();
+        let former = persy::Persy::open_from_file(file, persy::Config::new()).unwrap();
+        let mut tx = former.begin().unwrap();
+        tx.create_index::<u64, persy::ByteVec>("entries", persy::ValueMode::Replace).unwrap();
+        for (n, server) in ["a", "b"].into_iter().enumerate() {
+            let id = ((now + n as u64) << 20) + 1;
+            let e = Entry { id, ..entry_for(server, now + n as u64) };
+            let line = format!("{}\n", serde_json::to_string(&e).unwrap());
+            tx.put::<u64, persy::ByteVec>("entries", id, persy::ByteVec::from(line.into_bytes())).unwrap();
+        }
+        tx.prepare().unwrap().commit().unwrap();
+    }
+    let activity = open(&state, ActivitySettings::default());
+    let kept: Vec<String> = activity.list(&Filter::default()).unwrap().into_iter().map(|e| e.server).collect();
+    assert_eq!(kept, ["b", "a"]);
+    activity.record(pending(entry_for("c", now + 5)));
+    let again = reopened(activity, &state);
+    let kept: Vec<String> = again.list(&Filter::default()).unwrap().into_iter().map(|e| e.server).collect();
+    assert_eq!(kept, ["c", "b", "a"]);
 }
 
 #[test]
