@@ -97,7 +97,7 @@ pub async fn ls(d: &Daemon, req: &CallerRequest) -> Result<Vec<ServerRow>, ApiEr
         let instructions = cached.as_ref().and_then(|c| c.session.as_ref()).and_then(|s| s.instructions.clone());
         let description = entry.options.description.clone().or_else(|| instructions.as_deref().map(first_paragraph));
         let holds = match policy::server_offered(entry) {
-            true => d.holds(entry, cached.as_ref()),
+            true => d.holds(entry, cached.as_deref()),
             false => Holds::default(),
         };
         let tools = cached.as_ref().and_then(|c| c.tools.as_ref()).map(|_| {
@@ -483,7 +483,7 @@ pub async fn refresh(d: &Daemon, req: &RefreshRequest) -> Result<serde_json::Val
                     // Listed by the start: a `call`-scoped instance ends here.
                     lease.finish().await;
                     // The start lists the server; a failed listing is kept in the cache.
-                    match d.schema.get(&target.cache_key).and_then(|c| c.error) {
+                    match d.schema.get(&target.cache_key).and_then(|c| c.error.clone()) {
                         Some(e) => Err(ApiError::new(ErrorKind::Server, format!("server `{}`: {e}", entry.name))),
                         None => Ok(()),
                     }

@@ -249,7 +249,7 @@ impl Daemon {
     /// ([`SchemaCache::get_for`] in the authorization context of the entry as the
     /// caller's configuration resolves it), stale or not; [`Daemon::schema_for`] lists a
     /// stale one again first. The context is computed only for a private listing.
-    pub fn cached_for(&self, entry: &ServerEntry, _caller: &Caller) -> Option<CacheEntry> {
+    pub fn cached_for(&self, entry: &ServerEntry, _caller: &Caller) -> Option<Arc<CacheEntry>> {
         let key = entry.cache_key();
         let shared = self.schema.get(&key)?;
         if !shared.private {
@@ -266,7 +266,7 @@ impl Daemon {
     /// of the same context for a private one. With none running, or when listing again
     /// fails ("Clients MAY serve stale responses if errors occur"), the stale entry is
     /// given, which [`CacheEntry::is_stale`] says. `None`: never listed.
-    pub async fn schema_for(&self, entry: &ServerEntry, caller: &Caller) -> Option<CacheEntry> {
+    pub async fn schema_for(&self, entry: &ServerEntry, caller: &Caller) -> Option<Arc<CacheEntry>> {
         let key = entry.cache_key();
         let cached = self.cached_for(entry, caller)?;
         if !cached.is_stale(schema::now_ms()) {
@@ -295,6 +295,12 @@ impl Daemon {
     /// as it is cached: one context's tools are not another's. Every listing and call
     /// asks here through [`crate::policy`].
     pub fn holds(&self, entry: &ServerEntry, listing: Option<&CacheEntry>) -> Holds {
+        self.holds_at(entry, &entry.cache_key(), listing)
+    }
+
+    /// [`Daemon::holds`] with `entry`'s cache key already known (a
+    /// [`crate::target::Target`]'s), so a call's check hashes nothing.
+    pub fn holds_at(&self, entry: &ServerEntry, cache_key: &str, listing: Option<&CacheEntry>) -> Holds {
         if entry.pinning == Pinning::Off {
             return Holds::default();
         }
@@ -302,11 +308,11 @@ impl Daemon {
         let listing = match listing {
             Some(listing) => Some(listing),
             None => {
-                shared = self.schema.get(&entry.cache_key());
-                shared.as_ref()
+                shared = self.schema.get(cache_key);
+                shared.as_deref()
             }
         };
-        let key = self.pin_key(entry, listing.is_some_and(|l| l.private));
+        let key = self.pin_key_at(entry, cache_key, listing.is_some_and(|l| l.private));
         let number = listing.map_or(0, |l| l.listing);
         let held = |kind: Kind, items: Option<&[Box<serde_json::value::RawValue>]>| match items {
             Some(items) => self.observe_list(&key, entry, kind, Listed { items, listing: number }),
@@ -321,10 +327,14 @@ impl Daemon {
     /// The key of `entry`'s pins: its cache key, and for a `private` listing its
     /// authorization context's too (`<key>-<context>`).
     pub fn pin_key(&self, entry: &ServerEntry, private: bool) -> String {
-        let key = entry.cache_key();
+        self.pin_key_at(entry, &entry.cache_key(), private)
+    }
+
+    /// [`Daemon::pin_key`] with `entry`'s cache key already known.
+    fn pin_key_at(&self, entry: &ServerEntry, cache_key: &str, private: bool) -> String {
         match private.then(|| self.targets.context(entry)).flatten() {
-            Some(context) => format!("{key}-{context}"),
-            None => key,
+            Some(context) => format!("{cache_key}-{context}"),
+            None => cache_key.to_owned(),
         }
     }
 

@@ -22,7 +22,7 @@
 //! `list_changed`, and shared.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -136,10 +136,10 @@ pub struct SchemaCache {
     cache: Dir,
     /// `servers/`, once opened (made at the first write).
     servers: Mutex<Option<Dir>>,
-    entries: Mutex<HashMap<String, Option<CacheEntry>>>,
+    entries: Mutex<HashMap<String, Option<Arc<CacheEntry>>>>,
     /// The private listings ([`CacheEntry::private`]), by (key, authorization
     /// context): never written, never served to another context.
-    private: Mutex<HashMap<(String, String), CacheEntry>>,
+    private: Mutex<HashMap<(String, String), Arc<CacheEntry>>>,
 }
 
 impl SchemaCache {
@@ -171,13 +171,13 @@ impl SchemaCache {
 
     /// The entry for `key`, read from disk the first time. An unreadable file counts
     /// as absent (and is logged): the next listing rewrites it.
-    pub fn get(&self, key: &str) -> Option<CacheEntry> {
+    pub fn get(&self, key: &str) -> Option<Arc<CacheEntry>> {
         if let Some(e) = lock(&self.entries).get(key) {
             return e.clone();
         }
         let entry = match self.servers(false).and_then(|dir| dir.read(&Self::name(key))) {
             Ok(bytes) => match serde_json::from_slice::<CacheEntry>(&bytes) {
-                Ok(e) => Some(numbered(e)),
+                Ok(e) => Some(Arc::new(numbered(e))),
                 Err(e) => {
                     tracing::warn!(key, error = %e, "ignoring an unreadable schema cache file");
                     None
@@ -193,7 +193,7 @@ impl SchemaCache {
     /// ([`crate::target::Targets::context`]): with the lists listed in that context when
     /// the server's lists are private (from memory, else from its file), and none from
     /// another context, nor without one.
-    pub fn get_for(&self, key: &str, context: Option<&str>) -> Option<CacheEntry> {
+    pub fn get_for(&self, key: &str, context: Option<&str>) -> Option<Arc<CacheEntry>> {
         let entry = self.get(key)?;
         if !entry.private {
             return Some(entry);
@@ -215,7 +215,7 @@ impl SchemaCache {
 
     /// The private listing of `key` in `context` from its file; its file written again
     /// when it is older than [`PRIVATE_RENEW`], so a context in use stays.
-    fn load_private(&self, key: &str, context: &str) -> Option<CacheEntry> {
+    fn load_private(&self, key: &str, context: &str) -> Option<Arc<CacheEntry>> {
         let dir = self.private_dir(key, false).ok()?;
         let name = Self::name(context);
         let bytes = dir.read(&name).ok()?;
@@ -232,7 +232,7 @@ impl SchemaCache {
         if old {
             let _ = mcpx_platform::fs::write_atomic(&dir, &name, &bytes, 0o600);
         }
-        Some(entry)
+        Some(Arc::new(entry))
     }
 
     /// Forgets the private lists of `key` in every context, in memory and on disk (the
@@ -273,14 +273,14 @@ impl SchemaCache {
     pub fn put(&self, entry: CacheEntry) -> std::io::Result<()> {
         let bytes = serde_json::to_vec_pretty(&entry).map_err(std::io::Error::other)?;
         mcpx_platform::fs::write_atomic(&self.servers(true)?, &Self::name(&entry.key), &bytes, 0o600)?;
-        lock(&self.entries).insert(entry.key.clone(), Some(numbered(entry)));
+        lock(&self.entries).insert(entry.key.clone(), Some(Arc::new(numbered(entry))));
         Ok(())
     }
 
     /// Records that the server's last start or listing failed, keeping what was
     /// listed before.
     pub fn record_error(&self, key: &str, server: &str, message: &str) {
-        let mut entry = self.get(key).unwrap_or_else(|| empty(key, server));
+        let mut entry = self.get(key).map_or_else(|| empty(key, server), |e| (*e).clone());
         entry.error = Some(message.to_owned());
         entry.updated_at = now();
         if let Err(e) = self.put(entry) {
@@ -343,7 +343,7 @@ impl SchemaCache {
                 .map_err(std::io::Error::other)
                 .and_then(|dir| mcpx_platform::fs::write_atomic(&dir, &Self::name(context), &bytes, 0o600))
                 .map_err(|e| format!("cannot write the schema cache: {e}"))?;
-            lock(&self.private).insert((key.to_owned(), context.to_owned()), entry.clone());
+            lock(&self.private).insert((key.to_owned(), context.to_owned()), Arc::new(entry.clone()));
         } else {
             // An instance adopted from an earlier daemon: its context is not known, so
             // its lists are kept for no one (its file from its start still serves).
@@ -484,7 +484,7 @@ mod tests {
         mcpx_platform::fs::write_atomic(&private, &file, &serde_json::to_vec(&entry).unwrap(), 0o600).unwrap();
         // A new daemon's cache reads it back, in its own context only.
         let cache = open();
-        assert_eq!(cache.get_for("k", Some("ctx-a")).and_then(|e| e.tools).map(|t| t.len()), Some(1));
+        assert_eq!(cache.get_for("k", Some("ctx-a")).and_then(|e| e.tools.as_ref().map(|t| t.len())), Some(1));
         assert!(cache.get_for("k", Some("ctx-b")).is_some_and(|e| e.tools.is_none()), "another context");
         assert!(cache.get_for("k", None).is_some_and(|e| e.tools.is_none() && e.private), "no context");
         assert!(cache.get("k").is_some_and(|e| e.is_stale(10) && !e.is_stale(9)));

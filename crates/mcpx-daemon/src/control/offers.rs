@@ -4,6 +4,8 @@
 //! the caller's pool (`POST /v1/read`, `/v1/prompt`), the one path `POST /v1/call`
 //! takes to a tool.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -134,7 +136,7 @@ pub async fn read(d: &Daemon, req: &ReadRequest) -> Result<Box<RawValue>, ApiErr
     let who = (&req.caller, req.timeout_ms);
     through_pool(d, who, entry, "resources/read", &params, Hearing::default(), |_| Ok(())).await.map_err(|mut e| {
         if e.kind == ErrorKind::Rpc {
-            e.message.push_str(&resource_hint(d.cached_for(entry, &req.caller).as_ref(), server, uri));
+            e.message.push_str(&resource_hint(d.cached_for(entry, &req.caller).as_deref(), server, uri));
         }
         e
     })
@@ -183,7 +185,7 @@ async fn listings(d: &Daemon, req: &ListRequest) -> Result<Vec<(String, Option<C
     }
     let listing = |entry| {
         let cached = d.cached_for(entry, &req.caller).filter(|c| c.tools.is_some());
-        cached.map(|cached| offered(d, entry, cached))
+        cached.map(|cached| offered(d, entry, Arc::unwrap_or_clone(cached)))
     };
     Ok(policy::offered(&config).map(|entry| (entry.name.clone(), listing(entry))).collect())
 }

@@ -31,7 +31,7 @@ pub async fn pins(d: &Daemon, req: &PinsRequest) -> Result<Vec<PinnedServer>, Ap
     let mut servers = Vec::new();
     for entry in entries {
         let cached = d.schema_for(entry, &req.caller).await;
-        d.holds(entry, cached.as_ref());
+        d.holds(entry, cached.as_deref());
         let set = d.pins.get(&d.pin_key(entry, cached.is_some_and(|c| c.private))).unwrap_or_default();
         let rows =
             |kind| -> Vec<PinRow> { set.of(kind).into_iter().flatten().map(|(name, pin)| row(name, pin)).collect() };

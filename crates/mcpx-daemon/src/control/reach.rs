@@ -149,7 +149,7 @@ pub(super) async fn listed(
     let name = &entry.name;
     let key = entry.cache_key();
     if let Some(cached) = d.schema_for(entry, caller).await.filter(|c| c.tools.is_some()) {
-        return Ok(cached);
+        return Ok(Arc::unwrap_or_clone(cached));
     }
     if !start {
         return Err(ApiError::new(
@@ -166,9 +166,9 @@ pub(super) async fn listed(
     // Started to be listed: a `call`-scoped instance ends with the listing.
     lease.finish().await;
     match d.schema.get_for(&key, target.context.as_deref()) {
-        Some(cached) if cached.tools.is_some() => Ok(cached),
+        Some(cached) if cached.tools.is_some() => Ok(Arc::unwrap_or_clone(cached)),
         cached => {
-            let why = cached.and_then(|c| c.error).unwrap_or_else(|| "it sent no listing".to_owned());
+            let why = cached.and_then(|c| c.error.clone()).unwrap_or_else(|| "it sent no listing".to_owned());
             Err(ApiError::new(
                 ErrorKind::Server,
                 format!("server `{name}` started but could not be listed: {why} (see `mcpx logs {name}`)"),

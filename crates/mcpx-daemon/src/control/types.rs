@@ -10,7 +10,6 @@ use crate::config::ServerEntry;
 use crate::daemon::Daemon;
 use crate::pins::Holds;
 use crate::policy;
-use crate::schema::CacheEntry;
 
 use super::reach::listed;
 
@@ -29,7 +28,7 @@ pub async fn types(d: &Daemon, req: &TypesRequest) -> Result<TypesAnswer, ApiErr
     if req.servers.is_empty() {
         for entry in policy::offered(&config) {
             match d.cached_for(entry, &req.caller) {
-                Some(cached @ CacheEntry { tools: Some(_), .. }) => {
+                Some(cached) if cached.tools.is_some() => {
                     let holds = d.holds(entry, Some(&cached));
                     servers.push(offered_tools(entry, &holds, cached.tools.as_deref().unwrap_or_default()))
                 }

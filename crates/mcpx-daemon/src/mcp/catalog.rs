@@ -63,20 +63,20 @@ pub(crate) fn refused_name(d: &Daemon, session: &ClientSession, exposed: &str) -
         .values()
         .filter_map(|e| Some((e, exposed.strip_prefix(e.name.as_str())?.strip_prefix(SEPARATOR)?)))
         .max_by_key(|(e, _)| e.name.len())?;
-    policy::check_tool(entry, &d.holds(entry, d.cached_for(entry, &session.caller).as_ref()), tool).err()
+    policy::check_tool(entry, &d.holds(entry, d.cached_for(entry, &session.caller).as_deref()), tool).err()
 }
 
 /// The schema cache entry of `entry`, listing the server first when it was never
 /// listed (design: "Discovery": MCP clients see every tool on their first listing).
 /// A server whose last start or listing failed is left out at once (`None`) and
 /// started again in the background.
-pub(crate) async fn listed(d: &Daemon, session: &ClientSession, entry: &ServerEntry) -> Option<CacheEntry> {
+pub(crate) async fn listed(d: &Daemon, session: &ClientSession, entry: &ServerEntry) -> Option<Arc<CacheEntry>> {
     let cached = d.schema_for(entry, &session.caller).await;
     if cached.as_ref().is_some_and(|c| c.tools.is_some() && c.error.is_none()) {
         return cached;
     }
     let (target, pool_key) = d.targets.for_caller(entry, &session.caller).ok()?;
-    if let Some(error) = cached.and_then(|c| c.error) {
+    if let Some(error) = cached.and_then(|c| c.error.clone()) {
         // Its last start or listing failed: left out at once rather than waited for
         // again, and tried in the background; sessions hear `list_changed` if it comes up.
         tracing::info!(server = %entry.name, error = %error, "left out of an MCP listing: its last start failed");
@@ -100,7 +100,7 @@ pub(crate) async fn listed(d: &Daemon, session: &ClientSession, entry: &ServerEn
 /// names `exposed` would have (`<server>__...`), with that failure.
 pub(crate) fn left_out_owner(d: &Daemon, session: &ClientSession, exposed: &str) -> Option<(String, String)> {
     servers(d, session).ok()?.into_iter().find_map(|entry| {
-        let error = d.schema.get(&entry.cache_key())?.error?;
+        let error = d.schema.get(&entry.cache_key())?.error.clone()?;
         exposed.starts_with(&format!("{}{SEPARATOR}", entry.name)).then_some((entry.name, error))
     })
 }
@@ -119,12 +119,12 @@ pub(crate) async fn list(d: &Daemon, session: &ClientSession, field: &str) -> Rp
         let Some(cached) = cached else { continue };
         let holds = d.holds(entry, Some(&cached));
         let list = match field {
-            "tools" => cached.tools,
-            "prompts" => cached.prompts,
-            "resources" => cached.resources,
-            _ => cached.resource_templates,
+            "tools" => &cached.tools,
+            "prompts" => &cached.prompts,
+            "resources" => &cached.resources,
+            _ => &cached.resource_templates,
         };
-        for raw in list.into_iter().flatten() {
+        for raw in list.iter().flatten() {
             let Ok(v) = serde_json::from_str::<Value>(raw.get()) else { continue };
             let name = v["name"].as_str().unwrap_or_default();
             let offered = match field {

@@ -115,7 +115,7 @@ fn refusal(d: &Daemon, session: &ClientSession, server: &str, tool: Option<&str>
     let entry = config.get(server)?;
     match tool {
         Some(tool) => {
-            policy::check_tool(entry, &d.holds(entry, d.cached_for(entry, &session.caller).as_ref()), tool).err()
+            policy::check_tool(entry, &d.holds(entry, d.cached_for(entry, &session.caller).as_deref()), tool).err()
         }
         None => policy::check_server(entry).err(),
     }

@@ -188,7 +188,7 @@ async fn forward(
         }
         let Some((kind, name)) = &item else { return Ok(()) };
         let cached = d.schema.get_for(&target.cache_key, target.context.as_deref());
-        let holds = d.holds(&target.entry, cached.as_ref());
+        let holds = d.holds_at(&target.entry, &target.cache_key, cached.as_deref());
         let checked = match kind {
             Kind::Tool => policy::check_tool(&target.entry, &holds, name),
             Kind::Prompt => policy::check_prompt(&target.entry, &holds, name),

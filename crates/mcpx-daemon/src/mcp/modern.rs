@@ -66,7 +66,7 @@ pub(crate) async fn identity(d: &Daemon, session: &ClientSession) -> Result<Iden
         .into_iter()
         .find(|e| &e.name == name)
         .ok_or_else(|| (mcpx_proto::mcp::error_code::INVALID_PARAMS, format!("no server `{name}` is configured")))?;
-    if let Some(upstream) = listed(d, session, &entry).await.and_then(|c| c.session) {
+    if let Some(upstream) = listed(d, session, &entry).await.and_then(|c| c.session.clone()) {
         identity.capabilities = serde_json::from_str(upstream.capabilities.get()).unwrap_or_default();
         if let Some(info) = &upstream.server_info {
             identity.server_info = serde_json::from_str(info.get()).unwrap_or_default();

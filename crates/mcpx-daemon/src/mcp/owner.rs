@@ -105,7 +105,7 @@ fn only_server(d: &Daemon, session: &ClientSession, name: &str) -> Option<String
 /// `entry`'s resources or templates.
 fn lists(d: &Daemon, session: &ClientSession, entry: &ServerEntry, uri: &str) -> bool {
     let Some(cached) = d.cached_for(entry, &session.caller) else { return false };
-    let items = cached.resources.into_iter().flatten().chain(cached.resource_templates.into_iter().flatten());
+    let items = cached.resources.iter().flatten().chain(cached.resource_templates.iter().flatten());
     items
         .filter_map(|raw| serde_json::from_str::<Value>(raw.get()).ok())
         .any(|v| v["uri"] == uri || v["uriTemplate"] == uri)
