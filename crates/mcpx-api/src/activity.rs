@@ -44,7 +44,7 @@ pub struct ActivityRequest {
 }
 
 /// One request, as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     /// Its id: in the order entries were recorded; the time it was recorded, in
     /// milliseconds since the Unix epoch, shifted left 20 bits (made unique).

@@ -196,43 +196,34 @@ impl Daemon {
     /// reached [`Daemon::ask`] (a tool the policy hides, a server the caller cannot
     /// use): `method` naming `name`, and why.
     pub fn record_refused(&self, entry: &ServerEntry, origin: &Origin, method: &str, name: &str, why: String) {
-        if !self.activity.on() || !RECORDED.contains(&method) {
-            return;
+        if RECORDED.contains(&method) {
+            self.record_event(Record { entry, origin }, method, name, "refused", why);
         }
-        let started_ms = crate::schema::now_ms();
-        let record = Record { entry, origin };
-        self.record(
-            &record,
-            crate::activity::Entry {
-                started_ms,
-                outcome: "refused".to_owned(),
-                error: Some(why),
-                ..record.entry(method, name)
-            },
-        );
     }
 
     /// Records a pin event of `entry`'s server: the definition of `kind` `name`
     /// `verb` (`held`, `approved`, `rejected`) by `origin`.
     pub fn record_pin(&self, entry: &ServerEntry, origin: &Origin, verb: &str, kind: crate::pins::Kind, name: &str) {
-        if !self.activity.on() {
-            return;
-        }
-        let started_ms = crate::schema::now_ms();
-        let record = Record { entry, origin };
         let why = match verb {
             "held" => format!("the {} changed since it was pinned, or is new", kind.as_str()),
             verb => format!("the {}'s new definition was {verb}", kind.as_str()),
         };
-        self.record(
-            &record,
-            crate::activity::Entry {
-                started_ms,
-                outcome: verb.to_owned(),
-                error: Some(why),
-                ..record.entry(&format!("pin/{verb}"), name)
-            },
-        );
+        self.record_event(Record { entry, origin }, &format!("pin/{verb}"), name, verb, why);
+    }
+
+    /// Records an entry that took no time: `method` naming `name` ended `outcome`, for
+    /// the reason `why`.
+    fn record_event(&self, record: Record<'_>, method: &str, name: &str, outcome: &str, why: String) {
+        if !self.activity.on() {
+            return;
+        }
+        let entry = crate::activity::Entry {
+            started_ms: crate::schema::now_ms(),
+            outcome: outcome.to_owned(),
+            error: Some(why),
+            ..record.entry(method, name)
+        };
+        self.record(&record, entry);
     }
 
     /// Queues `entry`, with `record`'s templates when it keeps arguments.
@@ -282,27 +273,14 @@ struct Record<'a> {
 impl Record<'_> {
     /// An entry of `method` naming `name`, the rest zero, to be filled in.
     fn entry(&self, method: &str, name: &str) -> crate::activity::Entry {
+        // The id is given by the record's writer.
         crate::activity::Entry {
-            // Given by the record's writer.
-            id: 0,
-            started_ms: 0,
-            duration_us: 0,
             path: self.origin.path.clone(),
             client: self.origin.client.clone(),
             server: self.entry.name.clone(),
-            pid: None,
-            key: None,
             method: method.to_owned(),
             name: name.to_owned(),
-            outcome: String::new(),
-            code: None,
-            error: None,
-            bytes_in: 0,
-            bytes_out: 0,
-            notifications: 0,
-            answered: None,
-            arguments: None,
-            result: None,
+            ..crate::activity::Entry::default()
         }
     }
 }

@@ -276,25 +276,14 @@ mod tests {
 
     fn call(name: &str, outcome: &str, duration_us: u64) -> Entry {
         Entry {
-            id: 0,
-            started_ms: 0,
             duration_us,
             path: "shell".into(),
             client: "shell".into(),
             server: "s".into(),
-            pid: None,
-            key: None,
             method: "tools/call".into(),
             name: name.into(),
             outcome: outcome.into(),
-            code: None,
-            error: None,
-            bytes_in: 0,
-            bytes_out: 0,
-            notifications: 0,
-            answered: None,
-            arguments: None,
-            result: None,
+            ..Entry::default()
         }
     }
 

@@ -11,7 +11,6 @@ fn entry(_: &Activity, server: &str, outcome: &str, started_ms: u64) -> Entry {
 /// An `ok` call of `server`'s `echo`.
 fn entry_for(server: &str, started_ms: u64) -> Entry {
     Entry {
-        id: 0,
         started_ms,
         duration_us: 1500,
         path: "shell".into(),
@@ -22,14 +21,9 @@ fn entry_for(server: &str, started_ms: u64) -> Entry {
         method: "tools/call".into(),
         name: "echo".into(),
         outcome: "ok".into(),
-        code: None,
-        error: None,
         bytes_in: 10,
         bytes_out: 20,
-        notifications: 0,
-        answered: None,
-        arguments: None,
-        result: None,
+        ..Entry::default()
     }
 }
 
