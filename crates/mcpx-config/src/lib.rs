@@ -81,7 +81,7 @@ pub use resolve::{
     Role,
 };
 pub use review::{ProjectEntry, project_entries, project_files};
-pub use settings::{ActivitySettings, settings_file};
+pub use settings::{ActivitySettings, OtelSettings, settings_file};
 pub use spec::{MCPX_KEYS, NetworkSpec, Pinning, Preset, RemoteKind, SandboxSpec, Scope, Sharing, TransportSpec};
 pub use trust::{
     TRUST_ALL_KEY, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, canonical_sha256, entry_hash, project_dir,

@@ -1,11 +1,13 @@
-//! The daemon's own settings: the top-level `activity` block of the user config (or of
-//! the daemon's `MCPX_CONFIG` file), read when the daemon starts
-//! (`docs/configuration.md`, "The activity record").
+//! The daemon's own settings: the top-level `activity` and `otel` blocks of the user
+//! config (or of the daemon's `MCPX_CONFIG` file), read when the daemon starts
+//! (`docs/configuration.md`, "The activity record"; `docs/telemetry.md`).
 //!
 //! ```jsonc
-//! { "activity": { "enabled": true, "arguments": false, "keep": "720h", "maxBytes": "64MiB", "maxValueBytes": "16KiB" } }
+//! { "activity": { "enabled": true, "arguments": false, "keep": "720h", "maxBytes": "64MiB", "maxValueBytes": "16KiB" },
+//!   "otel": { "endpoint": "http://localhost:4318", "serviceName": "mcpx", "headers": { "x-team": "a" } } }
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -66,25 +68,9 @@ impl ActivitySettings {
     /// [`ConfigError::Syntax`]); a key of the block is unknown or its value has the
     /// wrong type ([`ConfigError::InvalidSetting`], naming `activity.<key>`).
     pub fn read(file: &Path) -> Result<ActivitySettings, ConfigError> {
-        let text = match std::fs::read_to_string(file) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ActivitySettings::default()),
-            Err(error) => return Err(ConfigError::Io { file: file.to_owned(), error }),
-        };
-        let syntax = |offset: usize, message: String| {
-            let (line, column) = line_column(&text, offset);
-            ConfigError::Syntax { file: file.to_owned(), line, column, message }
-        };
-        let json = jsonc::to_json(&text).map_err(|e| syntax(e.offset, e.message.to_owned()))?;
-        let top: Value = serde_json::from_str(&json).map_err(|e| ConfigError::Syntax {
-            file: file.to_owned(),
-            line: e.line(),
-            column: e.column(),
-            message: e.to_string(),
-        })?;
-        match top.get("activity") {
-            None | Some(Value::Null) => Ok(ActivitySettings::default()),
-            Some(block) => ActivitySettings::parse(block).map_err(|(key, message)| ConfigError::InvalidSetting {
+        match block(file, "activity")? {
+            None => Ok(ActivitySettings::default()),
+            Some(block) => ActivitySettings::parse(&block).map_err(|(key, message)| ConfigError::InvalidSetting {
                 file: file.to_owned(),
                 key,
                 message,
@@ -119,6 +105,117 @@ impl ActivitySettings {
                 _ => {
                     return Err((key, format!("unknown key; an `activity` block takes: {}", ACTIVITY_KEYS.join(", "))));
                 }
+            }
+        }
+        Ok(settings)
+    }
+}
+
+/// The top-level block `name` of `file`; `None` when the file or the block is absent
+/// (or `null`).
+///
+/// Errors: the file cannot be read or is not JSON(C) ([`ConfigError::Io`],
+/// [`ConfigError::Syntax`]).
+fn block(file: &Path, name: &str) -> Result<Option<Value>, ConfigError> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(ConfigError::Io { file: file.to_owned(), error }),
+    };
+    let syntax = |offset: usize, message: String| {
+        let (line, column) = line_column(&text, offset);
+        ConfigError::Syntax { file: file.to_owned(), line, column, message }
+    };
+    let json = jsonc::to_json(&text).map_err(|e| syntax(e.offset, e.message.to_owned()))?;
+    let mut top: Value = serde_json::from_str(&json).map_err(|e| ConfigError::Syntax {
+        file: file.to_owned(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })?;
+    Ok(top.get_mut(name).map(Value::take).filter(|b| !b.is_null()))
+}
+
+/// The keys of the `otel` block.
+pub const OTEL_KEYS: [&str; 4] = ["enabled", "endpoint", "serviceName", "headers"];
+
+/// The OpenTelemetry export's settings (`otel` at the top level of the user config;
+/// `docs/telemetry.md`). The standard `OTEL_*` variables of the daemon's environment
+/// fill in what the block leaves out; the daemon resolves the two.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OtelSettings {
+    /// `enabled`: `false` turns the export off whatever the environment says; `true`
+    /// with no endpoint anywhere exports to `http://localhost:4318`, OTLP's default.
+    pub enabled: Option<bool>,
+    /// `endpoint`: the collector's OTLP/HTTP base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT`
+    /// takes it (`/v1/traces` is appended).
+    pub endpoint: Option<String>,
+    /// `serviceName`: the `service.name` of the spans (else `OTEL_SERVICE_NAME`, else
+    /// `mcpx`).
+    pub service_name: Option<String>,
+    /// `headers`: sent with every export (an API key), over those of
+    /// `OTEL_EXPORTER_OTLP_HEADERS`.
+    pub headers: BTreeMap<String, String>,
+}
+
+impl OtelSettings {
+    /// The settings in `file`'s top-level `otel` block; the defaults when the file or
+    /// the block is absent.
+    ///
+    /// Errors: as [`ActivitySettings::read`], naming `otel.<key>`.
+    pub fn read(file: &Path) -> Result<OtelSettings, ConfigError> {
+        match block(file, "otel")? {
+            None => Ok(OtelSettings::default()),
+            Some(block) => OtelSettings::parse(&block).map_err(|(key, message)| ConfigError::InvalidSetting {
+                file: file.to_owned(),
+                key,
+                message,
+            }),
+        }
+    }
+
+    /// The settings of an `otel` block. Errors: `(key, message)`.
+    fn parse(block: &Value) -> Result<OtelSettings, (String, String)> {
+        let Value::Object(block) = block else {
+            return Err(("otel".into(), format!("expected an object, found {}", json_kind(block))));
+        };
+        let mut settings = OtelSettings::default();
+        for (name, value) in block {
+            let key = format!("otel.{name}");
+            let text = || {
+                value
+                    .as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| (key.clone(), format!("expected a string, found {}", json_kind(value))))
+            };
+            match name.as_str() {
+                "enabled" => {
+                    let flag = value.as_bool();
+                    settings.enabled =
+                        Some(flag.ok_or_else(|| {
+                            (key.clone(), format!("expected true or false, found {}", json_kind(value)))
+                        })?);
+                }
+                "endpoint" => {
+                    let url = text()?;
+                    if !(url.starts_with("http://") || url.starts_with("https://")) {
+                        return Err((key, format!("expected an http:// or https:// URL, found `{url}`")));
+                    }
+                    settings.endpoint = Some(url);
+                }
+                "serviceName" => settings.service_name = Some(text()?),
+                "headers" => {
+                    let Value::Object(headers) = value else {
+                        return Err((key, format!("expected an object of strings, found {}", json_kind(value))));
+                    };
+                    for (header, v) in headers {
+                        let v = v.as_str().ok_or_else(|| {
+                            (format!("{key}.{header}"), format!("expected a string, found {}", json_kind(v)))
+                        })?;
+                        settings.headers.insert(header.clone(), v.to_owned());
+                    }
+                }
+                _ => return Err((key, format!("unknown key; an `otel` block takes: {}", OTEL_KEYS.join(", ")))),
             }
         }
         Ok(settings)
@@ -165,5 +262,28 @@ mod tests {
             assert!(error.contains("config.json: invalid ") && error.contains(said), "{text}: {error}");
         }
         assert!(read("{ nope").unwrap_err().contains("config.json:1:3"));
+    }
+
+    #[test]
+    fn the_otel_block_is_read_and_a_bad_key_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.json");
+        std::fs::write(&file, r#"{ "otel": { "endpoint": "http://127.0.0.1:4318", "headers": { "x-key": "k" } } }"#)
+            .unwrap();
+        let set = OtelSettings::read(&file).unwrap();
+        assert_eq!(set.endpoint.as_deref(), Some("http://127.0.0.1:4318"));
+        assert_eq!(set.headers.get("x-key").map(String::as_str), Some("k"));
+        assert_eq!(set.enabled, None);
+        for (text, said) in [
+            (r#"{ "otel": { "endpoint": "localhost:4318" } }"#, "`otel.endpoint`: expected an http:// or https:// URL"),
+            (r#"{ "otel": { "headers": { "a": 1 } } }"#, "`otel.headers.a`: expected a string"),
+            (r#"{ "otel": { "sampler": "x" } }"#, "`otel.sampler`: unknown key"),
+        ] {
+            std::fs::write(&file, text).unwrap();
+            let error = OtelSettings::read(&file).unwrap_err().to_string();
+            assert!(error.contains("config.json: invalid ") && error.contains(said), "{text}: {error}");
+        }
+        std::fs::write(&file, "{}").unwrap();
+        assert_eq!(OtelSettings::read(&file).unwrap(), OtelSettings::default());
     }
 }
