@@ -134,6 +134,30 @@ venv_install .venv requirements.txt mcp-server-time
 # mcp-proxy needs mcp < 2 (e2e/.venv has mcp 2), so it gets a venv of its own.
 venv_install mcp-proxy/.venv requirements-mcp-proxy.txt mcp-proxy
 
+# --- promtool, for the /metrics test ---------------------------------------------------------------
+# crates/mcpx/tests/it/telemetry.rs checks `GET /metrics` with Debian's `promtool check metrics`:
+# the prometheus package, pinned, downloaded (not installed: no service is set up) and unpacked into
+# e2e/prometheus.
+prometheus_version="2.42.0+ds-5+deb12u1"
+promtool="$e2e/prometheus/usr/bin/promtool"
+if [[ -x "$promtool" && "$(cat "$e2e/prometheus/.stamp" 2>/dev/null)" == "$prometheus_version" ]]; then
+    say "promtool up to date (e2e/prometheus, prometheus $prometheus_version)"
+else
+    need apt-get "the /metrics test needs Debian's promtool (the prometheus package); on another system, unpack it into e2e/prometheus/usr/bin/promtool"
+    need dpkg-deb "the /metrics test needs Debian's promtool (the prometheus package)"
+    say "downloading Debian's prometheus $prometheus_version for promtool into e2e/prometheus..."
+    deb_dir="$(mktemp -d)"
+    if ! (cd "$deb_dir" && apt-get download -qq "prometheus=$prometheus_version" >/dev/null 2>&1); then
+        quietly "apt-get update" apt-get update -qq
+        (cd "$deb_dir" && quietly "apt-get download prometheus=$prometheus_version" apt-get download -qq "prometheus=$prometheus_version")
+    fi
+    rm -rf "$e2e/prometheus"
+    quietly "unpacking the prometheus package" dpkg-deb -x "$deb_dir"/prometheus_*.deb "$e2e/prometheus"
+    rm -rf "$deb_dir"
+    "$promtool" --version >/dev/null 2>&1 || die "e2e/prometheus/usr/bin/promtool does not run"
+    printf '%s\n' "$prometheus_version" >"$e2e/prometheus/.stamp"
+fi
+
 # --- The previous mcpx, for the compatibility tests ----------------------------------------------
 # crates/mcpx/tests/it/compat.rs runs an older CLI against this daemon and this CLI against an
 # older daemon, as they meet during an upgrade: mcpx built from the commit e2e/compat-rev names
@@ -156,4 +180,4 @@ else
 fi
 
 say "ready: e2e/node_modules/.bin/{mcp-server-everything,mcp-server-memory,mcp-server-filesystem,claude,deno}, e2e/node_modules/supergateway," \
-    "e2e/.venv/bin/mcp-server-time, e2e/mcp-proxy/.venv/bin/mcp-proxy, e2e/compat/mcpx"
+    "e2e/.venv/bin/mcp-server-time, e2e/mcp-proxy/.venv/bin/mcp-proxy, e2e/prometheus/usr/bin/promtool, e2e/compat/mcpx"

@@ -405,6 +405,20 @@ pub struct DaemonStatus {
     /// Why the activity record last failed to open or write, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub activity_error: Option<String>,
+    /// Where spans are exported (the OTLP/HTTP traces URL), when the export is on
+    /// (`docs/telemetry.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otel_url: Option<String>,
+    /// Spans exported, since the daemon started.
+    #[serde(default)]
+    pub spans_exported: u64,
+    /// Spans lost: dropped by the export's full queue (a slow or dead collector), or in
+    /// an export that failed, since the daemon started.
+    #[serde(default)]
+    pub spans_dropped: u64,
+    /// Why the last export failed, or why spans are not exported as configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otel_error: Option<String>,
 }
 
 /// One problem of a configuration file in `status`: an entry that does not parse, or a

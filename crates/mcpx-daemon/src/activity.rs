@@ -97,6 +97,8 @@ pub struct Activity {
     state: Option<Dir>,
     /// Entries the full queue dropped.
     pub dropped: Arc<AtomicU64>,
+    /// Entries waiting for the writer.
+    pub queued: Arc<AtomicU64>,
     /// Writes that failed.
     pub failed: Arc<AtomicU64>,
     /// Why the last write failed, or the record could not be opened.
@@ -163,12 +165,14 @@ impl Activity {
         };
         let (queue, entries) = std::sync::mpsc::sync_channel(QUEUE);
         let (failed, writer_error) = (Arc::new(AtomicU64::new(0)), last_error.clone());
+        let queued = Arc::new(AtomicU64::new(0));
         let last_id = read(&store).as_ref().map_or(0, Store::last_id);
         let writer = Writer {
             last_id,
             store: store.clone(),
             state: state.clone(),
             failed: failed.clone(),
+            queued: queued.clone(),
             last_error: writer_error,
             settings: settings.clone(),
             redactor: redact::Redactor::new(state.clone(), env),
@@ -191,6 +195,7 @@ impl Activity {
             queue: Some(queue),
             store: Some(store),
             dropped: Arc::default(),
+            queued,
             failed,
             last_error,
             writer: Some(writer),
@@ -204,6 +209,7 @@ impl Activity {
             queue: None,
             store: None,
             dropped: Arc::default(),
+            queued: Arc::default(),
             failed: Arc::default(),
             last_error,
             writer: None,
@@ -223,8 +229,13 @@ impl Activity {
     /// Queues `pending` for the writer; never waits. A full queue drops it (counted).
     pub fn record(&self, pending: Pending) {
         let Some(queue) = &self.queue else { return };
-        if let Err(TrySendError::Full(_)) = queue.try_send(pending) {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+        // Counted first: the writer may take it before `try_send` returns.
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = queue.try_send(pending) {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+            if let TrySendError::Full(_) = e {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -319,6 +330,7 @@ struct Writer {
     last_id: u64,
     state: Dir,
     failed: Arc<AtomicU64>,
+    queued: Arc<AtomicU64>,
     last_error: Arc<Mutex<Option<String>>>,
     settings: ActivitySettings,
     redactor: redact::Redactor,
@@ -341,6 +353,7 @@ impl Writer {
             let mut batch = vec![first];
             batch.extend(entries.try_iter().take(most - 1));
             behind = batch.len() == most;
+            self.queued.fetch_sub(batch.len() as u64, Ordering::Relaxed);
             let mut batch: Vec<Entry> = batch.into_iter().map(|p| self.masked(p)).collect();
             let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.write(&mut batch).and_then(|()| self.bound())

@@ -650,6 +650,7 @@ impl From<crate::target::Refusal> for ApiError {
 }
 
 pub mod activity;
+pub mod metrics;
 mod offers;
 pub mod pins;
 mod reach;

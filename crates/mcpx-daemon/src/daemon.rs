@@ -61,6 +61,8 @@ pub struct Daemon {
     pub pins: Pins,
     /// The record of every request callers sent servers.
     pub activity: crate::activity::Activity,
+    /// Metrics of every recorded request, and their spans' export when on.
+    pub telemetry: crate::telemetry::Telemetry,
     /// When it started, for `status`'s uptime.
     pub(crate) started: Instant,
     /// When it started, in milliseconds since the Unix epoch (tells a re-executed
@@ -125,7 +127,7 @@ impl Daemon {
             }
         }
         let warnings = crate::service_check::supervisor_warnings(&env);
-        let activity = open_activity(&dirs.state, &config, &env);
+        let (activity, telemetry) = open_activity(&dirs.state, &config, &env);
         let daemon = Arc::new_cyclic(|me| Daemon {
             me: me.clone(),
             retrying: Mutex::new(HashSet::new()),
@@ -133,6 +135,7 @@ impl Daemon {
             schema,
             pins: Pins::open(&dirs.state),
             activity,
+            telemetry,
             config,
             targets: Targets::new(env, dirs.state.clone()),
             dirs,
@@ -299,7 +302,7 @@ impl Daemon {
     }
 
     /// [`Daemon::holds`] with `entry`'s cache key already known (a
-    /// [`crate::target::Target`]'s), so a call's check hashes nothing.
+    /// [`crate::pool::Target`]'s), so a call's check hashes nothing.
     pub fn holds_at(&self, entry: &ServerEntry, cache_key: &str, listing: Option<&CacheEntry>) -> Holds {
         if entry.pinning == Pinning::Off {
             return Holds::default();
@@ -539,9 +542,9 @@ async fn handle_events(daemon: Weak<Daemon>, mut rx: mpsc::UnboundedReceiver<(St
                     daemon.announce(Message::notification(&method, None));
                 });
             }
-            InstanceEvent::Exited { cache_key, crash } => {
+            InstanceEvent::Exited { server, cache_key, crash } => {
                 if let Some(error) = crash {
-                    daemon.pool.record_crash(&cache_key, error);
+                    daemon.pool.record_crash(&server, &cache_key, error);
                 }
                 daemon.pool.notify_changed();
             }
@@ -595,14 +598,14 @@ fn points_at(entry: &ServerEntry, own: &str) -> bool {
         && (path == "/mcp" || path.starts_with("/mcp/"))
 }
 
-/// The activity record in `state`, with the settings of the user config (or the
-/// daemon's `MCPX_CONFIG` file). Settings that cannot be read leave the defaults, and
-/// the record says why (`status`, `doctor`).
+/// The activity record in `state`, and the telemetry, with the settings of the user
+/// config (or the daemon's `MCPX_CONFIG` file). Settings that cannot be read leave the
+/// defaults (for telemetry: no export), and each says why (`status`, `doctor`).
 fn open_activity(
     state: &mcpx_platform::fs::Dir,
     config: &ConfigCache,
     env: &HashMap<String, String>,
-) -> crate::activity::Activity {
+) -> (crate::activity::Activity, crate::telemetry::Telemetry) {
     let explicit = env.get("MCPX_CONFIG").map(PathBuf::from);
     let file = crate::config::settings_file(config.env(), explicit.as_deref());
     let (settings, problem) = match file.as_deref().map(crate::config::ActivitySettings::read) {
@@ -615,7 +618,15 @@ fn open_activity(
         tracing::warn!("{problem}; the activity record keeps its defaults");
         *lock(&activity.last_error) = Some(format!("{problem} (the defaults are used)"));
     }
-    activity
+    let telemetry = match file.as_deref().map(crate::config::OtelSettings::read) {
+        Some(Err(e)) => crate::telemetry::Telemetry {
+            problem: Some(format!("{e}; spans are not exported")),
+            ..crate::telemetry::Telemetry::default()
+        },
+        Some(Ok(otel)) => crate::telemetry::Telemetry::open(&otel, env),
+        None => crate::telemetry::Telemetry::open(&Default::default(), env),
+    };
+    (activity, telemetry)
 }
 
 #[cfg(test)]

@@ -59,6 +59,8 @@ pub enum InstanceEvent {
     /// The server process ended (or its link was lost). `crash` holds the error when
     /// nobody asked it to stop.
     Exited {
+        /// The server's name.
+        server: String,
         /// The cache key of the server.
         cache_key: String,
         /// Why, when it was not asked to stop.

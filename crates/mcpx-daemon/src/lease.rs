@@ -79,7 +79,7 @@ pub struct Ask<'a, E> {
 }
 
 /// The methods a caller's request is recorded for ([`crate::activity`]).
-const RECORDED: [&str; 4] = ["tools/call", "prompts/get", "resources/read", "completion/complete"];
+pub(crate) const RECORDED: [&str; 4] = ["tools/call", "prompts/get", "resources/read", "completion/complete"];
 
 impl Daemon {
     /// An instance of `entry` for `caller`, from the caller's pool (the entry's scope
@@ -120,9 +120,9 @@ impl Daemon {
     ///
     /// Errors: [`Failure`]: the entry refused, the check's refusal, or the server's
     /// failure. A JSON-RPC error from the server is an answer, not a failure.
-    pub async fn ask<E: Said>(&self, ask: Ask<'_, E>) -> Result<Message, Failure<E>> {
+    pub async fn ask<E: Said>(&self, mut ask: Ask<'_, E>) -> Result<Message, Failure<E>> {
         let method = ask.request.method().unwrap_or_default().to_owned();
-        if !RECORDED.contains(&method.as_str()) || !self.activity.on() {
+        if !RECORDED.contains(&method.as_str()) {
             return self.ask_unrecorded(ask, &mut None).await;
         }
         let started = std::time::Instant::now();
@@ -130,6 +130,12 @@ impl Daemon {
         let (entry, origin, context) = (ask.entry, ask.origin.clone(), ask.context.clone());
         let (name, bytes_in) = (named(&ask.request), ask.request.as_str().len() as u64);
         let arguments = self.activity.keeps_arguments().then(|| arguments_of(&ask.request));
+        // The span goes on to the server in the request's `_meta`.
+        let mut span = None;
+        if let Some(traces) = &self.telemetry.traces {
+            let (begun, request) = traces.begin(ask.request);
+            (span, ask.request) = (Some(begun), request);
+        }
         let mut leased = None;
         let answer = self.ask_unrecorded(ask, &mut leased).await;
         let (outcome, code, error, bytes_out) = match &answer {
@@ -147,24 +153,21 @@ impl Daemon {
         };
         let record = Record { entry, origin: &origin };
         let heard = context.heard.take_requests();
-        self.record(
-            &record,
-            crate::activity::Entry {
-                started_ms,
-                duration_us: started.elapsed().as_micros() as u64,
-                pid: leased.as_ref().and_then(|(pid, _)| *pid),
-                key: leased.as_ref().map(|(_, key)| key.clone()),
-                outcome: outcome.to_owned(),
-                code,
-                error,
-                bytes_in,
-                bytes_out,
-                notifications: context.heard.notifications(),
-                arguments,
-                result,
-                ..record.entry(&method, &name)
-            },
-        );
+        let call = crate::activity::Entry {
+            started_ms,
+            duration_us: started.elapsed().as_micros() as u64,
+            pid: leased.as_ref().and_then(|(pid, _)| *pid),
+            key: leased.as_ref().map(|(_, key)| key.clone()),
+            outcome: outcome.to_owned(),
+            code,
+            error,
+            bytes_in,
+            bytes_out,
+            notifications: context.heard.notifications(),
+            arguments,
+            result,
+            ..record.entry(&method, &name)
+        };
         for asked in heard {
             let (outcome, code, said) = match &asked.answer {
                 Some(response) => {
@@ -173,22 +176,23 @@ impl Daemon {
                 }
                 None => ("failed", None, None),
             };
-            self.record(
-                &record,
-                crate::activity::Entry {
-                    started_ms: asked.started_ms,
-                    duration_us: asked.duration_us,
-                    pid: leased.as_ref().and_then(|(pid, _)| *pid),
-                    key: leased.as_ref().map(|(_, key)| key.clone()),
-                    outcome: outcome.to_owned(),
-                    code,
-                    error: asked.answer.is_none().then(|| "the client did not answer in time".to_owned()),
-                    bytes_out: asked.answer.as_ref().map_or(0, |a| a.as_str().len() as u64),
-                    answered: said,
-                    ..record.entry(&asked.method, &name)
-                },
-            );
+            let request = crate::activity::Entry {
+                started_ms: asked.started_ms,
+                duration_us: asked.duration_us,
+                pid: call.pid,
+                key: call.key.clone(),
+                outcome: outcome.to_owned(),
+                code,
+                error: asked.answer.is_none().then(|| "the client did not answer in time".to_owned()),
+                bytes_out: asked.answer.as_ref().map_or(0, |a| a.as_str().len() as u64),
+                answered: said,
+                ..record.entry(&asked.method, &name)
+            };
+            let at = std::time::UNIX_EPOCH + Duration::from_millis(asked.started_ms);
+            let child = span.as_ref().zip(self.telemetry.traces.as_ref()).map(|(span, t)| t.child(span, at));
+            self.record(&record, request, child);
         }
+        self.record(&record, call, span);
         answer
     }
 
@@ -214,20 +218,38 @@ impl Daemon {
     /// Records an entry that took no time: `method` naming `name` ended `outcome`, for
     /// the reason `why`.
     fn record_event(&self, record: Record<'_>, method: &str, name: &str, outcome: &str, why: String) {
-        if !self.activity.on() {
-            return;
-        }
         let entry = crate::activity::Entry {
             started_ms: crate::schema::now_ms(),
             outcome: outcome.to_owned(),
             error: Some(why),
             ..record.entry(method, name)
         };
-        self.record(&record, entry);
+        let span = match self.telemetry.traces.as_ref() {
+            Some(traces) if RECORDED.contains(&method) => Some(traces.unsent()),
+            _ => None,
+        };
+        self.record(&record, entry, span);
     }
 
-    /// Queues `entry`, with `record`'s templates when it keeps arguments.
-    fn record(&self, record: &Record<'_>, entry: crate::activity::Entry) {
+    /// Counts `entry` in the metrics, ends its `span` when the export is on, and queues
+    /// it for the activity record (with `record`'s templates when it keeps arguments).
+    fn record(
+        &self,
+        record: &Record<'_>,
+        entry: crate::activity::Entry,
+        span: Option<crate::telemetry::traces::Started>,
+    ) {
+        self.telemetry.observe(&entry);
+        if let Some((traces, span)) = self.telemetry.traces.as_ref().zip(span) {
+            let transport = match record.entry.transport {
+                crate::config::TransportSpec::Stdio { .. } => "pipe",
+                crate::config::TransportSpec::Remote { .. } => "tcp",
+            };
+            traces.end(span, &entry, transport);
+        }
+        if !self.activity.on() {
+            return;
+        }
         let keeps = entry.arguments.is_some() || entry.result.is_some();
         let templates =
             if keeps { record.entry.templates().into_iter().map(str::to_owned).collect() } else { Vec::new() };

@@ -38,6 +38,7 @@ pub mod shell_calls;
 pub mod stream;
 use mcpx_platform::sync;
 pub mod target;
+pub mod telemetry;
 #[cfg(test)]
 mod testing;
 pub mod transport;

@@ -189,6 +189,15 @@ impl Settings {
     }
 }
 
+/// A server's crashes ([`Pool::crashes`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Crashes {
+    /// Crashes and failed starts.
+    pub crashes: u64,
+    /// Times it went into `crash-loop`.
+    pub crash_loops: u64,
+}
+
 /// All instances of the daemon, by fingerprint and key.
 pub struct Pool {
     launchers: Launchers,
@@ -196,6 +205,8 @@ pub struct Pool {
     /// Slots by (fingerprint, pool key).
     slots: Arc<Mutex<Slots>>,
     health: Mutex<HashMap<String, Health>>,
+    /// What [`Pool::crashes`] says.
+    crashes: Mutex<std::collections::BTreeMap<String, Crashes>>,
     /// Each server's log budget, by cache key, shared by its instances.
     log_budgets: Mutex<HashMap<String, Arc<LogBudget>>>,
     /// Notified when an instance becomes idle or goes away (callers waiting at `max`).
@@ -236,6 +247,7 @@ impl Pool {
             schema,
             slots: Arc::new(Mutex::new(HashMap::new())),
             health: Mutex::new(HashMap::new()),
+            crashes: Mutex::default(),
             log_budgets: Mutex::new(HashMap::new()),
             changed: Arc::new(Notify::new()),
             events,
@@ -293,14 +305,26 @@ impl Pool {
             .clone()
     }
 
-    /// Counts a crash or failed start of the server whose cache key (fingerprint as
-    /// written) is `fingerprint`.
-    pub fn record_crash(&self, fingerprint: &str, error: CallError) {
+    /// Counts a crash or failed start of the server `server` whose cache key
+    /// (fingerprint as written) is `fingerprint`.
+    pub fn record_crash(&self, server: &str, fingerprint: &str, error: CallError) {
         let mut health = lock(&self.health);
         let h = health.entry(fingerprint.to_owned()).or_default();
-        if h.record(error) {
+        let was = h.in_crash_loop();
+        let looping = h.record(error);
+        if looping {
             tracing::warn!(fingerprint, failures = h.failures(), "server is in crash-loop");
         }
+        let mut crashes = lock(&self.crashes);
+        let counts = crashes.entry(server.to_owned()).or_default();
+        counts.crashes += 1;
+        counts.crash_loops += u64::from(looping && !was);
+    }
+
+    /// Crashes and failed starts, and times a server went into `crash-loop`, since the
+    /// daemon started, by server name.
+    pub fn crashes(&self) -> Vec<(String, Crashes)> {
+        lock(&self.crashes).iter().map(|(server, c)| (server.clone(), *c)).collect()
     }
 
     /// Whether `fingerprint` is in `crash-loop` (5 failures within 60 s).
@@ -412,7 +436,7 @@ impl Pool {
                 // A missing login is not a crash: no backoff or `crash-loop` outlasts
                 // the login that fixes it.
                 if !matches!(&e, CallError::Transport(t) if t.needs_login()) {
-                    self.record_crash(&target.cache_key, e.clone());
+                    self.record_crash(&target.entry.name, &target.cache_key, e.clone());
                 }
                 self.schema.record_error(&target.cache_key, &target.entry.name, &e.to_string());
                 Err(e)

@@ -56,6 +56,9 @@ pub struct Config {
     /// `FAKE_DEFINITIONS`: path of a JSON object read at every `tools/list` (see
     /// `tools::redefined`), so a test changes the tool definitions between listings.
     pub definitions: Option<String>,
+    /// `FAKE_META_LOG`: path of a file each `tools/call`'s `params._meta` is appended to,
+    /// one JSON line each (`null` without one), so a test sees what a proxy put there.
+    pub meta_log: Option<String>,
 }
 
 impl Config {
@@ -110,6 +113,7 @@ impl Config {
             ttl_ms: number("FAKE_TTL_MS").unwrap_or(60_000),
             cache_scope: non_empty("FAKE_CACHE_SCOPE").unwrap_or_else(|| "public".to_owned()),
             definitions: non_empty("FAKE_DEFINITIONS"),
+            meta_log: non_empty("FAKE_META_LOG"),
             escape: non_empty("FAKE_ESCAPE").is_some_and(|v| v != "0"),
         }
     }

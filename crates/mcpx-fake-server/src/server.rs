@@ -221,6 +221,13 @@ pub fn answer(server: &Server, id: &Value, method: &str, params: &Value) -> Repl
         "ping" | "logging/setLevel" => Reply::Result(json!({})),
         "tools/list" => tools_list(server, params),
         "tools/call" => {
+            if let Some(path) = &server.config.meta_log {
+                let line = format!("{}\n", params.get("_meta").unwrap_or(&Value::Null));
+                let appended = std::fs::OpenOptions::new().create(true).append(true).open(path);
+                if let Err(e) = appended.and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes())) {
+                    eprintln!("mcpx-fake-server: FAKE_META_LOG {path}: {e}");
+                }
+            }
             let reply = {
                 let _in_flight = server.calls.enter();
                 tools::call(server, id, params)

@@ -175,6 +175,10 @@ impl Report {
             let lost = d.activity_lost;
             self.add("activity", Level::Warn, format!("the activity record lost {lost} entries: {error}"));
         }
+        if let Some(error) = &d.otel_error {
+            let dropped = d.spans_dropped;
+            self.add("telemetry", Level::Warn, format!("{dropped} spans dropped; {error}"));
+        }
     }
 
     /// Pinning: tools and prompts held for the user's review, and definitions the

@@ -292,6 +292,12 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
     if let Some(error) = &d.activity_error {
         say(&format!("ACTIVITY {} entries lost; {}", d.activity_lost, crate::sanitize::line(error)));
     }
+    if let Some(url) = &d.otel_url {
+        say(&format!("OTEL     spans to {url}: {} exported, {} dropped", d.spans_exported, d.spans_dropped));
+    }
+    if let Some(error) = &d.otel_error {
+        say(&format!("OTEL     {}", crate::sanitize::line(error)));
+    }
     if status.instances.is_empty() {
         println!("\nno instances running; `mcpx call <server>.<tool>` starts one");
         return;

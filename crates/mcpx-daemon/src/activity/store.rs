@@ -3,7 +3,7 @@
 //! `record.old.persy` (the one before, read only). A generation holds batches: what the
 //! writer gathered for one commit, its entries as JSON lines in id order, compressed
 //! (LZ4 block format, the size before it prepended), one record each in the segment
-//! [`BATCHES`], and an index of the same name from the id of a batch's last entry to
+//! `batches`, and an index of the same name from the id of a batch's last entry to
 //! its record. The database does one insert per commit, not one per call; the index
 //! holds only record ids, so its pages stay small when they are written again.
 //!

@@ -112,6 +112,15 @@ pub fn status(d: &Daemon) -> Status {
             flagged_definitions: d.pins.flagged(),
             activity_lost: d.activity.dropped.load(Ordering::Relaxed) + d.activity.failed.load(Ordering::Relaxed),
             activity_error: crate::sync::lock(&d.activity.last_error).clone(),
+            otel_url: d.telemetry.traces.as_ref().map(|t| t.export.url.clone()),
+            spans_exported: d.telemetry.traces.as_ref().map_or(0, |t| t.exported.load(Ordering::Relaxed)),
+            spans_dropped: d.telemetry.traces.as_ref().map_or(0, |t| t.dropped.load(Ordering::Relaxed)),
+            otel_error: d
+                .telemetry
+                .traces
+                .as_ref()
+                .and_then(|t| crate::sync::lock(&t.last_error).clone())
+                .or_else(|| d.telemetry.problem.clone()),
         },
         instances,
     }

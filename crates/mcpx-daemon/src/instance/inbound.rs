@@ -67,7 +67,11 @@ impl Instance {
                 let crash = (!expected).then(|| CallError::Lost(reason.clone()));
                 let _ = events.send((
                     self.identity.fingerprint.clone(),
-                    InstanceEvent::Exited { cache_key: self.identity.cache_key.clone(), crash },
+                    InstanceEvent::Exited {
+                        server: self.identity.server.clone(),
+                        cache_key: self.identity.cache_key.clone(),
+                        crash,
+                    },
                 ));
             }
             Inbound::Exited(exit) => {
@@ -77,7 +81,11 @@ impl Instance {
                 let crash = (!expected).then(|| self.exited_error(exit));
                 let _ = events.send((
                     self.identity.fingerprint.clone(),
-                    InstanceEvent::Exited { cache_key: self.identity.cache_key.clone(), crash },
+                    InstanceEvent::Exited {
+                        server: self.identity.server.clone(),
+                        cache_key: self.identity.cache_key.clone(),
+                        crash,
+                    },
                 ));
             }
         }

@@ -328,7 +328,7 @@ async fn an_unrequested_exit_fails_every_call_and_counts_as_a_crash() {
     assert_eq!(error.to_string(), "server exited with code 3; stderr: panic: out of cheese");
     assert_eq!(h.inst.state(), State::Exited(ExitInfo { code: Some(3), signal: None }));
     match h.events.recv().await {
-        Some((_, InstanceEvent::Exited { cache_key, crash: Some(_) })) => assert_eq!(cache_key, "c"),
+        Some((_, InstanceEvent::Exited { cache_key, crash: Some(_), .. })) => assert_eq!(cache_key, "c"),
         other => panic!("{other:?}"),
     }
     let after = h.inst.request(Message::request("2", "ping", None), None).await;

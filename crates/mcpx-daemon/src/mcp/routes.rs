@@ -187,6 +187,14 @@ pub fn routes() -> Router<Arc<Endpoint>> {
     Router::new()
         .route("/mcp", post(post_aggregate).delete(delete).get(get_stream))
         .route("/mcp/{server}", post(post_server).delete(delete).get(get_stream))
+        .route("/metrics", axum::routing::get(metrics))
+}
+
+/// `GET /metrics`: the daemon's Prometheus metrics ([`crate::control::metrics`]), in
+/// the text exposition format 0.0.4; on TCP, behind the same guard and token as `/mcp`.
+async fn metrics(State(e): S) -> Response {
+    let text = crate::control::metrics::render(&e.daemon);
+    ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
 }
 
 type Tcp = Option<Extension<Stranger>>;
@@ -272,6 +280,15 @@ pub(crate) async fn handle_post(
         }
     };
     let batch = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    let mut messages = messages;
+    let recorded = messages[0].method().is_some_and(|m| crate::lease::RECORDED.contains(&m));
+    if let (false, true, Some(_), Some(parent)) =
+        (batch, recorded, &d.telemetry.traces, header(&headers, "traceparent"))
+    {
+        let request = messages.remove(0);
+        let state = header(&headers, "tracestate");
+        messages.insert(0, crate::telemetry::traces::with_transport_parent(request, &parent, state.as_deref()));
+    }
     let first = &messages[0];
     if !batch && first.method() == Some("initialize") && first.kind() == MessageKind::Request {
         return initialize(&e, server, tcp, &headers, first).await;

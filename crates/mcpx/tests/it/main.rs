@@ -59,6 +59,7 @@ mod start;
 mod status;
 mod supervisor;
 mod tcp;
+mod telemetry;
 mod terminal;
 mod trust;
 mod upstream_era;

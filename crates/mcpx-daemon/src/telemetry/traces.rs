@@ -1,0 +1,326 @@
+//! OpenTelemetry traces (`docs/telemetry.md`): one span per recorded request, as the
+//! semantic conventions for MCP name and describe it (OpenTelemetry semantic
+//! conventions, "Model Context Protocol", Spans, "Client": kind `CLIENT`, named
+//! `{mcp.method.name} {target}`), exported over OTLP/HTTP with protobuf bodies.
+//!
+//! A request's W3C `traceparent` (in `params._meta`, or in the HTTP headers of `/mcp`,
+//! which the endpoint copies there) is the span's parent; the request goes on to the
+//! server with the span's own context in `params._meta` ("Context propagation": keys
+//! unprefixed, as SEP-414 says), so the server's span is the span's child.
+//!
+//! Spans are queued ([`QUEUE`]) and exported by a task of their own in batches: a dead
+//! or slow collector costs a call nothing; what the full queue or a failed export
+//! loses is counted ([`Traces::dropped`]) and shows in `status`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceState};
+use opentelemetry::{Context, InstrumentationScope, KeyValue};
+use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SpanData, SpanExporter};
+use serde_json::Value;
+
+use crate::activity::Entry;
+use crate::sync::lock;
+use mcpx_proto::jsonrpc::Message;
+
+/// Spans waiting for the exporter, at most; more are dropped (and counted).
+pub const QUEUE: usize = 4096;
+
+/// Spans sent in one export, at most.
+const BATCH: usize = 512;
+
+/// How long the exporter gathers spans before it sends them.
+const GATHER: Duration = Duration::from_millis(500);
+
+/// Where and as what spans are exported: the `otel` block and the `OTEL_*` variables
+/// resolved ([`super::Telemetry::open`]).
+#[derive(Debug, Clone)]
+pub struct Export {
+    /// The OTLP/HTTP traces URL (`…/v1/traces`).
+    pub url: String,
+    /// Sent with every export.
+    pub headers: HashMap<String, String>,
+    /// How long one export may take (`OTEL_EXPORTER_OTLP_TIMEOUT`, 10 s by default).
+    pub timeout: Duration,
+    /// The spans' `service.name`.
+    pub service_name: String,
+}
+
+/// A span begun: its context, its parent, and when it began.
+#[derive(Debug, Clone)]
+pub struct Started {
+    context: SpanContext,
+    parent: Option<SpanContext>,
+    start: SystemTime,
+    request_id: Option<String>,
+}
+
+/// The export of spans: a queue to the exporter task, and what it lost.
+#[derive(Debug)]
+pub struct Traces {
+    queue: tokio::sync::mpsc::Sender<SpanData>,
+    scope: InstrumentationScope,
+    ids: RandomIdGenerator,
+    /// Where spans go.
+    pub export: Export,
+    /// Spans lost: dropped by the full queue, or in an export that failed.
+    pub dropped: Arc<AtomicU64>,
+    /// Spans the collector took.
+    pub exported: Arc<AtomicU64>,
+    /// Why the last export failed, if it did.
+    pub last_error: Arc<Mutex<Option<String>>>,
+}
+
+impl Traces {
+    /// The export to `export`, its task spawned on the current tokio runtime.
+    ///
+    /// Errors: the exporter cannot be built (a URL or header it does not take).
+    pub fn start(export: Export) -> Result<Traces, String> {
+        let mut exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .with_endpoint(export.url.clone())
+            .with_timeout(export.timeout)
+            .with_headers(export.headers.clone())
+            .build()
+            .map_err(|e| format!("the OTLP exporter to {}: {e}", export.url))?;
+        exporter.set_resource(
+            &opentelemetry_sdk::Resource::builder_empty().with_service_name(export.service_name.clone()).build(),
+        );
+        let (queue, spans) = tokio::sync::mpsc::channel(QUEUE);
+        let traces = Traces {
+            queue,
+            scope: InstrumentationScope::builder("mcpx").with_version(env!("CARGO_PKG_VERSION")).build(),
+            ids: RandomIdGenerator::default(),
+            export,
+            dropped: Arc::default(),
+            exported: Arc::default(),
+            last_error: Arc::default(),
+        };
+        let exporting = Exporting {
+            exporter,
+            dropped: traces.dropped.clone(),
+            exported: traces.exported.clone(),
+            last_error: traces.last_error.clone(),
+        };
+        tokio::spawn(exporting.run(spans));
+        Ok(traces)
+    }
+
+    /// Spans waiting for the exporter.
+    pub fn queued(&self) -> usize {
+        self.queue.max_capacity() - self.queue.capacity()
+    }
+
+    /// Begins the span of `request`: its parent is the `traceparent` (and `tracestate`)
+    /// of its `params._meta`, when valid; the request is given back carrying the span's
+    /// own context there instead.
+    pub fn begin(&self, request: Message) -> (Started, Message) {
+        let mut json: Value = serde_json::from_str(request.as_str()).unwrap_or(Value::Null);
+        let parent = json.pointer("/params/_meta").and_then(parent_of);
+        let started = self.started(parent, request.id().map(str::to_owned));
+        let Some(params) = json.get_mut("params").and_then(Value::as_object_mut) else {
+            return (started, request);
+        };
+        let meta = params.entry("_meta").or_insert_with(|| Value::Object(Default::default()));
+        let Some(meta) = meta.as_object_mut() else { return (started, request) };
+        for (key, value) in carried(&started.context) {
+            meta.insert(key, Value::String(value));
+        }
+        match Message::parse(json.to_string()) {
+            Ok(carrying) => (started, carrying),
+            Err(_) => (started, request),
+        }
+    }
+
+    /// Begins a span under `parent` (a server's request made during a call).
+    pub fn child(&self, parent: &Started, start: SystemTime) -> Started {
+        Started { start, ..self.started(Some(parent.context.clone()), None) }
+    }
+
+    /// Begins a span without a request to carry it (one refused before it was sent).
+    pub fn unsent(&self) -> Started {
+        self.started(None, None)
+    }
+
+    /// A span under `parent` (a new trace without one), begun now.
+    fn started(&self, parent: Option<SpanContext>, request_id: Option<String>) -> Started {
+        let trace_id = parent.as_ref().map_or_else(|| self.ids.new_trace_id(), SpanContext::trace_id);
+        // The parent's sampling decision holds; a new trace is sampled.
+        let flags = parent.as_ref().map_or(TraceFlags::SAMPLED, SpanContext::trace_flags);
+        let state = parent.as_ref().map_or_else(TraceState::default, |p| p.trace_state().clone());
+        let context = SpanContext::new(trace_id, self.ids.new_span_id(), flags, false, state);
+        Started { context, parent, start: SystemTime::now(), request_id }
+    }
+
+    /// Ends `span` as `entry` says (the request it recorded) and queues it, unless its
+    /// trace is not sampled; `transport` is how the server is reached (`pipe` for a
+    /// stdio server, `tcp` for a remote one).
+    pub fn end(&self, span: Started, entry: &Entry, transport: &'static str) {
+        if !span.context.is_sampled() {
+            return;
+        }
+        let data = span_data(span, entry, transport, self.scope.clone());
+        if self.queue.try_send(data).is_err() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// `request` with the trace context of its transport (the `traceparent` and
+/// `tracestate` HTTP headers of `/mcp`) in `params._meta`, unless it carries its own
+/// there: MCP's context is independent of its transport's, and wins (semantic
+/// conventions for MCP, "Context propagation").
+pub fn with_transport_parent(request: Message, traceparent: &str, tracestate: Option<&str>) -> Message {
+    let mut json: Value = match serde_json::from_str(request.as_str()) {
+        Ok(json) => json,
+        Err(_) => return request,
+    };
+    let Some(params) = json.get_mut("params").and_then(Value::as_object_mut) else { return request };
+    let meta = params.entry("_meta").or_insert_with(|| Value::Object(Default::default()));
+    let Some(meta) = meta.as_object_mut() else { return request };
+    if meta.contains_key("traceparent") {
+        return request;
+    }
+    meta.insert("traceparent".into(), Value::String(traceparent.to_owned()));
+    if let Some(state) = tracestate {
+        meta.insert("tracestate".into(), Value::String(state.to_owned()));
+    }
+    Message::parse(json.to_string()).unwrap_or(request)
+}
+
+/// The remote parent a `_meta` carries (`traceparent`, `tracestate`), when valid.
+fn parent_of(meta: &Value) -> Option<SpanContext> {
+    let fields: HashMap<String, String> = ["traceparent", "tracestate"]
+        .into_iter()
+        .filter_map(|k| Some((k.to_owned(), meta.get(k)?.as_str()?.to_owned())))
+        .collect();
+    fields.contains_key("traceparent").then_some(())?;
+    let context = TraceContextPropagator::new().extract(&fields);
+    let parent = context.span().span_context().clone();
+    parent.is_valid().then_some(parent)
+}
+
+/// The `traceparent` (and `tracestate`) that carry `context` (W3C Trace Context).
+fn carried(context: &SpanContext) -> HashMap<String, String> {
+    let mut fields = HashMap::new();
+    TraceContextPropagator::new()
+        .inject_context(&Context::new().with_remote_span_context(context.clone()), &mut fields);
+    fields
+}
+
+/// The span of `entry`, begun as `span`.
+fn span_data(span: Started, entry: &Entry, transport: &'static str, scope: InstrumentationScope) -> SpanData {
+    let method = entry.method.as_str();
+    let mut attributes = vec![KeyValue::new("mcp.method.name", entry.method.clone())];
+    let name = match method {
+        "tools/call" => {
+            attributes.push(KeyValue::new("gen_ai.tool.name", entry.name.clone()));
+            attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+            format!("{method} {}", entry.name)
+        }
+        "prompts/get" => {
+            attributes.push(KeyValue::new("gen_ai.prompt.name", entry.name.clone()));
+            format!("{method} {}", entry.name)
+        }
+        "resources/read" => {
+            attributes.push(KeyValue::new("mcp.resource.uri", entry.name.clone()));
+            method.to_owned()
+        }
+        _ => method.to_owned(),
+    };
+    if let Some(id) = span.request_id {
+        // The id as the server saw it (JSON text: a string keeps its quotes off).
+        attributes.push(KeyValue::new("jsonrpc.request.id", id.trim_matches('"').to_owned()));
+    }
+    attributes.push(KeyValue::new("network.transport", transport));
+    let error_type = match (entry.outcome.as_str(), entry.code) {
+        ("ok", _) | ("accept" | "decline" | "cancel", _) => None,
+        ("rpc-error", Some(code)) => {
+            attributes.push(KeyValue::new("rpc.response.status_code", code.to_string()));
+            Some(code.to_string())
+        }
+        ("is-error", _) => Some("tool_error".to_owned()),
+        (outcome, _) => Some(outcome.to_owned()),
+    };
+    attributes.extend([
+        KeyValue::new("mcpx.server", entry.server.clone()),
+        KeyValue::new("mcpx.path", entry.path.clone()),
+        KeyValue::new("mcpx.client", entry.client.clone()),
+    ]);
+    if let Some(key) = &entry.key {
+        attributes.push(KeyValue::new("mcpx.pool.key", key.clone()));
+    }
+    if let Some(pid) = entry.pid {
+        attributes.push(KeyValue::new("mcpx.instance.pid", i64::from(pid)));
+    }
+    let status = match &error_type {
+        Some(_) => Status::Error { description: entry.error.clone().unwrap_or_default().into() },
+        None => Status::Unset,
+    };
+    if let Some(error_type) = error_type {
+        attributes.push(KeyValue::new("error.type", error_type));
+    }
+    let (parent_span_id, parent_span_is_remote) = match &span.parent {
+        Some(parent) => (parent.span_id(), parent.is_remote()),
+        None => (SpanId::INVALID, false),
+    };
+    SpanData {
+        span_context: span.context,
+        parent_span_id,
+        parent_span_is_remote,
+        span_kind: SpanKind::Client,
+        name: name.into(),
+        start_time: span.start,
+        end_time: span.start + Duration::from_micros(entry.duration_us),
+        attributes,
+        dropped_attributes_count: 0,
+        events: Default::default(),
+        links: Default::default(),
+        status,
+        instrumentation_scope: scope,
+    }
+}
+
+/// The exporter task's side.
+struct Exporting {
+    exporter: opentelemetry_otlp::SpanExporter,
+    dropped: Arc<AtomicU64>,
+    exported: Arc<AtomicU64>,
+    last_error: Arc<Mutex<Option<String>>>,
+}
+
+impl Exporting {
+    /// Exports what comes, a batch at a time, until the daemon drops the queue.
+    async fn run(self, mut spans: tokio::sync::mpsc::Receiver<SpanData>) {
+        let mut batch = Vec::with_capacity(BATCH);
+        while spans.recv_many(&mut batch, BATCH).await > 0 {
+            if batch.len() < BATCH {
+                tokio::time::sleep(GATHER).await;
+                while batch.len() < BATCH {
+                    let Ok(span) = spans.try_recv() else { break };
+                    batch.push(span);
+                }
+            }
+            let n = batch.len() as u64;
+            match self.exporter.export(std::mem::take(&mut batch)).await {
+                Ok(()) => {
+                    self.exported.fetch_add(n, Ordering::Relaxed);
+                    *lock(&self.last_error) = None;
+                }
+                Err(e) => {
+                    self.dropped.fetch_add(n, Ordering::Relaxed);
+                    let said = format!("exporting {n} spans failed: {e}");
+                    tracing::debug!("{said}");
+                    *lock(&self.last_error) = Some(said);
+                }
+            }
+        }
+    }
+}
