@@ -1,13 +1,15 @@
 """An OTLP/HTTP trace receiver for mcpx's telemetry tests: decodes each POST /v1/traces body
 with the official protobuf definitions (the opentelemetry-proto package) and appends every span
 it holds to a file as one JSON line (ids in hex, attributes as a flat object, the resource's
-service.name). Prints the port it listens on, then serves until killed.
+service.name). Prints the port it listens on, then serves until killed. With --discard (the
+benchmark's collector) it reads each body and answers, decoding and keeping nothing.
 
     python otlp_receiver.py SPANS_FILE
+    python otlp_receiver.py --discard --port 4318
 """
 
+import argparse
 import json
-import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -15,7 +17,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-SPANS = sys.argv[1]
+parser = argparse.ArgumentParser()
+parser.add_argument("spans", nargs="?", help="the file each span is appended to, as a JSON line")
+parser.add_argument("--port", type=int, default=0)
+parser.add_argument("--discard", action="store_true", help="answer without decoding or keeping anything")
+ARGS = parser.parse_args()
 
 
 def value(v):
@@ -27,6 +33,11 @@ def value(v):
 class Receiver(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802 (the http.server API)
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if ARGS.discard:
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if self.path != "/v1/traces" or self.headers.get("Content-Type") != "application/x-protobuf":
             self.send_response(415 if self.path == "/v1/traces" else 404)
             self.end_headers()
@@ -55,7 +66,7 @@ class Receiver(BaseHTTPRequestHandler):
                             "headers": {k.lower(): v for k, v in self.headers.items()},
                         }
                     )
-        with open(SPANS, "a", encoding="utf-8") as out:
+        with open(ARGS.spans, "a", encoding="utf-8") as out:
             for line in lines:
                 out.write(json.dumps(line) + "\n")
         answer = ExportTraceServiceResponse().SerializeToString()
@@ -69,6 +80,6 @@ class Receiver(BaseHTTPRequestHandler):
         pass
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Receiver)
 print(server.server_address[1], flush=True)
 server.serve_forever()

@@ -63,8 +63,9 @@ class HotResults:
     calls: int
     rust_peer: str | None  # why it is missing, or None when measured
     versions: dict
-    record: dict[str, list[dict]]  # "on"/"off": the activity record's side-by-side reports
+    record: dict[str, list[dict]]  # "on"/"off"/"otel"/"dead": the side-by-side reports (see run)
     record_lost: int  # entries the record lost under that load (dropped or not written)
+    spans: dict[str, dict]  # "otel"/"dead": that mcpx's daemon status after the rounds
 
 
 def load(args, *argv: str, env: dict | None = None) -> dict:
@@ -155,11 +156,39 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         off = {"activity": {"enabled": False}}
         m_off = private_mcpx(args.mcpx, base / "m-off", {"fake": fake_entry(fake)}, registry, http=True, settings=off)
         m_off.refresh(["fake"])
+        # And with the OpenTelemetry export on: to a live collector (the test suite's OTLP/HTTP
+        # receiver, answering without decoding), and to a port nobody listens on.
+        collector_port = free_port()
+        collector = Spawned(
+            "OTLP receiver",
+            [str(e2e / ".venv/bin/python"), str(e2e / "otlp_receiver.py"), "--discard", "--port", str(collector_port)],
+            base / "otlp.log",
+        )
+        spawned.append(collector)
+        wait_port(collector_port, collector)
+        sides = {
+            "otel": f"http://127.0.0.1:{collector_port}",
+            "dead": f"http://127.0.0.1:{free_port()}",
+        }
+        exporting = {}
+        for side, endpoint in sides.items():
+            mx = private_mcpx(
+                args.mcpx,
+                base / f"m-{side}",
+                {"fake": fake_entry(fake)},
+                registry,
+                http=True,
+                settings={"otel": {"endpoint": endpoint}},
+            )
+            mx.refresh(["fake"])
+            exporting[side] = mx
         record_urls = {
             "on": (f"http://127.0.0.1:{port}/mcp/fake", daemon),
             "off": (f"http://127.0.0.1:{m_off.http_port(m_off.status())}/mcp/fake", m_off.instance("fake")[0]),
         }
-        record: dict[str, list[dict]] = {"on": [], "off": []}
+        for side, mx in exporting.items():
+            record_urls[side] = (f"http://127.0.0.1:{mx.http_port(mx.status())}/mcp/fake", mx.instance("fake")[0])
+        record: dict[str, list[dict]] = {side: [] for side in record_urls}
         rust_peer = None
         if args.quick:
             rust_why = "not built in the quick mode"
@@ -260,7 +289,8 @@ def run(args, tmp: Path, registry: list) -> HotResults:
             )
             # On and off in turn, the order flipped each round, so a drift of the machine
             # falls on both.
-            for side in ("on", "off") if r % 2 == 0 else ("off", "on"):
+            order = list(record_urls)
+            for side in order if r % 2 == 0 else reversed(order):
                 url, pid = record_urls[side]
                 record[side].append(
                     load(
@@ -285,6 +315,7 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         ls = time_ls(m, args.iterations)
         # Measured with entries dropped, the record would look cheaper than it is.
         record_lost = int(m.status().get("daemon", {}).get("activity_lost", 0))
+        spans = {side: mx.status().get("daemon", {}) for side, mx in exporting.items()}
     finally:
         stop_spawned(spawned, "hotpath")
     rss = [relay_rss(args, base / f"rss{i}", registry) for i in range(1 if args.quick else 3)]
@@ -303,6 +334,7 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         versions,
         record,
         record_lost,
+        spans,
     )
 
 
@@ -378,6 +410,10 @@ def targets(h: HotResults) -> list[tuple[str, str, str, str, str]]:
         r["cpu_us_per_call"]["daemon"] for r in off
     )
     on_rate, off_rate = median(r["calls_per_s"] for r in on), median(r["calls_per_s"] for r in off)
+    cpu_of = {side: median(r["cpu_us_per_call"]["daemon"] for r in runs) for side, runs in h.record.items()}
+    rate_of = {side: median(r["calls_per_s"] for r in runs) for side, runs in h.record.items()}
+    p50_of = {side: median(r["latency_us"]["p50"] for r in runs) for side, runs in h.record.items()}
+    live, dead = h.spans["otel"], h.spans["dead"]
     return [
         (
             "`/mcp/<server>` throughput, 16 connections, against direct",
@@ -415,6 +451,25 @@ def targets(h: HotResults) -> list[tuple[str, str, str, str, str]]:
             "≤ +5 µs, and ≥ 0.95×, none lost",
             "yes" if record_cpu <= 5 and on_rate >= 0.95 * off_rate and h.record_lost == 0 else "no",
         ),
+        (
+            f"the OpenTelemetry export's cost, {CONNECTIONS} connections on `/mcp/<server>`, to a live collector "
+            "against no export",
+            "-",
+            f"daemon CPU {cpu_of['otel'] - cpu_of['on']:+.1f} µs per call ({cpu_of['otel']:.1f} / {cpu_of['on']:.1f} µs); "
+            f"{rate_of['otel'] / rate_of['on']:.3f}× ({rate_of['otel']:,.0f} / {rate_of['on']:,.0f} calls/s); "
+            f"{live.get('spans_exported', 0):,} spans exported, {live.get('spans_dropped', 0):,} dropped",
+            "shown side by side; no span dropped",
+            "yes" if live.get("spans_dropped", 0) == 0 and live.get("spans_exported", 0) > 0 else "no",
+        ),
+        (
+            f"calls with the collector stopped, {CONNECTIONS} connections on `/mcp/<server>`, against no export",
+            "-",
+            f"{rate_of['dead'] / rate_of['on']:.3f}× ({rate_of['dead']:,.0f} / {rate_of['on']:,.0f} calls/s); "
+            f"p50 {p50_of['dead']:,.0f} / {p50_of['on']:,.0f} µs; daemon CPU {cpu_of['dead'] - cpu_of['on']:+.1f} µs per "
+            f"call; {dead.get('spans_dropped', 0):,} spans counted dropped",
+            "≥ 0.95× the throughput, and the spans counted",
+            "yes" if rate_of["dead"] >= 0.95 * rate_of["on"] and dead.get("spans_dropped", 0) > 0 else "no",
+        ),
         ("`mcpx ls`, whole process", "1.95 ms", f"{ls_ms:.2f} ms", "≤ 1 ms", "yes" if ls_ms <= 1 else "no"),
         (
             "daemon peak RSS over idle, relaying a 16 MiB result",
@@ -447,7 +502,9 @@ def section(n: int, h: HotResults, info: dict) -> list[str]:
         f"{CPU_CALLERS} callers on the daemon's control socket (`/mcp`, CPU time per call of the daemon, the "
         "supervisor and the server, user + system from the OS); then the activity record's cost: the same "
         f"{CONNECTIONS} connections on `/mcp/fake` of this mcpx (the record on, as by default) and of a second one "
-        'configured `"activity": {"enabled": false}`, in turn, the order flipped each round, with the daemon\'s CPU '
+        'configured `"activity": {"enabled": false}`, and of two more with the OpenTelemetry export on (`"otel": '
+        '{"endpoint": ...}`): one to a live OTLP/HTTP collector (the test suite\'s receiver, answering without '
+        "decoding), one to a port nobody listens on; in turn, the order flipped each round, with the daemon's CPU "
         "time per call. Each run of the load generator starts with an untimed warm-up. "
         f'The figures are medians over the rounds. "Today" is the issue\'s figures, measured on {TODAY_DATE} with '
         "`wrk` and the Python client on this kind of machine.",

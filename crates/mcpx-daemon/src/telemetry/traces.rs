@@ -30,10 +30,10 @@ use crate::sync::lock;
 use mcpx_proto::jsonrpc::Message;
 
 /// Spans waiting for the exporter, at most; more are dropped (and counted).
-pub const QUEUE: usize = 4096;
+pub const QUEUE: usize = 16384;
 
 /// Spans sent in one export, at most.
-const BATCH: usize = 512;
+const BATCH: usize = 2048;
 
 /// How long the exporter gathers spans before it sends them.
 const GATHER: Duration = Duration::from_millis(500);
@@ -78,18 +78,28 @@ pub struct Traces {
 }
 
 impl Traces {
-    /// The export to `export`, its task spawned on the current tokio runtime.
+    /// The export to `export`, on a thread of its own (with a runtime of its own: a
+    /// daemon busy with calls does not starve it, nor it the calls).
     ///
-    /// Errors: the exporter cannot be built (a URL or header it does not take).
+    /// Errors: the exporter cannot be built (a URL or header it does not take), or its
+    /// thread cannot be started.
     pub fn start(export: Export) -> Result<Traces, String> {
-        let mut exporter = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .with_endpoint(export.url.clone())
-            .with_timeout(export.timeout)
-            .with_headers(export.headers.clone())
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
             .build()
-            .map_err(|e| format!("the OTLP exporter to {}: {e}", export.url))?;
+            .map_err(|e| format!("the span exporter's runtime: {e}"))?;
+        // The exporter's HTTP client is made in the runtime it runs in.
+        let mut exporter = {
+            let _entered = runtime.enter();
+            opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_protocol(Protocol::HttpBinary)
+                .with_endpoint(export.url.clone())
+                .with_timeout(export.timeout)
+                .with_headers(export.headers.clone())
+                .build()
+                .map_err(|e| format!("the OTLP exporter to {}: {e}", export.url))?
+        };
         exporter.set_resource(
             &opentelemetry_sdk::Resource::builder_empty().with_service_name(export.service_name.clone()).build(),
         );
@@ -109,7 +119,10 @@ impl Traces {
             exported: traces.exported.clone(),
             last_error: traces.last_error.clone(),
         };
-        tokio::spawn(exporting.run(spans));
+        std::thread::Builder::new()
+            .name("mcpx-otel".into())
+            .spawn(move || runtime.block_on(exporting.run(spans)))
+            .map_err(|e| format!("the span exporter's thread: {e}"))?;
         Ok(traces)
     }
 
