@@ -196,6 +196,9 @@ pub struct Crashes {
     pub crashes: u64,
     /// Times it went into `crash-loop`.
     pub crash_loops: u64,
+    /// Starts of an instance in place of an earlier one of the same pool key that ended
+    /// (not one `mcpx stop` or `mcpx restart` stopped: those leave the slot empty).
+    pub restarts: u64,
 }
 
 /// All instances of the daemon, by fingerprint and key.
@@ -321,8 +324,8 @@ impl Pool {
         counts.crash_loops += u64::from(looping && !was);
     }
 
-    /// Crashes and failed starts, and times a server went into `crash-loop`, since the
-    /// daemon started, by server name.
+    /// Crashes and failed starts, times a server went into `crash-loop`, and restarts,
+    /// since the daemon started, by server name.
     pub fn crashes(&self) -> Vec<(String, Crashes)> {
         lock(&self.crashes).iter().map(|(server, c)| (server.clone(), *c)).collect()
     }
@@ -424,7 +427,10 @@ impl Pool {
         match self.start(target, &slot.key.to_string()).await {
             Ok(inst) => {
                 *lock(&slot.settings) = Settings::new(&target.entry.options, &slot.key);
-                *lock(&slot.current) = Some(inst.clone());
+                // An instance that ended before it in the slot: this start is a restart.
+                if lock(&slot.current).replace(inst.clone()).is_some() {
+                    lock(&self.crashes).entry(target.entry.name.clone()).or_default().restarts += 1;
+                }
                 Ok(inst)
             }
             Err(e) => {

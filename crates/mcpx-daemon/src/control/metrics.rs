@@ -69,9 +69,15 @@ fn now(d: &Daemon) -> Registry {
     let crashes =
         counters("mcpx_server_crashes_total", "Crashes and failed starts of a server's instances", &["server"]);
     let loops = counters("mcpx_crash_loops_total", "Times a server went into crash-loop", &["server"]);
+    let restarts = counters(
+        "mcpx_restarts_total",
+        "Starts of a server's instance in place of an earlier one of the same pool key that ended",
+        &["server"],
+    );
     for (server, counts) in d.pool.crashes() {
         crashes.with_label_values(&[server.as_str()]).inc_by(counts.crashes);
         loops.with_label_values(&[server.as_str()]).inc_by(counts.crash_loops);
+        restarts.with_label_values(&[server.as_str()]).inc_by(counts.restarts);
     }
     counter(
         "mcpx_daemon_dropped_notifications_total",

@@ -87,8 +87,8 @@ fn spans_reach_a_real_receiver_in_the_callers_trace_and_the_server_sees_their_co
     assert!(status == 200 && body.contains("in header"), "{status} {body}");
     assert_eq!(w.call("fake.echo", r#"{"message":"no parent"}"#).ok(), "no parent\n");
     // A tool's error, and a call the entry refuses.
-    assert!(!w.call("fake.env", r#"{"name":"MCPX_TEST_UNSET_VARIABLE"}"#).code != 0);
-    assert!(!w.call("fake.add", r#"{"a":1,"b":2}"#).code != 0);
+    assert!(w.call("fake.env", r#"{"name":"MCPX_TEST_UNSET_VARIABLE"}"#).code != 0);
+    assert!(w.call("fake.add", r#"{"a":1,"b":2}"#).code != 0);
 
     let spans = r.spans(5);
     let by_message = |trace: &str| spans.iter().find(|s| s["trace_id"] == trace).cloned();
@@ -168,8 +168,14 @@ fn metrics_pass_promtool_and_count_the_calls_made_failed_and_refused() {
     for n in 0..3 {
         assert_eq!(w.call("fake.echo", &format!(r#"{{"message":"m{n}"}}"#)).ok(), format!("m{n}\n"));
     }
-    assert!(!w.call("fake.env", r#"{"name":"MCPX_TEST_UNSET_VARIABLE"}"#).code != 0);
-    assert!(!w.call("fake.add", r#"{"a":1,"b":2}"#).code != 0);
+    assert!(w.call("fake.env", r#"{"name":"MCPX_TEST_UNSET_VARIABLE"}"#).code != 0);
+    assert!(w.call("fake.add", r#"{"a":1,"b":2}"#).code != 0);
+    // A crash, and the restart the next call makes.
+    assert!(w.call("fake.exit", r#"{"code":3}"#).code != 0);
+    wait_until("the crash counted", Duration::from_secs(10), || {
+        sample(&http(&w, "GET", "/metrics", &[], "").2, r#"mcpx_server_crashes_total{server="fake"}"#) == 1.0
+    });
+    assert_eq!(w.call("fake.echo", r#"{"message":"again"}"#).ok(), "again\n");
     let (status, head, text) = http(&w, "GET", "/metrics", &[], "");
     assert_eq!(status, 200, "{head}{text}");
     assert!(head.contains("content-type: text/plain; version=0.0.4"), "{head}");
@@ -190,9 +196,11 @@ fn metrics_pass_promtool_and_count_the_calls_made_failed_and_refused() {
             format!(r#"mcpx_calls_total{{method="tools/call",name="{name}",outcome="{outcome}",server="fake"}}"#);
         sample(&text, &series)
     };
-    assert_eq!((calls("echo", "ok"), calls("env", "is-error"), calls("add", "refused")), (3.0, 1.0, 1.0), "{text}");
+    let counted = (calls("echo", "ok"), calls("env", "is-error"), calls("add", "refused"), calls("exit", "failed"));
+    assert_eq!(counted, (4.0, 1.0, 1.0, 1.0), "{text}");
     let durations = sample(&text, r#"mcpx_call_duration_seconds_count{method="tools/call",server="fake"}"#);
-    assert_eq!(durations, 5.0, "{text}");
+    assert_eq!(durations, 7.0, "{text}");
+    assert_eq!(sample(&text, r#"mcpx_restarts_total{server="fake"}"#), 1.0, "{text}");
     assert_eq!(sample(&text, r#"mcpx_instances{server="fake",state="running"}"#), 1.0, "{text}");
     assert!(text.contains("mcpx_activity_queue_depth ") && text.contains("mcpx_build_info{version="), "{text}");
     // On TCP, only with the daemon's token.
