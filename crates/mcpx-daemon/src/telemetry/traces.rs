@@ -19,11 +19,13 @@ use std::time::{Duration, SystemTime};
 
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceState};
-use opentelemetry::{Context, InstrumentationScope, KeyValue};
+use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SpanData, SpanExporter};
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 use crate::activity::Entry;
 use crate::sync::lock;
@@ -34,6 +36,9 @@ pub const QUEUE: usize = 16384;
 
 /// Spans sent in one export, at most.
 const BATCH: usize = 2048;
+
+/// How long the exporter drops batches unsent after a failed export.
+const REST: Duration = Duration::from_secs(1);
 
 /// How long the exporter gathers spans before it sends them.
 const GATHER: Duration = Duration::from_millis(500);
@@ -133,23 +138,20 @@ impl Traces {
 
     /// Begins the span of `request`: its parent is the `traceparent` (and `tracestate`)
     /// of its `params._meta`, when valid; the request is given back carrying the span's
-    /// own context there instead.
+    /// own context there instead (only `_meta` is rewritten: [`meta_spliced`]).
     pub fn begin(&self, request: Message) -> (Started, Message) {
-        let mut json: Value = serde_json::from_str(request.as_str()).unwrap_or(Value::Null);
-        let parent = json.pointer("/params/_meta").and_then(parent_of);
-        let started = self.started(parent, request.id().map(str::to_owned));
-        let Some(params) = json.get_mut("params").and_then(Value::as_object_mut) else {
-            return (started, request);
-        };
-        let meta = params.entry("_meta").or_insert_with(|| Value::Object(Default::default()));
-        let Some(meta) = meta.as_object_mut() else { return (started, request) };
-        for (key, value) in carried(&started.context) {
-            meta.insert(key, Value::String(value));
-        }
-        match Message::parse(json.to_string()) {
-            Ok(carrying) => (started, carrying),
-            Err(_) => (started, request),
-        }
+        let id = request.id().map(str::to_owned);
+        let mut started = None;
+        let carrying = meta_spliced(&request, |meta| {
+            let span = self.started(parent_of(meta), id.clone());
+            for (key, value) in carried(&span.context) {
+                meta.insert(key.to_owned(), Value::String(value));
+            }
+            started = Some(span);
+            true
+        });
+        let started = started.unwrap_or_else(|| self.started(None, id));
+        (started, carrying.unwrap_or(request))
     }
 
     /// Begins a span under `parent` (a server's request made during a call).
@@ -191,25 +193,63 @@ impl Traces {
 /// there: MCP's context is independent of its transport's, and wins (semantic
 /// conventions for MCP, "Context propagation").
 pub fn with_transport_parent(request: Message, traceparent: &str, tracestate: Option<&str>) -> Message {
-    let mut json: Value = match serde_json::from_str(request.as_str()) {
-        Ok(json) => json,
-        Err(_) => return request,
+    let spliced = meta_spliced(&request, |meta| {
+        if meta.contains_key("traceparent") {
+            return false;
+        }
+        meta.insert("traceparent".into(), Value::String(traceparent.to_owned()));
+        if let Some(state) = tracestate {
+            meta.insert("tracestate".into(), Value::String(state.to_owned()));
+        }
+        true
+    });
+    spliced.unwrap_or(request)
+}
+
+/// `request` with its `params._meta` (an empty one when it has none) as `edit` leaves
+/// it, when `edit` says to change it; the rest of its text as it was, so a large
+/// argument is neither parsed into a tree nor written again. `None` (the request as it
+/// is) when `params` or `_meta` is not an object, or a key is given twice.
+fn meta_spliced(request: &Message, edit: impl FnOnce(&mut Map<String, Value>) -> bool) -> Option<Message> {
+    #[derive(Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        params: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow, rename = "_meta")]
+        meta: Option<&'a RawValue>,
+    }
+    let text = request.as_str();
+    let params = serde_json::from_str::<Envelope<'_>>(text).ok()?.params?.get();
+    if !params.starts_with('{') {
+        return None;
+    }
+    let meta = serde_json::from_str::<Params<'_>>(params).ok()?.meta.map(RawValue::get);
+    // Where a borrowed part of `text` starts in it.
+    let at = |part: &str| part.as_ptr() as usize - text.as_ptr() as usize;
+    let (range, mut map) = match meta {
+        Some(meta) => (at(meta)..at(meta) + meta.len(), serde_json::from_str(meta).ok()?),
+        None => (at(params) + 1..at(params) + 1, Map::new()),
     };
-    let Some(params) = json.get_mut("params").and_then(Value::as_object_mut) else { return request };
-    let meta = params.entry("_meta").or_insert_with(|| Value::Object(Default::default()));
-    let Some(meta) = meta.as_object_mut() else { return request };
-    if meta.contains_key("traceparent") {
-        return request;
+    if !edit(&mut map) {
+        return None;
     }
-    meta.insert("traceparent".into(), Value::String(traceparent.to_owned()));
-    if let Some(state) = tracestate {
-        meta.insert("tracestate".into(), Value::String(state.to_owned()));
+    let mut new = serde_json::to_string(&map).ok()?;
+    if meta.is_none() {
+        let empty = params[1..].trim_start().starts_with('}');
+        new = format!("\"_meta\":{new}{}", if empty { "" } else { "," });
     }
-    Message::parse(json.to_string()).unwrap_or(request)
+    let mut spliced = String::with_capacity(text.len() + new.len());
+    spliced.push_str(&text[..range.start]);
+    spliced.push_str(&new);
+    spliced.push_str(&text[range.end..]);
+    Message::parse(spliced).ok()
 }
 
 /// The remote parent a `_meta` carries (`traceparent`, `tracestate`), when valid.
-fn parent_of(meta: &Value) -> Option<SpanContext> {
+fn parent_of(meta: &Map<String, Value>) -> Option<SpanContext> {
     let fields: HashMap<String, String> = ["traceparent", "tracestate"]
         .into_iter()
         .filter_map(|k| Some((k.to_owned(), meta.get(k)?.as_str()?.to_owned())))
@@ -220,11 +260,21 @@ fn parent_of(meta: &Value) -> Option<SpanContext> {
     parent.is_valid().then_some(parent)
 }
 
-/// The `traceparent` (and `tracestate`) that carry `context` (W3C Trace Context).
-fn carried(context: &SpanContext) -> HashMap<String, String> {
-    let mut fields = HashMap::new();
-    TraceContextPropagator::new()
-        .inject_context(&Context::new().with_remote_span_context(context.clone()), &mut fields);
+/// The `traceparent` (and `tracestate`, when it has one) that carry `context` (W3C
+/// Trace Context, "traceparent Header": version 00, trace id, parent id, flags, in
+/// lowercase hex).
+fn carried(context: &SpanContext) -> Vec<(&'static str, String)> {
+    let traceparent = format!(
+        "00-{:032x}-{:016x}-{:02x}",
+        u128::from_be_bytes(context.trace_id().to_bytes()),
+        u64::from_be_bytes(context.span_id().to_bytes()),
+        context.trace_flags().to_u8()
+    );
+    let state = context.trace_state().header();
+    let mut fields = vec![("traceparent", traceparent)];
+    if !state.is_empty() {
+        fields.push(("tracestate", state));
+    }
     fields
 }
 
@@ -313,6 +363,9 @@ impl Exporting {
     /// Exports what comes, a batch at a time, until the daemon drops the queue.
     async fn run(self, mut spans: tokio::sync::mpsc::Receiver<SpanData>) {
         let mut batch = Vec::with_capacity(BATCH);
+        // After a failed export, batches are dropped unsent until this: a dead
+        // collector costs one attempt a second, not the encoding of every batch.
+        let mut resting_until: Option<std::time::Instant> = None;
         while spans.recv_many(&mut batch, BATCH).await > 0 {
             if batch.len() < BATCH {
                 tokio::time::sleep(GATHER).await;
@@ -322,12 +375,19 @@ impl Exporting {
                 }
             }
             let n = batch.len() as u64;
+            if resting_until.is_some_and(|until| std::time::Instant::now() < until) {
+                self.dropped.fetch_add(n, Ordering::Relaxed);
+                batch.clear();
+                continue;
+            }
             match self.exporter.export(std::mem::take(&mut batch)).await {
                 Ok(()) => {
                     self.exported.fetch_add(n, Ordering::Relaxed);
                     *lock(&self.last_error) = None;
+                    resting_until = None;
                 }
                 Err(e) => {
+                    resting_until = Some(std::time::Instant::now() + REST);
                     self.dropped.fetch_add(n, Ordering::Relaxed);
                     let said = format!("exporting {n} spans failed: {e}");
                     tracing::debug!("{said}");
@@ -335,5 +395,89 @@ impl Exporting {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spliced(text: &str) -> Option<String> {
+        let request = Message::parse(text.to_owned()).unwrap();
+        meta_spliced(&request, |meta| {
+            meta.insert("traceparent".into(), Value::String("00-t-s-01".into()));
+            true
+        })
+        .map(Message::into_string)
+    }
+
+    #[test]
+    fn only_meta_is_rewritten_and_the_rest_of_the_request_stays_as_sent() {
+        let tp = r#""traceparent":"00-t-s-01""#;
+        let cases = [
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a": [1, 2.50]}}}"#,
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"_meta":{{{tp}}},"name":"x","arguments":{{"a": [1, 2.50]}}}}}}"#
+                ),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params": { }}"#,
+                format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params": {{"_meta":{{{tp}}} }}}}"#),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":7,"traceparent":"old"}}}"#,
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","_meta":{{"progressToken":7,{tp}}}}}}}"#
+                ),
+            ),
+        ];
+        for (request, expected) in cases {
+            assert_eq!(spliced(request).as_deref(), Some(expected.as_str()), "{request}");
+            let parsed: Value = serde_json::from_str(&expected).unwrap();
+            assert_eq!(parsed["params"]["_meta"]["traceparent"], "00-t-s-01");
+        }
+        // What cannot carry a `_meta` is left as it is.
+        for request in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}"#,
+        ] {
+            assert_eq!(spliced(request), None, "{request}");
+        }
+    }
+
+    #[test]
+    fn a_span_continues_its_callers_trace_and_carries_its_own_context() {
+        let traces = Traces {
+            queue: tokio::sync::mpsc::channel(1).0,
+            scope: InstrumentationScope::builder("t").build(),
+            ids: RandomIdGenerator::default(),
+            export: Export {
+                url: String::new(),
+                headers: HashMap::new(),
+                timeout: Duration::ZERO,
+                service_name: "t".into(),
+            },
+            dropped: Arc::default(),
+            exported: Arc::default(),
+            last_error: Arc::default(),
+        };
+        let request = r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00","tracestate":"k=v"}}}"#;
+        let (span, sent) = traces.begin(Message::parse(request.to_owned()).unwrap());
+        let parent = span.parent.as_ref().unwrap();
+        assert_eq!(
+            format!("{:032x}", u128::from_be_bytes(parent.trace_id().to_bytes())),
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
+        assert!(!span.context.is_sampled(), "the caller's decision holds");
+        let sent: Value = serde_json::from_str(sent.as_str()).unwrap();
+        let carried = sent["params"]["_meta"]["traceparent"].as_str().unwrap();
+        let own = format!("{:016x}", u64::from_be_bytes(span.context.span_id().to_bytes()));
+        assert_eq!(carried, format!("00-4bf92f3577b34da6a3ce929d0e0e4736-{own}-00"));
+        assert_eq!(sent["params"]["_meta"]["tracestate"], "k=v");
+        // A malformed one starts a trace of its own.
+        let bad = request.replace("00-4bf9", "zz-4bf9");
+        let (span, _) = traces.begin(Message::parse(bad).unwrap());
+        assert!(span.parent.is_none() && span.context.is_sampled());
     }
 }
