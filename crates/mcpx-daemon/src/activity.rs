@@ -49,6 +49,9 @@ pub struct Origin {
     pub path: String,
     /// The client: `name version` of an MCP client, `shell pid:N /dir` of the shell.
     pub client: String,
+    /// The MCP revision an MCP client's session speaks, for its spans
+    /// (`mcp.protocol.version`); `None` for the shell.
+    pub protocol: Option<String>,
 }
 
 /// Which entries [`Activity::list`] returns.

@@ -353,7 +353,7 @@ impl Daemon {
         listed: Listed<'_>,
     ) -> Arc<BTreeSet<String>> {
         let seen = self.pins.observe(key, &entry.name, entry.pinning, kind, listed);
-        let daemon = crate::activity::Origin { path: "pins".into(), client: "mcpx daemon".into() };
+        let daemon = crate::activity::Origin { path: "pins".into(), client: "mcpx daemon".into(), protocol: None };
         for name in &seen.newly {
             self.record_pin(entry, &daemon, "held", kind, name);
         }

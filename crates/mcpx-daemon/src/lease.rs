@@ -245,7 +245,7 @@ impl Daemon {
                 crate::config::TransportSpec::Stdio { .. } => "pipe",
                 crate::config::TransportSpec::Remote { .. } => "tcp",
             };
-            traces.end(span, &entry, transport);
+            traces.end(span, &entry, transport, record.origin.protocol.as_deref());
         }
         if !self.activity.on() {
             return;

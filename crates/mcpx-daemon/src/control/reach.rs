@@ -46,7 +46,11 @@ pub(super) fn shell_origin(caller: &Caller, via: Option<&str>, client: Option<&s
         let cwd = caller.cwd.as_ref().map(|c| format!(" {}", c.display())).unwrap_or_default();
         format!("shell {}{cwd}", caller_label(caller)).replace("  ", " ").trim_end().to_owned()
     };
-    Origin { path: via.map_or_else(|| "shell".to_owned(), said), client: client.map_or_else(shell, said) }
+    Origin {
+        path: via.map_or_else(|| "shell".to_owned(), said),
+        client: client.map_or_else(shell, said),
+        protocol: None,
+    }
 }
 use crate::schema::CacheEntry;
 

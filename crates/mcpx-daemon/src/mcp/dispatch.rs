@@ -213,7 +213,11 @@ async fn forward(
         check: &check,
         report: &|_| {},
         forward: true,
-        origin: Origin { path: session.path.clone(), client: session.client.clone() },
+        origin: Origin {
+            path: session.path.clone(),
+            client: session.client.clone(),
+            protocol: Some(session.version.clone()),
+        },
     };
     let result = d.ask(ask).await;
     match result {

@@ -13,7 +13,7 @@
 //! loses is counted ([`Traces::dropped`]) and shows in `status`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -37,7 +37,7 @@ pub const QUEUE: usize = 16384;
 /// Spans sent in one export, at most.
 const BATCH: usize = 2048;
 
-/// How long the exporter drops batches unsent after a failed export.
+/// How long the exporter rests after a failed export, spans dropped meanwhile.
 const REST: Duration = Duration::from_secs(1);
 
 /// How long the exporter gathers spans before it sends them.
@@ -80,6 +80,9 @@ pub struct Traces {
     pub exported: Arc<AtomicU64>,
     /// Why the last export failed, if it did.
     pub last_error: Arc<Mutex<Option<String>>>,
+    /// Set while the exporter rests after a failed export: spans ended meanwhile are
+    /// counted dropped where they end, never built.
+    resting: Arc<AtomicBool>,
 }
 
 impl Traces {
@@ -117,12 +120,14 @@ impl Traces {
             dropped: Arc::default(),
             exported: Arc::default(),
             last_error: Arc::default(),
+            resting: Arc::default(),
         };
         let exporting = Exporting {
             exporter,
             dropped: traces.dropped.clone(),
             exported: traces.exported.clone(),
             last_error: traces.last_error.clone(),
+            resting: traces.resting.clone(),
         };
         std::thread::Builder::new()
             .name("mcpx-otel".into())
@@ -176,12 +181,20 @@ impl Traces {
 
     /// Ends `span` as `entry` says (the request it recorded) and queues it, unless its
     /// trace is not sampled; `transport` is how the server is reached (`pipe` for a
-    /// stdio server, `tcp` for a remote one).
-    pub fn end(&self, span: Started, entry: &Entry, transport: &'static str) {
+    /// stdio server, `tcp` for a remote one), `protocol` the MCP revision of the
+    /// caller's session, when it has one.
+    pub fn end(&self, span: Started, entry: &Entry, transport: &'static str, protocol: Option<&str>) {
         if !span.context.is_sampled() {
             return;
         }
-        let data = span_data(span, entry, transport, self.scope.clone());
+        if self.resting.load(Ordering::Relaxed) || self.queue.capacity() == 0 {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let mut data = span_data(span, entry, transport, self.scope.clone());
+        if let Some(protocol) = protocol {
+            data.attributes.push(KeyValue::new("mcp.protocol.version", protocol.to_owned()));
+        }
         if self.queue.try_send(data).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -357,15 +370,13 @@ struct Exporting {
     dropped: Arc<AtomicU64>,
     exported: Arc<AtomicU64>,
     last_error: Arc<Mutex<Option<String>>>,
+    resting: Arc<AtomicBool>,
 }
 
 impl Exporting {
     /// Exports what comes, a batch at a time, until the daemon drops the queue.
     async fn run(self, mut spans: tokio::sync::mpsc::Receiver<SpanData>) {
         let mut batch = Vec::with_capacity(BATCH);
-        // After a failed export, batches are dropped unsent until this: a dead
-        // collector costs one attempt a second, not the encoding of every batch.
-        let mut resting_until: Option<std::time::Instant> = None;
         while spans.recv_many(&mut batch, BATCH).await > 0 {
             if batch.len() < BATCH {
                 tokio::time::sleep(GATHER).await;
@@ -375,23 +386,26 @@ impl Exporting {
                 }
             }
             let n = batch.len() as u64;
-            if resting_until.is_some_and(|until| std::time::Instant::now() < until) {
-                self.dropped.fetch_add(n, Ordering::Relaxed);
-                batch.clear();
-                continue;
-            }
             match self.exporter.export(std::mem::take(&mut batch)).await {
                 Ok(()) => {
                     self.exported.fetch_add(n, Ordering::Relaxed);
                     *lock(&self.last_error) = None;
-                    resting_until = None;
                 }
                 Err(e) => {
-                    resting_until = Some(std::time::Instant::now() + REST);
                     self.dropped.fetch_add(n, Ordering::Relaxed);
                     let said = format!("exporting {n} spans failed: {e}");
                     tracing::debug!("{said}");
                     *lock(&self.last_error) = Some(said);
+                    // A dead collector costs one attempt a second: meanwhile spans are
+                    // dropped where they end (counted), and what was queued goes too.
+                    self.resting.store(true, Ordering::Relaxed);
+                    tokio::time::sleep(REST).await;
+                    let mut queued = 0;
+                    while spans.try_recv().is_ok() {
+                        queued += 1;
+                    }
+                    self.dropped.fetch_add(queued, Ordering::Relaxed);
+                    self.resting.store(false, Ordering::Relaxed);
                 }
             }
         }
@@ -461,6 +475,7 @@ mod tests {
             dropped: Arc::default(),
             exported: Arc::default(),
             last_error: Arc::default(),
+            resting: Arc::default(),
         };
         let request = r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00","tracestate":"k=v"}}}"#;
         let (span, sent) = traces.begin(Message::parse(request.to_owned()).unwrap());

@@ -108,6 +108,7 @@ fn spans_reach_a_real_receiver_in_the_callers_trace_and_the_server_sees_their_co
         ("mcpx.server", json!("fake")),
         ("mcpx.path", json!("/mcp/fake")),
         ("mcpx.client", json!("t 1")),
+        ("mcp.protocol.version", json!("2025-11-25")),
     ] {
         assert_eq!(attributes[key], value, "{key} of {first:#}");
     }
