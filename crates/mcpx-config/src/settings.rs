@@ -68,14 +68,7 @@ impl ActivitySettings {
     /// [`ConfigError::Syntax`]); a key of the block is unknown or its value has the
     /// wrong type ([`ConfigError::InvalidSetting`], naming `activity.<key>`).
     pub fn read(file: &Path) -> Result<ActivitySettings, ConfigError> {
-        match block(file, "activity")? {
-            None => Ok(ActivitySettings::default()),
-            Some(block) => ActivitySettings::parse(&block).map_err(|(key, message)| ConfigError::InvalidSetting {
-                file: file.to_owned(),
-                key,
-                message,
-            }),
-        }
+        read_block(file, "activity", ActivitySettings::parse)
     }
 
     /// The settings of an `activity` block. Errors: `(key, message)`.
@@ -108,6 +101,23 @@ impl ActivitySettings {
             }
         }
         Ok(settings)
+    }
+}
+
+/// The settings `parse` makes of `file`'s top-level block `name`; the defaults when the
+/// file or the block is absent.
+///
+/// Errors: as [`block`]; what `parse` says of a key, as [`ConfigError::InvalidSetting`].
+fn read_block<T: Default>(
+    file: &Path,
+    name: &str,
+    parse: fn(&Value) -> Result<T, (String, String)>,
+) -> Result<T, ConfigError> {
+    match block(file, name)? {
+        None => Ok(T::default()),
+        Some(block) => {
+            parse(&block).map_err(|(key, message)| ConfigError::InvalidSetting { file: file.to_owned(), key, message })
+        }
     }
 }
 
@@ -164,14 +174,7 @@ impl OtelSettings {
     ///
     /// Errors: as [`ActivitySettings::read`], naming `otel.<key>`.
     pub fn read(file: &Path) -> Result<OtelSettings, ConfigError> {
-        match block(file, "otel")? {
-            None => Ok(OtelSettings::default()),
-            Some(block) => OtelSettings::parse(&block).map_err(|(key, message)| ConfigError::InvalidSetting {
-                file: file.to_owned(),
-                key,
-                message,
-            }),
-        }
+        read_block(file, "otel", OtelSettings::parse)
     }
 
     /// The settings of an `otel` block. Errors: `(key, message)`.
