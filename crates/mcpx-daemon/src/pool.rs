@@ -23,6 +23,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
 mod health;
 
+pub use self::health::Crashes;
 use self::health::Health;
 use crate::config::{ServerEntry, Sharing, TransportSpec};
 use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec, LogBudget, Origin, State};
@@ -187,18 +188,6 @@ impl Settings {
             keep_warm: key.is_global() && options.min >= 1,
         }
     }
-}
-
-/// A server's crashes ([`Pool::crashes`]).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Crashes {
-    /// Crashes and failed starts.
-    pub crashes: u64,
-    /// Times it went into `crash-loop`.
-    pub crash_loops: u64,
-    /// Starts of an instance in place of an earlier one of the same pool key that ended
-    /// (not one `mcpx stop` or `mcpx restart` stopped: those leave the slot empty).
-    pub restarts: u64,
 }
 
 /// All instances of the daemon, by fingerprint and key.

@@ -103,6 +103,18 @@ impl Health {
     }
 }
 
+/// A server's crashes ([`super::Pool::crashes`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Crashes {
+    /// Crashes and failed starts.
+    pub crashes: u64,
+    /// Times it went into `crash-loop`.
+    pub crash_loops: u64,
+    /// Starts of an instance in place of an earlier one of the same pool key that ended
+    /// (not one `mcpx stop` or `mcpx restart` stopped: those leave the slot empty).
+    pub restarts: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

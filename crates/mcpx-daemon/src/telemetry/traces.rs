@@ -143,7 +143,7 @@ impl Traces {
 
     /// Begins the span of `request`: its parent is the `traceparent` (and `tracestate`)
     /// of its `params._meta`, when valid; the request is given back carrying the span's
-    /// own context there instead (only `_meta` is rewritten: [`meta_spliced`]).
+    /// own context there instead (only `_meta` is rewritten, spliced into its text).
     pub fn begin(&self, request: Message) -> (Started, Message) {
         let id = request.id().map(str::to_owned);
         let mut started = None;
