@@ -3,7 +3,8 @@
 //! mcpx forwards messages byte-faithfully: unknown fields and unknown methods
 //! survive. A [`Message`] is the message's own JSON text plus the byte spans of
 //! the few members the daemon must read or rewrite (`id`, `method`, the progress
-//! token). Rewriting splices new text into a span and leaves every other byte alone.
+//! token, `params._meta`). Rewriting splices new text into a span and leaves every
+//! other byte alone.
 //!
 //! Source: JSON-RPC 2.0 specification, sections 4 (request object), 4.1
 //! (notification), 5 (response object) and 6 (batch).
@@ -13,6 +14,8 @@ use std::ops::Range;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+
+mod meta;
 
 /// What a message is, by JSON-RPC's rules: a request has `method` and `id`, a
 /// notification `method` and no `id`, a response `id` and no `method`.
@@ -50,6 +53,10 @@ pub struct Message {
     id: Option<Range<usize>>,
     progress_token: Option<Range<usize>>,
     notified_token: Option<Range<usize>>,
+    /// `params`, when it is an object.
+    params: Option<Range<usize>>,
+    /// `params._meta`, when `params` is an object that has it.
+    meta: Option<Range<usize>>,
 }
 
 impl std::fmt::Debug for Message {
@@ -95,14 +102,18 @@ struct PeekParams<'a> {
     progress_token: Option<&'a RawValue>,
     /// `params.progressToken` of a `notifications/progress`.
     notified_token: Option<&'a RawValue>,
+    /// `params` itself, when it is an object.
+    object: Option<&'a str>,
+    /// `params._meta`.
+    meta: Option<&'a RawValue>,
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for PeekParams<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
         struct Obj<'a> {
-            #[serde(borrow, rename = "_meta", default)]
-            meta: Option<Meta<'a>>,
+            #[serde(borrow, rename = "_meta", default, deserialize_with = "present")]
+            meta: Option<&'a RawValue>,
             #[serde(borrow, rename = "progressToken", default)]
             progress_token: Option<&'a RawValue>,
         }
@@ -119,7 +130,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for PeekParams<'a> {
             return Ok(PeekParams::default());
         }
         let obj: Obj<'a> = serde_json::from_str(text).map_err(serde::de::Error::custom)?;
-        Ok(PeekParams { progress_token: obj.meta.and_then(|m| m.progress_token), notified_token: obj.progress_token })
+        // `_meta` must be an object (or `null`) to carry a token.
+        let meta = obj.meta;
+        let in_meta = match meta.filter(|m| m.get() != "null") {
+            Some(m) => serde_json::from_str::<Meta<'a>>(m.get()).map_err(serde::de::Error::custom)?.progress_token,
+            None => None,
+        };
+        Ok(PeekParams { progress_token: in_meta, notified_token: obj.progress_token, object: Some(text), meta })
     }
 }
 
@@ -137,12 +154,14 @@ struct Parts {
     id: Option<Range<usize>>,
     progress_token: Option<Range<usize>>,
     notified_token: Option<Range<usize>>,
+    params: Option<Range<usize>>,
+    meta: Option<Range<usize>>,
 }
 
 impl Parts {
     fn with_text(self, text: String) -> Message {
-        let Parts { kind, method, id, progress_token, notified_token } = self;
-        Message { text, kind, method, id, progress_token, notified_token }
+        let Parts { kind, method, id, progress_token, notified_token, params, meta } = self;
+        Message { text, kind, method, id, progress_token, notified_token, params, meta }
     }
 }
 
@@ -213,12 +232,12 @@ impl Message {
             (None, _) => return Err(ParseError::NotMessage("no method, result or error")),
         };
         let id = peek.id.filter(|r| r.get() != "null").map(|r| span(text, r.get()));
-        let (progress_token, notified_token) = match peek.params {
-            Some(p) => (p.progress_token.map(|r| span(text, r.get())), p.notified_token.map(|r| span(text, r.get()))),
-            None => (None, None),
-        };
+        let p = peek.params.unwrap_or_default();
+        let at = |r: Option<&RawValue>| r.map(|r| span(text, r.get()));
+        let (progress_token, notified_token, meta) = (at(p.progress_token), at(p.notified_token), at(p.meta));
+        let params = p.object.map(|o| span(text, o));
         let method = peek.method.map(Cow::into_owned);
-        Ok(Some(Parts { kind, method, id, progress_token, notified_token }))
+        Ok(Some(Parts { kind, method, id, progress_token, notified_token, params, meta }))
     }
 
     /// Parses one line of a stream: a message, or a JSON-RPC batch (an array of
@@ -338,26 +357,33 @@ impl Message {
 
     /// Replaces the bytes of `range` with `new` in the message's own buffer: a large
     /// message is moved within its allocation (or grown in place), never held twice.
+    /// A part that is `range` becomes `new`; a part that holds `range` (`params` holds
+    /// the token) grows or shrinks with it; a part inside `range` is the caller's to
+    /// find again.
     fn splice(self, range: Range<usize>, new: &str) -> Message {
         let mut text = self.text;
         text.replace_range(range.clone(), new);
-        let shift = |r: Range<usize>| -> Range<usize> {
-            if r.start >= range.end {
-                let d = new.len() as isize - range.len() as isize;
-                (r.start as isize + d) as usize..(r.end as isize + d) as usize
-            } else {
-                r
+        let d = new.len() as isize - range.len() as isize;
+        let by = |p: usize| (p as isize + d) as usize;
+        let fix = |r: Range<usize>| -> Range<usize> {
+            match r {
+                r if r == range => range.start..range.start + new.len(),
+                // A part starts after the range or at it (an insertion point), and
+                // ends after its start when it holds the range or follows it.
+                r => {
+                    let start = if r.start >= range.end { by(r.start) } else { r.start };
+                    start..if r.end > range.start { by(r.end) } else { r.end }
+                }
             }
-        };
-        let replaced = |r: Range<usize>| -> Range<usize> {
-            if r == range { range.start..range.start + new.len() } else { shift(r) }
         };
         Message {
             kind: self.kind,
             method: self.method,
-            id: self.id.map(replaced),
-            progress_token: self.progress_token.map(replaced),
-            notified_token: self.notified_token.map(replaced),
+            id: self.id.map(fix),
+            progress_token: self.progress_token.map(fix),
+            notified_token: self.notified_token.map(fix),
+            params: self.params.map(fix),
+            meta: self.meta.map(fix),
             text,
         }
     }

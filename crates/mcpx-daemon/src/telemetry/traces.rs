@@ -8,10 +8,14 @@
 //! server with the span's own context in `params._meta` ("Context propagation": keys
 //! unprefixed, as SEP-414 says), so the server's span is the span's child.
 //!
-//! Spans are queued ([`QUEUE`]) and exported by a task of their own in batches: a dead
-//! or slow collector costs a call nothing; what the full queue or a failed export
-//! loses is counted ([`Traces::dropped`]) and shows in `status`.
+//! Spans are queued ([`QUEUE`]) as the few fields they are made of, and built and
+//! exported by a thread of their own in batches: a dead or slow collector costs a
+//! call nothing. After a failed export the exporter rests, one second and then twice
+//! as long after each further failure, up to half a minute; meanwhile a span that
+//! ends is counted dropped where it ends and never built. What the full queue or a
+//! failed export loses is counted ([`Traces::dropped`]) and shows in `status`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,8 +28,6 @@ use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SpanData, SpanExporter};
 use serde::Deserialize;
-use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 use crate::activity::Entry;
 use crate::sync::lock;
@@ -37,8 +39,12 @@ pub const QUEUE: usize = 16384;
 /// Spans sent in one export, at most.
 const BATCH: usize = 2048;
 
-/// How long the exporter rests after a failed export, spans dropped meanwhile.
+/// How long the exporter rests after a failed export, spans dropped meanwhile; twice
+/// as long after each further failure, up to [`MAX_REST`].
 const REST: Duration = Duration::from_secs(1);
+
+/// The longest rest: a collector that comes back is used again within this time.
+const MAX_REST: Duration = Duration::from_secs(30);
 
 /// How long the exporter gathers spans before it sends them.
 const GATHER: Duration = Duration::from_millis(500);
@@ -69,7 +75,7 @@ pub struct Started {
 /// The export of spans: a queue to the exporter task, and what it lost.
 #[derive(Debug)]
 pub struct Traces {
-    queue: tokio::sync::mpsc::Sender<SpanData>,
+    queue: tokio::sync::mpsc::Sender<Ended>,
     scope: InstrumentationScope,
     ids: RandomIdGenerator,
     /// Where spans go.
@@ -124,6 +130,7 @@ impl Traces {
         };
         let exporting = Exporting {
             exporter,
+            scope: traces.scope.clone(),
             dropped: traces.dropped.clone(),
             exported: traces.exported.clone(),
             last_error: traces.last_error.clone(),
@@ -143,20 +150,15 @@ impl Traces {
 
     /// Begins the span of `request`: its parent is the `traceparent` (and `tracestate`)
     /// of its `params._meta`, when valid; the request is given back carrying the span's
-    /// own context there instead (only `_meta` is rewritten, spliced into its text).
+    /// own context there instead (only `_meta` is rewritten).
     pub fn begin(&self, request: Message) -> (Started, Message) {
-        let id = request.id().map(str::to_owned);
-        let mut started = None;
-        let carrying = meta_spliced(&request, |meta| {
-            let span = self.started(parent_of(meta), id.clone());
-            for (key, value) in carried(&span.context) {
-                meta.insert(key.to_owned(), Value::String(value));
-            }
-            started = Some(span);
-            true
-        });
-        let started = started.unwrap_or_else(|| self.started(None, id));
-        (started, carrying.unwrap_or(request))
+        let parent = request.meta().and_then(|meta| parent_of(&Carried::of(meta)?));
+        let span = self.started(parent, request.id().map(str::to_owned));
+        let (traceparent, tracestate) = carried(&span.context);
+        let mut members = vec![("traceparent", traceparent.as_str())];
+        members.extend(tracestate.as_deref().map(|state| ("tracestate", state)));
+        let request = request.with_meta(&members);
+        (span, request)
     }
 
     /// Begins a span under `parent` (a server's request made during a call).
@@ -191,14 +193,40 @@ impl Traces {
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let mut data = span_data(span, entry, transport, self.scope.clone());
-        if let Some(protocol) = protocol {
-            data.attributes.push(KeyValue::new("mcp.protocol.version", protocol.to_owned()));
-        }
-        if self.queue.try_send(data).is_err() {
+        // Only what the span is made of is copied here; the exporter builds it.
+        let ended = Ended {
+            span,
+            entry: Entry {
+                duration_us: entry.duration_us,
+                path: entry.path.clone(),
+                client: entry.client.clone(),
+                server: entry.server.clone(),
+                pid: entry.pid,
+                key: entry.key.clone(),
+                method: entry.method.clone(),
+                name: entry.name.clone(),
+                outcome: entry.outcome.clone(),
+                code: entry.code,
+                error: entry.error.clone(),
+                ..Entry::default()
+            },
+            transport,
+            protocol: protocol.map(str::to_owned),
+        };
+        if self.queue.try_send(ended).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
+}
+
+/// A span ended and queued for the exporter, which builds it ([`span_data`]).
+#[derive(Debug)]
+struct Ended {
+    span: Started,
+    /// The fields of the request's activity entry the span is made of.
+    entry: Entry,
+    transport: &'static str,
+    protocol: Option<String>,
 }
 
 /// `request` with the trace context of its transport (the `traceparent` and
@@ -206,93 +234,70 @@ impl Traces {
 /// there: MCP's context is independent of its transport's, and wins (semantic
 /// conventions for MCP, "Context propagation").
 pub fn with_transport_parent(request: Message, traceparent: &str, tracestate: Option<&str>) -> Message {
-    let spliced = meta_spliced(&request, |meta| {
-        if meta.contains_key("traceparent") {
-            return false;
-        }
-        meta.insert("traceparent".into(), Value::String(traceparent.to_owned()));
-        if let Some(state) = tracestate {
-            meta.insert("tracestate".into(), Value::String(state.to_owned()));
-        }
-        true
-    });
-    spliced.unwrap_or(request)
+    if request.meta().and_then(Carried::of).is_some_and(|c| c.traceparent.is_some()) {
+        return request;
+    }
+    let json = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let (traceparent, tracestate) = (json(traceparent), tracestate.map(json));
+    let mut members = vec![("traceparent", traceparent.as_str())];
+    members.extend(tracestate.as_deref().map(|state| ("tracestate", state)));
+    request.with_meta(&members)
 }
 
-/// `request` with its `params._meta` (an empty one when it has none) as `edit` leaves
-/// it, when `edit` says to change it; the rest of its text as it was, so a large
-/// argument is neither parsed into a tree nor written again. `None` (the request as it
-/// is) when `params` or `_meta` is not an object, or a key is given twice.
-fn meta_spliced(request: &Message, edit: impl FnOnce(&mut Map<String, Value>) -> bool) -> Option<Message> {
-    #[derive(Deserialize)]
-    struct Envelope<'a> {
-        #[serde(borrow)]
-        params: Option<&'a RawValue>,
-    }
-    #[derive(Deserialize)]
-    struct Params<'a> {
-        #[serde(borrow, rename = "_meta")]
-        meta: Option<&'a RawValue>,
-    }
-    let text = request.as_str();
-    let params = serde_json::from_str::<Envelope<'_>>(text).ok()?.params?.get();
-    if !params.starts_with('{') {
-        return None;
-    }
-    let meta = serde_json::from_str::<Params<'_>>(params).ok()?.meta.map(RawValue::get);
-    // Where a borrowed part of `text` starts in it.
-    let at = |part: &str| part.as_ptr() as usize - text.as_ptr() as usize;
-    let (range, mut map) = match meta {
-        Some(meta) => (at(meta)..at(meta) + meta.len(), serde_json::from_str(meta).ok()?),
-        None => (at(params) + 1..at(params) + 1, Map::new()),
-    };
-    if !edit(&mut map) {
-        return None;
-    }
-    let mut new = serde_json::to_string(&map).ok()?;
-    if meta.is_none() {
-        let empty = params[1..].trim_start().starts_with('}');
-        new = format!("\"_meta\":{new}{}", if empty { "" } else { "," });
-    }
-    let mut spliced = String::with_capacity(text.len() + new.len());
-    spliced.push_str(&text[..range.start]);
-    spliced.push_str(&new);
-    spliced.push_str(&text[range.end..]);
-    Message::parse(spliced).ok()
+/// The W3C trace context members of a `_meta` (W3C Trace Context, "traceparent
+/// Header" and "tracestate Header", carried as strings).
+#[derive(Deserialize)]
+struct Carried<'a> {
+    #[serde(borrow, default)]
+    traceparent: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tracestate: Option<Cow<'a, str>>,
 }
 
-/// The remote parent a `_meta` carries (`traceparent`, `tracestate`), when valid.
-fn parent_of(meta: &Map<String, Value>) -> Option<SpanContext> {
-    let fields: HashMap<String, String> = ["traceparent", "tracestate"]
-        .into_iter()
-        .filter_map(|k| Some((k.to_owned(), meta.get(k)?.as_str()?.to_owned())))
-        .collect();
-    fields.contains_key("traceparent").then_some(())?;
+impl<'a> Carried<'a> {
+    /// Those of the `_meta` text `meta`; `None` when it is not an object or they are
+    /// not strings.
+    fn of(meta: &'a str) -> Option<Carried<'a>> {
+        serde_json::from_str(meta).ok()
+    }
+}
+
+/// The remote parent `carried` names, when valid.
+fn parent_of(carried: &Carried<'_>) -> Option<SpanContext> {
+    let traceparent = carried.traceparent.as_deref()?;
+    let mut fields = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    if let Some(state) = carried.tracestate.as_deref() {
+        fields.insert("tracestate".to_owned(), state.to_owned());
+    }
     let context = TraceContextPropagator::new().extract(&fields);
     let parent = context.span().span_context().clone();
     parent.is_valid().then_some(parent)
 }
 
-/// The `traceparent` (and `tracestate`, when it has one) that carry `context` (W3C
-/// Trace Context, "traceparent Header": version 00, trace id, parent id, flags, in
-/// lowercase hex).
-fn carried(context: &SpanContext) -> Vec<(&'static str, String)> {
-    let traceparent = format!(
-        "00-{:032x}-{:016x}-{:02x}",
-        u128::from_be_bytes(context.trace_id().to_bytes()),
-        u64::from_be_bytes(context.span_id().to_bytes()),
-        context.trace_flags().to_u8()
-    );
+/// The `traceparent` (and `tracestate`, when it has one) that carry `context`, as
+/// JSON strings (W3C Trace Context, "traceparent Header": version 00, trace id,
+/// parent id, flags, in lowercase hex).
+fn carried(context: &SpanContext) -> (String, Option<String>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut traceparent = String::with_capacity(57);
+    traceparent.push_str("\"00-");
+    let mut hex = |bytes: &[u8], then: &str| {
+        for b in bytes {
+            traceparent.push(char::from(HEX[usize::from(b >> 4)]));
+            traceparent.push(char::from(HEX[usize::from(b & 15)]));
+        }
+        traceparent.push_str(then);
+    };
+    hex(&context.trace_id().to_bytes(), "-");
+    hex(&context.span_id().to_bytes(), "-");
+    hex(&[context.trace_flags().to_u8()], "\"");
     let state = context.trace_state().header();
-    let mut fields = vec![("traceparent", traceparent)];
-    if !state.is_empty() {
-        fields.push(("tracestate", state));
-    }
-    fields
+    (traceparent, (!state.is_empty()).then(|| serde_json::to_string(&state).unwrap_or_default()))
 }
 
-/// The span of `entry`, begun as `span`.
-fn span_data(span: Started, entry: &Entry, transport: &'static str, scope: InstrumentationScope) -> SpanData {
+/// The span `ended` is, from `scope`.
+fn span_data(ended: Ended, scope: InstrumentationScope) -> SpanData {
+    let Ended { span, entry, transport, protocol } = ended;
     let method = entry.method.as_str();
     let mut attributes = vec![KeyValue::new("mcp.method.name", entry.method.clone())];
     let name = match method {
@@ -316,6 +321,9 @@ fn span_data(span: Started, entry: &Entry, transport: &'static str, scope: Instr
         attributes.push(KeyValue::new("jsonrpc.request.id", id.trim_matches('"').to_owned()));
     }
     attributes.push(KeyValue::new("network.transport", transport));
+    if let Some(protocol) = protocol {
+        attributes.push(KeyValue::new("mcp.protocol.version", protocol));
+    }
     let error_type = match (entry.outcome.as_str(), entry.code) {
         ("ok", _) | ("accept" | "decline" | "cancel", _) => None,
         ("rpc-error", Some(code)) => {
@@ -326,18 +334,18 @@ fn span_data(span: Started, entry: &Entry, transport: &'static str, scope: Instr
         (outcome, _) => Some(outcome.to_owned()),
     };
     attributes.extend([
-        KeyValue::new("mcpx.server", entry.server.clone()),
-        KeyValue::new("mcpx.path", entry.path.clone()),
-        KeyValue::new("mcpx.client", entry.client.clone()),
+        KeyValue::new("mcpx.server", entry.server),
+        KeyValue::new("mcpx.path", entry.path),
+        KeyValue::new("mcpx.client", entry.client),
     ]);
-    if let Some(key) = &entry.key {
-        attributes.push(KeyValue::new("mcpx.pool.key", key.clone()));
+    if let Some(key) = entry.key {
+        attributes.push(KeyValue::new("mcpx.pool.key", key));
     }
     if let Some(pid) = entry.pid {
         attributes.push(KeyValue::new("mcpx.instance.pid", i64::from(pid)));
     }
     let status = match &error_type {
-        Some(_) => Status::Error { description: entry.error.clone().unwrap_or_default().into() },
+        Some(_) => Status::Error { description: entry.error.unwrap_or_default().into() },
         None => Status::Unset,
     };
     if let Some(error_type) = error_type {
@@ -367,6 +375,7 @@ fn span_data(span: Started, entry: &Entry, transport: &'static str, scope: Instr
 /// The exporter task's side.
 struct Exporting {
     exporter: opentelemetry_otlp::SpanExporter,
+    scope: InstrumentationScope,
     dropped: Arc<AtomicU64>,
     exported: Arc<AtomicU64>,
     last_error: Arc<Mutex<Option<String>>>,
@@ -375,8 +384,9 @@ struct Exporting {
 
 impl Exporting {
     /// Exports what comes, a batch at a time, until the daemon drops the queue.
-    async fn run(self, mut spans: tokio::sync::mpsc::Receiver<SpanData>) {
+    async fn run(self, mut spans: tokio::sync::mpsc::Receiver<Ended>) {
         let mut batch = Vec::with_capacity(BATCH);
+        let mut rest = REST;
         while spans.recv_many(&mut batch, BATCH).await > 0 {
             if batch.len() < BATCH {
                 tokio::time::sleep(GATHER).await;
@@ -386,20 +396,23 @@ impl Exporting {
                 }
             }
             let n = batch.len() as u64;
-            match self.exporter.export(std::mem::take(&mut batch)).await {
+            let built = batch.drain(..).map(|ended| span_data(ended, self.scope.clone())).collect();
+            match self.exporter.export(built).await {
                 Ok(()) => {
                     self.exported.fetch_add(n, Ordering::Relaxed);
                     *lock(&self.last_error) = None;
+                    rest = REST;
                 }
                 Err(e) => {
                     self.dropped.fetch_add(n, Ordering::Relaxed);
                     let said = format!("exporting {n} spans failed: {e}");
                     tracing::debug!("{said}");
                     *lock(&self.last_error) = Some(said);
-                    // A dead collector costs one attempt a second: meanwhile spans are
-                    // dropped where they end (counted), and what was queued goes too.
+                    // While the exporter rests, spans are dropped where they end
+                    // (counted), and what was queued goes too.
                     self.resting.store(true, Ordering::Relaxed);
-                    tokio::time::sleep(REST).await;
+                    tokio::time::sleep(rest).await;
+                    rest = (rest * 2).min(MAX_REST);
                     let mut queued = 0;
                     while spans.try_recv().is_ok() {
                         queued += 1;
@@ -415,50 +428,7 @@ impl Exporting {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn spliced(text: &str) -> Option<String> {
-        let request = Message::parse(text.to_owned()).unwrap();
-        meta_spliced(&request, |meta| {
-            meta.insert("traceparent".into(), Value::String("00-t-s-01".into()));
-            true
-        })
-        .map(Message::into_string)
-    }
-
-    #[test]
-    fn only_meta_is_rewritten_and_the_rest_of_the_request_stays_as_sent() {
-        let tp = r#""traceparent":"00-t-s-01""#;
-        let cases = [
-            (
-                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a": [1, 2.50]}}}"#,
-                format!(
-                    r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"_meta":{{{tp}}},"name":"x","arguments":{{"a": [1, 2.50]}}}}}}"#
-                ),
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params": { }}"#,
-                format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params": {{"_meta":{{{tp}}} }}}}"#),
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":7,"traceparent":"old"}}}"#,
-                format!(
-                    r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","_meta":{{"progressToken":7,{tp}}}}}}}"#
-                ),
-            ),
-        ];
-        for (request, expected) in cases {
-            assert_eq!(spliced(request).as_deref(), Some(expected.as_str()), "{request}");
-            let parsed: Value = serde_json::from_str(&expected).unwrap();
-            assert_eq!(parsed["params"]["_meta"]["traceparent"], "00-t-s-01");
-        }
-        // What cannot carry a `_meta` is left as it is.
-        for request in [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}"#,
-        ] {
-            assert_eq!(spliced(request), None, "{request}");
-        }
-    }
+    use serde_json::Value;
 
     #[test]
     fn a_span_continues_its_callers_trace_and_carries_its_own_context() {
@@ -494,5 +464,18 @@ mod tests {
         let bad = request.replace("00-4bf9", "zz-4bf9");
         let (span, _) = traces.begin(Message::parse(bad).unwrap());
         assert!(span.parent.is_none() && span.context.is_sampled());
+    }
+
+    #[test]
+    fn the_transports_context_goes_into_meta_unless_the_request_carries_its_own() {
+        let (tp, other) = ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "00-1-2-01");
+        let bare = Message::parse(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#).unwrap();
+        let sent: Value = serde_json::from_str(with_transport_parent(bare, tp, Some("k=v")).as_str()).unwrap();
+        assert_eq!(sent["params"]["_meta"], serde_json::json!({"traceparent": tp, "tracestate": "k=v"}));
+        let own = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"_meta":{{"traceparent":"{tp}"}}}}}}"#
+        );
+        let sent = with_transport_parent(Message::parse(own.clone()).unwrap(), other, None);
+        assert_eq!(sent.as_str(), own);
     }
 }
