@@ -69,6 +69,14 @@ class HotResults:
     spans: dict[str, dict]  # "otel"/"dead": that mcpx's daemon status after the rounds
 
 
+def timed(args, callers: int, tool: str, warm: str, *target: str) -> dict:
+    """`callers` connections calling `tool` back to back for the hot path's seconds, after a
+    warm-up of `warm` seconds; `target` is the rest of the command line (`--pid`s, the mode
+    and where)."""
+    argv = ["-c", str(callers), "--seconds", str(args.hotpath_seconds), "--warmup", warm, "--tool", tool]
+    return load(args, *argv, *target)
+
+
 def load(args, *argv: str, env: dict | None = None) -> dict:
     """One mcpx-load run; its JSON report. Fails the benchmark if any answer was wrong."""
     cmd = [str(args.load), *argv]
@@ -238,30 +246,12 @@ def run(args, tmp: Path, registry: list) -> HotResults:
             order = list(record_urls)
             for side in order if r % 2 == 0 else reversed(order):
                 url, pid = record_urls[side]
-                record[side].append(
-                    load(
-                        args,
-                        "-c",
-                        str(CONNECTIONS),
-                        "--seconds",
-                        str(args.hotpath_seconds),
-                        "--warmup",
-                        warm,
-                        "--tool",
-                        "echo",
-                        "--pid",
-                        f"daemon={pid}",
-                        "http",
-                        url,
-                    )
-                )
+                record[side].append(timed(args, CONNECTIONS, "echo", warm, "--pid", f"daemon={pid}", "http", url))
 
         for r in range(args.hotpath_rounds):
             for p in http:
                 common = ["--tool", p.tool, "--warmup", warm]
-                p.tput.append(
-                    load(args, "-c", str(CONNECTIONS), "--seconds", str(args.hotpath_seconds), *common, *p.target)
-                )
+                p.tput.append(timed(args, CONNECTIONS, p.tool, warm, *p.target))
                 p.lat.append(load(args, "-c", "1", "--calls", str(args.hotpath_calls), *common, *p.target))
             for p in stdio:
                 p.lat.append(
@@ -279,40 +269,8 @@ def run(args, tmp: Path, registry: list) -> HotResults:
                         env=p.env,
                     )
                 )
-            cpu.append(
-                load(
-                    args,
-                    "-c",
-                    str(CPU_CALLERS),
-                    "--seconds",
-                    str(args.hotpath_seconds),
-                    "--warmup",
-                    warm,
-                    "--tool",
-                    "fake__echo",
-                    *pids,
-                    "http",
-                    "--unix",
-                    sock,
-                    "/mcp",
-                )
-            )
-            cpu_tcp.append(
-                load(
-                    args,
-                    "-c",
-                    str(CPU_CALLERS),
-                    "--seconds",
-                    str(args.hotpath_seconds),
-                    "--warmup",
-                    warm,
-                    "--tool",
-                    "echo",
-                    *pids,
-                    "http",
-                    f"http://127.0.0.1:{port}/mcp/fake",
-                )
-            )
+            cpu.append(timed(args, CPU_CALLERS, "fake__echo", warm, *pids, "http", "--unix", sock, "/mcp"))
+            cpu_tcp.append(timed(args, CPU_CALLERS, "echo", warm, *pids, "http", f"http://127.0.0.1:{port}/mcp/fake"))
             record_round(r)
             log(f"hotpath: round {r + 1}: " + ", ".join(f"{p.key} {p.tput[-1]['calls_per_s']:.0f}/s" for p in http))
         # Ratios of a few percent want more rounds than the paths' rows.
@@ -524,7 +482,7 @@ def section(n: int, h: HotResults, info: dict) -> list[str]:
         'configured `"activity": {"enabled": false}`, and of two more with the OpenTelemetry export on (`"otel": '
         '{"endpoint": ...}`): one to a live OTLP/HTTP collector (the test suite\'s receiver, answering without '
         "decoding), one to a port nobody listens on; in turn, the order flipped each round, with the daemon's CPU "
-        f"time per call, over {RECORD_ROUNDS} rounds (these rows' ratios and CPU differences are the medians of "
+        f"time per call, over {len(h.record['on'])} round{plural(len(h.record['on']))} (these rows' ratios and CPU differences are the medians of "
         "each round's, the two sides measured back to back). Each run of the load generator starts with an untimed warm-up. "
         f'The figures are medians over the rounds. "Today" is the issue\'s figures, measured on {TODAY_DATE} with '
         "`wrk` and the Python client on this kind of machine.",
