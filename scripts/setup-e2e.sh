@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real MCP servers used by the end-to-end tests and the quickstart, inside e2e/:
 #   - e2e/node_modules: server-everything, server-memory, the conformance suite, the Inspector,
+#     puppeteer-core and axe-core (the dashboard's browser tests drive Debian's chromium, which
+#     .ci/run installs),
 #     the TypeScript SDK (for e2e/sdk_client.mjs), oidc-provider (the authorization server of
 #     e2e/oidc-provider.mjs), supergateway (for scripts/bench.sh), Claude
 #     Code's CLI (`claude`, a native binary its postinstall copies from a per-platform package)
@@ -81,7 +83,9 @@ if [[ -f "$node_stamp" && "$(cat "$node_stamp")" == "$node_want" \
     && -x "$e2e/node_modules/.bin/deno" \
     && -f "$e2e/node_modules/supergateway/dist/index.js" \
     && -f "$e2e/node_modules/@modelcontextprotocol/sdk/package.json" \
-    && -f "$e2e/node_modules/oidc-provider/package.json" ]]; then
+    && -f "$e2e/node_modules/oidc-provider/package.json" \
+    && -f "$e2e/node_modules/puppeteer-core/package.json" \
+    && -f "$e2e/node_modules/axe-core/axe.min.js" ]]; then
     check_claude
     say "node servers up to date (e2e/node_modules)"
 else

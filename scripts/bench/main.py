@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import adopt, calls, code, hotpath, memory, proxies, remote, supervised, throughput
+from . import adopt, calls, code, hotpath, memory, proxies, remote, supervised, throughput, ui
 from .common import ROOT, BenchError, log
 from .mcpx import Mcpx, stop_private
 from .options import parse_args
@@ -60,6 +60,7 @@ def main() -> int:
             rem = remote.run(args, tmp, registry)
             cod = code.run(args, tmp, registry)
             hot = hotpath.run(args, tmp, registry)
+            dash = ui.run(args, tmp, registry)
     except KeyboardInterrupt as e:
         failed = True
         print(f"bench: interrupted ({e or 'SIGINT'}); stopping everything it started", file=sys.stderr)
@@ -106,7 +107,7 @@ def main() -> int:
         f"measured in {time.monotonic() - started:.0f}s (load average {load_before:.2f} before, {load_after:.2f} after)"
     )
 
-    results = Results(rows, server_info, cases, mem, latency, tput, prox, rem, cod, hot)
+    results = Results(rows, server_info, cases, mem, latency, tput, prox, rem, cod, hot, dash)
     info = machine_info(args, results, load_before, load_after, started)
     text = report(args, results, info)
     if args.quick and args.output is None:

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import adopt, calls, code, hotpath, memory, proxies, remote, supervised, throughput
+from . import adopt, calls, code, hotpath, memory, proxies, remote, supervised, throughput, ui
 from .common import PROTOCOL_VERSION, ROOT, WARMUP, Row
 from .paths import PROXY_CALLERS
 from .procs import sh
@@ -30,6 +30,7 @@ class Results:
     remote: remote.RemoteResults  # section 9
     code: code.CodeResults  # section 10
     hot: hotpath.HotResults  # section 11
+    ui: ui.UiResults  # section 12
 
 
 def cpu_model() -> str:
@@ -185,11 +186,13 @@ def summary(r: Results, first: int) -> list[str]:
         "",
         *hotpath.summary(r.hot),
         "",
+        *ui.summary(r.ui),
+        "",
     ]
 
 
 def later_sections(r: Results, info: dict, first: int) -> list[str]:
-    """Sections 4 to 11 (numbered from `first`)."""
+    """Sections 4 to 12 (numbered from `first`)."""
     return [
         *adopt.section(first, r.adopt),
         *memory.section(first + 1, r.adopt, r.memory),
@@ -199,6 +202,7 @@ def later_sections(r: Results, info: dict, first: int) -> list[str]:
         *remote.section(first + 5, r.remote, info),
         *code.section(first + 6, r.code),
         *hotpath.section(first + 7, r.hot, info),
+        *ui.section(first + 8, r.ui),
     ]
 
 
@@ -241,6 +245,7 @@ def print_tables(args, r: Results, info: dict) -> None:
     print("\n".join(remote.summary(r.remote)) + "\n")
     print("\n".join(code.summary(r.code)) + "\n")
     print("\n".join(hotpath.summary(r.hot)) + "\n")
+    print("\n".join(ui.summary(r.ui)) + "\n")
     for n, row in enumerate(r.rows, 1):
         print(f"{n}. {row.title}")
         print("\n".join(calls.row_table(row)))

@@ -419,6 +419,20 @@ pub struct DaemonStatus {
     /// Why the last export failed, or why spans are not exported as configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub otel_error: Option<String>,
+    /// The dashboard's address (`http://127.0.0.1:<port>/`), once `mcpx ui` opened its
+    /// listener (`docs/ui.md`); a browser gets in only through `mcpx ui`'s link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui_url: Option<String>,
+}
+
+/// `POST /v1/ui`: a one-time link into the dashboard (`docs/ui.md`), whose listener
+/// the request opens when it is not open yet.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UiAnswer {
+    /// `http://127.0.0.1:<port>/enter?code=<code>`: the code is good once, for 60 s.
+    pub url: String,
+    /// The listener's port.
+    pub port: u16,
 }
 
 /// One problem of a configuration file in `status`: an entry that does not parse, or a

@@ -60,65 +60,8 @@ pub async fn ls(d: &Daemon, req: &CallerRequest) -> Result<Vec<ServerRow>, ApiEr
     let live: Vec<_> = d.pool.instances().into_iter().filter(|i| i.is_alive()).collect();
     let mut rows = Vec::new();
     for entry in config.servers.values() {
-        let key = entry.cache_key();
-        let cached = d.schema_for(entry, &req.caller).await;
-        let n_live = live.iter().filter(|i| i.identity.cache_key == key).count();
-        // An untrusted entry is not expanded: its `${VAR}`s are the file's to show, not ours.
-        // A sandbox that cannot be applied is an error too: no start can succeed.
-        let unexpandable = match policy::server_trusted(entry) {
-            true => entry.expand(d.env(), &d.targets.secrets()).err().map(|e| e.to_string()).or_else(|| {
-                d.targets.checked_sandbox(entry, &d.targets.secrets()).err().map(|e| ApiError::from(e).message)
-            }),
-            false => None,
-        };
-        let error = unexpandable.clone().or_else(|| cached.as_ref().and_then(|c| c.error.clone()));
-        let state = if !policy::server_trusted(entry) {
-            "untrusted"
-        } else if !policy::server_offered(entry) {
-            "disabled"
-        } else if unexpandable.is_some() {
-            // An unset `${VAR}` or secret: no start can succeed until it is set.
-            "error"
-        } else if d.pool.in_crash_loop(&key) {
-            "crash-loop"
-        } else if error.is_some() {
-            // A failed start, or a running instance whose listing failed.
-            "error"
-        } else if n_live > 0 {
-            "running"
-        } else if cached.as_ref().is_some_and(|c| c.tools.is_some() && c.is_stale(schema::now_ms())) {
-            // Listed, but past its `ttlMs`, with nothing running to list it again.
-            "stale"
-        } else if cached.as_ref().is_some_and(|c| c.tools.is_some()) {
-            "ready"
-        } else {
-            "unread"
-        };
-        let instructions = cached.as_ref().and_then(|c| c.session.as_ref()).and_then(|s| s.instructions.clone());
-        let description = entry.options.description.clone().or_else(|| instructions.as_deref().map(first_paragraph));
-        let holds = match policy::server_offered(entry) {
-            true => d.holds(entry, cached.as_deref()),
-            false => Holds::default(),
-        };
-        let tools = cached.as_ref().and_then(|c| c.tools.as_ref()).map(|_| {
-            cached
-                .as_ref()
-                .map(|c| c.tool_summaries().iter().filter(|t| policy::tool_offered(entry, &holds, &t.name)).count())
-                .unwrap_or(0)
-        });
-        rows.push(ServerRow {
-            name: entry.name.clone(),
-            tools,
-            sharing: entry.options.sharing.as_str().to_owned(),
-            scope: entry.options.scope.as_str().to_owned(),
-            live: n_live,
-            state: state.to_owned(),
-            description,
-            error: if state == "error" { error } else { None },
-            held: holds.len(),
-            source: Source { file: entry.source.clone(), client: entry.client.map(|c| c.name().to_owned()) },
-            warnings: config.warnings.get(&entry.name).cloned().unwrap_or_default(),
-        });
+        let warnings = config.warnings.get(&entry.name).cloned().unwrap_or_default();
+        rows.push(ServerRow { warnings, ..server_row(d, entry, &req.caller, &live).await });
     }
     let env = d.config.env();
     rows.extend(config.errors.iter().map(|(name, error)| config_error_row(name, error, env)));
@@ -134,6 +77,75 @@ pub async fn ls(d: &Daemon, req: &CallerRequest) -> Result<Vec<ServerRow>, ApiEr
     }));
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(rows)
+}
+
+/// The `mcpx ls` row of `entry` for `caller`, `live` being the daemon's live instances
+/// (its `warnings` are the resolution's, left empty here).
+pub async fn server_row(
+    d: &Daemon,
+    entry: &ServerEntry,
+    caller: &crate::api::Caller,
+    live: &[Arc<crate::instance::Instance>],
+) -> ServerRow {
+    let key = entry.cache_key();
+    let cached = d.schema_for(entry, caller).await;
+    let n_live = live.iter().filter(|i| i.identity.cache_key == key).count();
+    // An untrusted entry is not expanded: its `${VAR}`s are the file's to show, not ours.
+    // A sandbox that cannot be applied is an error too: no start can succeed.
+    let unexpandable = match policy::server_trusted(entry) {
+        true => entry.expand(d.env(), &d.targets.secrets()).err().map(|e| e.to_string()).or_else(|| {
+            d.targets.checked_sandbox(entry, &d.targets.secrets()).err().map(|e| ApiError::from(e).message)
+        }),
+        false => None,
+    };
+    let error = unexpandable.clone().or_else(|| cached.as_ref().and_then(|c| c.error.clone()));
+    let state = if !policy::server_trusted(entry) {
+        "untrusted"
+    } else if !policy::server_offered(entry) {
+        "disabled"
+    } else if unexpandable.is_some() {
+        // An unset `${VAR}` or secret: no start can succeed until it is set.
+        "error"
+    } else if d.pool.in_crash_loop(&key) {
+        "crash-loop"
+    } else if error.is_some() {
+        // A failed start, or a running instance whose listing failed.
+        "error"
+    } else if n_live > 0 {
+        "running"
+    } else if cached.as_ref().is_some_and(|c| c.tools.is_some() && c.is_stale(schema::now_ms())) {
+        // Listed, but past its `ttlMs`, with nothing running to list it again.
+        "stale"
+    } else if cached.as_ref().is_some_and(|c| c.tools.is_some()) {
+        "ready"
+    } else {
+        "unread"
+    };
+    let instructions = cached.as_ref().and_then(|c| c.session.as_ref()).and_then(|s| s.instructions.clone());
+    let description = entry.options.description.clone().or_else(|| instructions.as_deref().map(first_paragraph));
+    let holds = match policy::server_offered(entry) {
+        true => d.holds(entry, cached.as_deref()),
+        false => Holds::default(),
+    };
+    let tools = cached.as_ref().and_then(|c| c.tools.as_ref()).map(|_| {
+        cached
+            .as_ref()
+            .map(|c| c.tool_summaries().iter().filter(|t| policy::tool_offered(entry, &holds, &t.name)).count())
+            .unwrap_or(0)
+    });
+    ServerRow {
+        name: entry.name.clone(),
+        tools,
+        sharing: entry.options.sharing.as_str().to_owned(),
+        scope: entry.options.scope.as_str().to_owned(),
+        live: n_live,
+        state: state.to_owned(),
+        description,
+        error: if state == "error" { error } else { None },
+        held: holds.len(),
+        source: Source { file: entry.source.clone(), client: entry.client.map(|c| c.name().to_owned()) },
+        warnings: Vec::new(),
+    }
 }
 
 /// The first paragraph of a server's instructions (up to the first blank line, at most

@@ -63,6 +63,8 @@ pub struct Daemon {
     pub activity: crate::activity::Activity,
     /// Metrics of every recorded request, and their spans' export when on.
     pub telemetry: crate::telemetry::Telemetry,
+    /// The dashboard's listener, once `mcpx ui` opened it.
+    pub ui: crate::ui::Ui,
     /// When it started, for `status`'s uptime.
     pub(crate) started: Instant,
     /// When it started, in milliseconds since the Unix epoch (tells a re-executed
@@ -136,6 +138,7 @@ impl Daemon {
             pins: Pins::open(&dirs.state),
             activity,
             telemetry,
+            ui: crate::ui::Ui::default(),
             config,
             targets: Targets::new(env, dirs.state.clone()),
             dirs,
@@ -568,7 +571,7 @@ async fn reap_idle(daemon: Weak<Daemon>) {
 /// `~/.claude.json` being rewritten) holds up only its own request: on a multi-threaded
 /// runtime the worker hands its other tasks to another thread first. Elsewhere (a
 /// current-thread runtime, no runtime) `f` just runs.
-fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
         _ => f(),

@@ -42,3 +42,4 @@ pub mod telemetry;
 #[cfg(test)]
 mod testing;
 pub mod transport;
+pub mod ui;

@@ -59,14 +59,7 @@ impl Pattern {
     }
 }
 
-/// Characters that show as nothing or reorder the text around them: zero-width
-/// characters, bidirectional controls (Unicode Standard Annex #9) and Unicode tag
-/// characters (U+E0000 to U+E007F).
-pub fn hidden(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' |
-        '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{E0000}'..='\u{E007F}')
-}
+pub use mcpx_platform::sanitize::hidden;
 
 /// The tag names that dress text up as instructions.
 const TAGS: [&str; 9] =

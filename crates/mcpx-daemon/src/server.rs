@@ -59,6 +59,7 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
             post(|State(d): S, Body(r): Body<UpgradeRequest>| async move { control::upgrade(&d, &r).await.map(Json) }),
         )
         .route("/v1/status", get(|State(d): S| async move { Json(control::status(&d)) }))
+        .route("/v1/ui", post(|State(d): S, Body(r): Body<CallerRequest>| async move { crate::ui::open(&d, &r).map(Json) }))
         .route("/v1/ls", post(|State(d): S, Body(r): Body<CallerRequest>| async move { control::ls(&d, &r).await.map(Json) }))
         .route(
             "/v1/commands",

@@ -32,12 +32,14 @@ mod macos;
 use macos as sys;
 
 pub mod build;
+pub mod clock;
 pub mod confine;
 pub mod exec;
 pub mod fs;
 pub mod limits;
 mod pid;
 pub mod process;
+pub mod sanitize;
 pub mod secrets;
 #[allow(unsafe_code)]
 mod signal;

@@ -1,7 +1,7 @@
-//! The one sanitizer for the terminal: text that servers provide has its control
-//! characters escaped visibly before mcpx prints it, so that a server cannot
-//! retitle, clear or overwrite the user's terminal, or plant a hidden link
-//! (docs/security.md, "What servers send").
+//! The one sanitizer for the terminal and the dashboard: text that servers provide
+//! has its control characters escaped visibly before mcpx prints or shows it, so
+//! that a server cannot retitle, clear or overwrite the user's terminal, or plant a
+//! hidden link (docs/security.md, "What servers send").
 //!
 //! Unsafe are the C0 controls but newline and tab, DEL, and the C1 code points
 //! U+0080–U+009F (ECMA-48 reads U+009B as CSI, U+009D as OSC). All other UTF-8
@@ -37,6 +37,33 @@ pub fn text(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// Characters that show as nothing or reorder the text around them: zero-width
+/// characters, bidirectional controls (Unicode Standard Annex #9) and Unicode tag
+/// characters (U+E0000 to U+E007F).
+pub fn hidden(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' |
+        '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{E0000}'..='\u{E007F}')
+}
+
+/// `text` as [`text`] escapes it, and every [`hidden`] character shown as `<U+XXXX>`:
+/// what a person reads is all there is. Borrowed when nothing changes.
+pub fn visible(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(hidden) {
+        return self::text(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match hidden(c) {
+            true => {
+                let _ = write!(shown, "<U+{:04X}>", u32::from(c));
+            }
+            false => shown.push(c),
+        }
+    }
+    Cow::Owned(self::text(&shown).into_owned())
 }
 
 /// `text` for one line of output: as [`text`], and newlines and tabs escaped too

@@ -142,7 +142,7 @@ async fn show(client: &Client, id: u64, json: bool) -> Result<i32, ApiError> {
         let value = match (key.as_str(), value) {
             ("started_ms", serde_json::Value::Number(ms)) => {
                 let ms = ms.as_u64().unwrap_or_default();
-                format!("{ms} ({} UTC)", time_of_day(ms))
+                format!("{ms} ({} UTC)", mcpx_platform::clock::time_of_day(ms))
             }
             ("arguments" | "result", serde_json::Value::String(text)) => sanitize::json(&text).into_owned(),
             (_, serde_json::Value::String(text)) => sanitize::line(&text).into_owned(),
@@ -179,7 +179,7 @@ fn print(entries: &[Entry], json: bool, header: bool) {
             };
             vec![
                 e.id.to_string(),
-                time_of_day(e.started_ms),
+                mcpx_platform::clock::time_of_day(e.started_ms),
                 sanitize::line(&e.path).into_owned(),
                 sanitize::line(&e.client).into_owned(),
                 sanitize::line(&call).into_owned(),
@@ -262,12 +262,6 @@ fn print_stats(stats: &[Stat], json: bool) -> i32 {
         .collect();
     table(&["CALL", "CALLS", "ERRORS", "P50 MS", "P95 MS", "P99 MS"], &cells);
     0
-}
-
-/// `HH:MM:SS` of `ms` (milliseconds since the Unix epoch), UTC.
-fn time_of_day(ms: u64) -> String {
-    let secs = ms / 1000;
-    format!("{:02}:{:02}:{:02}", secs / 3600 % 24, secs / 60 % 60, secs % 60)
 }
 
 #[cfg(test)]

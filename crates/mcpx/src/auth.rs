@@ -6,14 +6,10 @@
 //! `mcpx auth status` and `mcpx auth logout <server>` show and end logins
 //! (`POST /v1/auth/status`, `/v1/auth/logout`). No token ever reaches this process.
 
-use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use mcpx_api::client::{Client, Method};
 use mcpx_api::{ApiError, AuthRequest, ErrorKind};
-use mcpx_daemon::config::resolve_command;
-use mcpx_platform::process::{Detach, SpawnSpec, URL_OPENER};
 use serde_json::Value;
 
 use crate::output;
@@ -181,28 +177,12 @@ fn expiry(at: u64, now: SystemTime, refreshable: bool) -> String {
         7200..172_800 => format!("{} h", s / 3600),
         _ => format!("{} days", s / 86_400),
     };
-    let when = utc(at);
+    let when = mcpx_platform::clock::utc(at);
     match at.checked_sub(now) {
         Some(left) if left > 0 => format!("in {} ({when})", span(left)),
         _ if refreshable => format!("{} ago ({when}); renewed at the next call", span(now - at)),
         _ => format!("{} ago ({when})", span(now - at)),
     }
-}
-
-/// `secs` since the Unix epoch as `YYYY-MM-DD HH:MM UTC` (the proleptic Gregorian
-/// calendar; days to a date by Howard Hinnant's `civil_from_days`).
-fn utc(secs: u64) -> String {
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", rest / 3600, rest % 3600 / 60)
 }
 
 /// Shows the user the authorization URL: opens it in `$BROWSER` or with the
@@ -218,31 +198,13 @@ fn show(url: &str, no_browser: bool) {
         );
         return;
     }
-    let browser = std::env::var("BROWSER").ok().filter(|b| !b.trim().is_empty());
-    let program = if no_browser { None } else { browser.or_else(|| Some(URL_OPENER.to_owned())) };
-    let path = std::env::var("PATH").ok();
-    let resolved = program.as_deref().and_then(|p| resolve_command(p, path.as_deref(), None).ok());
-    let Some(program) = resolved else {
+    if no_browser {
         eprintln!("open this URL in a browser to log in (the login waits for it):\n{url}");
         return;
-    };
-    let env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
-    let spec = SpawnSpec {
-        program,
-        args: vec![url.into()],
-        env,
-        cwd: None,
-        piped: false,
-        detach: Detach::Group,
-        confine: None,
-    };
-    match mcpx_platform::process::command(&spec).spawn() {
-        Ok(mut child) => {
-            eprintln!("opened the login in a browser; if none shows, open this URL:\n{url}");
-            // Reaped when it exits; the login does not wait for it.
-            std::thread::spawn(move || child.wait());
-        }
-        Err(e) => eprintln!("cannot open a browser ({e}); open this URL to log in:\n{url}"),
+    }
+    match crate::browser::open(url) {
+        Ok(()) => eprintln!("opened the login in a browser; if none shows, open this URL:\n{url}"),
+        Err(why) => eprintln!("{why}; open this URL in a browser to log in (the login waits for it):\n{url}"),
     }
 }
 
@@ -321,13 +283,6 @@ mod tests {
         );
         let none = serde_json::json!({ "server": "docs", "stopped": 0, "logins": [] });
         assert_eq!(logout_text(&none), "no login is kept for `docs`; there was nothing to forget");
-    }
-
-    #[test]
-    fn dates_are_utc_calendar_dates() {
-        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
-        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
-        assert_eq!(utc(1_796_155_200 + 61), "2026-12-01 20:01 UTC");
     }
 
     #[test]

@@ -93,6 +93,12 @@ enum Command {
     Exec(crate::code::ExecArgs),
     /// Show the daemon and every instance.
     Status,
+    /// Open the dashboard in a browser: servers, instances, logins and calls, live.
+    Ui {
+        /// Print the one-time link instead of opening a browser.
+        #[arg(long)]
+        no_open: bool,
+    },
     /// Restart a server's instances.
     Restart {
         /// The server.
@@ -510,6 +516,7 @@ async fn dispatch(client: &Client, command: Command, caller: &Caller, json: bool
             output::status(json, &status, &body);
             Ok(0)
         }
+        Command::Ui { no_open } => crate::ui::run(client, caller(), no_open, json).await,
         Command::Restart { server, key } => {
             let restart = RestartRequest { caller: caller(), server: Some(server), key };
             let body = client.call(Method::POST, "/v1/restart", Some(&restart)).await?;

@@ -5,6 +5,7 @@
 mod activity;
 mod args;
 mod auth;
+mod browser;
 mod call_stream;
 mod cli;
 mod code;
@@ -17,7 +18,6 @@ mod logs;
 mod offers;
 mod output;
 mod pins;
-mod sanitize;
 mod secret;
 mod serve;
 mod serve_code;
@@ -28,6 +28,9 @@ mod show_config;
 mod status_line;
 mod trust;
 mod types;
+mod ui;
+
+use mcpx_platform::sanitize;
 
 fn main() {
     std::process::exit(cli::main());

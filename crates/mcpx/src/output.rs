@@ -272,6 +272,9 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
     if let Some(url) = &d.http_url {
         say(&format!("http    {url}"));
     }
+    if let Some(url) = &d.ui_url {
+        say(&format!("ui      {url} (open it with `mcpx ui`)"));
+    }
     for w in &d.warnings {
         say(&format!("WARNING {w}"));
     }

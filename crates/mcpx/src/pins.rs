@@ -183,17 +183,10 @@ fn finding(f: &FindingRow) -> String {
     format!("{} at {}: {}", f.pattern, line(&f.at), line(&f.detail))
 }
 
-/// `text` for one line of a terminal: controls escaped ([`crate::sanitize::line`]), and
-/// every character a person cannot see shown as `<U+XXXX>`.
+/// `text` for one line of a terminal: controls escaped, and every character a person
+/// cannot see shown as `<U+XXXX>` ([`crate::sanitize::visible`]).
 fn line(text: &str) -> String {
-    let shown: String = text
-        .chars()
-        .map(|c| match mcpx_daemon::poisoning::hidden(c) {
-            true => format!("<U+{:04X}>", c as u32),
-            false => c.to_string(),
-        })
-        .collect();
-    crate::sanitize::line(&shown).into_owned()
+    crate::sanitize::line(&crate::sanitize::visible(text)).into_owned()
 }
 
 /// Asks `question` y/N on the terminal (default N).

@@ -31,38 +31,56 @@ pub fn status(d: &Daemon, req: &AuthRequest) -> Result<Value, ApiError> {
     let logins = tokens::all(&d.dirs.state).map_err(|m| ApiError::new(ErrorKind::Config, m));
     let mut servers = Vec::new();
     for entry in config.servers.values() {
-        let TransportSpec::Remote { url, headers, .. } = &entry.transport else { continue };
-        let mut row = json!({ "server": entry.name, "url": url });
-        let client_credentials = entry.oauth.as_ref().is_some_and(|o| o.grant == Grant::ClientCredentials);
-        let state = if headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")) {
-            "headers"
-        } else if !policy::server_trusted(entry) {
-            "untrusted"
-        } else {
-            match kept_login(d, entry, &logins) {
-                Err(e) => {
-                    row["error"] = e.message.into();
-                    "error"
-                }
-                Ok(Some(kept)) => {
-                    let refreshable = kept.refresh_token.is_some() || kept.grant == "client_credentials";
-                    row["issuer"] = kept.issuer.clone().into();
-                    row["resource"] = kept.resource.clone().into();
-                    row["scopes"] = kept.scopes.clone().into();
-                    row["expires_at"] = kept.expires_at.into();
-                    row["refreshable"] = refreshable.into();
-                    let expired = kept.expires_at.is_some_and(|_| kept.due(now) && !refreshable);
-                    if expired { "expired" } else { "logged_in" }
-                }
-                Ok(None) if client_credentials => "client_credentials",
-                Ok(None) => "not_logged_in",
-            }
-        };
-        row["state"] = state.into();
-        servers.push(row);
+        if matches!(entry.transport, TransportSpec::Remote { .. }) {
+            servers.push(login_row(d, entry, &logins, now));
+        }
     }
     let store = SecretStore::open(&d.dirs.state).map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
     Ok(json!({ "store": { "kind": store.kind(), "location": store.location() }, "servers": servers }))
+}
+
+/// The `auth status` row of the remote server `entry` (see [`status`]), `logins` being
+/// every kept login as `tokens::all` read them.
+pub fn login_row(
+    d: &Daemon,
+    entry: &ServerEntry,
+    logins: &Result<Vec<Kept>, ApiError>,
+    now: std::time::SystemTime,
+) -> Value {
+    let (url, authorized) = match &entry.transport {
+        TransportSpec::Remote { url, headers, .. } => {
+            (Some(url), headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")))
+        }
+        TransportSpec::Stdio { .. } => (None, false),
+    };
+    let mut row = json!({ "server": entry.name, "url": url });
+    let client_credentials = entry.oauth.as_ref().is_some_and(|o| o.grant == Grant::ClientCredentials);
+    let state = if authorized {
+        "headers"
+    } else if !policy::server_trusted(entry) {
+        "untrusted"
+    } else {
+        match kept_login(d, entry, logins) {
+            Err(e) => {
+                row["error"] = e.message.into();
+                "error"
+            }
+            Ok(Some(kept)) => {
+                let refreshable = kept.refresh_token.is_some() || kept.grant == "client_credentials";
+                row["issuer"] = kept.issuer.clone().into();
+                row["resource"] = kept.resource.clone().into();
+                row["scopes"] = kept.scopes.clone().into();
+                row["expires_at"] = kept.expires_at.into();
+                row["refreshable"] = refreshable.into();
+                let expired = kept.expires_at.is_some_and(|_| kept.due(now) && !refreshable);
+                if expired { "expired" } else { "logged_in" }
+            }
+            Ok(None) if client_credentials => "client_credentials",
+            Ok(None) => "not_logged_in",
+        }
+    };
+    row["state"] = state.into();
+    row
 }
 
 /// `POST /v1/auth/logout`: revokes (RFC 7009, where the authorization server offers

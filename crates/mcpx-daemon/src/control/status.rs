@@ -121,6 +121,7 @@ pub fn status(d: &Daemon) -> Status {
                 .as_ref()
                 .and_then(|t| crate::sync::lock(&t.last_error).clone())
                 .or_else(|| d.telemetry.problem.clone()),
+            ui_url: d.ui.port().map(|port| format!("http://127.0.0.1:{port}/")),
         },
         instances,
     }

@@ -6,6 +6,7 @@
 //! what the daemon holds (instances, crashes, drops, queues) is read at each scrape
 //! (`crate::control::metrics`).
 
+use prometheus::core::Collector;
 use prometheus::proto::MetricFamily;
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
 
@@ -67,6 +68,23 @@ impl Metrics {
         };
         self.calls.with_label_values(&[&entry.server, &entry.method, name, &entry.outcome]).inc();
         self.durations.with_label_values(&[&entry.server, &entry.method]).observe(entry.duration_us as f64 / 1e6);
+    }
+
+    /// Per server: the requests counted, and those that did not end well (any outcome
+    /// but `ok` and an elicitation's `accept`, `decline` or `cancel`).
+    pub fn per_server(&self) -> std::collections::HashMap<String, (u64, u64)> {
+        let mut counts = std::collections::HashMap::<String, (u64, u64)>::new();
+        for metric in self.calls.collect().iter().flat_map(|f| f.get_metric()) {
+            let label = |name: &str| metric.get_label().iter().find(|l| l.name() == name).map(|l| l.value());
+            let (Some(server), Some(outcome)) = (label("server"), label("outcome")) else { continue };
+            let n = metric.get_counter().get_value() as u64;
+            let count = counts.entry(server.to_owned()).or_default();
+            count.0 += n;
+            if !matches!(outcome, "ok" | "accept" | "decline" | "cancel") {
+                count.1 += n;
+            }
+        }
+        counts
     }
 
     /// The request counters' families, for a scrape.

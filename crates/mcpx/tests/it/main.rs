@@ -62,4 +62,6 @@ mod tcp;
 mod telemetry;
 mod terminal;
 mod trust;
+mod ui;
+mod ui_browser;
 mod upstream_era;

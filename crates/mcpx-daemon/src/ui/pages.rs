@@ -1,0 +1,381 @@
+//! The dashboard's HTML, rendered on the server (maud escapes every value it writes).
+//! Every text a server or a configuration file supplied also goes through
+//! [`shown`]: control, zero-width and bidirectional characters made visible, as the
+//! terminal shows them. A page is its frame and a live region (`#live`), whose
+//! fragment [`super::live`] renders again as things change.
+
+use maud::{DOCTYPE, Markup, html};
+use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+
+use crate::api::activity::{ActivityRequest, Entry};
+use mcpx_platform::clock::{time_of_day, utc};
+
+use super::view::{FileServers, Overview, ServerPage};
+
+/// Which page a frame is, for the navigation's `aria-current`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nav {
+    /// The overview, `/`.
+    Overview,
+    /// A server's page, `/servers/<name>`.
+    Server,
+    /// The activity record, `/activity`.
+    Activity,
+}
+
+/// `text` as the page shows it: see the module's doc.
+pub fn shown(text: &str) -> String {
+    mcpx_platform::sanitize::visible(text).into_owned()
+}
+
+/// The path of a server's page.
+pub fn server_href(name: &str) -> String {
+    format!("/servers/{}", utf8_percent_encode(name, NON_ALPHANUMERIC))
+}
+
+/// A whole page: the frame around `before` (what stays as it is) and the live region,
+/// which starts as `fragment` and follows `live` (the path of its event stream).
+pub fn page(title: &str, nav: Nav, before: Markup, live: &str, fragment: Markup) -> Markup {
+    let current = |n: Nav| (n == nav).then_some("page");
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="color-scheme" content="light dark";
+                meta name="referrer" content="no-referrer";
+                title { (title) " · mcpx" }
+                link rel="stylesheet" href="/assets/app.css";
+                script src="/assets/app.js" defer {}
+            }
+            body {
+                a.skip href="#main" { "Skip to the content" }
+                header {
+                    span.brand { "mcpx" }
+                    nav aria-label="Dashboard" {
+                        ul {
+                            li { a href="/" aria-current=[current(Nav::Overview)] { "Overview" } }
+                            li { a href="/activity" aria-current=[current(Nav::Activity)] { "Activity" } }
+                        }
+                    }
+                    p #connection role="status" aria-live="polite" {}
+                }
+                main #main {
+                    h1 { (title) }
+                    (before)
+                    div #live data-live=(live) aria-live="polite" { (fragment) }
+                }
+            }
+        }
+    }
+}
+
+/// A page that only says why: a refusal, or a server that is not configured.
+pub fn notice(title: &str, said: &str) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="color-scheme" content="light dark";
+                title { (title) " · mcpx" }
+                link rel="stylesheet" href="/assets/app.css";
+            }
+            body { main #main { h1 { (title) } p { (said) } } }
+        }
+    }
+}
+
+/// The page that follows a good code: it sets no script going, and moves on to the
+/// overview by itself (a same-origin navigation, which carries the new cookie).
+pub fn entered() -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="refresh" content="0; url=/";
+                title { "Signed in · mcpx" }
+                link rel="stylesheet" href="/assets/app.css";
+            }
+            body { main #main { h1 { "Signed in" } p { a href="/" { "Go to the dashboard" } } } }
+        }
+    }
+}
+
+/// The overview's live fragment.
+pub fn overview(o: &Overview) -> Markup {
+    let d = &o.status.daemon;
+    let untrusted: Vec<&FileServers> =
+        o.files.iter().filter(|f| f.servers.iter().any(|s| s.row.state == "untrusted")).collect();
+    let looping: Vec<&str> = o
+        .files
+        .iter()
+        .flat_map(|f| &f.servers)
+        .filter(|s| s.row.state == "crash-loop")
+        .map(|s| s.row.name.as_str())
+        .collect();
+    let logins: Vec<_> = o.files.iter().flat_map(|f| &f.servers).filter_map(|s| Some((s, s.login.as_ref()?))).collect();
+    let held: usize = o.files.iter().flat_map(|f| &f.servers).map(|s| s.row.held).sum();
+    html! {
+        section aria-labelledby="daemon-h" {
+            h2 #daemon-h { "Daemon" }
+            dl.facts {
+                dt { "Version" } dd { (d.version) " (" (d.build) ")" }
+                dt { "Process" } dd { "pid " (d.pid) ", up " (span(d.uptime_s)) }
+                dt { "Socket" } dd { code { (shown(&d.socket.display().to_string())) } }
+                dt { "Log" } dd { code { (shown(&d.log_file.display().to_string())) } }
+                @if let Some(url) = &d.http_url { dt { "MCP over HTTP" } dd { code { (url) } } }
+                @if let Some(url) = &d.otel_url {
+                    dt { "Traces" } dd { (url) ": " (d.spans_exported) " exported, " (d.spans_dropped) " dropped" }
+                }
+                dt { "Activity record" } dd { (d.activity_lost) " entries lost" }
+            }
+            @for w in &d.warnings { p.warning { (shown(w)) } }
+        }
+        @if !looping.is_empty() || held > 0 || !untrusted.is_empty() {
+            section aria-labelledby="attention-h" {
+                h2 #attention-h { "Needs attention" }
+                ul.attention {
+                    @for name in &looping {
+                        li.error { "Crash loop: " a href=(server_href(name)) { (shown(name)) } " keeps exiting at start; its page shows its stderr." }
+                    }
+                    @if held > 0 {
+                        li.warning { (held) " changed tool or prompt definitions are held for review: run " code { "mcpx pins review" } "." }
+                    }
+                    @for f in &untrusted {
+                        li.warning {
+                            "Waiting for trust: " code { (shown(&f.file.display().to_string())) }
+                            ". Review it with " code { "mcpx trust " (shown(&f.file.parent().unwrap_or(&f.file).display().to_string())) } "."
+                        }
+                    }
+                }
+            }
+        }
+        @if !logins.is_empty() {
+            section aria-labelledby="logins-h" {
+                h2 #logins-h { "Logins" }
+                div.scroll {
+                    table {
+                        thead { tr { th scope="col" { "Server" } th scope="col" { "Login" } th scope="col" { "Expires" } } }
+                        tbody {
+                            @for (line, login) in &logins {
+                                tr {
+                                    td { a href=(server_href(&line.row.name)) { (shown(&line.row.name)) } }
+                                    td.state data-state=(login["state"].as_str().unwrap_or_default()) { (login["state"].as_str().unwrap_or_default().replace('_', " ")) }
+                                    td { @if let Some(at) = login["expires_at"].as_u64() { (utc(at)) } @else { "-" } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        @for f in &o.files { (file_section(f)) }
+        @if o.files.is_empty() {
+            p { "No configuration file is known yet. Run " code { "mcpx ls" } " in a project, or add servers to " code { "~/.config/mcpx/config.json" } "." }
+        }
+    }
+}
+
+/// One configuration file's servers and problems.
+fn file_section(f: &FileServers) -> Markup {
+    let file = shown(&f.file.display().to_string());
+    html! {
+        section.file aria-label=(file) {
+            h2 { code { (file) } " " span.badge { @if f.project { "project" } @else { "user" } } }
+            @for e in &f.errors { p.error role="note" { (shown(&e.message)) } }
+            @if f.servers.is_empty() { p { "No servers." } } @else {
+                div.scroll {
+                    table {
+                        thead { tr {
+                            th scope="col" { "Server" } th scope="col" { "State" } th scope="col" { "Instances" }
+                            th scope="col" { "Tools" } th scope="col" { "Calls" } th scope="col" { "Errors" } th scope="col" { "Last error" }
+                        } }
+                        tbody {
+                            @for s in &f.servers {
+                                tr data-server=(shown(&s.row.name)) {
+                                    td { a href=(server_href(&s.row.name)) { (shown(&s.row.name)) } }
+                                    td.state data-state=(s.row.state) { (s.row.state) }
+                                    td { (s.row.live) }
+                                    td { @if let Some(n) = s.row.tools { (n) } @else { "-" } }
+                                    td { (s.calls) }
+                                    td { (s.errors) }
+                                    td.said { (shown(s.row.error.as_deref().or(s.last_error.as_deref()).unwrap_or(""))) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The filter box above a server's lists.
+pub fn server_before() -> Markup {
+    html! {
+        p.filter {
+            label for="filter" { "Filter tools, resources and prompts" }
+            input #filter type="search" autocomplete="off" spellcheck="false";
+        }
+    }
+}
+
+/// A server's live fragment.
+pub fn server(p: &ServerPage) -> Markup {
+    html! {
+        section aria-labelledby="defined-h" {
+            h2 #defined-h { "Where it is defined" }
+            ul {
+                @for (file, row) in &p.rows {
+                    li {
+                        code { (shown(&file.display().to_string())) } ": "
+                        span.state data-state=(row.state) { (row.state) }
+                        ", " (row.sharing) ", scope " (row.scope)
+                        @if let Some(e) = &row.error { ". " span.said { (shown(e)) } }
+                        @if let Some(d) = &row.description { p.said { (shown(d)) } }
+                    }
+                }
+            }
+        }
+        section aria-labelledby="instances-h" {
+            h2 #instances-h { "Instances" }
+            @if p.instances.is_empty() { p { "None running." } } @else {
+                div.scroll {
+                    table {
+                        thead { tr {
+                            th scope="col" { "Pid" } th scope="col" { "Pool key" } th scope="col" { "State" } th scope="col" { "Up" }
+                            th scope="col" { "Calls" } th scope="col" { "In flight" } th scope="col" { "Dropped bytes" }
+                        } }
+                        tbody {
+                            @for i in &p.instances {
+                                tr {
+                                    td { @if let Some(pid) = i.pid { (pid) } @else { "-" } }
+                                    td { code { (shown(&i.key)) } }
+                                    td.state data-state=(i.state) { (i.state) }
+                                    td { (i.uptime_s.map(span).unwrap_or_else(|| "-".into())) }
+                                    td { (i.calls_served) }
+                                    td { (i.in_flight) }
+                                    td { (i.dropped_bytes) }
+                                }
+                            }
+                        }
+                    }
+                }
+                @for i in p.instances.iter().filter(|i| !i.stderr_tail.is_empty() || i.last_error.is_some()) {
+                    h3 { "Instance " (i.pid.map(|p| p.to_string()).unwrap_or_else(|| shown(&i.key))) }
+                    @if let Some(e) = &i.last_error { p.error { (shown(e)) } }
+                    @if !i.stderr_tail.is_empty() {
+                        p { "Its stderr, last lines:" }
+                        pre.stderr tabindex="0" { (shown(&i.stderr_tail)) }
+                    }
+                }
+            }
+        }
+        (listing("tools-h", "Tools", &p.tools))
+        (listing("resources-h", "Resources", &p.resources))
+        (listing("prompts-h", "Prompts", &p.prompts))
+        section aria-labelledby="log-h" {
+            h2 #log-h { "Log" }
+            @if p.log.is_empty() { p { "No lines about it in the daemon log." } } @else {
+                pre.log tabindex="0" { @for l in &p.log { (shown(l)) "\n" } }
+            }
+        }
+    }
+}
+
+/// One of a server's lists: `(name, what it says)` each.
+fn listing(id: &str, title: &str, items: &[(String, String)]) -> Markup {
+    html! {
+        section aria-labelledby=(id) {
+            h2 id=(id) { (title) " " span.count { "(" (items.len()) ")" } }
+            @if items.is_empty() { p { "None listed." } } @else {
+                ul.items {
+                    @for (name, said) in items {
+                        li data-filter=(format!("{} {}", name, said).to_lowercase()) {
+                            code { (shown(name)) }
+                            @if !said.is_empty() { " " span.said { (shown(said)) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The activity page's filter form, filled in from `req`.
+pub fn activity_before(req: &ActivityRequest) -> Markup {
+    let value = |v: &Option<String>| v.clone().unwrap_or_default();
+    html! {
+        form.filters method="get" action="/activity" {
+            p { label for="f-server" { "Server" } input #f-server name="server" value=(value(&req.server)); }
+            p { label for="f-name" { "Tool, prompt or URI" } input #f-name name="name" value=(value(&req.name)); }
+            p { label for="f-client" { "Client" } input #f-client name="client" value=(value(&req.client)); }
+            p.check { input #f-errors type="checkbox" name="errors" value="1" checked[req.errors]; label for="f-errors" { "Only errors" } }
+            p { button type="submit" { "Filter" } }
+        }
+    }
+}
+
+/// The activity page's live fragment: `entries` newest first, or why none could be read.
+pub fn activity(entries: &Result<Vec<Entry>, String>) -> Markup {
+    html! {
+        @match entries {
+            Err(e) => { p.error { (shown(e)) } }
+            Ok(entries) if entries.is_empty() => { p { "No requests recorded yet (or none the filters keep)." } }
+            Ok(entries) => { div.scroll {
+                table.activity {
+                    caption { "Newest first, times in UTC" }
+                    thead { tr {
+                        th scope="col" { "Time" } th scope="col" { "Server" } th scope="col" { "Request" }
+                        th scope="col" { "Outcome" } th scope="col" { "ms" } th scope="col" { "Client" } th scope="col" { "Path" }
+                    } }
+                    tbody {
+                        @for e in entries {
+                            tr data-id=(e.id) {
+                                td { (time_of_day(e.started_ms)) }
+                                td { a href=(server_href(&e.server)) { (shown(&e.server)) } }
+                                td { (shown(&e.method)) " " code { (shown(&e.name)) } }
+                                td.state data-state=(e.outcome) {
+                                    (shown(&e.outcome))
+                                    @if let Some(err) = &e.error { br; span.said { (shown(err)) } }
+                                }
+                                td.num { (format!("{:.1}", e.duration_us as f64 / 1000.0)) }
+                                td { (shown(&e.client)) }
+                                td { (shown(&e.path)) }
+                            }
+                        }
+                    }
+                }
+            } }
+        }
+    }
+}
+
+/// A length of time in seconds, in its largest unit or two (`3 h 5 min`).
+fn span(secs: u64) -> String {
+    match secs {
+        s if s < 60 => format!("{s} s"),
+        s if s < 3600 => format!("{} min {} s", s / 60, s % 60),
+        s if s < 86_400 => format!("{} h {} min", s / 3600, s % 3600 / 60),
+        s => format!("{} d {} h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_server_wrote_is_text_and_its_hidden_characters_show() {
+        let hostile = "<script>alert(1)</script><img src=x onerror=alert(2)>\u{202E}evil\u{1b}[2J";
+        let html = listing("t", "Tools", &[(hostile.to_owned(), "<a href=\"javascript:alert(3)\">x</a>".to_owned())])
+            .into_string();
+        assert!(!html.contains("<script") && !html.contains("<img") && !html.contains("<a href"), "{html}");
+        assert!(html.contains("&lt;script&gt;") && html.contains("&lt;U+202E&gt;evil\\e[2J"), "{html}");
+        assert_eq!(server_href("a/b c"), "/servers/a%2Fb%20c");
+    }
+}

