@@ -94,7 +94,7 @@ pub struct ServerPage {
     pub name: String,
     /// Each file that defines it, with its row there.
     pub rows: Vec<(PathBuf, ServerRow)>,
-    /// Its tools, resources and prompts as last listed: `(name, title or description)`.
+    /// Its tools, resources and prompts as last listed: `(name, "title: description")`.
     pub tools: Vec<(String, String)>,
     /// See [`ServerPage::tools`].
     pub resources: Vec<(String, String)>,
@@ -140,7 +140,10 @@ pub async fn server(d: &Daemon, name: &str) -> Option<ServerPage> {
             .into_iter()
             .flatten()
             .filter_map(|raw| serde_json::from_str::<Item>(raw.get()).ok())
-            .filter_map(|i| Some((i.name.or(i.uri)?, i.title.or(i.description).unwrap_or_default())))
+            .filter_map(|i| {
+                let said = [i.title, i.description].into_iter().flatten().collect::<Vec<_>>().join(": ");
+                Some((i.name.or(i.uri)?, said))
+            })
             .collect();
         out.sort();
         out
