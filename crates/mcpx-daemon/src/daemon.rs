@@ -64,7 +64,7 @@ pub struct Daemon {
     /// Metrics of every recorded request, and their spans' export when on.
     pub telemetry: crate::telemetry::Telemetry,
     /// The dashboard's listener, once `mcpx ui` opened it.
-    pub ui: crate::ui::Ui,
+    pub ui: crate::ui::gate::Opened,
     /// When it started, for `status`'s uptime.
     pub(crate) started: Instant,
     /// When it started, in milliseconds since the Unix epoch (tells a re-executed
@@ -138,7 +138,7 @@ impl Daemon {
             pins: Pins::open(&dirs.state),
             activity,
             telemetry,
-            ui: crate::ui::Ui::default(),
+            ui: crate::ui::gate::Opened::default(),
             config,
             targets: Targets::new(env, dirs.state.clone()),
             dirs,

@@ -3,7 +3,8 @@
 //! `POST /v1/ui` asks (never at start), apart from the opt-in `/mcp` endpoint.
 //!
 //! Who gets in: a connection whose client socket another uid owns is closed before a
-//! byte is read ([`peer`]); then every request passes the [`gate`]: the dashboard's
+//! byte is read (`mcpx_platform::tcp_peer_uid`; on macOS, where it is not known,
+//! every connection is refused); then every request passes the [`gate`]: the dashboard's
 //! own `Host` and origin, and a session cookie got by a one-time code. Every answer
 //! carries a `Content-Security-Policy` that allows the dashboard's own script and
 //! style and nothing else: no inline script, nothing from elsewhere.
@@ -11,10 +12,9 @@
 pub mod gate;
 pub mod live;
 pub mod pages;
-pub mod peer;
 pub mod view;
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use axum::Router;
@@ -28,7 +28,6 @@ use serde::Deserialize;
 use crate::api::activity::ActivityRequest;
 use crate::api::{ApiError, CallerRequest, ErrorKind, UiAnswer};
 use crate::daemon::Daemon;
-use crate::sync::lock;
 use gate::{Gate, Refusal};
 use pages::Nav;
 
@@ -37,24 +36,14 @@ use pages::Nav;
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                        connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
+/// How long a connection may take to send a request's headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Connections served at once, at most; more wait in the listen backlog.
 const CONNECTIONS: usize = 64;
 
 /// Entries the activity page shows, at most.
 const ACTIVITY_ROWS: usize = 200;
-
-/// The dashboard's listener, once opened.
-#[derive(Debug, Default)]
-pub struct Ui {
-    gate: Mutex<Option<Arc<Gate>>>,
-}
-
-impl Ui {
-    /// The listener's port, once `mcpx ui` opened it.
-    pub fn port(&self) -> Option<u16> {
-        lock(&self.gate).as_ref().map(|g| g.port)
-    }
-}
 
 /// `POST /v1/ui`: opens the dashboard's listener unless it is open, and a new
 /// one-time link into it: `{"url": "http://127.0.0.1:<port>/enter?code=<code>",
@@ -69,25 +58,18 @@ pub fn open(d: &Arc<Daemon>, req: &CallerRequest) -> Result<UiAnswer, ApiError> 
         tracing::debug!("the dashboard's caller's configuration: {}", e.message);
     }
     let internal = |what: &str, e: std::io::Error| ApiError::new(ErrorKind::Daemon, format!("{what}: {e}"));
-    let gate = {
-        let mut slot = lock(&d.ui.gate);
-        match &*slot {
-            Some(gate) => gate.clone(),
-            None => {
-                let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
-                    .map_err(|e| internal("the dashboard's listener on 127.0.0.1 cannot be bound", e))?;
-                listener.set_nonblocking(true).map_err(|e| internal("the dashboard's listener", e))?;
-                let port = listener.local_addr().map_err(|e| internal("the dashboard's listener", e))?.port();
-                let listener =
-                    tokio::net::TcpListener::from_std(listener).map_err(|e| internal("the dashboard's listener", e))?;
-                let gate = Arc::new(Gate::new(port));
-                tokio::spawn(serve(listener, Arc::downgrade(d), gate.clone()));
-                tracing::info!(port, "the dashboard listens on 127.0.0.1");
-                *slot = Some(gate.clone());
-                gate
-            }
-        }
-    };
+    let gate = d.ui.get_or_open(|| {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .map_err(|e| internal("the dashboard's listener on 127.0.0.1 cannot be bound", e))?;
+        listener.set_nonblocking(true).map_err(|e| internal("the dashboard's listener", e))?;
+        let port = listener.local_addr().map_err(|e| internal("the dashboard's listener", e))?.port();
+        let listener =
+            tokio::net::TcpListener::from_std(listener).map_err(|e| internal("the dashboard's listener", e))?;
+        let gate = Arc::new(Gate::new(port));
+        tokio::spawn(serve(listener, Arc::downgrade(d), gate.clone()));
+        tracing::info!(port, "the dashboard listens on 127.0.0.1");
+        Ok::<_, ApiError>(gate)
+    })?;
     let code = gate.mint().map_err(|e| internal("a code for the dashboard", e))?;
     Ok(UiAnswer { url: format!("http://127.0.0.1:{}/enter?code={code}", gate.port), port: gate.port })
 }
@@ -125,7 +107,7 @@ async fn serve(listener: tokio::net::TcpListener, daemon: Weak<Daemon>, gate: Ar
         let app = app.clone();
         tokio::spawn(async move {
             let Ok(server) = stream.local_addr() else { return };
-            let owner = tokio::task::spawn_blocking(move || peer::owner(server, client)).await;
+            let owner = tokio::task::spawn_blocking(move || mcpx_platform::tcp_peer_uid(server, client)).await;
             match owner {
                 Ok(Ok(Some(uid))) if uid == me => {}
                 Ok(Ok(Some(uid))) => {
@@ -142,7 +124,7 @@ async fn serve(listener: tokio::net::TcpListener, daemon: Weak<Daemon>, gate: Ar
             let io = hyper_util::rt::TokioIo::new(stream);
             let _ = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(crate::server::TCP_HEADER_TIMEOUT)
+                .header_read_timeout(HEADER_TIMEOUT)
                 .serve_connection(io, service)
                 .await;
             drop(slot);

@@ -6,7 +6,7 @@ use mcpx_api::client::Client;
 use mcpx_api::{ApiError, ErrorKind};
 
 use crate::output::{say, say_json, table};
-use crate::sanitize;
+use mcpx_platform::sanitize;
 
 /// What `mcpx activity` was asked: the filters, and how to print.
 #[derive(Debug, clap::Args)]

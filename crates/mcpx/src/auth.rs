@@ -13,7 +13,7 @@ use mcpx_api::{ApiError, AuthRequest, ErrorKind};
 use serde_json::Value;
 
 use crate::output;
-use crate::sanitize;
+use mcpx_platform::sanitize;
 
 /// Logs in to `server`; returns the exit status (0), or the daemon's error (`auth`,
 /// exit 4, when the login failed).

@@ -489,7 +489,7 @@ async fn pass_logs(mut stderr: tokio::process::ChildStderr, limit: usize, collec
             // Escaped as every other human output is (a chunk cut inside a character
             // shows it replaced).
             let text = String::from_utf8_lossy(&chunk[..room]);
-            let _ = out.write_all(crate::sanitize::text(&text).as_bytes()).await;
+            let _ = out.write_all(mcpx_platform::sanitize::text(&text).as_bytes()).await;
         }
         passed += room;
         if room < n && !cut {

@@ -8,7 +8,7 @@ use dialoguer::theme::SimpleTheme;
 use dialoguer::{Confirm, Input, MultiSelect, Select};
 use serde_json::{Map, Value, json};
 
-use crate::sanitize;
+use mcpx_platform::sanitize;
 
 /// One field of the form: a property of `requestedSchema`.
 #[derive(Debug, Clone, PartialEq)]

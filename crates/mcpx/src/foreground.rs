@@ -100,9 +100,9 @@ fn start_and_serve(
         .with(
             tracing_subscriber::fmt::layer()
                 .with_ansi(false)
-                .with_writer(move || crate::sanitize::Writer(file_writer.clone())),
+                .with_writer(move || mcpx_platform::sanitize::Writer(file_writer.clone())),
         )
-        .with(tracing_subscriber::fmt::layer().with_writer(|| crate::sanitize::Writer(std::io::stderr())))
+        .with(tracing_subscriber::fmt::layer().with_writer(|| mcpx_platform::sanitize::Writer(std::io::stderr())))
         .try_init()
         .ok();
     // A panic ends the request (or task) it happened in, and the daemon serves on: it

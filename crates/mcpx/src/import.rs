@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 
 use self::edit::{CopyError, Edited, Refused};
 use crate::output;
-use crate::sanitize;
+use mcpx_platform::sanitize;
 
 /// What `mcpx import` is asked to do.
 #[derive(Debug)]

@@ -30,8 +30,6 @@ mod trust;
 mod types;
 mod ui;
 
-use mcpx_platform::sanitize;
-
 fn main() {
     std::process::exit(cli::main());
 }

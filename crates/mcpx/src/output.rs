@@ -11,7 +11,7 @@ use mcpx_daemon::config::{Client, ConfigEnv};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::sanitize;
+use mcpx_platform::sanitize;
 
 mod content;
 mod offers;
@@ -293,13 +293,13 @@ pub fn status(json: bool, status: &Status, body: &[u8]) {
         ));
     }
     if let Some(error) = &d.activity_error {
-        say(&format!("ACTIVITY {} entries lost; {}", d.activity_lost, crate::sanitize::line(error)));
+        say(&format!("ACTIVITY {} entries lost; {}", d.activity_lost, mcpx_platform::sanitize::line(error)));
     }
     if let Some(url) = &d.otel_url {
         say(&format!("OTEL     spans to {url}: {} exported, {} dropped", d.spans_exported, d.spans_dropped));
     }
     if let Some(error) = &d.otel_error {
-        say(&format!("OTEL     {}", crate::sanitize::line(error)));
+        say(&format!("OTEL     {}", mcpx_platform::sanitize::line(error)));
     }
     if status.instances.is_empty() {
         println!("\nno instances running; `mcpx call <server>.<tool>` starts one");

@@ -184,9 +184,9 @@ fn finding(f: &FindingRow) -> String {
 }
 
 /// `text` for one line of a terminal: controls escaped, and every character a person
-/// cannot see shown as `<U+XXXX>` ([`crate::sanitize::visible`]).
+/// cannot see shown as `<U+XXXX>` ([`mcpx_platform::sanitize::visible`]).
 fn line(text: &str) -> String {
-    crate::sanitize::line(&crate::sanitize::visible(text)).into_owned()
+    mcpx_platform::sanitize::line(&mcpx_platform::sanitize::visible(text)).into_owned()
 }
 
 /// Asks `question` y/N on the terminal (default N).

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::sanitize;
+use mcpx_platform::sanitize;
 
 /// How long a wait lasts before the status line shows: shorter waits show nothing.
 pub const DELAY: Duration = Duration::from_millis(500);

@@ -158,7 +158,9 @@ fn show(entries: &[ProjectEntry]) {
             output::say(&format!("    uses {}", e.variables.join(", ")));
         }
         match &e.sandbox {
-            Some(sandbox) => output::say(&format!("    confined by {}", crate::sanitize::line(&sandbox.to_string()))),
+            Some(sandbox) => {
+                output::say(&format!("    confined by {}", mcpx_platform::sanitize::line(&sandbox.to_string())))
+            }
             None if e.command.is_some() => output::say("    unconfined: with all of the user's rights"),
             None => {}
         }
@@ -174,7 +176,7 @@ fn show_refused(entries: &[ProjectEntry]) {
             "refused, not trusted: {} in {}: {}",
             quote(&e.server),
             e.file.display(),
-            crate::sanitize::line(why)
+            mcpx_platform::sanitize::line(why)
         ));
     }
 }

@@ -4,10 +4,10 @@
 //! every request must name the dashboard's own `Host` (DNS rebinding), come from its
 //! own origin when it says where it comes from (`Origin`, `Sec-Fetch-Site`), and,
 //! but for the exchange and the static assets, carry the cookie. The connection's
-//! uid is checked before any of this ([`super::peer`]).
+//! uid is checked before any of this (`mcpx_platform::tcp_peer_uid`).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, header};
@@ -60,6 +60,31 @@ impl Refusal {
                 "This link was used already, or is older than a minute. Run `mcpx ui` again for a new one."
             }
         }
+    }
+}
+
+/// What the daemon holds of the dashboard: its gate, once `mcpx ui` opened its
+/// listener (`crate::ui::open`).
+#[derive(Debug, Default)]
+pub struct Opened(Mutex<Option<Arc<Gate>>>);
+
+impl Opened {
+    /// The listener's port, once open.
+    pub fn port(&self) -> Option<u16> {
+        lock(&self.0).as_ref().map(|g| g.port)
+    }
+
+    /// The gate of the open listener, or the one `open` opens now.
+    ///
+    /// Errors: `open`'s.
+    pub fn get_or_open<E>(&self, open: impl FnOnce() -> Result<Arc<Gate>, E>) -> Result<Arc<Gate>, E> {
+        let mut slot = lock(&self.0);
+        if let Some(gate) = &*slot {
+            return Ok(gate.clone());
+        }
+        let gate = open()?;
+        *slot = Some(gate.clone());
+        Ok(gate)
     }
 }
 

@@ -2,7 +2,7 @@
 //! JSON, with control characters escaped (`sanitize`), aligned tables, and one-line
 //! cuts of server text.
 
-use crate::sanitize;
+use mcpx_platform::sanitize;
 
 /// Prints one line (or several) of human output on stdout, control characters
 /// escaped.
