@@ -19,6 +19,7 @@
 #   bash scripts/bench.sh --only-remote     # only the remote servers' section, printed
 #   bash scripts/bench.sh --only-code       # only the code mode section (needs deno and server-filesystem), printed
 #   bash scripts/bench.sh --only-hotpath    # only the hot path section (the targets, mcpx-load), printed
+#   bash scripts/bench.sh --only-ui         # only the dashboard's section (100 servers' overview), printed
 # The hot path section drives every path with the workspace's load generator (crates/mcpx-load) and
 # compares with the Rust `mcp-proxy` crate 0.6.0, which the full mode builds once (cargo install
 # --locked --no-default-features, a few minutes) into e2e/rust-mcp-proxy; --quick never builds it.

@@ -50,6 +50,8 @@ def main() -> int:
             cod = code.run(args, tmp, registry)
         elif args.only_hotpath:
             hot = hotpath.run(args, tmp, registry)
+        elif args.only_ui:
+            dash = ui.run(args, tmp, registry)
         else:
             rows, server_info = calls.run(args, tmp, registry)
             cases = adopt.run(args, tmp, registry)
@@ -102,6 +104,9 @@ def main() -> int:
         print("\n".join(hotpath.summary(hot)))
         print()
         print("\n".join(hotpath.section(11, hot, {"nproc": sh("nproc")})))
+        return 0
+    if args.only_ui:
+        print("\n".join(ui.section(12, dash)))
         return 0
     log(
         f"measured in {time.monotonic() - started:.0f}s (load average {load_before:.2f} before, {load_after:.2f} after)"

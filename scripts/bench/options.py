@@ -98,6 +98,7 @@ OPTIONS: list[tuple[str, dict]] = [
         dict(action="store_true", help="run only the remote servers' section and print it (writes no report)"),
     ),
     ("--only-code", dict(action="store_true", help="run only the code mode section and print it (writes no report)")),
+    ("--only-ui", dict(action="store_true", help="run only the dashboard's section and print it (writes no report)")),
     ("--command", dict(default=None, help="how the benchmark was started, for the report's header")),
     ("--e2e", dict(type=Path, default=ROOT / "e2e", help="the directory scripts/setup-e2e.sh installed into")),
 ]

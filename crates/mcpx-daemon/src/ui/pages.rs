@@ -127,6 +127,7 @@ pub fn overview(o: &Overview) -> Markup {
                 dt { "Process" } dd { "pid " (d.pid) ", up " (span(d.uptime_s)) }
                 dt { "Socket" } dd { code { (shown(&d.socket.display().to_string())) } }
                 dt { "Log" } dd { code { (shown(&d.log_file.display().to_string())) } }
+                @for (what, dir) in &o.dirs { dt { (what) } dd { code { (shown(&dir.display().to_string())) } } }
                 @if let Some(url) = &d.http_url { dt { "MCP over HTTP" } dd { code { (url) } } }
                 @if let Some(url) = &d.otel_url {
                     dt { "Traces" } dd { (url) ": " (d.spans_exported) " exported, " (d.spans_dropped) " dropped" }

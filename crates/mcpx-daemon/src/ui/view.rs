@@ -18,6 +18,8 @@ pub struct Overview {
     pub status: Status,
     /// Each known configuration file, in path order.
     pub files: Vec<FileServers>,
+    /// The daemon's directories: `(what, where)`.
+    pub dirs: Vec<(&'static str, PathBuf)>,
 }
 
 /// The servers one configuration file defines.
@@ -84,7 +86,9 @@ pub async fn overview(d: &Daemon) -> Overview {
         let errors = errors.remove(&file).unwrap_or_default();
         files.push(FileServers { file, project, servers, errors });
     }
-    Overview { status, files }
+    let paths = &d.dirs.paths;
+    let dirs = vec![("State", paths.state.clone()), ("Cache", paths.cache.clone()), ("Runtime", paths.runtime.clone())];
+    Overview { status, files, dirs }
 }
 
 /// One server's page.
