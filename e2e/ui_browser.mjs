@@ -5,6 +5,7 @@
 //
 //   {"do":"open","url":U}                      -> {"status","url","h1","text"}
 //   {"do":"wait","text":T,"in":SEL,"timeout_ms":N} -> {"ms"} once SEL holds T, or {"error"}
+//   {"do":"click","selector":S}               -> {} once the element was clicked
 //   {"do":"axe","dark":B}                      -> {"violations":[{"id","impact","help","nodes"}]}
 //   {"do":"screenshot","path":P,"width":W,"dark":B} -> {"path"}
 //   {"do":"report"}  -> {"requests","responses","dialogs","ran","csp","errors","images","scripts"}
@@ -85,6 +86,10 @@ async function handle(cmd) {
       } catch (e) {
         return { error: String(e), text: await page.evaluate(() => document.body.innerText) };
       }
+    }
+    case "click": {
+      await page.click(cmd.selector);
+      return {};
     }
     case "axe": {
       // axe runs through the DevTools protocol, which the page's CSP does not govern.

@@ -56,7 +56,8 @@ pub struct Entry {
     /// How it came: `shell` (`mcpx call`, `read`, `prompt`), `exec` or `run` (a
     /// script of code mode), `serve --code` (a script an MCP client ran through code
     /// mode), `serve` or `serve <server>` (`mcpx serve`), `/mcp` or `/mcp/<server>` (the
-    /// daemon's streamable HTTP endpoint), or `pins` (a pin event).
+    /// daemon's streamable HTTP endpoint), `pins` (a pin event), or `ui` (an action of
+    /// the dashboard, `mcpx ui`).
     pub path: String,
     /// Who sent it: an MCP client's `clientInfo` (`name version`, from its
     /// `initialize` or, for a 2026-07-28 client, the request's `_meta`), or `shell`
@@ -72,8 +73,9 @@ pub struct Entry {
     pub key: Option<String>,
     /// The method (`tools/call`, `prompts/get`, `resources/read`,
     /// `completion/complete`); a server's request to the client (`sampling/createMessage`,
-    /// `elicitation/create`) made during the call `name` names; or a pin event
-    /// (`pin/held`, `pin/approved`, `pin/rejected`).
+    /// `elicitation/create`) made during the call `name` names; a pin event
+    /// (`pin/held`, `pin/approved`, `pin/rejected`); or an action of the dashboard on
+    /// the server `name` names (`ui/restart`, `ui/stop`, `ui/refresh`).
     pub method: String,
     /// The tool or prompt named, or the URI read.
     pub name: String,

@@ -215,6 +215,13 @@ impl Daemon {
         self.record_event(Record { entry, origin }, &format!("pin/{verb}"), name, verb, why);
     }
 
+    /// Records an action the dashboard took on `entry`'s server (`docs/ui.md`): method
+    /// `ui/<verb>` (`ui/restart`, `ui/stop`, `ui/refresh`), named by the server, ended
+    /// `outcome` (`ok`, `failed`), with `said` (what it did, or why it failed).
+    pub fn record_action(&self, entry: &ServerEntry, origin: &Origin, verb: &str, outcome: &str, said: String) {
+        self.record_event(Record { entry, origin }, &format!("ui/{verb}"), &entry.name, outcome, said);
+    }
+
     /// Records an entry that took no time: `method` naming `name` ended `outcome`, for
     /// the reason `why`.
     fn record_event(&self, record: Record<'_>, method: &str, name: &str, outcome: &str, why: String) {

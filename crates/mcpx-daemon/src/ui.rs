@@ -9,6 +9,7 @@
 //! carries a `Content-Security-Policy` that allows the dashboard's own script and
 //! style and nothing else: no inline script, nothing from elsewhere.
 
+pub mod actions;
 pub mod gate;
 pub mod live;
 pub mod pages;
@@ -19,7 +20,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -28,7 +29,7 @@ use serde::Deserialize;
 use crate::api::activity::ActivityRequest;
 use crate::api::{ApiError, CallerRequest, ErrorKind, UiAnswer};
 use crate::daemon::Daemon;
-use gate::{Gate, Refusal};
+use gate::{Gate, Need, Refusal};
 use pages::Nav;
 
 /// The policy every answer carries: the dashboard's own script, style and images,
@@ -142,6 +143,7 @@ fn router(shared: Shared) -> Router {
         .route("/activity", get(activity))
         .route("/live/activity", get(activity_live))
         .route("/enter", get(enter))
+        .route("/actions/{verb}", axum::routing::post(action))
         .route("/assets/app.js", get(|| async { asset("text/javascript; charset=utf-8", include_str!("ui/app.js")) }))
         .route("/assets/app.css", get(|| async { asset("text/css; charset=utf-8", include_str!("ui/app.css")) }))
         .fallback(|| async {
@@ -152,11 +154,18 @@ fn router(shared: Shared) -> Router {
 }
 
 /// Refuses what the [`Gate`] refuses (every path but `/enter` and the assets needs the
-/// session), and puts the security headers on every answer.
+/// session; every method but `GET`, and every action, the CSRF token), and puts the
+/// security headers on every answer.
 async fn admit(State(s): State<Shared>, request: Request, next: Next) -> Response {
     let path = request.uri().path();
-    let session = path != "/enter" && !path.starts_with("/assets/");
-    let mut response = match s.gate.admit(request.headers(), session) {
+    let need = if path == "/enter" || path.starts_with("/assets/") {
+        Need::Nothing
+    } else if request.method() != axum::http::Method::GET || path.starts_with("/actions/") {
+        Need::Action
+    } else {
+        Need::Session
+    };
+    let mut response = match s.gate.admit(request.headers(), need) {
         Ok(()) => next.run(request).await,
         Err(refusal) => refused(refusal),
     };
@@ -197,10 +206,11 @@ async fn enter(State(s): State<Shared>, Query(q): Query<std::collections::HashMa
     }
 }
 
-async fn overview(State(s): State<Shared>) -> Result<Html<String>, StatusCode> {
+async fn overview(State(s): State<Shared>, headers: HeaderMap) -> Result<Html<String>, StatusCode> {
     let d = s.daemon()?;
     let fragment = pages::overview(&view::overview(&d).await);
-    Ok(Html(pages::page("Overview", Nav::Overview, maud::html! {}, "/live/overview", fragment).into_string()))
+    let csrf = s.gate.csrf(&headers).unwrap_or_default();
+    Ok(Html(pages::page("Overview", Nav::Overview, &csrf, maud::html! {}, "/live/overview", fragment).into_string()))
 }
 
 async fn overview_live(State(s): State<Shared>) -> Result<Response, StatusCode> {
@@ -211,16 +221,16 @@ async fn overview_live(State(s): State<Shared>) -> Result<Response, StatusCode> 
     }))
 }
 
-async fn server(State(s): State<Shared>, Path(name): Path<String>) -> Result<Response, StatusCode> {
+async fn server(State(s): State<Shared>, Path(name): Path<String>, headers: HeaderMap) -> Result<Response, StatusCode> {
     let d = s.daemon()?;
     let Some(page) = view::server(&d, &name).await else {
         let said = format!("No configuration file the daemon knows defines a server named {}.", pages::shown(&name));
         return Ok((StatusCode::NOT_FOUND, Html(pages::notice("No such server", &said).into_string())).into_response());
     };
     let live = format!("/live{}", pages::server_href(&name));
-    let title = pages::shown(&name);
-    Ok(Html(pages::page(&title, Nav::Server, pages::server_before(), &live, pages::server(&page)).into_string())
-        .into_response())
+    let (title, csrf) = (pages::shown(&name), s.gate.csrf(&headers).unwrap_or_default());
+    let html = pages::page(&title, Nav::Server, &csrf, pages::server_before(), &live, pages::server(&page));
+    Ok(Html(html.into_string()).into_response())
 }
 
 async fn server_live(State(s): State<Shared>, Path(name): Path<String>) -> Result<Response, StatusCode> {
@@ -234,6 +244,20 @@ async fn server_live(State(s): State<Shared>, Path(name): Path<String>) -> Resul
             }
         }
     }))
+}
+
+/// `POST /actions/<verb>` (JSON `{"server", "file"}`): [`actions::act`]; its answer as
+/// JSON, or the error's (`{"error": {"kind", "message"}}`, with its status).
+async fn action(
+    State(s): State<Shared>,
+    Path(verb): Path<String>,
+    axum::Json(act): axum::Json<actions::Act>,
+) -> Result<Response, StatusCode> {
+    let d = s.daemon()?;
+    Ok(match actions::act(&d, &verb, &act).await {
+        Ok(answer) => axum::Json(answer).into_response(),
+        Err(e) => e.into_response(),
+    })
 }
 
 /// The activity page's filters, as its form sends them.
@@ -267,7 +291,8 @@ async fn activity(State(s): State<Shared>, request: Request) -> Result<Html<Stri
     let before = pages::activity_before(&req);
     let fragment = pages::activity(&view::activity(&d, &req));
     let live = if query.is_empty() { "/live/activity".to_owned() } else { format!("/live/activity?{query}") };
-    Ok(Html(pages::page("Activity", Nav::Activity, before, &live, fragment).into_string()))
+    let csrf = s.gate.csrf(request.headers()).unwrap_or_default();
+    Ok(Html(pages::page("Activity", Nav::Activity, &csrf, before, &live, fragment).into_string()))
 }
 
 async fn activity_live(State(s): State<Shared>, Query(filters): Query<Filters>) -> Result<Response, StatusCode> {

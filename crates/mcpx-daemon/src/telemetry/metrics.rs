@@ -55,10 +55,10 @@ impl Metrics {
         Metrics { registry, calls, durations }
     }
 
-    /// Counts the request `entry` recorded (a pin event is not a request, and is not
-    /// counted).
+    /// Counts the request `entry` recorded (a pin event or a dashboard's action is not a
+    /// request, and is not counted).
     pub fn observe(&self, entry: &Entry) {
-        if entry.method.starts_with("pin/") {
+        if entry.method.starts_with("pin/") || entry.method.starts_with("ui/") {
             return;
         }
         // A URI is not a name to count by: there may be any number of them.

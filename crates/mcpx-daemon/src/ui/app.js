@@ -1,6 +1,7 @@
 // The dashboard's one script (docs/ui.md): it keeps each page's live region up to
-// date from its event stream, and filters a server's lists as the user types. All
-// HTML it puts in the page was rendered, and escaped, by the daemon.
+// date from its event stream, filters a server's lists as the user types, and sends
+// the page's actions (with the session's CSRF token). All HTML it puts in the page
+// was rendered, and escaped, by the daemon; what an action answers is shown as text.
 'use strict';
 
 (() => {
@@ -20,6 +21,30 @@
     }
   };
   if (filter) filter.addEventListener('input', applyFilter);
+
+  const action = document.getElementById('action');
+  const csrf = document.querySelector('meta[name="mcpx-csrf"]');
+  document.addEventListener('click', async (event) => {
+    const button = event.target.closest('button[data-action]');
+    if (!button || !csrf) return;
+    const { action: verb, server, file } = button.dataset;
+    button.disabled = true;
+    if (action) action.textContent = `${verb} ${server}…`;
+    try {
+      const response = await fetch(`/actions/${encodeURIComponent(verb)}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-mcpx-csrf': csrf.content },
+        body: JSON.stringify({ server, file }),
+      });
+      const body = await response.json().catch(() => ({}));
+      const said = response.ok ? 'done' : (body.error && body.error.message) || `refused (${response.status})`;
+      if (action) action.textContent = `${verb} ${server}: ${said}`;
+    } catch (e) {
+      if (action) action.textContent = `${verb} ${server}: the daemon did not answer`;
+    } finally {
+      button.disabled = false;
+    }
+  });
 
   if (!live || !live.dataset.live || !('EventSource' in window)) return;
   const source = new EventSource(live.dataset.live);

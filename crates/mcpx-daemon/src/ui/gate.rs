@@ -3,14 +3,18 @@
 //! [`CODE_TTL`]) is exchanged for a session cookie (`HttpOnly`, `SameSite=Strict`);
 //! every request must name the dashboard's own `Host` (DNS rebinding), come from its
 //! own origin when it says where it comes from (`Origin`, `Sec-Fetch-Site`), and,
-//! but for the exchange and the static assets, carry the cookie. The connection's
-//! uid is checked before any of this (`mcpx_platform::tcp_peer_uid`).
+//! but for the exchange and the static assets, carry the cookie. A request that
+//! changes something ([`Need::Action`]) must also name its origin, and carry the
+//! session's CSRF token in `X-Mcpx-Csrf` (a header no other site's form or fetch can
+//! set without the dashboard's consent). The connection's uid is checked before any
+//! of this (`mcpx_platform::tcp_peer_uid`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, header};
+use subtle::ConstantTimeEq;
 
 use crate::sync::lock;
 
@@ -38,6 +42,30 @@ pub enum Refusal {
     NoSession,
     /// A code that is unknown, used, or older than [`CODE_TTL`].
     BadCode,
+    /// A request that changes something without its origin or the session's CSRF token.
+    NoToken,
+}
+
+/// What a request must show to be answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Its host and origin only: the code's exchange, the static assets.
+    Nothing,
+    /// A session: every page and event stream.
+    Session,
+    /// A session, its own origin named, and the session's CSRF token: an action.
+    Action,
+}
+
+/// The header that carries the CSRF token of an action.
+pub const CSRF_HEADER: &str = "x-mcpx-csrf";
+
+/// One signed-in browser.
+#[derive(Debug)]
+struct Session {
+    since: Instant,
+    /// The token its actions carry.
+    csrf: String,
 }
 
 impl Refusal {
@@ -45,7 +73,7 @@ impl Refusal {
     pub fn status(self) -> axum::http::StatusCode {
         match self {
             Refusal::Host => axum::http::StatusCode::MISDIRECTED_REQUEST,
-            Refusal::CrossSite | Refusal::BadCode => axum::http::StatusCode::FORBIDDEN,
+            Refusal::CrossSite | Refusal::BadCode | Refusal::NoToken => axum::http::StatusCode::FORBIDDEN,
             Refusal::NoSession => axum::http::StatusCode::UNAUTHORIZED,
         }
     }
@@ -59,6 +87,7 @@ impl Refusal {
             Refusal::BadCode => {
                 "This link was used already, or is older than a minute. Run `mcpx ui` again for a new one."
             }
+            Refusal::NoToken => "This change did not come from the dashboard's own page, so it was not made.",
         }
     }
 }
@@ -94,7 +123,7 @@ pub struct Gate {
     /// The listener's port: `Host` and `Origin` must name it.
     pub port: u16,
     codes: Mutex<HashMap<String, Instant>>,
-    sessions: Mutex<HashMap<String, Instant>>,
+    sessions: Mutex<HashMap<String, Session>>,
     code_ttl: Duration,
 }
 
@@ -129,10 +158,11 @@ impl Gate {
         if minted.elapsed() > self.code_ttl {
             return Err(Refusal::BadCode);
         }
-        let session = random_hex().map_err(|_| Refusal::BadCode)?;
+        let (session, csrf) = (random_hex(), random_hex());
+        let (Ok(session), Ok(csrf)) = (session, csrf) else { return Err(Refusal::BadCode) };
         let mut sessions = lock(&self.sessions);
-        sessions.retain(|_, at| at.elapsed() <= SESSION_TTL);
-        sessions.insert(session.clone(), Instant::now());
+        sessions.retain(|_, s| s.since.elapsed() <= SESSION_TTL);
+        sessions.insert(session.clone(), Session { since: Instant::now(), csrf });
         Ok(session)
     }
 
@@ -141,21 +171,19 @@ impl Gate {
         format!("{COOKIE}={session}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}", SESSION_TTL.as_secs())
     }
 
-    /// Whether a request with `headers` may be answered: its `Host` and origin, and,
-    /// when `session` is asked for, its cookie.
+    /// Whether a request with `headers` may be answered: its `Host` and origin, and
+    /// what else it `need`s.
     ///
     /// Errors: the first [`Refusal`] that applies.
-    pub fn admit(&self, headers: &HeaderMap, session: bool) -> Result<(), Refusal> {
+    pub fn admit(&self, headers: &HeaderMap, need: Need) -> Result<(), Refusal> {
         let ours = |host: &str| ["127.0.0.1", "localhost"].iter().any(|name| host == format!("{name}:{}", self.port));
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
         if !ours(host) {
             return Err(Refusal::Host);
         }
-        if let Some(origin) = headers.get(header::ORIGIN) {
-            let origin = origin.to_str().unwrap_or_default();
-            if !origin.strip_prefix("http://").is_some_and(ours) {
-                return Err(Refusal::CrossSite);
-            }
+        let origin = headers.get(header::ORIGIN).map(|o| o.to_str().unwrap_or_default());
+        if origin.is_some_and(|o| !o.strip_prefix("http://").is_some_and(ours)) {
+            return Err(Refusal::CrossSite);
         }
         // Fetch Metadata: a navigation the user made is `none`; the page's own
         // requests are `same-origin`.
@@ -164,19 +192,26 @@ impl Gate {
                 return Err(Refusal::CrossSite);
             }
         }
-        if session && !self.has_session(headers) {
-            return Err(Refusal::NoSession);
+        if need == Need::Nothing {
+            return Ok(());
+        }
+        let csrf = self.csrf(headers).ok_or(Refusal::NoSession)?;
+        if need == Need::Action {
+            let sent = headers.get(CSRF_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
+            if origin.is_none() || !bool::from(sent.ct_eq(csrf.as_bytes())) {
+                return Err(Refusal::NoToken);
+            }
         }
         Ok(())
     }
 
-    /// Whether `headers` carry the cookie of a live session.
-    fn has_session(&self, headers: &HeaderMap) -> bool {
+    /// The CSRF token of the live session whose cookie `headers` carry.
+    pub fn csrf(&self, headers: &HeaderMap) -> Option<String> {
         let sessions = lock(&self.sessions);
         let cookies = headers.get_all(header::COOKIE).into_iter().filter_map(|v| v.to_str().ok());
         let mut named =
             cookies.flat_map(|v| v.split(';')).filter_map(|c| c.trim().strip_prefix(COOKIE)?.strip_prefix('='));
-        named.any(|id| sessions.get(id).is_some_and(|at| at.elapsed() <= SESSION_TTL))
+        named.find_map(|id| sessions.get(id).filter(|s| s.since.elapsed() <= SESSION_TTL).map(|s| s.csrf.clone()))
     }
 }
 
@@ -216,15 +251,15 @@ mod tests {
         assert_eq!(gate.redeem(&code), Err(Refusal::BadCode), "a code is good once");
         assert_eq!(gate.redeem("nonsense"), Err(Refusal::BadCode));
         let cookie = format!("a=b; {COOKIE}={session}");
-        assert_eq!(gate.admit(&headers(&[("host", "127.0.0.1:4000"), ("cookie", &cookie)]), true), Ok(()));
-        assert_eq!(gate.admit(&headers(&[("host", "localhost:4000"), ("cookie", &cookie)]), true), Ok(()));
+        assert_eq!(gate.admit(&headers(&[("host", "127.0.0.1:4000"), ("cookie", &cookie)]), Need::Session), Ok(()));
+        assert_eq!(gate.admit(&headers(&[("host", "localhost:4000"), ("cookie", &cookie)]), Need::Session), Ok(()));
         let wrong = format!("{COOKIE}=x{session}");
         assert_eq!(
-            gate.admit(&headers(&[("host", "127.0.0.1:4000"), ("cookie", &wrong)]), true),
+            gate.admit(&headers(&[("host", "127.0.0.1:4000"), ("cookie", &wrong)]), Need::Session),
             Err(Refusal::NoSession)
         );
-        assert_eq!(gate.admit(&headers(&[("host", "127.0.0.1:4000")]), true), Err(Refusal::NoSession));
-        assert_eq!(gate.admit(&headers(&[("host", "127.0.0.1:4000")]), false), Ok(()));
+        assert_eq!(gate.admit(&headers(&[("host", "127.0.0.1:4000")]), Need::Session), Err(Refusal::NoSession));
+        assert_eq!(gate.admit(&headers(&[("host", "127.0.0.1:4000")]), Need::Nothing), Ok(()));
     }
 
     #[test]
@@ -245,9 +280,31 @@ mod tests {
         ];
         for (mut pairs, refusal) in refused {
             pairs.push(("cookie", &cookie));
-            assert_eq!(gate.admit(&headers(&pairs), true), Err(refusal), "{pairs:?}");
+            assert_eq!(gate.admit(&headers(&pairs), Need::Session), Err(refusal), "{pairs:?}");
         }
         let own = [("host", "127.0.0.1:4000"), ("origin", "http://127.0.0.1:4000"), ("sec-fetch-site", "same-origin")];
-        assert_eq!(gate.admit(&headers(&[own[0], own[1], own[2], ("cookie", &cookie)]), true), Ok(()));
+        assert_eq!(gate.admit(&headers(&[own[0], own[1], own[2], ("cookie", &cookie)]), Need::Session), Ok(()));
+    }
+
+    #[test]
+    fn an_action_needs_its_origin_and_the_sessions_token() {
+        let gate = Gate::new(4000);
+        let session = gate.redeem(&gate.mint().unwrap()).unwrap();
+        let cookie = format!("{COOKIE}={session}");
+        let mut base = headers(&[("host", "127.0.0.1:4000"), ("cookie", &cookie)]);
+        let csrf = gate.csrf(&base).unwrap();
+        assert_eq!(gate.admit(&base, Need::Action), Err(Refusal::NoToken), "no origin, no token");
+        base.insert("origin", "http://127.0.0.1:4000".parse().unwrap());
+        assert_eq!(gate.admit(&base, Need::Action), Err(Refusal::NoToken), "no token");
+        base.insert(CSRF_HEADER, format!("{csrf}0").parse().unwrap());
+        assert_eq!(gate.admit(&base, Need::Action), Err(Refusal::NoToken), "a wrong token");
+        base.insert(CSRF_HEADER, csrf.parse().unwrap());
+        assert_eq!(gate.admit(&base, Need::Action), Ok(()));
+        // The token of another session is no good.
+        let other = gate.redeem(&gate.mint().unwrap()).unwrap();
+        let other = headers(&[("host", "127.0.0.1:4000"), ("cookie", &format!("{COOKIE}={other}"))]);
+        assert_ne!(gate.csrf(&other).unwrap(), csrf);
+        base.remove("origin");
+        assert_eq!(gate.admit(&base, Need::Action), Err(Refusal::NoToken), "the token without an origin");
     }
 }

@@ -34,8 +34,9 @@ pub fn server_href(name: &str) -> String {
 }
 
 /// A whole page: the frame around `before` (what stays as it is) and the live region,
-/// which starts as `fragment` and follows `live` (the path of its event stream).
-pub fn page(title: &str, nav: Nav, before: Markup, live: &str, fragment: Markup) -> Markup {
+/// which starts as `fragment` and follows `live` (the path of its event stream);
+/// `csrf` is the session's token, which the page's actions carry.
+pub fn page(title: &str, nav: Nav, csrf: &str, before: Markup, live: &str, fragment: Markup) -> Markup {
     let current = |n: Nav| (n == nav).then_some("page");
     html! {
         (DOCTYPE)
@@ -45,6 +46,7 @@ pub fn page(title: &str, nav: Nav, before: Markup, live: &str, fragment: Markup)
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="color-scheme" content="light dark";
                 meta name="referrer" content="no-referrer";
+                meta name="mcpx-csrf" content=(csrf);
                 title { (title) " · mcpx" }
                 link rel="stylesheet" href="/assets/app.css";
                 script src="/assets/app.js" defer {}
@@ -63,6 +65,7 @@ pub fn page(title: &str, nav: Nav, before: Markup, live: &str, fragment: Markup)
                 }
                 main #main {
                     h1 { (title) }
+                    p #action role="status" aria-live="polite" {}
                     (before)
                     div #live data-live=(live) aria-live="polite" { (fragment) }
                 }
@@ -238,6 +241,14 @@ pub fn server(p: &ServerPage) -> Markup {
                         ", " (row.sharing) ", scope " (row.scope)
                         @if let Some(e) = &row.error { ". " span.said { (shown(e)) } }
                         @if let Some(d) = &row.description { p.said { (shown(d)) } }
+                        @if row.state != "untrusted" && row.state != "disabled" {
+                            p.actions {
+                                @for (verb, label) in [("restart", "Restart"), ("stop", "Stop"), ("refresh", "Refresh the listing")] {
+                                    button type="button" data-action=(verb) data-server=(p.name) data-file=(file.display().to_string()) { (label) }
+                                    " "
+                                }
+                            }
+                        }
                     }
                 }
             }

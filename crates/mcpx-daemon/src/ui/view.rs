@@ -2,7 +2,7 @@
 //! `auth status` and `activity` gather it, with nothing kept between two renders.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -65,10 +65,9 @@ pub async fn overview(d: &Daemon) -> Overview {
     }
     let mut files = Vec::new();
     for file in d.config.known_files() {
-        let project = !d.config.env().is_user_level(&file) && !d.config.explicit_files().contains_key(&file);
+        let (caller, project) = (caller_for(d, &file), is_project(d, &file));
         let contents = crate::daemon::off_the_runtime(|| d.config.file_contents(&file));
         let entries = contents.ok().flatten().map(|c| c.servers).unwrap_or_default();
-        let caller = Caller { cwd: project.then(|| file.parent().map(PathBuf::from)).flatten(), ..Caller::default() };
         let mut servers = Vec::new();
         for entry in &entries {
             let row = crate::control::server_row(d, entry, &caller, &live).await;
@@ -121,8 +120,7 @@ pub async fn server(d: &Daemon, name: &str) -> Option<ServerPage> {
         let Some(entry) = contents.ok().flatten().and_then(|c| c.servers.into_iter().find(|e| e.name == name)) else {
             continue;
         };
-        let project = !d.config.env().is_user_level(&file) && !d.config.explicit_files().contains_key(&file);
-        let caller = Caller { cwd: project.then(|| file.parent().map(PathBuf::from)).flatten(), ..Caller::default() };
+        let caller = caller_for(d, &file);
         rows.push((file, crate::control::server_row(d, &entry, &caller, &live).await));
         if listed.is_none() {
             listed = d.schema_for(&entry, &caller).await;
@@ -199,6 +197,22 @@ fn tail(path: &std::path::Path, bytes: u64) -> std::io::Result<String> {
     let text = String::from_utf8_lossy(&buf);
     let text = if len > bytes { text.split_once('\n').map_or("", |(_, rest)| rest) } else { &text };
     Ok(text.to_owned())
+}
+
+/// Whether `file` is a project file: neither user-level nor named explicitly.
+fn is_project(d: &Daemon, file: &Path) -> bool {
+    !d.config.env().is_user_level(file) && !d.config.explicit_files().contains_key(file)
+}
+
+/// The caller whose configuration holds `file` as the daemon knows it: one in the
+/// project's directory for a project file, one naming it for a file named
+/// explicitly (`--config`, `MCPX_CONFIG`), else the user's own (no directory).
+pub fn caller_for(d: &Daemon, file: &Path) -> Caller {
+    if d.config.explicit_files().contains_key(file) {
+        return Caller { config: Some(file.to_owned()), ..Caller::default() };
+    }
+    let cwd = is_project(d, file).then(|| file.parent().map(Path::to_path_buf)).flatten();
+    Caller { cwd, ..Caller::default() }
 }
 
 /// The last error an instance of `server` ended with, as `status` says it.

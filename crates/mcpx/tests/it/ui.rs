@@ -184,3 +184,101 @@ fn another_user_gets_nothing_even_with_a_valid_cookie() {
         assert_eq!(run.stdout, "", "another user got an answer on {path}: {run:?}");
     }
 }
+
+/// One POST of `body` to `path` on the dashboard at `port`, with `headers`: (status, body).
+fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let mut request = format!(
+        "POST {path} HTTP/1.1\r\nconnection: close\r\nhost: 127.0.0.1:{port}\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0), body.to_owned())
+}
+
+/// The pid of `server`'s one instance, as `status` says.
+fn pid_of(w: &World, server: &str) -> Option<u64> {
+    let status = w.run(&["status", "--json"]).json();
+    status["instances"].as_array().unwrap().iter().find(|i| i["server"] == server).and_then(|i| i["pid"].as_u64())
+}
+
+#[test]
+fn an_action_needs_the_pages_token_and_is_recorded_as_the_dashboards() {
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    assert_eq!(w.call("fake.echo", r#"{"message":"hi"}"#).ok(), "hi\n");
+    let before = pid_of(&w, "fake").expect("a running instance");
+    let (cookie, port) = sign_in(&w);
+    let (_, _, page) = get(port, "/servers/fake", &[("cookie", &cookie)]);
+    let csrf = page.split(r#"<meta name="mcpx-csrf" content=""#).nth(1).unwrap().split('"').next().unwrap().to_owned();
+    assert_eq!(csrf.len(), 32, "{page}");
+    let body = json!({ "server": "fake", "file": w.config }).to_string();
+    let origin = format!("http://127.0.0.1:{port}");
+    // Refused: a form of another site, a fetch without the token, with another
+    // session's token, without an origin; every verb; nothing changes.
+    let (other_cookie, _) = sign_in(&w);
+    let (_, _, other_page) = get(port, "/", &[("cookie", &other_cookie)]);
+    let other_csrf = other_page.split(r#"<meta name="mcpx-csrf" content=""#).nth(1).unwrap().split('"').next().unwrap();
+    for verb in ["restart", "stop", "refresh"] {
+        let path = format!("/actions/{verb}");
+        let attempts: [Vec<(&str, &str)>; 5] = [
+            vec![
+                ("cookie", &cookie),
+                ("origin", "http://evil.example"),
+                ("content-type", "application/x-www-form-urlencoded"),
+            ],
+            vec![("cookie", &cookie), ("origin", &origin), ("content-type", "application/json")],
+            vec![
+                ("cookie", &cookie),
+                ("origin", &origin),
+                ("content-type", "application/json"),
+                ("x-mcpx-csrf", other_csrf),
+            ],
+            vec![("cookie", &cookie), ("content-type", "application/json"), ("x-mcpx-csrf", &csrf)],
+            vec![("origin", &origin), ("content-type", "application/json"), ("x-mcpx-csrf", &csrf)],
+        ];
+        for headers in attempts {
+            let (status, answer) = post(port, &path, &headers, &body);
+            assert!(matches!(status, 401 | 403), "{verb} {headers:?}: {status} {answer}");
+        }
+    }
+    assert_eq!(pid_of(&w, "fake"), Some(before), "a refused action changed nothing");
+    // The page's own: done, and recorded as the dashboard's.
+    let headers = [
+        ("cookie", cookie.as_str()),
+        ("origin", &origin),
+        ("content-type", "application/json"),
+        ("x-mcpx-csrf", &csrf),
+    ];
+    let (status, answer) = post(port, "/actions/restart", &headers, &body);
+    assert_eq!(status, 200, "{answer}");
+    let after = pid_of(&w, "fake").expect("restarted");
+    assert_ne!(after, before, "{answer}");
+    let (status, answer) = post(port, "/actions/stop", &headers, &body);
+    assert_eq!(
+        (status, serde_json::from_str::<serde_json::Value>(&answer).unwrap()["stopped"].as_u64()),
+        (200, Some(1))
+    );
+    assert_eq!(pid_of(&w, "fake"), None, "stopped");
+    let (status, answer) = post(port, "/actions/nonsense", &headers, &body);
+    assert_eq!(status, 400, "{answer}");
+    // The record is written off the call's path: wait for it.
+    let mut out = String::new();
+    crate::harness::wait_until("the actions recorded", Duration::from_secs(10), || {
+        out = w.run(&["activity", "--json", "--server", "fake"]).ok();
+        out.contains(r#""method":"ui/restart""#) && out.contains(r#""method":"ui/stop""#)
+    });
+    let activity: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let restart = activity.iter().find(|e| e["method"] == "ui/restart").unwrap();
+    assert_eq!((restart["path"].as_str(), restart["outcome"].as_str()), (Some("ui"), Some("ok")), "{restart}");
+    let log = std::fs::read_to_string(w.path("state/daemon.log")).unwrap();
+    assert!(log.contains("the dashboard's action"), "the log says what the page did");
+}

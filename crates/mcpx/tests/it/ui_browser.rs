@@ -150,10 +150,9 @@ struct EvilPage {
 }
 
 impl EvilPage {
+    /// The page that fetches, embeds and posts a form to the pages of `dashboard`.
     fn serve(dashboard: &str) -> EvilPage {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://127.0.0.1:{}/", listener.local_addr().unwrap().port());
-        let html = format!(
+        EvilPage::with(format!(
             r#"<!doctype html><html lang="en"><title>elsewhere</title>
 <iframe src="{dashboard}/"></iframe><img src="{dashboard}/activity">
 <form id="f" method="post" action="{dashboard}/"><input name="x" value="1"></form>
@@ -161,9 +160,15 @@ impl EvilPage {
 fetch("{dashboard}/", {{credentials: "include"}}).catch(() => {{}});
 fetch("{dashboard}/live/overview", {{credentials: "include", mode: "no-cors"}}).catch(() => {{}});
 </script></html>"#
-        );
+        ))
+    }
+
+    /// A page that serves `html` on a port of its own.
+    fn with(html: String) -> EvilPage {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://127.0.0.1:{}/", listener.local_addr().unwrap().port());
         std::thread::spawn(move || {
-            for stream in listener.incoming().take(4) {
+            for stream in listener.incoming().take(8) {
                 let Ok(mut stream) = stream else { continue };
                 let mut buf = [0u8; 4096];
                 let _ = std::io::Read::read(&mut stream, &mut buf);
@@ -176,6 +181,63 @@ fetch("{dashboard}/live/overview", {{credentials: "include", mode: "no-cors"}}).
         });
         EvilPage { url }
     }
+}
+
+#[test]
+fn a_server_restarts_from_the_page_and_another_origin_cannot_act() {
+    let Some(mut b) = Browser::start() else { return };
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    assert_eq!(w.call("fake.echo", r#"{"message":"hi"}"#).ok(), "hi\n");
+    let pid = |w: &World| {
+        let status = w.run(&["status", "--json"]).json();
+        status["instances"].as_array().unwrap().iter().find(|i| i["server"] == "fake").and_then(|i| i["pid"].as_u64())
+    };
+    let first = pid(&w).expect("running");
+    let (url, origin) = link(&w);
+    b.open(&url);
+    b.open(&format!("{origin}/servers/fake"));
+    b.ask(json!({ "do": "click", "selector": "button[data-action=restart]" }));
+    let answer = b.ask(json!({ "do": "wait", "in": "#action", "text": "restart fake: done", "timeout_ms": 20000 }));
+    assert!(answer["ms"].is_u64(), "{answer}");
+    let second = pid(&w).expect("restarted");
+    assert_ne!(first, second, "the page's restart made a new process");
+
+    // Another origin posts forms to every action and fetches them (a simple request,
+    // sent without asking; and a JSON one, asked first): nothing changes.
+    let file = serde_json::to_string(&w.config).unwrap();
+    let mut html = String::from("<!doctype html><html lang=\"en\"><title>elsewhere</title>");
+    for verb in ["restart", "stop", "refresh"] {
+        html.push_str(&format!(
+            r#"<iframe name="t-{verb}"></iframe><form id="f-{verb}" method="post" target="t-{verb}" action="{origin}/actions/{verb}">
+<input name="server" value="fake"><input name="file" value='{file}'></form>"#
+        ));
+    }
+    html.push_str("<script>");
+    for verb in ["restart", "stop", "refresh"] {
+        let body = format!(r#"JSON.stringify({{server: "fake", file: {file}}})"#);
+        html.push_str(&format!(
+            r#"document.getElementById("f-{verb}").submit();
+fetch("{origin}/actions/{verb}", {{method: "POST", mode: "no-cors", credentials: "include", headers: {{"content-type": "text/plain"}}, body: {body}}}).catch(() => {{}});
+fetch("{origin}/actions/{verb}", {{method: "POST", credentials: "include", headers: {{"content-type": "application/json", "x-mcpx-csrf": "guess"}}, body: {body}}}).catch(() => {{}});
+"#
+        ));
+    }
+    html.push_str("</script></html>");
+    let evil = EvilPage::with(html);
+    let before = b.ask(json!({ "do": "report" }))["responses"].as_array().unwrap().len();
+    b.open(&evil.url);
+    std::thread::sleep(Duration::from_millis(1500));
+    let report = b.ask(json!({ "do": "report" }));
+    let responses = &report["responses"].as_array().unwrap()[before..];
+    let actions: Vec<&Value> =
+        responses.iter().filter(|r| r["url"].as_str().unwrap().starts_with(&format!("{origin}/actions/"))).collect();
+    assert!(!actions.is_empty(), "the other origin's posts reached the dashboard: {responses:?}");
+    for answer in &actions {
+        assert!(matches!(answer["status"].as_u64(), Some(403)), "another origin acted: {answer}");
+    }
+    assert_eq!(pid(&w), Some(second), "another origin's actions changed nothing");
+    let activity = w.run(&["activity", "--json", "--server", "fake"]).ok();
+    assert_eq!(activity.matches(r#""method":"ui/"#).count(), 1, "only the page's own restart: {activity}");
 }
 
 #[test]
