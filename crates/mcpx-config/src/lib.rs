@@ -80,10 +80,10 @@ pub use resolve::{
     ConfigCache, ExplicitFiles, FileContents, Inputs, MCPX_PROJECT_FILE, PROJECT_FILE, PROJECT_FILES, ResolveRequest,
     Role,
 };
-pub use review::{ProjectEntry, project_entries, project_files};
+pub use review::{ProjectEntry, project_entries, project_files, shell_quoted};
 pub use settings::{ActivitySettings, OtelSettings, settings_file};
 pub use spec::{MCPX_KEYS, NetworkSpec, Pinning, Preset, RemoteKind, SandboxSpec, Scope, Sharing, TransportSpec};
 pub use trust::{
-    TRUST_ALL_KEY, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, canonical_sha256, entry_hash, project_dir,
-    trust_key,
+    TRUST_ALL_KEY, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, canonical_sha256, change_records, entry_hash,
+    project_dir, trust_key,
 };

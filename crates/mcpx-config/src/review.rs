@@ -124,3 +124,53 @@ pub fn project_files(dir: &Path, env: &ConfigEnv) -> Vec<PathBuf> {
     let paths = req.search_paths(env).into_iter().filter(|(_, role)| *role == Role::Project);
     paths.map(|(path, _)| path).filter(|path| path.is_file()).collect()
 }
+
+impl ProjectEntry {
+    /// What `mcpx trust` shows of the entry (and the dashboard, the same): a head line
+    /// (`name: runs COMMAND ARGS...` or `name: connects to URL`), then one line each for
+    /// its directory, environment, headers, the variables it uses, and its confinement.
+    /// Every word from the file is quoted as a shell would need it ([`shell_quoted`]).
+    pub fn described(&self) -> (String, Vec<String>) {
+        let runs = match (&self.command, &self.url) {
+            (Some(command), _) => {
+                let words: Vec<String> = std::iter::once(command).chain(&self.args).map(|w| shell_quoted(w)).collect();
+                format!("runs {}", words.join(" "))
+            }
+            (None, Some(url)) => format!("connects to {}", shell_quoted(url)),
+            (None, None) => String::new(),
+        };
+        let mut lines = Vec::new();
+        if let Some((written, dir)) = &self.cwd {
+            lines.push(format!("in {} ({})", shell_quoted(written), shell_quoted(&dir.display().to_string())));
+        }
+        for (name, value) in &self.env {
+            lines.push(format!("with {}={}", shell_quoted(name), shell_quoted(value)));
+        }
+        for (name, value) in &self.headers {
+            lines.push(format!("header {}: {}", shell_quoted(name), shell_quoted(value)));
+        }
+        if !self.variables.is_empty() {
+            lines.push(format!("uses {}", self.variables.join(", ")));
+        }
+        match &self.sandbox {
+            Some(sandbox) => lines.push(format!("confined by {}", mcpx_platform::sanitize::line(&sandbox.to_string()))),
+            None if self.command.is_some() => lines.push("unconfined: with all of the user's rights".to_owned()),
+            None => {}
+        }
+        (format!("{}: {runs}", shell_quoted(&self.server)), lines)
+    }
+}
+
+/// `word` as a shell would need it written, so what is shown reads as one command: as
+/// it is when plain, else single-quoted; with Rust's escapes when it holds a control
+/// character (a newline or an escape sequence would draw lines the file did not write).
+pub fn shell_quoted(word: &str) -> String {
+    let plain = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:@,+%".contains(c));
+    if plain {
+        word.to_owned()
+    } else if word.chars().any(char::is_control) {
+        format!("{word:?}")
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}

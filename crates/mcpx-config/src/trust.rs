@@ -151,6 +151,38 @@ impl TrustStore {
 /// reached. A project reached through a linked directory is the same project; a project
 /// file (or `.vscode`/`.cursor` directory) that is itself a link into another project is
 /// not that project's, since its relative `cwd` and `${workspaceFolder}` name this
+/// Changes the trust records of the state directory `state` (at `state_path`):
+/// `<state>/trust.json`, read and written (0600, atomically) under an exclusive lock on
+/// `<state>/trust.lock`, so two changes at once (`mcpx trust` and the dashboard) both
+/// keep their records. `change` gets the records read (none when the file does not
+/// exist) and says what it found, and whether to write them back.
+///
+/// Errors: a line saying what failed and what to check: the lock, reading or parsing
+/// the file, writing it; or `change`'s own.
+pub fn change_records<T>(
+    state: &mcpx_platform::fs::Dir,
+    state_path: &Path,
+    change: impl FnOnce(&mut TrustStore) -> Result<(T, bool), String>,
+) -> Result<T, String> {
+    use mcpx_platform::fs::FileUse;
+    use nix::fcntl::{Flock, FlockArg};
+    let lock = state.open_file(TRUST_LOCK, FileUse::Lock).map_err(|e| format!("cannot open the trust lock: {e}"))?;
+    let _turn =
+        Flock::lock(lock, FlockArg::LockExclusive).map_err(|(_, e)| format!("cannot take the trust lock: {e}"))?;
+    let file = state_path.join(TRUST_FILE);
+    let mut store = match state.read(TRUST_FILE) {
+        Ok(bytes) => TrustStore::parse(&bytes, &file)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => TrustStore::default(),
+        Err(e) => return Err(format!("cannot read {}: {e}; check its owner and mode (0600)", file.display())),
+    };
+    let (found, write) = change(&mut store)?;
+    if write {
+        mcpx_platform::fs::write_atomic(state, TRUST_FILE, &store.to_bytes(), 0o600)
+            .map_err(|e| format!("cannot write the trust records: {e}; check the state directory"))?;
+    }
+    Ok(found)
+}
+
 /// directory. Errors: the project directory cannot be resolved.
 pub fn trust_key(file: &Path) -> std::io::Result<PathBuf> {
     let dir = project_dir(file);

@@ -141,6 +141,8 @@ fn router(shared: Shared) -> Router {
         .route("/servers/{name}", get(server))
         .route("/live/servers/{name}", get(server_live))
         .route("/activity", get(activity))
+        .route("/trust", get(trust))
+        .route("/live/trust", get(trust_live))
         .route("/live/activity", get(activity_live))
         .route("/enter", get(enter))
         .route("/actions/{verb}", axum::routing::post(action))
@@ -258,6 +260,32 @@ async fn action(
         Ok(answer) => axum::Json(answer).into_response(),
         Err(e) => e.into_response(),
     })
+}
+
+/// The trust page's file (`?file=`).
+#[derive(Debug, Deserialize)]
+struct TrustQuery {
+    file: std::path::PathBuf,
+}
+
+async fn trust(
+    State(s): State<Shared>,
+    Query(q): Query<TrustQuery>,
+    headers: HeaderMap,
+) -> Result<Html<String>, StatusCode> {
+    let d = s.daemon()?;
+    let fragment = pages::trust(&view::trust(&d, &q.file));
+    let live = format!("/live{}", pages::trust_href(&q.file));
+    let csrf = s.gate.csrf(&headers).unwrap_or_default();
+    Ok(Html(pages::page("Trust a project file", Nav::Overview, &csrf, maud::html! {}, &live, fragment).into_string()))
+}
+
+async fn trust_live(State(s): State<Shared>, Query(q): Query<TrustQuery>) -> Result<Response, StatusCode> {
+    let d = s.daemon()?;
+    Ok(live::events(move || {
+        let (d, file) = (d.clone(), q.file.clone());
+        async move { pages::trust(&view::trust(&d, &file)).into_string() }
+    }))
 }
 
 /// The activity page's filters, as its form sends them.

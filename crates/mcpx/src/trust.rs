@@ -13,10 +13,9 @@ use std::path::{Path, PathBuf};
 use mcpx_api::paths::DirError;
 use mcpx_api::{ApiError, ErrorKind};
 use mcpx_daemon::config::{
-    ConfigEnv, ProjectEntry, TRUST_FILE, TRUST_LOCK, TrustRecord, TrustStore, project_entries, project_files, trust_key,
+    ConfigEnv, ProjectEntry, TrustRecord, TrustStore, change_records, project_entries, project_files, trust_key,
 };
-use mcpx_platform::fs::{Dir, FileUse};
-use nix::fcntl::{Flock, FlockArg};
+use mcpx_platform::fs::Dir;
 
 use crate::output;
 
@@ -42,12 +41,6 @@ pub fn run(state: &Path, env: &HashMap<String, String>, action: Action, json: bo
     let dir = Dir::open_private(state, true)
         .map_err(|e| ApiError::new(ErrorKind::Daemon, DirError::of(state, "MCPX_STATE_DIR", e).to_string()))?;
     let env = ConfigEnv::from_vars(env);
-    let lock_file = dir
-        .open_file(TRUST_LOCK, FileUse::Lock)
-        .map_err(|e| ApiError::new(ErrorKind::Config, format!("cannot open the trust lock: {e}")))?;
-    let _turn = Flock::lock(lock_file, FlockArg::LockExclusive)
-        .map_err(|(_, e)| ApiError::new(ErrorKind::Config, format!("cannot take the trust lock: {e}")))?;
-    let mut store = read_store(&dir, state)?;
     if let Action::Trust { dir: project, .. } | Action::Untrust { dir: project } = &action {
         if !project.is_dir() {
             let message =
@@ -55,11 +48,12 @@ pub fn run(state: &Path, env: &HashMap<String, String>, action: Action, json: bo
             return Err(ApiError::new(ErrorKind::Usage, message));
         }
     }
-    match action {
-        Action::List => list(&store, json),
+    // A usage error (no terminal) is said as itself, not as a records' failure.
+    let mut usage = None;
+    let done = change_records(&dir, state, |store| match action {
+        Action::List => Ok((list(store, json), false)),
         Action::Trust { dir: project, yes } => {
-            let entries =
-                project_entries(&project, &env).map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
+            let entries = project_entries(&project, &env).map_err(|e| e.to_string())?;
             let (refused, entries): (Vec<ProjectEntry>, Vec<ProjectEntry>) =
                 entries.into_iter().partition(|e| e.refused.is_some());
             if !json {
@@ -76,25 +70,31 @@ pub fn run(state: &Path, env: &HashMap<String, String>, action: Action, json: bo
                         project.display()
                     ));
                 }
-                return Ok(0);
+                return Ok((0, false));
             }
             if !json {
                 show(&new);
             }
-            if !yes && !confirm(new.len())? {
-                output::say("nothing trusted");
-                return Ok(0);
+            match confirm(new.len(), yes) {
+                Ok(true) => {}
+                Ok(false) => {
+                    output::say("nothing trusted");
+                    return Ok((0, false));
+                }
+                Err(e) => {
+                    usage = Some(e);
+                    return Ok((2, false));
+                }
             }
             for e in &new {
                 store.add(TrustRecord { file: e.file.clone(), server: e.server.clone(), hash: e.hash.clone() });
             }
-            write_store(&dir, &store)?;
             if json {
                 output::say_json(&serde_json::json!({ "trusted": new, "refused": refused }).to_string());
             } else {
                 output::say(&format!("trusted {} (a changed or new entry needs `mcpx trust` again)", count(new.len())));
             }
-            Ok(0)
+            Ok((0, true))
         }
         Action::Untrust { dir: project } => {
             let mut removed = 0;
@@ -102,9 +102,6 @@ pub fn run(state: &Path, env: &HashMap<String, String>, action: Action, json: bo
                 if let Ok(file) = trust_key(&file) {
                     removed += store.remove_file(&file);
                 }
-            }
-            if removed > 0 {
-                write_store(&dir, &store)?;
             }
             if json {
                 output::say_json(&serde_json::json!({ "removed": removed }).to_string());
@@ -115,8 +112,13 @@ pub fn run(state: &Path, env: &HashMap<String, String>, action: Action, json: bo
                     project.display()
                 ));
             }
-            Ok(0)
+            Ok((0, removed > 0))
         }
+    })
+    .map_err(|e| ApiError::new(ErrorKind::Config, e))?;
+    match usage {
+        Some(e) => Err(e),
+        None => Ok(done),
     }
 }
 
@@ -125,10 +127,9 @@ fn count(n: usize) -> String {
     format!("{n} {}", if n == 1 { "entry" } else { "entries" })
 }
 
-/// Prints what the untrusted entries would run, file by file: the command and its
-/// arguments, its working directory and environment, or the URL and headers, as written,
-/// and the names of the variables they use. Every word from the file is quoted, so a name
-/// or value cannot make a line of its own.
+/// Prints what the untrusted entries would run, file by file
+/// ([`ProjectEntry::described`]): every word from the file is quoted, so a name or value
+/// cannot make a line of its own.
 fn show(entries: &[ProjectEntry]) {
     let mut file: Option<&Path> = None;
     for e in entries {
@@ -136,33 +137,10 @@ fn show(entries: &[ProjectEntry]) {
             output::say(&format!("{}:", e.file.display()));
             file = Some(&e.file);
         }
-        let runs = match (&e.command, &e.url) {
-            (Some(command), _) => {
-                let words: Vec<String> = std::iter::once(command).chain(&e.args).map(|w| quote(w)).collect();
-                format!("runs {}", words.join(" "))
-            }
-            (None, Some(url)) => format!("connects to {}", quote(url)),
-            (None, None) => String::new(),
-        };
-        output::say(&format!("  {}: {runs}", quote(&e.server)));
-        if let Some((written, dir)) = &e.cwd {
-            output::say(&format!("    in {} ({})", quote(written), quote(&dir.display().to_string())));
-        }
-        for (name, value) in &e.env {
-            output::say(&format!("    with {}={}", quote(name), quote(value)));
-        }
-        for (name, value) in &e.headers {
-            output::say(&format!("    header {}: {}", quote(name), quote(value)));
-        }
-        if !e.variables.is_empty() {
-            output::say(&format!("    uses {}", e.variables.join(", ")));
-        }
-        match &e.sandbox {
-            Some(sandbox) => {
-                output::say(&format!("    confined by {}", mcpx_platform::sanitize::line(&sandbox.to_string())))
-            }
-            None if e.command.is_some() => output::say("    unconfined: with all of the user's rights"),
-            None => {}
+        let (head, details) = e.described();
+        output::say(&format!("  {head}"));
+        for line in details {
+            output::say(&format!("    {line}"));
         }
     }
 }
@@ -174,30 +152,20 @@ fn show_refused(entries: &[ProjectEntry]) {
         let why = e.refused.as_deref().unwrap_or_default();
         output::warn(&format!(
             "refused, not trusted: {} in {}: {}",
-            quote(&e.server),
+            mcpx_daemon::config::shell_quoted(&e.server),
             e.file.display(),
             mcpx_platform::sanitize::line(why)
         ));
     }
 }
 
-/// `word` as a shell would need it written, so what is shown reads as one command.
-fn quote(word: &str) -> String {
-    let plain = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:@,+%".contains(c));
-    if plain {
-        word.to_owned()
-    } else if word.chars().any(char::is_control) {
-        // A newline or an escape sequence would draw lines the file did not write.
-        format!("{word:?}")
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
 /// Asks y/N on the terminal (default N).
 ///
 /// Errors: `usage` when stdin is not a terminal: `--yes` is then required.
-fn confirm(n: usize) -> Result<bool, ApiError> {
+fn confirm(n: usize, yes: bool) -> Result<bool, ApiError> {
+    if yes {
+        return Ok(true);
+    }
     if !std::io::stdin().is_terminal() {
         return Err(ApiError::new(
             ErrorKind::Usage,
@@ -212,7 +180,7 @@ fn confirm(n: usize) -> Result<bool, ApiError> {
 }
 
 /// `mcpx trust --list`: every record, by file.
-fn list(store: &TrustStore, json: bool) -> Result<i32, ApiError> {
+fn list(store: &TrustStore, json: bool) -> i32 {
     if json {
         output::say_json(&serde_json::to_string(&store.entries).unwrap_or_default());
     } else if store.entries.is_empty() {
@@ -225,29 +193,5 @@ fn list(store: &TrustStore, json: bool) -> Result<i32, ApiError> {
             .collect();
         output::table(&["FILE", "SERVER", "HASH"], &rows);
     }
-    Ok(0)
-}
-
-/// The records in `<state>/trust.json`; none when it does not exist.
-///
-/// Errors: `config` when it cannot be read or parsed.
-fn read_store(dir: &Dir, state: &Path) -> Result<TrustStore, ApiError> {
-    let file = state.join(TRUST_FILE);
-    match dir.read(TRUST_FILE) {
-        Ok(bytes) => TrustStore::parse(&bytes, &file).map_err(|e| ApiError::new(ErrorKind::Config, e)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TrustStore::default()),
-        Err(e) => Err(ApiError::new(
-            ErrorKind::Config,
-            format!("cannot read {}: {e}; check its owner and mode (0600)", file.display()),
-        )),
-    }
-}
-
-/// Writes the records to `<state>/trust.json`, 0600, atomically.
-///
-/// Errors: `config` when it cannot be written.
-fn write_store(dir: &Dir, store: &TrustStore) -> Result<(), ApiError> {
-    mcpx_platform::fs::write_atomic(dir, TRUST_FILE, &store.to_bytes(), 0o600).map_err(|e| {
-        ApiError::new(ErrorKind::Config, format!("cannot write the trust records: {e}; check the state directory"))
-    })
+    0
 }

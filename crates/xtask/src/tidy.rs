@@ -237,9 +237,9 @@ const WRITES_ALLOWED: [(&str, &str, &str); 9] = [
         "daemon.lock is opened (created when missing, O_NOFOLLOW, 0600) only to hold a flock(2) on it; it is never written",
     ),
     (
-        "crates/mcpx/src/trust.rs",
+        "crates/mcpx-config/src/trust.rs",
         "open_file(TRUST_LOCK, FileUse::Lock)",
-        "trust.lock is opened (created when missing, O_NOFOLLOW, 0600) only to hold a flock(2) while `mcpx trust` or `mcpx untrust` changes trust.json; it is never written",
+        "trust.lock is opened (created when missing, O_NOFOLLOW, 0600) only to hold a flock(2) while `mcpx trust`, `mcpx untrust` or the dashboard changes trust.json; it is never written",
     ),
     (
         "crates/mcpx/src/import.rs",

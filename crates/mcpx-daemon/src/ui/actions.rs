@@ -1,5 +1,6 @@
 //! What the dashboard may change (`docs/ui.md`, "Acting from the page"): a server's
-//! instances restarted or stopped, and its listing refreshed. Each is a `POST
+//! instances restarted or stopped, its listing refreshed, and a project file's entries
+//! trusted as `mcpx trust` shows them. Each is a `POST
 //! /actions/<verb>` that the [`super::gate`] admits only with the session, the page's
 //! own origin and the session's CSRF token; each is done as `mcpx restart` and `mcpx
 //! refresh` do it, for the caller whose configuration holds the server's file, and
@@ -16,17 +17,31 @@ use crate::api::{ApiError, ErrorKind, RefreshRequest, RestartRequest};
 use crate::daemon::Daemon;
 
 /// The body of an action: the server, and the file that defines it (as the page names
-/// it), which decides whose configuration it is.
+/// it), which decides whose configuration it is; for `trust`, the file's entries to
+/// trust, each with the hash the page showed.
 #[derive(Debug, Deserialize)]
 pub struct Act {
-    /// The server.
+    /// The server (not for `trust`).
+    #[serde(default)]
     pub server: String,
     /// Its configuration file.
     pub file: PathBuf,
+    /// `trust`: the entries, `{"server", "hash"}` each.
+    #[serde(default)]
+    pub entries: Vec<Shown>,
+}
+
+/// An entry of a project file as the trust page showed it.
+#[derive(Debug, Deserialize)]
+pub struct Shown {
+    /// The server's name.
+    pub server: String,
+    /// Its trust hash (`entry_hash`), as shown.
+    pub hash: String,
 }
 
 /// The verbs an action may have.
-pub const VERBS: [&str; 3] = ["restart", "stop", "refresh"];
+pub const VERBS: [&str; 4] = ["restart", "stop", "refresh", "trust"];
 
 /// Does `verb` to `act`'s server; its answer, as the control API's route answers it
 /// (`restart`: `{"server", "restarted", "pid"}`; `stop`: `{"server", "stopped"}`;
@@ -35,6 +50,9 @@ pub const VERBS: [&str; 3] = ["restart", "stop", "refresh"];
 /// Errors: an unknown verb (`usage`); the file no longer defines the server
 /// (`unknown_server`); what `mcpx restart` or `mcpx refresh` would fail with.
 pub async fn act(d: &Arc<Daemon>, verb: &str, act: &Act) -> Result<Value, ApiError> {
+    if verb == "trust" {
+        return trust(d, act);
+    }
     let caller = super::view::caller_for(d, &act.file);
     let config = d.resolve_for(&caller)?;
     let entry = d.server(&config, &act.server)?.clone();
@@ -55,7 +73,7 @@ pub async fn act(d: &Arc<Daemon>, verb: &str, act: &Act) -> Result<Value, ApiErr
         },
         verb => Err(ApiError::new(ErrorKind::Usage, format!("no action `{verb}`: one of {}", VERBS.join(", ")))),
     };
-    let origin = Origin { path: "ui".into(), client: "dashboard (mcpx ui)".into(), protocol: None };
+    let origin = page();
     match &done {
         Ok(answer) => {
             tracing::info!(server = %act.server, verb, "the dashboard's action: {answer}");
@@ -67,4 +85,47 @@ pub async fn act(d: &Arc<Daemon>, verb: &str, act: &Act) -> Result<Value, ApiErr
         }
     }
     done
+}
+
+/// The dashboard, as the activity record names it.
+fn page() -> Origin {
+    Origin { path: "ui".into(), client: "dashboard (mcpx ui)".into(), protocol: None }
+}
+
+/// Trusts the entries of the project file `act.file` that `act.entries` name, each only
+/// while its hash is still the one the page showed: an entry edited since is left
+/// untrusted (and said so), as `mcpx trust` would show it anew. Answers `{"trusted":
+/// [names], "changed": [names]}`.
+///
+/// Errors: the file cannot be read or parsed (`config`); the trust records cannot be
+/// changed (`config`).
+fn trust(d: &Arc<Daemon>, act: &Act) -> Result<Value, ApiError> {
+    use crate::config::{TrustRecord, change_records, project_dir, project_entries, trust_key};
+    let config_error = |e: String| ApiError::new(ErrorKind::Config, e);
+    let file = trust_key(&act.file).map_err(|e| config_error(format!("{}: {e}", act.file.display())))?;
+    let entries = project_entries(project_dir(&file), d.config.env()).map_err(|e| config_error(e.to_string()))?;
+    let current: std::collections::HashMap<&str, &str> = entries
+        .iter()
+        .filter(|e| e.file == file && e.refused.is_none())
+        .map(|e| (e.server.as_str(), e.hash.as_str()))
+        .collect();
+    let (trusted, changed): (Vec<&Shown>, Vec<&Shown>) =
+        act.entries.iter().partition(|s| current.get(s.server.as_str()) == Some(&s.hash.as_str()));
+    change_records(&d.dirs.state, &d.dirs.paths.state, |store| {
+        for s in &trusted {
+            store.add(TrustRecord { file: file.clone(), server: s.server.clone(), hash: s.hash.clone() });
+        }
+        Ok(((), !trusted.is_empty()))
+    })
+    .map_err(config_error)?;
+    let names = |list: &[&Shown]| list.iter().map(|s| s.server.clone()).collect::<Vec<_>>();
+    let answer = json!({ "trusted": names(&trusted), "changed": names(&changed) });
+    tracing::info!(file = %file.display(), "the dashboard's action: trust {answer}");
+    let contents = crate::daemon::off_the_runtime(|| d.config.file_contents(&file)).ok().flatten();
+    for entry in contents.iter().flat_map(|c| &c.servers) {
+        if trusted.iter().any(|s| s.server == entry.name) {
+            d.record_action(entry, &page(), "trust", "ok", format!("trusted {} of {}", entry.name, file.display()));
+        }
+    }
+    Ok(answer)
 }

@@ -27,20 +27,21 @@
   document.addEventListener('click', async (event) => {
     const button = event.target.closest('button[data-action]');
     if (!button || !csrf) return;
-    const { action: verb, server, file } = button.dataset;
+    const { action: verb, server, file, entries } = button.dataset;
     button.disabled = true;
-    if (action) action.textContent = `${verb} ${server}…`;
+    const what = server || file;
+    if (action) action.textContent = `${verb} ${what}…`;
     try {
       const response = await fetch(`/actions/${encodeURIComponent(verb)}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-mcpx-csrf': csrf.content },
-        body: JSON.stringify({ server, file }),
+        body: JSON.stringify({ server, file, entries: entries ? JSON.parse(entries) : [] }),
       });
       const body = await response.json().catch(() => ({}));
       const said = response.ok ? 'done' : (body.error && body.error.message) || `refused (${response.status})`;
-      if (action) action.textContent = `${verb} ${server}: ${said}`;
+      if (action) action.textContent = `${verb} ${what}: ${said}`;
     } catch (e) {
-      if (action) action.textContent = `${verb} ${server}: the daemon did not answer`;
+      if (action) action.textContent = `${verb} ${what}: the daemon did not answer`;
     } finally {
       button.disabled = false;
     }

@@ -10,7 +10,7 @@ use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use crate::api::activity::{ActivityRequest, Entry};
 use mcpx_platform::clock::{time_of_day, utc};
 
-use super::view::{FileServers, Overview, ServerPage};
+use super::view::{FileServers, Overview, ServerPage, TrustPage};
 
 /// Which page a frame is, for the navigation's `aria-current`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +26,11 @@ pub enum Nav {
 /// `text` as the page shows it: see the module's doc.
 pub fn shown(text: &str) -> String {
     mcpx_platform::sanitize::visible(text).into_owned()
+}
+
+/// The path of the trust page of a project file.
+pub fn trust_href(file: &std::path::Path) -> String {
+    format!("/trust?file={}", utf8_percent_encode(&file.display().to_string(), NON_ALPHANUMERIC))
 }
 
 /// The path of a server's page.
@@ -151,8 +156,9 @@ pub fn overview(o: &Overview) -> Markup {
                     }
                     @for f in &untrusted {
                         li.warning {
-                            "Waiting for trust: " code { (shown(&f.file.display().to_string())) }
-                            ". Review it with " code { "mcpx trust " (shown(&f.file.parent().unwrap_or(&f.file).display().to_string())) } "."
+                            "Waiting for trust: " code { (shown(&f.file.display().to_string())) } ". "
+                            a href=(trust_href(&f.file)) { "Review its entries" }
+                            " (or run " code { "mcpx trust " (shown(&f.file.parent().unwrap_or(&f.file).display().to_string())) } ")."
                         }
                     }
                 }
@@ -212,6 +218,42 @@ fn file_section(f: &FileServers) -> Markup {
                             }
                         }
                     }
+                }
+            }
+        }
+    }
+}
+
+/// The trust page's live fragment: each entry as `mcpx trust` shows it, with its hash
+/// and whether it is trusted, and one button that trusts the untrusted ones as shown.
+pub fn trust(page: &Result<TrustPage, String>) -> Markup {
+    let page = match page {
+        Ok(page) => page,
+        Err(e) => return html! { p.error { (shown(e)) } },
+    };
+    let file = page.file.display().to_string();
+    let untrusted: Vec<_> = page.entries.iter().filter(|(e, trusted)| !trusted && e.refused.is_none()).collect();
+    let asked: Vec<serde_json::Value> =
+        untrusted.iter().map(|(e, _)| serde_json::json!({ "server": e.server, "hash": e.hash })).collect();
+    html! {
+        p { "What each entry of " code { (shown(&file)) } " runs, as " code { "mcpx trust" } " shows it. An entry runs nothing until it is trusted; an entry changed since it was trusted needs trust again." }
+        @if page.entries.is_empty() { p { "The file has no entries." } }
+        ul.items {
+            @for (e, trusted) in &page.entries {
+                @let (head, details) = e.described();
+                @let state = if e.refused.is_some() { "refused" } else if *trusted { "trusted" } else { "untrusted" };
+                li {
+                    span.state data-state=(state) { (state) } " "
+                    pre.entry { (shown(&head)) @for l in &details { "\n    " (shown(l)) } }
+                    @if let Some(why) = &e.refused { p.error { "Refused, not trusted: " (shown(why)) } }
+                    @if e.refused.is_none() { p.said { "hash " code { (e.hash) } } }
+                }
+            }
+        }
+        @if !untrusted.is_empty() {
+            p.actions {
+                button type="button" data-action="trust" data-file=(file) data-entries=(serde_json::Value::from(asked).to_string()) {
+                    "Trust " (untrusted.len()) @if untrusted.len() == 1 { " entry" } @else { " entries" } " as shown"
                 }
             }
         }

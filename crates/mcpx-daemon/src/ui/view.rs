@@ -163,6 +163,34 @@ pub async fn server(d: &Daemon, name: &str) -> Option<ServerPage> {
     })
 }
 
+/// A project file's entries as `mcpx trust` shows them, each with whether it is
+/// trusted as it is now.
+#[derive(Debug)]
+pub struct TrustPage {
+    /// The file (canonical).
+    pub file: PathBuf,
+    /// Its entries, refused ones included.
+    pub entries: Vec<(crate::config::ProjectEntry, bool)>,
+}
+
+/// Gathers the trust page of the project file `file`.
+///
+/// Errors: a line saying why the file or the trust records cannot be read.
+pub fn trust(d: &Daemon, file: &Path) -> Result<TrustPage, String> {
+    use crate::config::{change_records, project_dir, project_entries, trust_key};
+    let file = trust_key(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let entries = project_entries(project_dir(&file), d.config.env()).map_err(|e| e.to_string())?;
+    let entries: Vec<_> = entries.into_iter().filter(|e| e.file == file).collect();
+    let entries = change_records(&d.dirs.state, &d.dirs.paths.state, |store| {
+        let judged = entries.into_iter().map(|e| {
+            let trusted = e.refused.is_none() && store.trusts(&e.file, &e.server, &e.hash);
+            (e, trusted)
+        });
+        Ok((judged.collect(), false))
+    })?;
+    Ok(TrustPage { file, entries })
+}
+
 /// The activity record's entries `req` asks for, or why they cannot be read.
 pub fn activity(d: &Daemon, req: &ActivityRequest) -> Result<Vec<Entry>, String> {
     crate::control::activity::activity(d, req).map_err(|e| e.message)

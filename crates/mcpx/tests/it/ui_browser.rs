@@ -354,3 +354,51 @@ fn percent(name: &str) -> String {
         .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
         .collect()
 }
+
+#[test]
+fn a_project_files_entries_are_trusted_from_the_page_and_an_edited_one_needs_trust_again() {
+    let Some(mut b) = Browser::start() else { return };
+    let mut w = World::new(json!({}));
+    let (home, proj) = (w.path("home"), w.path("proj"));
+    for dir in [home.join(".config/mcpx"), proj.clone()] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    w.unset.push("MCPX_CONFIG".to_owned());
+    w.env.push(("HOME".to_owned(), home.display().to_string()));
+    w.env.push(("XDG_CONFIG_HOME".to_owned(), home.join(".config").display().to_string()));
+    std::fs::write(home.join(".config/mcpx/config.json"), json!({ "mcpServers": {} }).to_string()).unwrap();
+    let file = proj.join(".mcpx.json");
+    let entry = |args: Value| json!({ "mcpServers": { "proj": { "command": fake_server(), "args": args } } });
+    std::fs::write(&file, entry(json!([])).to_string()).unwrap();
+    let in_proj = |cmd: &mut std::process::Command| {
+        cmd.current_dir(&proj);
+    };
+    let call = |w: &World| w.run_with(&["call", "proj.echo", r#"{"message":"hi"}"#], in_proj);
+    assert_ne!(call(&w).code, 0, "an untrusted entry runs nothing");
+
+    // `mcpx ui` in the project: its file is among those the dashboard shows.
+    let answer = w.run_with(&["ui", "--no-open", "--json"], in_proj).json();
+    let url = answer["url"].as_str().unwrap().to_owned();
+    b.open(&url);
+    b.wait_for("Waiting for trust", Duration::from_secs(5));
+    b.ask(json!({ "do": "click", "selector": "a[href^='/trust?file=']" }));
+    let shown = b.ask(json!({ "do": "wait", "in": "[data-state=untrusted]", "text": "untrusted", "timeout_ms": 5000 }));
+    assert!(shown["ms"].is_u64(), "{shown}");
+    let page = b.ask(json!({ "do": "wait", "text": "runs ", "timeout_ms": 5000 }));
+    assert!(page["ms"].is_u64(), "the entry is shown as mcpx trust shows it: {page}");
+    b.ask(json!({ "do": "click", "selector": "button[data-action=trust]" }));
+    let done = b.ask(json!({ "do": "wait", "in": "#action", "text": ": done", "timeout_ms": 10000 }));
+    assert!(done["ms"].is_u64(), "{done}");
+    let trusted = b.ask(json!({ "do": "wait", "in": "[data-state=trusted]", "text": "trusted", "timeout_ms": 3000 }));
+    assert!(trusted["ms"].is_u64(), "{trusted}");
+    assert_eq!(call(&w).ok(), "hi\n", "trusted from the page, it runs");
+    crate::harness::wait_until("the trust recorded", Duration::from_secs(10), || {
+        w.run(&["activity", "--json"]).ok().contains(r#""method":"ui/trust""#)
+    });
+
+    // Edited: untrusted again, on the page and for the CLI.
+    std::fs::write(&file, entry(json!(["--edited"])).to_string()).unwrap();
+    let again = b.ask(json!({ "do": "wait", "in": "[data-state=untrusted]", "text": "untrusted", "timeout_ms": 3000 }));
+    assert!(again["ms"].as_u64().is_some_and(|ms| ms < 2000), "the edit showed: {again}");
+    assert_ne!(call(&w).code, 0, "an edited entry runs nothing until trusted again");
+}
