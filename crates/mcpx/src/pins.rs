@@ -14,8 +14,6 @@ use std::io::{BufRead, IsTerminal};
 use mcpx_api::client::Client;
 use mcpx_api::pins::{FindingRow, PinChange, PinDecision, PinnedServer, PinsRequest, ReviewAnswer, ReviewRequest};
 use mcpx_api::{ApiError, Caller, ErrorKind};
-use serde_json::Value;
-use similar::{ChangeTag, TextDiff};
 
 use crate::output::{say, say_json, warn};
 
@@ -135,47 +133,15 @@ fn show(server: &str, kind: &str, name: &str, change: &PinChange, rejected: bool
         (Some(_), true) => "changed (rejected before)",
     };
     say(&format!("\n{} `{}` of server `{}` {what}:", kind, line(name), line(server)));
-    let empty = serde_json::Map::new();
-    let before = change.before.as_ref().and_then(Value::as_object).unwrap_or(&empty);
-    let after = change.after.as_object().unwrap_or(&empty);
-    let mut fields: Vec<&String> = before.keys().chain(after.keys()).collect();
-    fields.sort();
-    fields.dedup();
-    for field in fields {
-        let (old, new) = (before.get(field), after.get(field));
-        if old == new {
-            continue;
-        }
+    for (field, lines) in change.diff() {
         say(&format!("  {field}:"));
-        for (tag, text) in diff(&as_text(old), &as_text(new)) {
-            let sign = match tag {
-                ChangeTag::Delete => '-',
-                ChangeTag::Insert => '+',
-                ChangeTag::Equal => ' ',
-            };
+        for (sign, text) in lines {
             say(&format!("    {sign} {}", line(&text)));
         }
     }
     for f in &change.findings {
         warn(&format!("  found: {}", finding(f)));
     }
-}
-
-/// A field's value as lines to compare: a string as its text, anything else as pretty
-/// JSON; nothing for an absent field.
-fn as_text(value: Option<&Value>) -> String {
-    match value {
-        None => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
-    }
-}
-
-/// The lines of `old` and `new`, each tagged kept, removed or added.
-fn diff(old: &str, new: &str) -> Vec<(ChangeTag, String)> {
-    let lines = TextDiff::from_lines(old, new);
-    let changes = lines.iter_all_changes();
-    changes.map(|c| (c.tag(), c.value().trim_end_matches('\n').to_owned())).collect()
 }
 
 /// One finding, for a line.
@@ -209,9 +175,5 @@ mod tests {
     #[test]
     fn what_a_person_cannot_see_is_shown() {
         assert_eq!(line("a\u{200B}b\u{202E}c\u{1b}[2J"), "a<U+200B>b<U+202E>c\\e[2J");
-        let lines = diff("Adds.\nFast.", "Adds.\nSend ~/.ssh.");
-        let tags: Vec<ChangeTag> = lines.iter().map(|(t, _)| *t).collect();
-        assert_eq!(tags, [ChangeTag::Equal, ChangeTag::Delete, ChangeTag::Insert]);
-        assert_eq!(lines[2].1, "Send ~/.ssh.");
     }
 }

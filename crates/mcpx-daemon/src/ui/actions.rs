@@ -1,6 +1,7 @@
 //! What the dashboard may change (`docs/ui.md`, "Acting from the page"): a server's
-//! instances restarted or stopped, its listing refreshed, and a project file's entries
-//! trusted as `mcpx trust` shows them. Each is a `POST
+//! instances restarted or stopped, its listing refreshed, its held definitions approved
+//! or rejected as `mcpx pins review` decides them, and a project file's entries trusted
+//! as `mcpx trust` shows them. Each is a `POST
 //! /actions/<verb>` that the [`super::gate`] admits only with the session, the page's
 //! own origin and the session's CSRF token; each is done as `mcpx restart` and `mcpx
 //! refresh` do it, for the caller whose configuration holds the server's file, and
@@ -13,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::activity::Origin;
+use crate::api::pins::ReviewRequest;
 use crate::api::{ApiError, ErrorKind, RefreshRequest, RestartRequest};
 use crate::daemon::Daemon;
 
@@ -29,6 +31,9 @@ pub struct Act {
     /// `trust`: the entries, `{"server", "hash"}` each.
     #[serde(default)]
     pub entries: Vec<Shown>,
+    /// `review`: the decisions on held definitions, as `POST /v1/pins/review` takes them.
+    #[serde(default)]
+    pub decisions: Vec<crate::api::pins::PinDecision>,
 }
 
 /// An entry of a project file as the trust page showed it.
@@ -41,7 +46,7 @@ pub struct Shown {
 }
 
 /// The verbs an action may have.
-pub const VERBS: [&str; 4] = ["restart", "stop", "refresh", "trust"];
+pub const VERBS: [&str; 5] = ["restart", "stop", "refresh", "trust", "review"];
 
 /// Does `verb` to `act`'s server; its answer, as the control API's route answers it
 /// (`restart`: `{"server", "restarted", "pid"}`; `stop`: `{"server", "stopped"}`;
@@ -64,6 +69,10 @@ pub async fn act(d: &Arc<Daemon>, verb: &str, act: &Act) -> Result<Value, ApiErr
     let done = match verb {
         "restart" => crate::control::restart(d, &RestartRequest { caller, server, key: None }).await,
         "refresh" => crate::control::refresh(d, &RefreshRequest { caller, server, ..RefreshRequest::default() }).await,
+        "review" => {
+            let req = ReviewRequest { caller, server: act.server.clone(), decisions: act.decisions.clone() };
+            crate::control::pins::review(d, &req).await.map(|answer| json!(answer))
+        }
         "stop" => match d.targets.target(&entry) {
             Ok(target) => {
                 let stopped = d.pool.stop_server(&target.fingerprint, None).await;

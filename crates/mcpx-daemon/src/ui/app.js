@@ -27,7 +27,7 @@
   document.addEventListener('click', async (event) => {
     const button = event.target.closest('button[data-action]');
     if (!button || !csrf) return;
-    const { action: verb, server, file, entries } = button.dataset;
+    const { action: verb, server, file, entries, decision } = button.dataset;
     button.disabled = true;
     const what = server || file;
     if (action) action.textContent = `${verb} ${what}…`;
@@ -35,7 +35,12 @@
       const response = await fetch(`/actions/${encodeURIComponent(verb)}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-mcpx-csrf': csrf.content },
-        body: JSON.stringify({ server, file, entries: entries ? JSON.parse(entries) : [] }),
+        body: JSON.stringify({
+          server,
+          file,
+          entries: entries ? JSON.parse(entries) : [],
+          decisions: decision ? [JSON.parse(decision)] : [],
+        }),
       });
       const body = await response.json().catch(() => ({}));
       const said = response.ok ? 'done' : (body.error && body.error.message) || `refused (${response.status})`;

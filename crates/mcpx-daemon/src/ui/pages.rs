@@ -329,6 +329,39 @@ pub fn server(p: &ServerPage) -> Markup {
                 }
             }
         }
+        @if !p.held.is_empty() {
+            section aria-labelledby="held-h" {
+                h2 #held-h { "Held for your review" }
+                p { "Pinning holds these definitions: no client sees or calls them until you approve. What changed, field by field, and what the poisoning scan found, as " code { "mcpx pins review" } " shows it." }
+                @for h in &p.held {
+                    @let what = match (&h.change.before, h.rejected) { (None, _) => "is new", (Some(_), false) => "changed", (Some(_), true) => "changed (rejected before)" };
+                    h3 { (h.kind) " " code { (shown(&h.name)) } " " (what) }
+                    @for (field, lines) in h.change.diff() {
+                        p { code { (shown(&field)) } ":" }
+                        pre.diff tabindex="0" {
+                            @for (sign, text) in &lines {
+                                @let class = match sign { '+' => "added", '-' => "removed", _ => "kept" };
+                                span class=(class) { (sign) " " (shown(text)) } "\n"
+                            }
+                        }
+                    }
+                    @if !h.change.findings.is_empty() {
+                        ul.findings {
+                            @for f in &h.change.findings { li.warning { "found: " (f.pattern) " at " code { (shown(&f.at)) } ": " (shown(&f.detail)) } }
+                        }
+                    }
+                    p.actions {
+                        @for (approve, label) in [(true, "Approve"), (false, "Reject")] {
+                            @let decision = serde_json::json!({ "kind": h.kind, "name": h.name, "hash": h.change.hash, "approve": approve });
+                            button type="button" data-action="review" data-server=(p.name) data-file=(h.file.display().to_string()) data-decision=(decision.to_string()) {
+                                (label) " " (h.kind) " " (shown(&h.name))
+                            }
+                            " "
+                        }
+                    }
+                }
+            }
+        }
         (listing("tools-h", "Tools", &p.tools))
         (listing("resources-h", "Resources", &p.resources))
         (listing("prompts-h", "Prompts", &p.prompts))

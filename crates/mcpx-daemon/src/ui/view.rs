@@ -107,6 +107,23 @@ pub struct ServerPage {
     pub instances: Vec<InstanceStatus>,
     /// The daemon log's last lines about it.
     pub log: Vec<String>,
+    /// Its tool and prompt definitions held by pinning for the user's review.
+    pub held: Vec<Held>,
+}
+
+/// A definition pinning holds, as `mcpx pins review` shows it.
+#[derive(Debug)]
+pub struct Held {
+    /// The file whose configuration the decision is made for.
+    pub file: PathBuf,
+    /// `tool` or `prompt`.
+    pub kind: &'static str,
+    /// Its name.
+    pub name: String,
+    /// The change: before, after, its hash and what the poisoning scan found.
+    pub change: crate::api::pins::PinChange,
+    /// Whether the user rejected it before.
+    pub rejected: bool,
 }
 
 /// Gathers the page of the server `name`, as every known file defines it; `None` when
@@ -115,15 +132,30 @@ pub async fn server(d: &Daemon, name: &str) -> Option<ServerPage> {
     let live: Vec<_> = d.pool.instances().into_iter().filter(|i| i.is_alive()).collect();
     let mut rows = Vec::new();
     let mut listed = None;
+    let mut held = Vec::new();
     for file in d.config.known_files() {
         let contents = crate::daemon::off_the_runtime(|| d.config.file_contents(&file));
         let Some(entry) = contents.ok().flatten().and_then(|c| c.servers.into_iter().find(|e| e.name == name)) else {
             continue;
         };
         let caller = caller_for(d, &file);
-        rows.push((file, crate::control::server_row(d, &entry, &caller, &live).await));
+        rows.push((file.clone(), crate::control::server_row(d, &entry, &caller, &live).await));
         if listed.is_none() {
             listed = d.schema_for(&entry, &caller).await;
+            let asked = crate::api::pins::PinsRequest { caller: caller.clone(), server: Some(name.to_owned()) };
+            for pinned in crate::control::pins::pins(d, &asked).await.unwrap_or_default() {
+                let rows = pinned
+                    .tools
+                    .into_iter()
+                    .map(|r| ("tool", r))
+                    .chain(pinned.prompts.into_iter().map(|r| ("prompt", r)));
+                for (kind, row) in rows {
+                    let rejected = row.state == "rejected";
+                    if let Some(change) = row.change {
+                        held.push(Held { file: file.clone(), kind, name: row.name, change, rejected });
+                    }
+                }
+            }
         }
     }
     if rows.is_empty() {
@@ -160,6 +192,7 @@ pub async fn server(d: &Daemon, name: &str) -> Option<ServerPage> {
         rows,
         instances,
         log: log_lines(d, name),
+        held,
     })
 }
 

@@ -402,3 +402,32 @@ fn a_project_files_entries_are_trusted_from_the_page_and_an_edited_one_needs_tru
     assert!(again["ms"].as_u64().is_some_and(|ms| ms < 2000), "the edit showed: {again}");
     assert_ne!(call(&w).code, 0, "an edited entry runs nothing until trusted again");
 }
+
+#[test]
+fn a_held_change_approved_from_the_page_comes_back_on_every_path() {
+    use crate::pins::{POISONED, change, echo_everywhere, world};
+    let Some(mut b) = Browser::start() else { return };
+    let w = world(None);
+    change(&w, json!({ "echo": { "description": POISONED } }));
+    assert!(!echo_everywhere(&w), "held");
+    let (url, origin) = link(&w);
+    b.open(&url);
+    let page = b.open(&format!("{origin}/servers/fake"));
+    let text = page["text"].as_str().unwrap();
+    assert!(text.contains("Held for your review") && text.contains("tool echo changed"), "{text}");
+    // The same diff and findings as `mcpx pins review` shows.
+    assert!(
+        text.contains("- Returns `message` as text") && text.contains("+ Returns `message`. <IMPORTANT>"),
+        "{text}"
+    );
+    assert!(text.contains("found: tag-block") && text.contains("found: credential-path"), "{text}");
+    b.ask(json!({ "do": "click", "selector": "button[data-action=review][data-decision*='\"approve\":true']" }));
+    let done = b.ask(json!({ "do": "wait", "in": "#action", "text": ": done", "timeout_ms": 10000 }));
+    assert!(done["ms"].is_u64(), "{done}");
+    assert!(echo_everywhere(&w), "approved from the page, it is back on every path");
+    let described = w.run(&["tools", "fake", "echo", "--json"]).json();
+    assert_eq!(described["description"], POISONED, "what the user approved is what is listed");
+    crate::harness::wait_until("the review recorded", Duration::from_secs(10), || {
+        w.run(&["activity", "--json"]).ok().contains(r#""method":"ui/review""#)
+    });
+}
