@@ -6,6 +6,7 @@
 //   {"do":"open","url":U}                      -> {"status","url","h1","text"}
 //   {"do":"wait","text":T,"in":SEL,"timeout_ms":N} -> {"ms"} once SEL holds T, or {"error"}
 //   {"do":"click","selector":S}               -> {} once the element was clicked
+//   {"do":"fill","selector":S,"value":V}      -> {} once the field holds V (typed, as a user would)
 //   {"do":"axe","dark":B}                      -> {"violations":[{"id","impact","help","nodes"}]}
 //   {"do":"screenshot","path":P,"width":W,"dark":B} -> {"path"}
 //   {"do":"report"}  -> {"requests","responses","dialogs","ran","csp","errors","images","scripts"}
@@ -89,6 +90,13 @@ async function handle(cmd) {
     }
     case "click": {
       await page.click(cmd.selector);
+      return {};
+    }
+    case "fill": {
+      await page.$eval(cmd.selector, (e) => {
+        e.value = "";
+      });
+      await page.type(cmd.selector, cmd.value);
       return {};
     }
     case "axe": {

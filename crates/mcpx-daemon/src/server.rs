@@ -285,7 +285,7 @@ impl<St: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest
 /// one JSON object per line (`application/x-ndjson`); with `status`, status lines; with
 /// `answers`, the server requests the caller answers, each with the call's id. A client
 /// that goes away drops the call, which cancels it upstream.
-fn call_stream(daemon: Arc<Daemon>, req: CallRequest) -> Response {
+pub(crate) fn call_stream(daemon: Arc<Daemon>, req: CallRequest) -> Response {
     fn line(body: String) -> Vec<u8> {
         let mut b = body.into_bytes();
         b.push(b'\n');

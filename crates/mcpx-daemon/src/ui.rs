@@ -32,9 +32,10 @@ use crate::daemon::Daemon;
 use gate::{Gate, Need, Refusal};
 use pages::Nav;
 
-/// The policy every answer carries: the dashboard's own script, style and images,
-/// its own event streams, forms posted to itself, and no framing.
-pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+/// The policy every answer carries: the dashboard's own script, style and images
+/// (and a tool result's images, from their own data), its own event streams and
+/// requests, forms posted to itself, and no framing.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
                        connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /// How long a connection may take to send a request's headers.
@@ -145,7 +146,10 @@ fn router(shared: Shared) -> Router {
         .route("/live/trust", get(trust_live))
         .route("/live/activity", get(activity_live))
         .route("/enter", get(enter))
+        .route("/actions/call", axum::routing::post(call))
+        .route("/actions/answer", axum::routing::post(answer))
         .route("/actions/{verb}", axum::routing::post(action))
+        .route("/servers/{name}/tools/{tool}", get(tool))
         .route("/assets/app.js", get(|| async { asset("text/javascript; charset=utf-8", include_str!("ui/app.js")) }))
         .route("/assets/app.css", get(|| async { asset("text/css; charset=utf-8", include_str!("ui/app.css")) }))
         .fallback(|| async {
@@ -258,6 +262,65 @@ async fn action(
     let d = s.daemon()?;
     Ok(match actions::act(&d, &verb, &act).await {
         Ok(answer) => axum::Json(answer).into_response(),
+        Err(e) => e.into_response(),
+    })
+}
+
+/// The page that tries a tool ([`pages::tool`]).
+async fn tool(
+    State(s): State<Shared>,
+    Path((name, tool)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, StatusCode> {
+    let d = s.daemon()?;
+    let Some(page) = view::tool(&d, &name, &tool).await else {
+        let said = format!("{} has no tool {} listed.", pages::shown(&name), pages::shown(&tool));
+        return Ok((StatusCode::NOT_FOUND, Html(pages::notice("No such tool", &said).into_string())).into_response());
+    };
+    let csrf = s.gate.csrf(&headers).unwrap_or_default();
+    let title = format!("{}.{}", pages::shown(&name), pages::shown(&tool));
+    Ok(Html(pages::page(&title, Nav::Server, &csrf, maud::html! {}, "", pages::tool(&page)).into_string())
+        .into_response())
+}
+
+/// The body of `POST /actions/call`: the tool, the file that defines its server, and
+/// the arguments the form made.
+#[derive(Debug, Deserialize)]
+struct Call {
+    server: String,
+    tool: String,
+    file: std::path::PathBuf,
+    arguments: Box<serde_json::value::RawValue>,
+}
+
+/// `POST /actions/call`: the call, streamed as `POST /v1/call` with `stream` streams it
+/// (progress and log notifications, the server's `elicitation/create` for the page to
+/// answer, then the result); the page going away, or cancelling, cancels it upstream.
+async fn call(State(s): State<Shared>, axum::Json(call): axum::Json<Call>) -> Result<Response, StatusCode> {
+    let d = s.daemon()?;
+    let req = crate::api::CallRequest {
+        caller: view::caller_for(&d, &call.file),
+        server: Some(call.server),
+        tool: Some(call.tool),
+        arguments: Some(call.arguments),
+        stream: true,
+        answers: vec!["elicitation/create".to_owned()],
+        via: Some("ui".to_owned()),
+        client: Some("dashboard (mcpx ui)".to_owned()),
+        ..crate::api::CallRequest::default()
+    };
+    Ok(crate::server::call_stream(d, req))
+}
+
+/// `POST /actions/answer`: the page's answer to a server's request during its call, as
+/// `POST /v1/call/answer` takes it.
+async fn answer(
+    State(s): State<Shared>,
+    axum::Json(answer): axum::Json<crate::api::Answer>,
+) -> Result<Response, StatusCode> {
+    let d = s.daemon()?;
+    Ok(match crate::control::answer(&d, &answer) {
+        Ok(done) => axum::Json(done).into_response(),
         Err(e) => e.into_response(),
     })
 }

@@ -52,6 +52,9 @@
     }
   });
 
+  const tryForm = document.getElementById('try');
+  if (tryForm && csrf) tryTool(tryForm, csrf.content);
+
   if (!live || !live.dataset.live || !('EventSource' in window)) return;
   const source = new EventSource(live.dataset.live);
   source.addEventListener('view', (event) => {
@@ -68,3 +71,193 @@
     }
   });
 })();
+
+// The page that tries a tool: the form's values, typed as the schema says, are the
+// call's arguments; its stream shows progress, asks the server's questions, and ends
+// with the result, all shown as text (images from their own data).
+function tryTool(form, token) {
+  const result = document.getElementById('result');
+  const cancel = document.getElementById('cancel');
+  const progressLine = document.getElementById('progress-line');
+  const progress = document.getElementById('progress');
+  const progressSaid = document.getElementById('progress-said');
+  const question = document.getElementById('question');
+  const questionBody = document.getElementById('question-body');
+  let controller = null;
+
+  const el = (tag, text, className) => {
+    const e = document.createElement(tag);
+    if (text !== undefined) e.textContent = text;
+    if (className) e.className = className;
+    return e;
+  };
+  const show = (...nodes) => result.replaceChildren(...nodes);
+
+  const value = (input) => {
+    const type = input.dataset.type;
+    if (type === 'boolean') return input.checked;
+    const text = input.value;
+    if (text === '') return undefined;
+    if (type === 'integer' || type === 'number') return Number(text);
+    if (type === 'string') return text;
+    if (type === 'array') {
+      const items = input.dataset.items;
+      return text.split('\n').filter((l) => l !== '').map((l) => (items === 'integer' || items === 'number' ? Number(l) : items === 'boolean' ? l === 'true' : l));
+    }
+    return JSON.parse(text);
+  };
+  const argumentsOf = () => {
+    const args = {};
+    for (const input of form.querySelectorAll('[data-path]')) {
+      const v = value(input);
+      if (v === undefined || (input.dataset.type === 'boolean' && v === false && !input.dataset.required)) continue;
+      const path = input.dataset.path.split('/');
+      let at = args;
+      for (const key of path.slice(0, -1)) at = at[key] ??= {};
+      at[path[path.length - 1]] = v;
+    }
+    return args;
+  };
+
+  const blocks = (content) =>
+    (content || []).map((b) => {
+      if (b.type === 'text') return el('pre', b.text, 'text');
+      if (b.type === 'image' && /^image\/(png|jpeg|gif|webp)$/.test(b.mimeType || '')) {
+        const img = el('img');
+        img.alt = `an image (${b.mimeType}) from the tool`;
+        img.src = `data:${b.mimeType};base64,${b.data}`;
+        return img;
+      }
+      if (b.type === 'resource_link') return el('p', `resource link: ${b.uri}${b.name ? ` (${b.name})` : ''}`);
+      if (b.type === 'resource') return el('pre', b.resource && b.resource.text !== undefined ? b.resource.text : `resource ${b.resource && b.resource.uri}`);
+      return el('pre', JSON.stringify(b, null, 2));
+    });
+
+  const answer = async (call, request, action, content) => {
+    question.hidden = true;
+    questionBody.replaceChildren();
+    const response = { jsonrpc: '2.0', id: request.id, result: action === 'accept' ? { action, content } : { action } };
+    await fetch('/actions/answer', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-mcpx-csrf': token },
+      body: JSON.stringify({ call, response }),
+    });
+  };
+  const ask = (call, request) => {
+    const params = request.params || {};
+    const schema = params.requestedSchema || { properties: {} };
+    const form = el('form');
+    form.append(el('p', params.message || ''));
+    for (const [key, prop] of Object.entries(schema.properties || {})) {
+      const p = el('p', undefined, 'field');
+      const id = `q-${key.replace(/[^A-Za-z0-9]/g, '_')}`;
+      const label = el('label', `${prop.title || key}${prop.description ? `: ${prop.description}` : ''}`);
+      label.htmlFor = id;
+      const input = el(prop.enum ? 'select' : 'input');
+      input.id = id;
+      input.dataset.key = key;
+      input.dataset.type = prop.type || 'string';
+      if (prop.enum) for (const c of prop.enum) input.append(Object.assign(el('option', String(c)), { value: String(c) }));
+      else if (prop.type === 'boolean') input.type = 'checkbox';
+      else if (prop.type === 'number' || prop.type === 'integer') input.type = 'number';
+      if (prop.type === 'boolean') p.append(input, label);
+      else p.append(label, input);
+      form.append(p);
+    }
+    const buttons = el('p', undefined, 'actions');
+    for (const action of ['accept', 'decline', 'cancel']) {
+      const b = el('button', action === 'accept' ? 'Send' : action === 'decline' ? 'Decline' : 'Cancel the question');
+      b.type = action === 'accept' ? 'submit' : 'button';
+      if (action !== 'accept') b.addEventListener('click', () => answer(call, request, action));
+      buttons.append(b);
+    }
+    form.append(buttons);
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      const content = {};
+      for (const input of form.querySelectorAll('[data-key]')) {
+        const t = input.dataset.type;
+        content[input.dataset.key] = t === 'boolean' ? input.checked : t === 'number' || t === 'integer' ? Number(input.value) : input.value;
+      }
+      answer(call, request, 'accept', content);
+    });
+    questionBody.replaceChildren(form);
+    question.hidden = false;
+    const first = form.querySelector('input, select, button');
+    if (first) first.focus();
+  };
+
+  const line = (message) => {
+    if (message.notification) {
+      const n = message.notification;
+      if (n.method === 'notifications/progress' && n.params) {
+        progressLine.hidden = false;
+        if (n.params.total) progress.max = n.params.total;
+        progress.value = n.params.progress;
+        progressSaid.textContent = n.params.message || `${n.params.progress}${n.params.total ? ` of ${n.params.total}` : ''}`;
+      }
+    } else if (message.request) {
+      ask(message.call, message.request);
+    } else if (message.result) {
+      const r = message.result;
+      const nodes = blocks(r.content);
+      if (r.isError) nodes.unshift(el('p', 'The tool answered with an error:', 'error'));
+      if (r.structuredContent !== undefined) nodes.push(el('pre', JSON.stringify(r.structuredContent, null, 2)));
+      show(...(nodes.length ? nodes : [el('p', 'An empty result.')]));
+    } else if (message.error) {
+      show(el('p', message.error.message || 'The call failed.', 'error'));
+    }
+  };
+
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    let args;
+    try {
+      args = argumentsOf();
+    } catch (e) {
+      show(el('p', `An argument is not valid JSON: ${e.message}`, 'error'));
+      return;
+    }
+    controller = new AbortController();
+    cancel.disabled = false;
+    progressLine.hidden = true;
+    show(el('p', 'Calling…'));
+    const { server, tool, file } = form.dataset;
+    try {
+      const response = await fetch('/actions/call', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-mcpx-csrf': token },
+        body: JSON.stringify({ server, tool, file, arguments: args }),
+        signal: controller.signal,
+      });
+      if (!response.ok) {
+        const body = await response.json().catch(() => ({}));
+        show(el('p', (body.error && body.error.message) || `refused (${response.status})`, 'error'));
+        return;
+      }
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      let buffered = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffered += decoder.decode(value, { stream: true });
+        let at;
+        while ((at = buffered.indexOf('\n')) >= 0) {
+          const text = buffered.slice(0, at);
+          buffered = buffered.slice(at + 1);
+          if (text.trim()) line(JSON.parse(text));
+        }
+      }
+    } catch (e) {
+      if (e.name === 'AbortError') show(el('p', 'Cancelled: the call was cancelled at the server.'));
+      else show(el('p', `The call failed: ${e.message}`, 'error'));
+    } finally {
+      cancel.disabled = true;
+      controller = null;
+    }
+  });
+  cancel.addEventListener('click', () => {
+    if (controller) controller.abort();
+  });
+}

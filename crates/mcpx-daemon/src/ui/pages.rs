@@ -10,7 +10,7 @@ use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use crate::api::activity::{ActivityRequest, Entry};
 use mcpx_platform::clock::{time_of_day, utc};
 
-use super::view::{FileServers, Overview, ServerPage, TrustPage};
+use super::view::{FileServers, Overview, ServerPage, ToolPage, TrustPage};
 
 /// Which page a frame is, for the navigation's `aria-current`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +31,11 @@ pub fn shown(text: &str) -> String {
 /// The path of the trust page of a project file.
 pub fn trust_href(file: &std::path::Path) -> String {
     format!("/trust?file={}", utf8_percent_encode(&file.display().to_string(), NON_ALPHANUMERIC))
+}
+
+/// The path of the page that tries `server`'s tool `tool`.
+pub fn tool_href(server: &str, tool: &str) -> String {
+    format!("{}/tools/{}", server_href(server), utf8_percent_encode(tool, NON_ALPHANUMERIC))
 }
 
 /// The path of a server's page.
@@ -260,6 +265,93 @@ pub fn trust(page: &Result<TrustPage, String>) -> Markup {
     }
 }
 
+/// The page that tries a tool: a form made from its `inputSchema` (each argument an
+/// input of its type, a nested object a group of its own, an array one item a line),
+/// the directory the call runs in, and where its progress, questions and result show.
+/// The form is static; the script sends it and shows what comes back.
+pub fn tool(t: &ToolPage) -> Markup {
+    let name = t.tool["name"].as_str().unwrap_or_default();
+    let said =
+        [&t.tool["title"], &t.tool["description"]].iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(": ");
+    let schema = &t.tool["inputSchema"];
+    html! {
+        @if !said.is_empty() { p.said { (shown(&said)) } }
+        p {
+            "The call runs "
+            @match &t.dir {
+                Some(dir) => { "as a caller in " code { (shown(&dir.display().to_string())) } " (the project of " code { (shown(&t.file.display().to_string())) } ")" }
+                None => { "with no directory, for your own configuration (" code { (shown(&t.file.display().to_string())) } ")" }
+            }
+            ", and is recorded in the activity record as the dashboard's."
+        }
+        form #try data-server=(t.server) data-tool=(name) data-file=(t.file.display().to_string()) {
+            (fields(schema, "", 0))
+            p.actions {
+                button type="submit" { "Call " (shown(name)) }
+                button #cancel type="button" disabled { "Cancel" }
+            }
+        }
+        p #progress-line hidden { label for="progress" { "Progress" } " " progress #progress {} " " span #progress-said {} }
+        section #question hidden aria-labelledby="question-h" { h2 #question-h { "The server asks" } div #question-body {} }
+        section aria-labelledby="result-h" { h2 #result-h { "Result" } div #result aria-live="polite" { p.said { "Not called yet." } } }
+    }
+}
+
+/// The inputs of an object schema's properties, under `path` (`/`-separated), at
+/// nesting `depth` (deeper than 4, an object is one JSON field).
+fn fields(schema: &serde_json::Value, path: &str, depth: usize) -> Markup {
+    let empty = serde_json::Map::new();
+    let properties = schema["properties"].as_object().unwrap_or(&empty);
+    let required: Vec<&str> = schema["required"].as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
+    html! {
+        @if properties.is_empty() && path.is_empty() { p { "It takes no arguments." } }
+        @for (key, prop) in properties {
+            @let at = if path.is_empty() { key.clone() } else { format!("{path}/{key}") };
+            @let id = format!("arg-{}", at.bytes().map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("_{b:02x}") }).collect::<String>());
+            @let kind = kind_of(prop);
+            @let need = required.contains(&key.as_str());
+            @let label = html! { code { (shown(key)) } @if need { " (required)" } @if let Some(d) = prop["description"].as_str() { " " span.said { (shown(d)) } } };
+            @if kind == "object" && depth < 4 && prop["properties"].is_object() {
+                fieldset { legend { (label) } (fields(prop, &at, depth + 1)) }
+            } @else {
+                p.field {
+                    @if kind == "boolean" {
+                        input id=(id) type="checkbox" data-path=(at) data-type=(kind) data-required=[need.then_some("1")];
+                        " " label for=(id) { (label) }
+                    } @else {
+                        label for=(id) { (label) }
+                        @if let Some(choices) = prop["enum"].as_array() {
+                            select id=(id) data-path=(at) data-type="json" data-required=[need.then_some("1")] {
+                                @if !need { option value="" { "(none)" } }
+                                @for c in choices { option value=(c.to_string()) { (shown(&c.as_str().map(str::to_owned).unwrap_or_else(|| c.to_string()))) } }
+                            }
+                        } @else if kind == "integer" || kind == "number" {
+                            input id=(id) type="number" step=(if kind == "integer" { "1" } else { "any" }) data-path=(at) data-type=(kind) data-required=[need.then_some("1")];
+                        } @else if kind == "string" {
+                            input id=(id) type="text" data-path=(at) data-type=(kind) data-required=[need.then_some("1")];
+                        } @else {
+                            @let items = kind_of(&prop["items"]);
+                            @let hint = if kind == "array" && items != "object" && items != "array" { "one item a line" } else { "JSON" };
+                            textarea id=(id) rows="3" data-path=(at) data-type=(if hint == "JSON" { "json" } else { "array" }) data-items=(items) data-required=[need.then_some("1")] placeholder=(hint) {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The type a schema names: its `type` (the first that is not `null`, when it lists
+/// several), `object` for one with `properties`, else `any`.
+fn kind_of(schema: &serde_json::Value) -> &str {
+    match &schema["type"] {
+        serde_json::Value::String(t) => t,
+        serde_json::Value::Array(ts) => ts.iter().filter_map(|t| t.as_str()).find(|t| *t != "null").unwrap_or("any"),
+        _ if schema["properties"].is_object() => "object",
+        _ => "any",
+    }
+}
+
 /// The filter box above a server's lists.
 pub fn server_before() -> Markup {
     html! {
@@ -362,9 +454,9 @@ pub fn server(p: &ServerPage) -> Markup {
                 }
             }
         }
-        (listing("tools-h", "Tools", &p.tools))
-        (listing("resources-h", "Resources", &p.resources))
-        (listing("prompts-h", "Prompts", &p.prompts))
+        (listing("tools-h", "Tools", &p.tools, Some(&|tool: &str| tool_href(&p.name, tool))))
+        (listing("resources-h", "Resources", &p.resources, None))
+        (listing("prompts-h", "Prompts", &p.prompts, None))
         section aria-labelledby="log-h" {
             h2 #log-h { "Log" }
             @if p.log.is_empty() { p { "No lines about it in the daemon log." } } @else {
@@ -374,8 +466,9 @@ pub fn server(p: &ServerPage) -> Markup {
     }
 }
 
-/// One of a server's lists: `(name, what it says)` each.
-fn listing(id: &str, title: &str, items: &[(String, String)]) -> Markup {
+/// One of a server's lists: `(name, what it says)` each; `try_href` links each to
+/// the page that tries it.
+fn listing(id: &str, title: &str, items: &[(String, String)], try_href: Option<&dyn Fn(&str) -> String>) -> Markup {
     html! {
         section aria-labelledby=(id) {
             h2 id=(id) { (title) " " span.count { "(" (items.len()) ")" } }
@@ -385,6 +478,7 @@ fn listing(id: &str, title: &str, items: &[(String, String)]) -> Markup {
                         li data-filter=(format!("{} {}", name, said).to_lowercase()) {
                             code { (shown(name)) }
                             @if !said.is_empty() { " " span.said { (shown(said)) } }
+                            @if let Some(href) = try_href { " " a href=(href(name)) aria-label=(format!("Try {}", shown(name))) { "Try" } }
                         }
                     }
                 }
@@ -459,8 +553,8 @@ mod tests {
     #[test]
     fn what_a_server_wrote_is_text_and_its_hidden_characters_show() {
         let hostile = "<script>alert(1)</script><img src=x onerror=alert(2)>\u{202E}evil\u{1b}[2J";
-        let html = listing("t", "Tools", &[(hostile.to_owned(), "<a href=\"javascript:alert(3)\">x</a>".to_owned())])
-            .into_string();
+        let items = [(hostile.to_owned(), "<a href=\"javascript:alert(3)\">x</a>".to_owned())];
+        let html = listing("t", "Tools", &items, None).into_string();
         assert!(!html.contains("<script") && !html.contains("<img") && !html.contains("<a href"), "{html}");
         assert!(html.contains("&lt;script&gt;") && html.contains("&lt;U+202E&gt;evil\\e[2J"), "{html}");
         assert_eq!(server_href("a/b c"), "/servers/a%2Fb%20c");

@@ -196,6 +196,39 @@ pub async fn server(d: &Daemon, name: &str) -> Option<ServerPage> {
     })
 }
 
+/// The page that tries one tool of a server.
+#[derive(Debug)]
+pub struct ToolPage {
+    /// The server.
+    pub server: String,
+    /// The tool's definition as last listed (`name`, `title`, `description`,
+    /// `inputSchema`, ...).
+    pub tool: Value,
+    /// The file that defines the server, whose configuration the call is made for.
+    pub file: PathBuf,
+    /// The directory the call runs in (a project's), or `None` for the user's own
+    /// files.
+    pub dir: Option<PathBuf>,
+}
+
+/// Gathers the page of `server`'s tool `tool`, as the first known file that defines
+/// the server lists it; `None` when none does, or it has no such tool listed.
+pub async fn tool(d: &Daemon, server: &str, tool: &str) -> Option<ToolPage> {
+    for file in d.config.known_files() {
+        let contents = crate::daemon::off_the_runtime(|| d.config.file_contents(&file));
+        let Some(entry) = contents.ok().flatten().and_then(|c| c.servers.into_iter().find(|e| e.name == server)) else {
+            continue;
+        };
+        let caller = caller_for(d, &file);
+        let listed = d.schema_for(&entry, &caller).await?;
+        let tools = listed.tools.as_ref()?;
+        let found =
+            tools.iter().filter_map(|raw| serde_json::from_str::<Value>(raw.get()).ok()).find(|t| t["name"] == tool)?;
+        return Some(ToolPage { server: server.to_owned(), tool: found, dir: caller.cwd.clone(), file });
+    }
+    None
+}
+
 /// A project file's entries as `mcpx trust` shows them, each with whether it is
 /// trusted as it is now.
 #[derive(Debug)]

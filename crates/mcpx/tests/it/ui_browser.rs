@@ -431,3 +431,78 @@ fn a_held_change_approved_from_the_page_comes_back_on_every_path() {
         w.run(&["activity", "--json"]).ok().contains(r#""method":"ui/review""#)
     });
 }
+
+/// The `#result` of the tool page, once it holds `text`.
+fn result_shows(b: &mut Browser, text: &str, within_ms: u64) -> Value {
+    let answer = b.ask(json!({ "do": "wait", "in": "#result", "text": text, "timeout_ms": within_ms }));
+    assert!(answer["ms"].is_u64(), "the result did not show `{text}`: {answer}");
+    answer
+}
+
+#[test]
+fn tools_are_tried_from_a_form_with_nested_arguments_a_question_and_a_cancelled_progress() {
+    let Some(mut b) = Browser::start() else { return };
+    let w = World::new(json!({}));
+    let e2e = e2e_dir();
+    let definitions = w.path("definitions.json");
+    let nested = json!({ "type": "object", "required": ["message"], "properties": {
+        "message": { "type": "string" },
+        "options": { "type": "object", "properties": {
+            "count": { "type": "integer" }, "loud": { "type": "boolean" },
+            "tags": { "type": "array", "items": { "type": "string" } } } } } });
+    std::fs::write(&definitions, json!({ "nested": { "inputSchema": nested } }).to_string()).unwrap();
+    w.write_config(
+        &json!({ "activity": { "arguments": true }, "mcpServers": {
+            "everything": { "command": e2e.join("node_modules/.bin/mcp-server-everything"), "args": ["stdio"] },
+            "fake": { "command": fake_server(), "env": { "FAKE_DEFINITIONS": definitions } } } })
+        .to_string(),
+    );
+    w.run(&["refresh"]).ok();
+    let (url, origin) = link(&w);
+    b.open(&url);
+
+    // server-everything's echo, from its form.
+    let page = b.open(&format!("{origin}/servers/everything/tools/echo"));
+    assert!(page["text"].as_str().unwrap().contains("with no directory"), "the page says where it runs: {page}");
+    b.ask(json!({ "do": "fill", "selector": "[data-path=message]", "value": "from the page" }));
+    b.ask(json!({ "do": "click", "selector": "#try button[type=submit]" }));
+    result_shows(&mut b, "Echo: from the page", 20000);
+
+    // A nested object's fields make one argument.
+    b.open(&format!("{origin}/servers/fake/tools/nested"));
+    b.ask(json!({ "do": "fill", "selector": "[data-path=message]", "value": "deep" }));
+    b.ask(json!({ "do": "fill", "selector": "[data-path='options/count']", "value": "3" }));
+    b.ask(json!({ "do": "click", "selector": "[data-path='options/loud']" }));
+    b.ask(json!({ "do": "fill", "selector": "[data-path='options/tags']", "value": "a\nb" }));
+    b.ask(json!({ "do": "click", "selector": "#try button[type=submit]" }));
+    result_shows(&mut b, "deep", 10000);
+    crate::harness::wait_until("the nested call recorded", Duration::from_secs(10), || {
+        let out = w.run(&["activity", "--json", "--tool", "nested"]).ok();
+        out.contains(r#"\"options\":{\"count\":3,\"loud\":true,\"tags\":[\"a\",\"b\"]}"#)
+            && out.contains(r#""path":"ui""#)
+    });
+
+    // The server's question is answered in the page.
+    b.open(&format!("{origin}/servers/fake/tools/elicit"));
+    b.ask(json!({ "do": "click", "selector": "#try button[type=submit]" }));
+    let asked =
+        b.ask(json!({ "do": "wait", "in": "#question-body", "text": "Tell the fake server", "timeout_ms": 10000 }));
+    assert!(asked["ms"].is_u64(), "{asked}");
+    b.ask(json!({ "do": "fill", "selector": "#q-name", "value": "typed in the page" }));
+    b.ask(json!({ "do": "click", "selector": "#question-body button[type=submit]" }));
+    result_shows(&mut b, "typed in the page", 10000);
+
+    // A long call shows its progress, and is cancelled from the page.
+    b.open(&format!("{origin}/servers/fake/tools/progress"));
+    b.ask(json!({ "do": "fill", "selector": "[data-path=count]", "value": "100" }));
+    b.ask(json!({ "do": "fill", "selector": "[data-path=interval_ms]", "value": "200" }));
+    b.ask(json!({ "do": "click", "selector": "#try button[type=submit]" }));
+    let moving = b.ask(json!({ "do": "wait", "in": "#progress-said", "text": "step 3 of 100", "timeout_ms": 10000 }));
+    assert!(moving["ms"].is_u64(), "{moving}");
+    b.ask(json!({ "do": "click", "selector": "#cancel" }));
+    result_shows(&mut b, "Cancelled", 5000);
+    crate::harness::wait_until("the call ended at the server", Duration::from_secs(10), || {
+        let status = w.run(&["status", "--json"]).json();
+        status["instances"].as_array().unwrap().iter().filter(|i| i["server"] == "fake").all(|i| i["in_flight"] == 0)
+    });
+}
