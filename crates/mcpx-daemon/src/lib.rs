@@ -11,6 +11,7 @@ pub use mcpx_api::{arguments, client, paths, suggest};
 pub use mcpx_auth as auth;
 pub mod code;
 pub mod code_runtime;
+pub mod streamed_call;
 /// The configuration (its own crate, [`mcpx_config`]).
 pub use mcpx_config as config;
 pub mod control;

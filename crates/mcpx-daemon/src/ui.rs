@@ -309,7 +309,7 @@ async fn call(State(s): State<Shared>, axum::Json(call): axum::Json<Call>) -> Re
         client: Some("dashboard (mcpx ui)".to_owned()),
         ..crate::api::CallRequest::default()
     };
-    Ok(crate::server::call_stream(d, req))
+    Ok(crate::streamed_call::call_stream(d, req))
 }
 
 /// `POST /actions/answer`: the page's answer to a server's request during its call, as
