@@ -7,6 +7,7 @@
 //   {"do":"wait","text":T,"in":SEL,"timeout_ms":N} -> {"ms"} once SEL holds T, or {"error"}
 //   {"do":"click","selector":S}               -> {} once the element was clicked
 //   {"do":"fill","selector":S,"value":V}      -> {} once the field holds V (typed, as a user would)
+//   {"do":"attr","selector":S,"name":N}       -> {"value"}: the attribute N of the element S
 //   {"do":"axe","dark":B}                      -> {"violations":[{"id","impact","help","nodes"}]}
 //   {"do":"screenshot","path":P,"width":W,"dark":B} -> {"path"}
 //   {"do":"report"}  -> {"requests","responses","dialogs","ran","csp","errors","images","scripts"}
@@ -91,6 +92,9 @@ async function handle(cmd) {
     case "click": {
       await page.click(cmd.selector);
       return {};
+    }
+    case "attr": {
+      return { value: await page.$eval(cmd.selector, (e, n) => e.getAttribute(n), cmd.name) };
     }
     case "fill": {
       await page.$eval(cmd.selector, (e) => {

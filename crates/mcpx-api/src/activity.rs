@@ -75,7 +75,7 @@ pub struct Entry {
     /// `completion/complete`); a server's request to the client (`sampling/createMessage`,
     /// `elicitation/create`) made during the call `name` names; a pin event
     /// (`pin/held`, `pin/approved`, `pin/rejected`); or an action of the dashboard on
-    /// the server `name` names (`ui/restart`, `ui/stop`, `ui/refresh`, `ui/trust`, `ui/review`).
+    /// the server `name` names (`ui/restart`, `ui/stop`, `ui/refresh`, `ui/trust`, `ui/review`, `ui/login`, `ui/logout`).
     pub method: String,
     /// The tool or prompt named, or the URI read.
     pub name: String,

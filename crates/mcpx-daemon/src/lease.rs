@@ -216,7 +216,7 @@ impl Daemon {
     }
 
     /// Records an action the dashboard took on `entry`'s server (`docs/ui.md`): method
-    /// `ui/<verb>` (`ui/restart`, `ui/stop`, `ui/refresh`, `ui/trust`, `ui/review`), named by the server, ended
+    /// `ui/<verb>` (`ui/restart`, `ui/stop`, `ui/refresh`, `ui/trust`, `ui/review`, `ui/login`, `ui/logout`), named by the server, ended
     /// `outcome` (`ok`, `failed`), with `said` (what it did, or why it failed).
     pub fn record_action(&self, entry: &ServerEntry, origin: &Origin, verb: &str, outcome: &str, said: String) {
         self.record_event(Record { entry, origin }, &format!("ui/{verb}"), &entry.name, outcome, said);

@@ -148,6 +148,7 @@ fn router(shared: Shared) -> Router {
         .route("/enter", get(enter))
         .route("/actions/call", axum::routing::post(call))
         .route("/actions/answer", axum::routing::post(answer))
+        .route("/actions/login", axum::routing::post(login))
         .route("/actions/{verb}", axum::routing::post(action))
         .route("/servers/{name}/tools/{tool}", get(tool))
         .route("/assets/app.js", get(|| async { asset("text/javascript; charset=utf-8", include_str!("ui/app.js")) }))
@@ -321,6 +322,28 @@ async fn answer(
     let d = s.daemon()?;
     Ok(match crate::control::answer(&d, &answer) {
         Ok(done) => axum::Json(done).into_response(),
+        Err(e) => e.into_response(),
+    })
+}
+
+/// The body of `POST /actions/login`: the server, its file, and whether to log in
+/// with a code (RFC 8628) instead of the browser.
+#[derive(Debug, Deserialize)]
+struct Login {
+    #[serde(flatten)]
+    act: actions::Act,
+    #[serde(default)]
+    device: bool,
+}
+
+/// `POST /actions/login`: [`actions::login`], its lines as `application/x-ndjson`.
+async fn login(State(s): State<Shared>, axum::Json(login): axum::Json<Login>) -> Result<Response, StatusCode> {
+    let d = s.daemon()?;
+    Ok(match actions::login(&d, &login.act, login.device) {
+        Ok(lines) => {
+            let body = crate::stream::channel_body(lines);
+            ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
+        }
         Err(e) => e.into_response(),
     })
 }

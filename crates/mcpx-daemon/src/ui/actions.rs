@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::activity::Origin;
 use crate::api::pins::ReviewRequest;
-use crate::api::{ApiError, ErrorKind, RefreshRequest, RestartRequest};
+use crate::api::{ApiError, AuthRequest, ErrorKind, RefreshRequest, RestartRequest};
 use crate::daemon::Daemon;
 
 /// The body of an action: the server, and the file that defines it (as the page names
@@ -46,7 +46,7 @@ pub struct Shown {
 }
 
 /// The verbs an action may have.
-pub const VERBS: [&str; 5] = ["restart", "stop", "refresh", "trust", "review"];
+pub const VERBS: [&str; 6] = ["restart", "stop", "refresh", "trust", "review", "logout"];
 
 /// Does `verb` to `act`'s server; its answer, as the control API's route answers it
 /// (`restart`: `{"server", "restarted", "pid"}`; `stop`: `{"server", "stopped"}`;
@@ -69,6 +69,10 @@ pub async fn act(d: &Arc<Daemon>, verb: &str, act: &Act) -> Result<Value, ApiErr
     let done = match verb {
         "restart" => crate::control::restart(d, &RestartRequest { caller, server, key: None }).await,
         "refresh" => crate::control::refresh(d, &RefreshRequest { caller, server, ..RefreshRequest::default() }).await,
+        "logout" => {
+            let req = AuthRequest { caller, server, device: false };
+            crate::control::logins::logout(d, &req).await
+        }
         "review" => {
             let req = ReviewRequest { caller, server: act.server.clone(), decisions: act.decisions.clone() };
             crate::control::pins::review(d, &req).await.map(|answer| json!(answer))
@@ -94,6 +98,41 @@ pub async fn act(d: &Arc<Daemon>, verb: &str, act: &Act) -> Result<Value, ApiErr
         }
     }
     done
+}
+
+/// Starts a login to `act`'s server (a device login with `device`), as `POST
+/// /v1/auth/login` does: its answer's lines (`{"open": <url>}` or `{"device": {...}}`,
+/// then `{"result"}` or `{"error"}`), the outcome recorded as the dashboard's when it
+/// comes. The page going away ends the login.
+///
+/// Errors: the file no longer defines the server (`unknown_server`), or the caller's
+/// configuration cannot be read.
+pub fn login(d: &Arc<Daemon>, act: &Act, device: bool) -> Result<tokio::sync::mpsc::Receiver<Vec<u8>>, ApiError> {
+    let caller = super::view::caller_for(d, &act.file);
+    let config = d.resolve_for(&caller)?;
+    let entry = d.server(&config, &act.server)?.clone();
+    let req = AuthRequest { caller, server: Some(act.server.clone()), device };
+    let mut lines = crate::control::login::login_lines(d.clone(), req);
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let d = d.clone();
+    tokio::spawn(async move {
+        while let Some(line) = lines.recv().await {
+            let outcome = match line.as_slice() {
+                l if l.starts_with(br#"{"result""#) => Some("ok"),
+                l if l.starts_with(br#"{"error""#) => Some("failed"),
+                _ => None,
+            };
+            if let Some(outcome) = outcome {
+                let said = String::from_utf8_lossy(&line).trim().to_owned();
+                tracing::info!(server = %entry.name, "the dashboard's login: {said}");
+                d.record_action(&entry, &page(), "login", outcome, said);
+            }
+            if tx.send(line).await.is_err() {
+                return;
+            }
+        }
+    });
+    Ok(rx)
 }
 
 /// The dashboard, as the activity record names it.

@@ -27,6 +27,10 @@
   document.addEventListener('click', async (event) => {
     const button = event.target.closest('button[data-action]');
     if (!button || !csrf) return;
+    if (button.dataset.action === 'login') {
+      logIn(button, csrf.content, action);
+      return;
+    }
     const { action: verb, server, file, entries, decision } = button.dataset;
     button.disabled = true;
     const what = server || file;
@@ -71,6 +75,65 @@
     }
   });
 })();
+
+// A login started from the page: the daemon's lines say where to log in (a link the
+// user opens: only an https URL, or http to this machine) or the code to enter, then
+// how it ended.
+async function logIn(button, token, status) {
+  const { server, file, device } = button.dataset;
+  const say = (...nodes) => status && status.replaceChildren(...nodes);
+  const text = (t) => document.createTextNode(t);
+  say(text(`log in to ${server}…`));
+  try {
+    const response = await fetch('/actions/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-mcpx-csrf': token },
+      body: JSON.stringify({ server, file, device: device === '1' }),
+    });
+    if (!response.ok) {
+      const body = await response.json().catch(() => ({}));
+      say(text(`log in to ${server}: ${(body.error && body.error.message) || `refused (${response.status})`}`));
+      return;
+    }
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffered = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffered += decoder.decode(value, { stream: true });
+      let at;
+      while ((at = buffered.indexOf('\n')) >= 0) {
+        const message = JSON.parse(buffered.slice(0, at));
+        buffered = buffered.slice(at + 1);
+        if (message.open) {
+          const url = new URL(message.open);
+          const local = url.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+          if (url.protocol !== 'https:' && !local) {
+            say(text(`log in to ${server}: the login page is neither https nor on this machine, so it is not linked: ${message.open}`));
+            continue;
+          }
+          const link = document.createElement('a');
+          link.href = url.href;
+          link.target = '_blank';
+          link.rel = 'noopener noreferrer';
+          link.id = 'login-link';
+          link.textContent = 'Open the login page';
+          say(text(`log in to ${server}: `), link, text(' (this page waits for it)'));
+        } else if (message.device) {
+          const d = message.device;
+          say(text(`log in to ${server}: open ${d.verification_uri} on any device and enter the code ${d.user_code} (this page waits for it)`));
+        } else if (message.result) {
+          say(text(`log in to ${server}: logged in`));
+        } else if (message.error) {
+          say(text(`log in to ${server}: ${message.error.message}`));
+        }
+      }
+    }
+  } catch (e) {
+    say(text(`log in to ${server}: the daemon did not answer`));
+  }
+}
 
 // The page that tries a tool: the form's values, typed as the schema says, are the
 // call's arguments; its stream shows progress, asks the server's questions, and ends

@@ -381,6 +381,12 @@ pub fn server(p: &ServerPage) -> Markup {
                                     button type="button" data-action=(verb) data-server=(p.name) data-file=(file.display().to_string()) { (label) }
                                     " "
                                 }
+                                @if p.remote {
+                                    @for (verb, label, device) in [("login", "Log in", "0"), ("login", "Log in with a code", "1"), ("logout", "Log out", "0")] {
+                                        button type="button" data-action=(verb) data-device=(device) data-server=(p.name) data-file=(file.display().to_string()) { (label) }
+                                        " "
+                                    }
+                                }
                             }
                         }
                     }

