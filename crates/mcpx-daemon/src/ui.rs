@@ -299,6 +299,7 @@ struct Call {
 /// answer, then the result); the page going away, or cancelling, cancels it upstream.
 async fn call(State(s): State<Shared>, axum::Json(call): axum::Json<Call>) -> Result<Response, StatusCode> {
     let d = s.daemon()?;
+    tracing::info!(server = %call.server, tool = %call.tool, "the dashboard's call");
     let req = crate::api::CallRequest {
         caller: view::caller_for(&d, &call.file),
         server: Some(call.server),
