@@ -76,6 +76,36 @@
   });
 })();
 
+// POSTs `body` to `url` with the session's token and reads the answer's JSON lines,
+// handing each to `onLine`. Resolves to null once the stream ends, or to what the
+// daemon said when it refused.
+async function postLines(url, token, body, onLine, signal) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-mcpx-csrf': token },
+    body: JSON.stringify(body),
+    signal,
+  });
+  if (!response.ok) {
+    const answer = await response.json().catch(() => ({}));
+    return (answer.error && answer.error.message) || `refused (${response.status})`;
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffered = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return null;
+    buffered += decoder.decode(value, { stream: true });
+    let at;
+    while ((at = buffered.indexOf('\n')) >= 0) {
+      const text = buffered.slice(0, at);
+      buffered = buffered.slice(at + 1);
+      if (text.trim()) onLine(JSON.parse(text));
+    }
+  }
+}
+
 // A login started from the page: the daemon's lines say where to log in (a link the
 // user opens: only an https URL, or http to this machine) or the code to enter, then
 // how it ended.
@@ -85,51 +115,32 @@ async function logIn(button, token, status) {
   const text = (t) => document.createTextNode(t);
   say(text(`log in to ${server}…`));
   try {
-    const response = await fetch('/actions/login', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-mcpx-csrf': token },
-      body: JSON.stringify({ server, file, device: device === '1' }),
-    });
-    if (!response.ok) {
-      const body = await response.json().catch(() => ({}));
-      say(text(`log in to ${server}: ${(body.error && body.error.message) || `refused (${response.status})`}`));
-      return;
-    }
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let buffered = '';
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffered += decoder.decode(value, { stream: true });
-      let at;
-      while ((at = buffered.indexOf('\n')) >= 0) {
-        const message = JSON.parse(buffered.slice(0, at));
-        buffered = buffered.slice(at + 1);
-        if (message.open) {
-          const url = new URL(message.open);
-          const local = url.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
-          if (url.protocol !== 'https:' && !local) {
-            say(text(`log in to ${server}: the login page is neither https nor on this machine, so it is not linked: ${message.open}`));
-            continue;
-          }
-          const link = document.createElement('a');
-          link.href = url.href;
-          link.target = '_blank';
-          link.rel = 'noopener noreferrer';
-          link.id = 'login-link';
-          link.textContent = 'Open the login page';
-          say(text(`log in to ${server}: `), link, text(' (this page waits for it)'));
-        } else if (message.device) {
-          const d = message.device;
-          say(text(`log in to ${server}: open ${d.verification_uri} on any device and enter the code ${d.user_code} (this page waits for it)`));
-        } else if (message.result) {
-          say(text(`log in to ${server}: logged in`));
-        } else if (message.error) {
-          say(text(`log in to ${server}: ${message.error.message}`));
+    const onLine = (message) => {
+      if (message.open) {
+        const url = new URL(message.open);
+        const local = url.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+        if (url.protocol !== 'https:' && !local) {
+          say(text(`log in to ${server}: the login page is neither https nor on this machine, so it is not linked: ${message.open}`));
+          return;
         }
+        const link = document.createElement('a');
+        link.href = url.href;
+        link.target = '_blank';
+        link.rel = 'noopener noreferrer';
+        link.id = 'login-link';
+        link.textContent = 'Open the login page';
+        say(text(`log in to ${server}: `), link, text(' (this page waits for it)'));
+      } else if (message.device) {
+        const d = message.device;
+        say(text(`log in to ${server}: open ${d.verification_uri} on any device and enter the code ${d.user_code} (this page waits for it)`));
+      } else if (message.result) {
+        say(text(`log in to ${server}: logged in`));
+      } else if (message.error) {
+        say(text(`log in to ${server}: ${message.error.message}`));
       }
-    }
+    };
+    const refused = await postLines('/actions/login', token, { server, file, device: device === '1' }, onLine);
+    if (refused) say(text(`log in to ${server}: ${refused}`));
   } catch (e) {
     say(text(`log in to ${server}: the daemon did not answer`));
   }
@@ -287,31 +298,8 @@ function tryTool(form, token) {
     show(el('p', 'Calling…'));
     const { server, tool, file } = form.dataset;
     try {
-      const response = await fetch('/actions/call', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-mcpx-csrf': token },
-        body: JSON.stringify({ server, tool, file, arguments: args }),
-        signal: controller.signal,
-      });
-      if (!response.ok) {
-        const body = await response.json().catch(() => ({}));
-        show(el('p', (body.error && body.error.message) || `refused (${response.status})`, 'error'));
-        return;
-      }
-      const reader = response.body.getReader();
-      const decoder = new TextDecoder();
-      let buffered = '';
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buffered += decoder.decode(value, { stream: true });
-        let at;
-        while ((at = buffered.indexOf('\n')) >= 0) {
-          const text = buffered.slice(0, at);
-          buffered = buffered.slice(at + 1);
-          if (text.trim()) line(JSON.parse(text));
-        }
-      }
+      const refused = await postLines('/actions/call', token, { server, tool, file, arguments: args }, line, controller.signal);
+      if (refused) show(el('p', refused, 'error'));
     } catch (e) {
       if (e.name === 'AbortError') show(el('p', 'Cancelled: the call was cancelled at the server.'));
       else show(el('p', `The call failed: ${e.message}`, 'error'));

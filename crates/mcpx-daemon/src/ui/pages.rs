@@ -51,16 +51,7 @@ pub fn page(title: &str, nav: Nav, csrf: &str, before: Markup, live: &str, fragm
     html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="color-scheme" content="light dark";
-                meta name="referrer" content="no-referrer";
-                meta name="mcpx-csrf" content=(csrf);
-                title { (title) " · mcpx" }
-                link rel="stylesheet" href="/assets/app.css";
-                script src="/assets/app.js" defer {}
-            }
+            (head(title, html! { meta name="mcpx-csrf" content=(csrf); script src="/assets/app.js" defer {} }))
             body {
                 a.skip href="#main" { "Skip to the content" }
                 header {
@@ -84,18 +75,27 @@ pub fn page(title: &str, nav: Nav, csrf: &str, before: Markup, live: &str, fragm
     }
 }
 
+/// The `<head>` every page shares: its `title`, the style sheet, and `extra`.
+fn head(title: &str, extra: Markup) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            meta name="color-scheme" content="light dark";
+            meta name="referrer" content="no-referrer";
+            title { (title) " · mcpx" }
+            link rel="stylesheet" href="/assets/app.css";
+            (extra)
+        }
+    }
+}
+
 /// A page that only says why: a refusal, or a server that is not configured.
 pub fn notice(title: &str, said: &str) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="color-scheme" content="light dark";
-                title { (title) " · mcpx" }
-                link rel="stylesheet" href="/assets/app.css";
-            }
+            (head(title, html! {}))
             body { main #main { h1 { (title) } p { (said) } } }
         }
     }
@@ -107,12 +107,7 @@ pub fn entered() -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta http-equiv="refresh" content="0; url=/";
-                title { "Signed in · mcpx" }
-                link rel="stylesheet" href="/assets/app.css";
-            }
+            (head("Signed in", html! { meta http-equiv="refresh" content="0; url=/"; }))
             body { main #main { h1 { "Signed in" } p { a href="/" { "Go to the dashboard" } } } }
         }
     }
