@@ -373,6 +373,25 @@ pub fn read_client_file(client: Client, path: &Path, cwd: Option<&Path>) -> Resu
     Ok(objects.map(|(name, map)| (name, dialect::normalize(&kind, map))).collect())
 }
 
+/// The names of the entries of `client`'s file at `path` that run `mcpx serve` (how the
+/// client reaches mcpx), top-level and per project (Claude Code's), in name order: what
+/// [`read_client_file`] leaves out. Errors: as [`read_client_file`]'s.
+pub fn mcpx_entries(client: Client, path: &Path) -> Result<Vec<String>, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io { file: path.to_owned(), error })?;
+    let kind = FileKind { client: Some(client), workspace: None };
+    let raw = read_raw(path, &kind, &text)?;
+    let entries = raw.main.into_iter().flat_map(|(_, e)| e).chain(raw.projects.into_iter().flat_map(|(_, e)| e));
+    let mut names: Vec<String> = entries
+        .filter_map(|(name, v)| match v {
+            Value::Object(map) if dialect::runs_mcpx_serve(&map) => Some(name),
+            _ => None,
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
 /// Of Claude Code's projects, the one whose directory is the nearest ancestor of `cwd` (or
 /// `cwd` itself), with servers or not, as Claude Code picks its project's entry.
 pub(super) fn nearest_project<T>(cwd: &Path, projects: impl IntoIterator<Item = (PathBuf, T)>) -> Option<(PathBuf, T)> {

@@ -170,6 +170,8 @@ enum Command {
         #[arg(long, requires = "copy")]
         force: bool,
     },
+    /// List the MCP clients whose files mcpx knows, and whether each already reaches mcpx (runs `mcpx serve`).
+    Connect,
     /// Install the daemon as a user service (systemd user unit or launchd agent) that keeps supervisors alive.
     Service {
         #[command(subcommand)]
@@ -380,6 +382,9 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
         return crate::import::run(crate::import::Import { names, copy, force, config, cwd }, cli.global.json).await;
     }
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+    if let Command::Connect = cli.command {
+        return crate::connect::list(&env, cli.global.json);
+    }
     let dirs = Dirs::from_env(&env).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
     if let Command::Doctor = cli.command {
         // Before the directories are opened: a refused one is a finding, not the end.
@@ -561,7 +566,8 @@ async fn dispatch(client: &Client, command: Command, caller: &Caller, json: bool
         | Command::Complete { .. }
         | Command::Run(_)
         | Command::Exec(_)
-        | Command::Import { .. } => {
+        | Command::Import { .. }
+        | Command::Connect => {
             unreachable!("handled before connecting")
         }
     }

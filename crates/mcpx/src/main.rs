@@ -10,6 +10,7 @@ mod call_stream;
 mod cli;
 mod code;
 mod completions;
+mod connect;
 mod doctor;
 mod elicit;
 mod foreground;

@@ -242,3 +242,32 @@ fn import_warns_when_the_running_daemon_reads_other_files() {
     let run = w.run(&["import", "cursor"]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
 }
+
+/// `mcpx connect` lists each client's file and whether it already reaches mcpx: an entry
+/// that runs `mcpx serve`, in each client's own shape (Claude Code's per-project ones too).
+#[test]
+fn connect_lists_which_clients_already_reach_mcpx() {
+    let (w, home) = world(json!({}));
+    put(
+        &home,
+        CURSOR,
+        &json!({ "mcpServers": { "mcpx": { "command": "/opt/bin/mcpx", "args": ["serve"] } } }).to_string(),
+    );
+    put(&home, GEMINI, &servers_file("mcpServers", &["gem"]));
+    let project = json!({ "projects": { "/work/p": { "mcpServers": { "all": { "command": "mcpx", "args": ["serve", "--discover"] } } } } });
+    put(&home, ".claude.json", &project.to_string());
+    put(&home, WINDSURF, "{ \"mcpServers\": { \"w\": } }");
+    let listed = w.run(&["connect", "--json"]).json();
+    let row = |name: &str| listed.as_array().unwrap().iter().find(|c| c["client"] == name).unwrap().clone();
+    assert_eq!(listed.as_array().unwrap().len(), 7, "{listed}");
+    assert_eq!((row("cursor")["exists"].clone(), row("cursor")["mcpx"].clone()), (json!(true), json!(["mcpx"])));
+    assert_eq!(row("gemini")["mcpx"], json!([]), "a file without mcpx");
+    assert_eq!(row("claude-code")["mcpx"], json!(["all"]), "a project's entry counts");
+    assert_eq!(row("codex")["exists"], false);
+    assert!(row("windsurf")["error"].as_str().unwrap().contains(":1:"), "{}", row("windsurf"));
+    let table = w.run(&["connect"]).ok();
+    for line in ["cursor", "connected (mcpx)", "not connected", "no file", "cannot read it"] {
+        assert!(table.contains(line), "{line}: {table}");
+    }
+    assert!(table.contains("~/.cursor/mcp.json"), "{table}");
+}
