@@ -104,7 +104,7 @@ pub(super) fn gemini_allowed(mcp: &Value, entries: &mut [(String, Value)]) {
 /// Whether an entry runs `mcpx serve` itself: how a client is connected to mcpx, so its
 /// file (imported, or a shared `.mcp.json`) holds one. mcpx leaves such an entry out rather
 /// than hold itself, which would start a `serve` per listing, each listing again.
-pub(super) fn runs_mcpx_serve(entry: &Map<String, Value>) -> bool {
+pub fn runs_mcpx_serve(entry: &Map<String, Value>) -> bool {
     let Some(Value::String(command)) = entry.get("command") else {
         return false;
     };

@@ -71,6 +71,7 @@ mod tests;
 
 pub use clients::{Client, ConfigEnv};
 pub use command::{CommandNotFound, DEFAULT_PATH, ExeIdentity, SearchedIn, exe_identity, resolve_command};
+pub use dialect::runs_mcpx_serve;
 pub use entry::{EntryError, ExpandedSandbox, FileWarning, ResolvedConfig, ServerEntry, ServerOptions};
 pub use error::ConfigError;
 pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport, Secrets, StoreIn, referenced_values};

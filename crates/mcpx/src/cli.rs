@@ -170,8 +170,17 @@ enum Command {
         #[arg(long, requires = "copy")]
         force: bool,
     },
-    /// List the MCP clients whose files mcpx knows, and whether each already reaches mcpx (runs `mcpx serve`).
-    Connect,
+    /// Put mcpx into MCP clients' files (`mcpx serve`, comments kept, a backup beside each); with no client, list them.
+    Connect {
+        /// Clients: claude-desktop, claude-code, cursor, vscode, codex, gemini, windsurf.
+        clients: Vec<String>,
+    },
+    /// Take mcpx out of MCP clients' files (every entry running `mcpx serve`), with a backup beside each.
+    Disconnect {
+        /// Clients, as `connect` names them.
+        #[arg(required = true)]
+        clients: Vec<String>,
+    },
     /// Install the daemon as a user service (systemd user unit or launchd agent) that keeps supervisors alive.
     Service {
         #[command(subcommand)]
@@ -382,8 +391,11 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
         return crate::import::run(crate::import::Import { names, copy, force, config, cwd }, cli.global.json).await;
     }
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
-    if let Command::Connect = cli.command {
-        return crate::connect::list(&env, cli.global.json);
+    match &cli.command {
+        Command::Connect { clients } if clients.is_empty() => return crate::connect::list(&env, cli.global.json),
+        Command::Connect { clients } => return crate::connect::connect(&env, clients, cli.global.json),
+        Command::Disconnect { clients } => return crate::connect::disconnect(&env, clients, cli.global.json),
+        _ => {}
     }
     let dirs = Dirs::from_env(&env).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
     if let Command::Doctor = cli.command {
@@ -567,7 +579,8 @@ async fn dispatch(client: &Client, command: Command, caller: &Caller, json: bool
         | Command::Run(_)
         | Command::Exec(_)
         | Command::Import { .. }
-        | Command::Connect => {
+        | Command::Connect { .. }
+        | Command::Disconnect { .. } => {
             unreachable!("handled before connecting")
         }
     }

@@ -6,7 +6,7 @@
 //! Everything here runs in the CLI, from its own environment and working directory; the
 //! daemon is not involved (it reads the edited file when it next resolves a request).
 
-mod edit;
+pub(crate) mod edit;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -269,28 +269,12 @@ impl Place {
     /// its mode, a new one is private (0600: entries may hold tokens), and missing parent
     /// directories are made.
     fn write(&self, text: &str) -> Result<(), ApiError> {
-        let fail = |what: &str, e: std::io::Error| {
+        write_file(&self.config, text).map_err(|(what, e)| {
             ApiError::new(
                 ErrorKind::Config,
                 format!("cannot {what} {}: {e}; it is unchanged (fix its directory, or use --config)", self.show()),
             )
-        };
-        let target = match std::fs::symlink_metadata(&self.config) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                std::fs::canonicalize(&self.config).map_err(|e| fail("follow the link", e))?
-            }
-            _ => self.config.clone(),
-        };
-        let mode = match std::fs::metadata(&target) {
-            Ok(meta) => std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777,
-            Err(_) => 0o600,
-        };
-        let (Some(dir), Some(name)) = (target.parent(), target.file_name().and_then(|n| n.to_str())) else {
-            return Err(fail("write", std::io::Error::other("the path names no file")));
-        };
-        std::fs::create_dir_all(dir).map_err(|e| fail("create the directory of", e))?;
-        let dir = mcpx_platform::fs::Dir::open_unchecked(dir).map_err(|e| fail("open the directory of", e))?;
-        mcpx_platform::fs::write_atomic(&dir, name, text.as_bytes(), mode).map_err(|e| fail("write", e))
+        })
     }
 
     /// The error for an edit that cannot be made safely: with `--json`, the lines to paste
@@ -511,6 +495,28 @@ fn anchor_cwd(entry: &mut Map<String, Value>, dir: Option<&Path>) {
         // Through `components`, which leaves out `.` (so `"."` is the directory itself).
         *cwd = dir.join(cwd.as_str()).components().collect::<PathBuf>().display().to_string();
     }
+}
+
+/// Writes `text` to the file at `path` atomically: a symbolic link there (to a dotfile
+/// manager's copy, say) stays, and the file it points to is written; an existing file
+/// keeps its mode, a new one is private (0600: entries may hold tokens), and missing
+/// parent directories are made. Errors: what failed (`follow the link`, `write`, ...)
+/// and why.
+pub(crate) fn write_file(path: &Path, text: &str) -> Result<(), (&'static str, std::io::Error)> {
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(path).map_err(|e| ("follow the link", e))?,
+        _ => path.to_owned(),
+    };
+    let mode = match std::fs::metadata(&target) {
+        Ok(meta) => std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777,
+        Err(_) => 0o600,
+    };
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name().and_then(|n| n.to_str())) else {
+        return Err(("write", std::io::Error::other("the path names no file")));
+    };
+    std::fs::create_dir_all(dir).map_err(|e| ("create the directory of", e))?;
+    let dir = mcpx_platform::fs::Dir::open_unchecked(dir).map_err(|e| ("open the directory of", e))?;
+    mcpx_platform::fs::write_atomic(&dir, name, text.as_bytes(), mode).map_err(|e| ("write", e))
 }
 
 fn plural(n: usize) -> &'static str {

@@ -166,6 +166,83 @@ pub(crate) fn add_servers(
     Ok(Edited { text: Some(text), added, present })
 }
 
+/// Adds `entry` as `name` to the top-level object `key` of a client's file (`mcpServers`,
+/// or VS Code's `servers`), creating it, or the whole file, when missing: how `mcpx
+/// connect` puts mcpx into a client, keeping the file's comments and layout.
+///
+/// Errors: [`CopyError::Clash`] when `key` already holds `name`; [`CopyError::Refused`]
+/// as for [`add_imports`], or when `key` is not an object.
+pub(crate) fn add_entry(
+    text: Option<&str>,
+    key: &str,
+    name: &str,
+    entry: &Map<String, Value>,
+) -> Result<Edited, CopyError> {
+    let paste =
+        format!("\"{key}\": {}", serde_json::to_string_pretty(&serde_json::json!({ name: entry })).unwrap_or_default());
+    let refuse = |reason: String| CopyError::Refused(Refused { reason, paste: paste.clone() });
+    let doc = Document::parse(text).map_err(refuse)?;
+    let mut servers_before = match doc.before.get(key) {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(map)) => map.clone(),
+        Some(_) => return Err(refuse(format!("its `{key}` is not an object"))),
+    };
+    if servers_before.contains_key(name) {
+        return Err(CopyError::Clash(vec![name.to_owned()]));
+    }
+    let servers = match doc.before.get(key) {
+        Some(Value::Null) => doc.object.object_value_or_set(key),
+        _ => doc.object.object_value_or_create(key).ok_or_else(|| refuse(format!("its `{key}` is not an object")))?,
+    };
+    servers.append(name, entry_input(entry));
+    servers_before.insert(name.to_owned(), Value::Object(entry.clone()));
+    let mut expected = doc.before.clone();
+    expected.insert(key.to_owned(), Value::Object(servers_before));
+    let text = doc.finish(&expected).map_err(refuse)?;
+    Ok(Edited { text: Some(text), added: vec![name.to_owned()], present: Vec::new() })
+}
+
+/// Removes the entries of the top-level object `key` of `text` that `which` picks,
+/// keeping the rest of the file as it was: how `mcpx disconnect` takes mcpx out of a
+/// client. The names removed are [`Edited::present`].
+///
+/// Errors: [`Refused`] when the text does not parse, or the edit would not read back as
+/// intended.
+pub(crate) fn remove_entries(
+    text: &str,
+    key: &str,
+    which: impl Fn(&Map<String, Value>) -> bool,
+) -> Result<Edited, Refused> {
+    let refuse = |reason: String| Refused {
+        reason,
+        paste: format!("remove the entries that run `mcpx serve` from `{key}` by hand"),
+    };
+    let doc = Document::parse(Some(text)).map_err(refuse)?;
+    let Some(Value::Object(mut servers_before)) = doc.before.get(key).cloned() else {
+        return Ok(Edited { text: None, added: Vec::new(), present: Vec::new() });
+    };
+    let names: Vec<String> =
+        servers_before.iter().filter(|(_, v)| v.as_object().is_some_and(&which)).map(|(k, _)| k.clone()).collect();
+    let Some(servers) = doc.object.object_value(key) else {
+        return Ok(Edited { text: None, added: Vec::new(), present: Vec::new() });
+    };
+    let mut removed = Vec::new();
+    for name in names {
+        if let Some(prop) = servers.get(&name) {
+            prop.remove();
+            servers_before.remove(&name);
+            removed.push(name);
+        }
+    }
+    if removed.is_empty() {
+        return Ok(Edited { text: None, added: Vec::new(), present: Vec::new() });
+    }
+    let mut expected = doc.before.clone();
+    expected.insert(key.to_owned(), Value::Object(servers_before));
+    let text = doc.finish(&expected).map_err(refuse)?;
+    Ok(Edited { text: Some(text), added: Vec::new(), present: removed })
+}
+
 /// A parsed file being edited.
 struct Document {
     root: CstRootNode,

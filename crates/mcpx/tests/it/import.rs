@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::harness::{World, fake_server};
+use crate::harness::{World, fake_server, mcpx_bin};
 
 /// A world whose HOME is its own `home/`, with nothing from the test's environment that
 /// moves the clients' files elsewhere.
@@ -270,4 +270,83 @@ fn connect_lists_which_clients_already_reach_mcpx() {
         assert!(table.contains(line), "{line}: {table}");
     }
     assert!(table.contains("~/.cursor/mcp.json"), "{table}");
+}
+
+/// `mcpx connect` adds mcpx to each client's own file in its own shape, keeping its
+/// comments and writing a backup first; a client already connected is left as it is, and
+/// Codex's TOML is refused with what to paste, unchanged. `mcpx disconnect` takes it out
+/// again, the rest of the file as it was.
+#[test]
+fn connect_and_disconnect_edit_each_clients_file_keeping_its_comments() {
+    let (w, home) = world(json!({}));
+    let commented =
+        "// my cursor servers\n{\n  \"mcpServers\": {\n    \"mine\": { \"command\": \"x\" }, // keep me\n  },\n}\n";
+    put(&home, CURSOR, commented);
+    put(
+        &home,
+        ".claude.json",
+        &json!({ "mcpServers": { "mcpx": { "command": "mcpx", "args": ["serve"] } } }).to_string(),
+    );
+    put(&home, ".codex/config.toml", "# codex\n[mcp_servers.a]\ncommand = \"x\"\n");
+    let run = w.run(&["connect", "cursor", "vscode", "claude-desktop", "claude-code", "codex"]);
+    assert_eq!(run.code, 2, "codex could not be edited: {run:?}");
+    assert!(
+        run.stderr.contains("codex: mcpx does not edit its TOML yet") && run.stderr.contains("[mcp_servers.mcpx]"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.contains("claude-code:") && run.stdout.contains("already reaches mcpx"), "{}", run.stdout);
+    assert_eq!(
+        std::fs::read_to_string(home.join(".codex/config.toml")).unwrap(),
+        "# codex\n[mcp_servers.a]\ncommand = \"x\"\n"
+    );
+
+    let cursor = std::fs::read_to_string(home.join(CURSOR)).unwrap();
+    assert!(cursor.starts_with("// my cursor servers\n") && cursor.contains("// keep me"), "comments kept: {cursor}");
+    let mcpx = mcpx_bin().display().to_string();
+    let parsed = strip_comments(&cursor);
+    assert_eq!(parsed["mcpServers"]["mcpx"], json!({ "command": mcpx, "args": ["serve"] }), "{cursor}");
+    assert_eq!(parsed["mcpServers"]["mine"], json!({ "command": "x" }));
+    let backups: Vec<_> = std::fs::read_dir(home.join(".cursor"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.display().to_string().contains("mcp.json.mcpx-backup-"))
+        .collect();
+    assert_eq!(backups.len(), 1, "a backup beside the file");
+    assert_eq!(std::fs::read_to_string(&backups[0]).unwrap(), commented, "the backup is the file before");
+    let vscode: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(home.join(VSCODE)).unwrap()).unwrap();
+    assert_eq!(vscode["servers"]["mcpx"], json!({ "type": "stdio", "command": mcpx, "args": ["serve"] }));
+    assert!(home.join(".config/Claude/claude_desktop_config.json").is_file(), "a missing file is made");
+
+    let listed = w.run(&["connect", "--json"]).json();
+    let connected: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["mcpx"] != json!([]))
+        .filter_map(|r| r["client"].as_str())
+        .collect();
+    assert_eq!(connected, ["claude-desktop", "claude-code", "cursor", "vscode"], "{listed}");
+    // Again: each is left as it is.
+    let again = w.run(&["connect", "cursor"]).ok();
+    assert!(again.contains("already reaches mcpx"), "{again}");
+
+    let out = w.run(&["disconnect", "cursor", "gemini"]).ok();
+    assert!(out.contains("cursor: removed mcpx") && out.contains("gemini: no file"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(home.join(CURSOR)).unwrap(),
+        commented,
+        "disconnect leaves the file as it was before connect"
+    );
+    let unknown = w.run(&["disconnect", "zed"]);
+    assert_eq!(unknown.code, 2, "{unknown:?}");
+}
+
+/// `text` (JSONC: comments, trailing commas) as a value.
+fn strip_comments(text: &str) -> serde_json::Value {
+    jsonc_parser::cst::CstRootNode::parse(text, &jsonc_parser::ParseOptions::default())
+        .unwrap()
+        .to_serde_value()
+        .unwrap()
 }
