@@ -5,6 +5,8 @@
 //! keep the file's comments and layout (the JSONC syntax tree `import` edits), and a
 //! backup of the file is written beside it first. Local files only: no daemon is needed.
 
+mod codex;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -13,7 +15,7 @@ use mcpx_daemon::config::{Client, ConfigEnv, mcpx_entries, runs_mcpx_serve};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::import::edit::{CopyError, add_entry, remove_entries};
+use crate::import::edit::{CopyError, Edited, add_entry, remove_entries};
 use crate::import::write_file;
 use crate::output::{say, say_json, table, warn};
 
@@ -81,7 +83,7 @@ pub fn list(vars: &HashMap<String, String>, json: bool) -> Result<i32, ApiError>
 
 /// Where `client` keeps its servers and the entry that runs `mcpx` (the binary at
 /// `mcpx`) there: `servers` with `"type": "stdio"` for VS Code, `mcpServers` for the
-/// others. `None` for Codex, whose TOML file mcpx does not edit yet: what to paste.
+/// others. For Codex, whose file is TOML ([`codex`]), the lines a person would paste.
 fn shape(client: Client, mcpx: &str) -> Result<(&'static str, Map<String, Value>), String> {
     let entry = |extra: Value| {
         let mut entry = json!({ "command": mcpx, "args": ["serve"] });
@@ -160,30 +162,29 @@ fn connect_one(client: Client, env: &ConfigEnv, mcpx: &str) -> Value {
             Err(e) => return fail(e.to_string()),
         }
     }
-    let (key, entry) = match shape(client, mcpx) {
-        Ok(shape) => shape,
-        Err(paste) => {
-            return fail(format!("mcpx does not edit its TOML yet; add this to {} by hand:\n{paste}", file.display()));
-        }
+    let new = match shape(client, mcpx) {
+        Ok((key, entry)) => match add_entry(text.as_deref(), key, "mcpx", &entry) {
+            Ok(Edited { text: Some(new), .. }) => new,
+            Ok(Edited { text: None, .. }) => return fail("nothing to change".into()),
+            Err(CopyError::Clash(_)) => {
+                let said = "has an entry named `mcpx` that does not run `mcpx serve`; rename it, then connect again";
+                return fail(format!("{} {said}", file.display()));
+            }
+            Err(CopyError::Refused(r)) => {
+                let (why, paste) = (r.reason, r.paste);
+                return fail(format!(
+                    "{} is unchanged: {why}; add this to its top-level object by hand:\n{paste}",
+                    file.display()
+                ));
+            }
+        },
+        Err(paste) => match codex::add(text.as_deref().unwrap_or_default(), "mcpx", mcpx, &["serve"]) {
+            Ok(new) => new,
+            Err(why) => {
+                return fail(format!("{} is unchanged: {why}; add this to it by hand:\n{paste}", file.display()));
+            }
+        },
     };
-    let edited = match add_entry(text.as_deref(), key, "mcpx", &entry) {
-        Ok(edited) => edited,
-        Err(CopyError::Clash(_)) => {
-            return fail(format!(
-                "{} has an entry named `mcpx` that does not run `mcpx serve`; rename it, then connect again",
-                file.display()
-            ));
-        }
-        Err(CopyError::Refused(r)) => {
-            return fail(format!(
-                "{} is unchanged: {}; add this to its top-level object by hand:\n{}",
-                file.display(),
-                r.reason,
-                r.paste
-            ));
-        }
-    };
-    let Some(new) = edited.text else { return fail("nothing to change".into()) };
     let saved = match &text {
         Some(old) => match backup(&file, old) {
             Ok(path) => Some(path),
@@ -241,20 +242,20 @@ fn disconnect_one(client: Client, env: &ConfigEnv) -> Value {
         }
         Err(e) => return fail(format!("cannot read {}: {e}", file.display())),
     };
-    let key = match shape(client, "mcpx") {
-        Ok((key, _)) => key,
-        Err(_) => {
-            return fail(format!(
-                "mcpx does not edit its TOML yet; remove the entry that runs `mcpx serve` from {} by hand",
-                file.display()
-            ));
-        }
+    let removed = match shape(client, "mcpx") {
+        Ok((key, _)) => match remove_entries(&text, key, runs_mcpx_serve) {
+            Ok(Edited { text: Some(new), present, .. }) => Some((new, present)),
+            Ok(Edited { text: None, .. }) => None,
+            Err(r) => return fail(format!("{} is unchanged: {}; {}", file.display(), r.reason, r.paste)),
+        },
+        Err(_) => match codex::remove(&text, runs_mcpx_serve) {
+            Ok(removed) => removed,
+            Err(why) => {
+                return fail(format!("{} is unchanged: {why}; remove its `mcpx serve` entry by hand", file.display()));
+            }
+        },
     };
-    let edited = match remove_entries(&text, key, runs_mcpx_serve) {
-        Ok(edited) => edited,
-        Err(r) => return fail(format!("{} is unchanged: {}; {}", file.display(), r.reason, r.paste)),
-    };
-    let Some(new) = edited.text else {
+    let Some((new, names)) = removed else {
         return json!({ "client": client.name(), "file": file, "said": "it does not reach mcpx: nothing to take out" });
     };
     let saved = match backup(&file, &text) {
@@ -264,11 +265,7 @@ fn disconnect_one(client: Client, env: &ConfigEnv) -> Value {
     if let Err((what, e)) = write_file(&file, &new) {
         return fail(format!("cannot {what} {}: {e}; it is unchanged", file.display()));
     }
-    let said = format!(
-        "removed {} from {}; the file before is at {}",
-        edited.present.join(", "),
-        file.display(),
-        saved.display()
-    );
-    json!({ "client": client.name(), "file": file, "said": said, "removed": edited.present, "backup": saved })
+    let said =
+        format!("removed {} from {}; the file before is at {}", names.join(", "), file.display(), saved.display());
+    json!({ "client": client.name(), "file": file, "said": said, "removed": names, "backup": saved })
 }
