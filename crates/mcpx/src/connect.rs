@@ -123,24 +123,7 @@ fn backup(file: &Path, text: &str) -> Result<PathBuf, String> {
 pub fn connect(vars: &HashMap<String, String>, names: &[String], json: bool) -> Result<i32, ApiError> {
     let env = ConfigEnv::from_vars(vars);
     let mcpx = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "mcpx".to_owned());
-    let mut done = Vec::new();
-    let mut failed = false;
-    for client in clients(names)? {
-        let outcome = connect_one(client, &env, &mcpx);
-        failed |= outcome.get("error").is_some();
-        if !json {
-            match (&outcome["error"], &outcome["said"]) {
-                (Value::String(e), _) => warn(&format!("{}: {e}", client.name())),
-                (_, Value::String(said)) => say(&format!("{}: {said}", client.name())),
-                _ => {}
-            }
-        }
-        done.push(outcome);
-    }
-    if json {
-        say_json(&Value::Array(done).to_string());
-    }
-    Ok(if failed { 2 } else { 0 })
+    each(names, json, |client| connect_one(client, &env, &mcpx))
 }
 
 /// Connects one client; `{"client", "file", "said"}` or `{"client", "error"}`.
@@ -211,10 +194,17 @@ fn connect_one(client: Client, env: &ConfigEnv, mcpx: &str) -> Value {
 /// Errors: an unknown client name (`usage`), before anything is changed.
 pub fn disconnect(vars: &HashMap<String, String>, names: &[String], json: bool) -> Result<i32, ApiError> {
     let env = ConfigEnv::from_vars(vars);
+    each(names, json, |client| disconnect_one(client, &env))
+}
+
+/// Does `one` for each client `names` names, saying each outcome (`{"client", "said"}`
+/// or `{"client", "error"}`) as it comes, or all of them as one JSON array; exit 0, or 2
+/// when any failed. Errors: an unknown name (`usage`), before anything is done.
+fn each(names: &[String], json: bool, one: impl Fn(Client) -> Value) -> Result<i32, ApiError> {
     let mut done = Vec::new();
     let mut failed = false;
     for client in clients(names)? {
-        let outcome = disconnect_one(client, &env);
+        let outcome = one(client);
         failed |= outcome.get("error").is_some();
         if !json {
             match (&outcome["error"], &outcome["said"]) {

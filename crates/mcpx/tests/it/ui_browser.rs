@@ -65,6 +65,18 @@ impl Browser {
         answer
     }
 
+    /// The browser's report once `done` holds of it (polled), or after 10 s.
+    fn report_once(&mut self, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let report = self.ask(json!({ "do": "report" }));
+            if done(&report) || Instant::now() > deadline {
+                return report;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn open(&mut self, url: &str) -> Value {
         self.ask(json!({ "do": "open", "url": url }))
     }
@@ -129,8 +141,9 @@ fn the_page_opens_from_the_link_once_and_another_origin_gets_nothing() {
     let evil = EvilPage::serve(&origin);
     let visit = b.open(&evil.url);
     assert_eq!(visit["status"], 200, "{visit}");
-    std::thread::sleep(Duration::from_millis(500));
-    let report = b.ask(json!({ "do": "report" }));
+    // Its page, frame, image and two fetches all sent.
+    let sent = |r: &Value| r["requests"].as_array().unwrap().iter().skip_while(|u| *u != &json!(evil.url)).count();
+    let report = b.report_once(|r| sent(r) >= 5);
     let responses = &report["responses"].as_array().unwrap()[before..];
     let answers: Vec<&Value> = responses.iter().filter(|r| r["url"].as_str().unwrap().starts_with(&origin)).collect();
     // The frame is answered (and refused); an image or a fetch the browser blocks
@@ -229,8 +242,14 @@ fetch("{origin}/actions/{verb}", {{method: "POST", credentials: "include", heade
     let evil = EvilPage::with(html);
     let before = b.ask(json!({ "do": "report" }))["responses"].as_array().unwrap().len();
     b.open(&evil.url);
-    std::thread::sleep(Duration::from_millis(1500));
-    let report = b.ask(json!({ "do": "report" }));
+    // Every action tried: each a refused form post or fetch with a response.
+    let tried = |r: &Value| {
+        let answered = &r["responses"].as_array().unwrap()[before..];
+        let verbs: std::collections::BTreeSet<&str> =
+            answered.iter().filter_map(|a| a["url"].as_str()?.strip_prefix(&format!("{origin}/actions/"))).collect();
+        verbs.len() >= EVERY.len()
+    };
+    let report = b.report_once(tried);
     let responses = &report["responses"].as_array().unwrap()[before..];
     let actions: Vec<&Value> =
         responses.iter().filter(|r| r["url"].as_str().unwrap().starts_with(&format!("{origin}/actions/"))).collect();
@@ -312,7 +331,8 @@ fn hostile_text_is_shown_as_text_and_runs_nothing() {
     assert!(text.contains("<script>alert('title')</script>") && text.contains("javascript:alert('link')"), "{text}");
     b.open(&format!("{origin}/servers/hostile"));
     b.open(&format!("{origin}/activity"));
-    std::thread::sleep(Duration::from_millis(600));
+    // The activity page shows the hostile call (its live region in place).
+    b.wait_for("tools/call", Duration::from_secs(5));
     let report = b.ask(json!({ "do": "report" }));
     assert_eq!(report["ran"], json!([]), "a script of the servers' ran: {report}");
     assert_eq!(report["dialogs"], json!([]), "{report}");
