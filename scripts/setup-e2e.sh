@@ -5,7 +5,8 @@
 #     .ci/run installs),
 #     the TypeScript SDK (for e2e/sdk_client.mjs), oidc-provider (the authorization server of
 #     e2e/oidc-provider.mjs), supergateway (for scripts/bench.sh), Claude
-#     Code's CLI (`claude`, a native binary its postinstall copies from a per-platform package)
+#     Code's CLI (`claude`, a native binary its postinstall copies from a per-platform package),
+#     OpenAI's Codex CLI (`codex`) and Gemini CLI (`gemini`), for `mcpx connect`'s tests,
 #     and Node 22, server-filesystem, and Deno (the code-mode runtime and type checker: the npm
 #     package `deno`, whose postinstall copies the binary of the platform's `@deno/*` package)
 #     (npm install from e2e/package-lock.json; needs Node >= 20 and npm);
@@ -94,7 +95,7 @@ else
     # dependency the registry does not have (404), which `npm ci` refuses. `npm install`
     # follows the lock for everything else; --no-save keeps the lock as committed.
     quietly "npm install in e2e/" npm install --prefix "$e2e" --no-audit --no-fund --no-save --loglevel=error
-    for bin in mcp-server-everything mcp-server-memory mcp-server-filesystem claude deno; do
+    for bin in mcp-server-everything mcp-server-memory mcp-server-filesystem claude codex gemini deno; do
         [[ -x "$e2e/node_modules/.bin/$bin" ]] || die "npm install finished but e2e/node_modules/.bin/$bin is missing"
     done
     [[ -f "$e2e/node_modules/supergateway/dist/index.js" ]] \

@@ -20,14 +20,18 @@ pub struct ConfigEnv {
     /// `$GEMINI_CLI_HOME`, which Gemini CLI uses in place of the home directory; ignored
     /// unless absolute.
     pub gemini_cli_home: Option<PathBuf>,
+    /// `$COPILOT_HOME`, where GitHub Copilot CLI keeps `mcp-config.json`; ignored unless
+    /// absolute.
+    pub copilot_home: Option<PathBuf>,
     /// `$HOME` with symbolic links resolved, when that differs from `home`: the walk up
     /// from a caller's real directory meets this one.
     pub home_real: Option<PathBuf>,
 }
 
 impl ConfigEnv {
-    /// Reads `HOME`, `XDG_CONFIG_HOME`, `CODEX_HOME`, `CLAUDE_CONFIG_DIR` and
-    /// `GEMINI_CLI_HOME` from a captured environment; empty values count as unset.
+    /// Reads `HOME`, `XDG_CONFIG_HOME`, `CODEX_HOME`, `CLAUDE_CONFIG_DIR`,
+    /// `GEMINI_CLI_HOME` and `COPILOT_HOME` from a captured environment; empty values
+    /// count as unset.
     pub fn from_vars(vars: &HashMap<String, String>) -> Self {
         let get = |name: &str| vars.get(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         Self {
@@ -36,6 +40,7 @@ impl ConfigEnv {
             codex_home: get("CODEX_HOME"),
             claude_config_dir: get("CLAUDE_CONFIG_DIR"),
             gemini_cli_home: get("GEMINI_CLI_HOME"),
+            copilot_home: get("COPILOT_HOME"),
             home_real: get("HOME").and_then(|h| std::fs::canonicalize(&h).ok().filter(|r| *r != h)),
         }
     }
@@ -91,11 +96,56 @@ pub enum Client {
     Gemini,
     /// Windsurf: `~/.codeium/windsurf/mcp_config.json`.
     Windsurf,
+    /// OpenCode: `~/.config/opencode/opencode.json`, servers under `mcp`.
+    Opencode,
+    /// Zed: `~/.config/zed/settings.json`, servers under `context_servers`.
+    Zed,
+    /// Goose: `~/.config/goose/config.yaml` (YAML), servers under `extensions`.
+    Goose,
+    /// Cline: `~/.cline/data/settings/cline_mcp_settings.json`.
+    Cline,
+    /// Roo Code (the VS Code extension): `mcp_settings.json` in its global storage.
+    RooCode,
+    /// Continue: `~/.continue/config.yaml` (YAML), a list under `mcpServers`.
+    Continue,
+    /// LM Studio: `~/.lmstudio/mcp.json`.
+    LmStudio,
+    /// Kiro: `~/.kiro/settings/mcp.json`.
+    Kiro,
+    /// Crush: `~/.config/crush/crush.json`, servers under `mcp`.
+    Crush,
+    /// Amazon Q Developer CLI: `~/.aws/amazonq/mcp.json`.
+    AmazonQ,
+    /// GitHub Copilot CLI: `~/.copilot/mcp-config.json`.
+    CopilotCli,
+}
+
+/// How a client's file holds its servers: its format and the top-level key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// JSON with comments; servers are an object under the key, by name.
+    Json(&'static str),
+    /// TOML; servers are tables under the key, by name (Codex's `[mcp_servers.NAME]`).
+    Toml(&'static str),
+    /// YAML; servers are a mapping under the key, by name (Goose's `extensions`).
+    YamlMap(&'static str),
+    /// YAML; servers are a sequence under the key, each named by its `name` (Continue's
+    /// `mcpServers`).
+    YamlList(&'static str),
+}
+
+impl Layout {
+    /// The top-level key that holds the servers.
+    pub fn key(self) -> &'static str {
+        match self {
+            Layout::Json(k) | Layout::Toml(k) | Layout::YamlMap(k) | Layout::YamlList(k) => k,
+        }
+    }
 }
 
 impl Client {
     /// Every client, in the order `mcpx import` lists them.
-    pub const ALL: [Client; 7] = [
+    pub const ALL: [Client; 18] = [
         Client::ClaudeDesktop,
         Client::ClaudeCode,
         Client::Cursor,
@@ -103,10 +153,23 @@ impl Client {
         Client::Codex,
         Client::Gemini,
         Client::Windsurf,
+        Client::Opencode,
+        Client::Zed,
+        Client::Goose,
+        Client::Cline,
+        Client::RooCode,
+        Client::Continue,
+        Client::LmStudio,
+        Client::Kiro,
+        Client::Crush,
+        Client::AmazonQ,
+        Client::CopilotCli,
     ];
 
-    /// The name used in `"imports"` and by `mcpx import`: `claude-desktop`, `claude-code`,
-    /// `cursor`, `vscode`, `codex`, `gemini` or `windsurf`.
+    /// The name used in `"imports"`, `mcpx import` and `mcpx connect`: `claude-desktop`,
+    /// `claude-code`, `cursor`, `vscode`, `codex`, `gemini`, `windsurf`, `opencode`, `zed`,
+    /// `goose`, `cline`, `roo-code`, `continue`, `lm-studio`, `kiro`, `crush`, `amazon-q`
+    /// or `copilot-cli`.
     pub fn name(self) -> &'static str {
         match self {
             Client::ClaudeDesktop => "claude-desktop",
@@ -116,6 +179,17 @@ impl Client {
             Client::Codex => "codex",
             Client::Gemini => "gemini",
             Client::Windsurf => "windsurf",
+            Client::Opencode => "opencode",
+            Client::Zed => "zed",
+            Client::Goose => "goose",
+            Client::Cline => "cline",
+            Client::RooCode => "roo-code",
+            Client::Continue => "continue",
+            Client::LmStudio => "lm-studio",
+            Client::Kiro => "kiro",
+            Client::Crush => "crush",
+            Client::AmazonQ => "amazon-q",
+            Client::CopilotCli => "copilot-cli",
         }
     }
 
@@ -129,24 +203,79 @@ impl Client {
             Client::Codex => "Codex",
             Client::Gemini => "Gemini CLI",
             Client::Windsurf => "Windsurf",
+            Client::Opencode => "OpenCode",
+            Client::Zed => "Zed",
+            Client::Goose => "Goose",
+            Client::Cline => "Cline",
+            Client::RooCode => "Roo Code",
+            Client::Continue => "Continue",
+            Client::LmStudio => "LM Studio",
+            Client::Kiro => "Kiro",
+            Client::Crush => "Crush",
+            Client::AmazonQ => "Amazon Q Developer CLI",
+            Client::CopilotCli => "GitHub Copilot CLI",
         }
     }
 
+    /// How this client's files hold their servers (see each client's section of
+    /// `tests/fixtures/clients/README.md`).
+    pub fn layout(self) -> Layout {
+        match self {
+            Client::Vscode => Layout::Json("servers"),
+            Client::Codex => Layout::Toml("mcp_servers"),
+            Client::Opencode | Client::Crush => Layout::Json("mcp"),
+            Client::Zed => Layout::Json("context_servers"),
+            Client::Goose => Layout::YamlMap("extensions"),
+            Client::Continue => Layout::YamlList("mcpServers"),
+            _ => Layout::Json("mcpServers"),
+        }
+    }
+
+    /// Whether this client is a desktop application (or an editor's extension), started
+    /// from a launcher whose `PATH` may not hold the directory `mcpx` is in; terminal
+    /// clients inherit the shell's.
+    pub fn is_desktop(self) -> bool {
+        !matches!(
+            self,
+            Client::ClaudeCode
+                | Client::Codex
+                | Client::Gemini
+                | Client::Opencode
+                | Client::Goose
+                | Client::Crush
+                | Client::AmazonQ
+                | Client::CopilotCli
+        )
+    }
+
     /// This client's user-level config file on this OS, from the daemon's environment;
-    /// `None` when `HOME` is unknown. The file need not exist.
+    /// `None` when `HOME` is unknown. The file need not exist. "Config dir" below is
+    /// `$XDG_CONFIG_HOME` (when absolute), else `~/.config`; "app dir" is
+    /// `~/Library/Application Support` on macOS and the config dir elsewhere.
     ///
-    /// - Claude Desktop: `~/Library/Application Support/Claude/claude_desktop_config.json` on
-    ///   macOS; elsewhere `$XDG_CONFIG_HOME/Claude/claude_desktop_config.json`, else
-    ///   `~/.config/Claude/...` (where the Linux builds keep it).
+    /// - Claude Desktop: `<app dir>/Claude/claude_desktop_config.json`.
     /// - Claude Code: `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`.
     /// - Cursor: `~/.cursor/mcp.json`.
-    /// - VS Code: `~/Library/Application Support/Code/User/mcp.json` on macOS, else
-    ///   `$XDG_CONFIG_HOME/Code/User/mcp.json`, else `~/.config/Code/User/mcp.json`.
+    /// - VS Code: `<app dir>/Code/User/mcp.json`.
     /// - Codex: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`.
     /// - Gemini CLI: `$GEMINI_CLI_HOME/.gemini/settings.json`, else `~/.gemini/settings.json`.
     /// - Windsurf: `~/.codeium/windsurf/mcp_config.json`.
+    /// - OpenCode: `<config dir>/opencode/opencode.json`.
+    /// - Zed: `<config dir>/zed/settings.json`.
+    /// - Goose: `<config dir>/goose/config.yaml`.
+    /// - Cline: `~/.cline/data/settings/cline_mcp_settings.json` (shared by its VS Code
+    ///   extension and CLI; older builds kept it in VS Code's global storage and move it
+    ///   here).
+    /// - Roo Code: `<app dir>/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json`.
+    /// - Continue: `~/.continue/config.yaml`.
+    /// - LM Studio: `~/.lmstudio/mcp.json`.
+    /// - Kiro: `~/.kiro/settings/mcp.json`.
+    /// - Crush: `<config dir>/crush/crush.json`.
+    /// - Amazon Q Developer CLI: `~/.aws/amazonq/mcp.json`.
+    /// - GitHub Copilot CLI: `$COPILOT_HOME/mcp-config.json`, else `~/.copilot/mcp-config.json`.
     pub fn user_file(self, env: &ConfigEnv) -> Option<PathBuf> {
         let home = env.home.as_deref()?;
+        let config = || absolute(&env.xdg_config_home).unwrap_or(&home.join(".config")).to_path_buf();
         Some(match self {
             Client::ClaudeDesktop => app_config_dir(env, home)?.join("Claude").join("claude_desktop_config.json"),
             Client::ClaudeCode => absolute(&env.claude_config_dir).unwrap_or(home).join(".claude.json"),
@@ -158,7 +287,49 @@ impl Client {
             },
             Client::Gemini => absolute(&env.gemini_cli_home).unwrap_or(home).join(".gemini").join("settings.json"),
             Client::Windsurf => home.join(".codeium").join("windsurf").join("mcp_config.json"),
+            Client::Opencode => config().join("opencode").join("opencode.json"),
+            Client::Zed => config().join("zed").join("settings.json"),
+            Client::Goose => config().join("goose").join("config.yaml"),
+            Client::Cline => home.join(".cline/data/settings/cline_mcp_settings.json"),
+            Client::RooCode => app_config_dir(env, home)?
+                .join("Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json"),
+            Client::Continue => home.join(".continue").join("config.yaml"),
+            Client::LmStudio => home.join(".lmstudio").join("mcp.json"),
+            Client::Kiro => home.join(".kiro").join("settings").join("mcp.json"),
+            Client::Crush => config().join("crush").join("crush.json"),
+            Client::AmazonQ => home.join(".aws").join("amazonq").join("mcp.json"),
+            Client::CopilotCli => match absolute(&env.copilot_home) {
+                Some(dir) => dir.join("mcp-config.json"),
+                None => home.join(".copilot").join("mcp-config.json"),
+            },
         })
+    }
+
+    /// This client's file for the project in `dir`, for `mcpx connect --project`; `None`
+    /// for a client with no project file:
+    ///
+    /// - Claude Code: `.mcp.json`; Cursor: `.cursor/mcp.json`; VS Code: `.vscode/mcp.json`;
+    /// - Codex: `.codex/config.toml`; Gemini CLI: `.gemini/settings.json`;
+    /// - OpenCode: `opencode.json`; Zed: `.zed/settings.json`; Roo Code: `.roo/mcp.json`;
+    /// - Kiro: `.kiro/settings/mcp.json`; Crush: `crush.json`; Amazon Q: `.amazonq/mcp.json`;
+    /// - GitHub Copilot CLI: `.github/mcp.json`.
+    pub fn project_file(self, dir: &Path) -> Option<PathBuf> {
+        let rel = match self {
+            Client::ClaudeCode => ".mcp.json",
+            Client::Cursor => ".cursor/mcp.json",
+            Client::Vscode => ".vscode/mcp.json",
+            Client::Codex => ".codex/config.toml",
+            Client::Gemini => ".gemini/settings.json",
+            Client::Opencode => "opencode.json",
+            Client::Zed => ".zed/settings.json",
+            Client::RooCode => ".roo/mcp.json",
+            Client::Kiro => ".kiro/settings/mcp.json",
+            Client::Crush => "crush.json",
+            Client::AmazonQ => ".amazonq/mcp.json",
+            Client::CopilotCli => ".github/mcp.json",
+            _ => return None,
+        };
+        Some(dir.join(rel))
     }
 }
 

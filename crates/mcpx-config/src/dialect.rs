@@ -22,17 +22,29 @@
 //! (an unset variable is empty there). Codex and Claude Desktop expand nothing, so a `${`
 //! in their values is literal.
 
+mod others;
+mod template;
+
 use serde_json::{Map, Value};
 
 use super::clients::{Client, FileKind};
+pub use others::is_server;
+use template::{bare_vars, for_each_template, millis};
 
 /// Rewrites one server entry of a file of `kind` into mcpx's shape (see the module docs).
 pub(super) fn normalize(kind: &FileKind, mut entry: Map<String, Value>) -> Map<String, Value> {
-    let literal = matches!(kind.client, Some(Client::Codex | Client::ClaudeDesktop));
+    let mut options = Map::new();
+    if let Some(client) = kind.client {
+        others::normalize(client, &mut entry, &mut options);
+    }
+    let literal =
+        matches!(kind.client, Some(Client::Codex | Client::ClaudeDesktop)) || kind.client.is_some_and(others::literal);
     if literal {
         for_each_template(&mut entry, |s| *s = s.replace("${", "$${"));
     }
-    let mut options = Map::new();
+    if let Some(client) = kind.client {
+        others::variables(client, &mut entry);
+    }
     match kind.client {
         Some(Client::Gemini) => {
             // `url` alone is streamable HTTP falling back to SSE, as Gemini CLI does it (its
@@ -104,13 +116,31 @@ pub(super) fn gemini_allowed(mcp: &Value, entries: &mut [(String, Value)]) {
 /// Whether an entry runs `mcpx serve` itself: how a client is connected to mcpx, so its
 /// file (imported, or a shared `.mcp.json`) holds one. mcpx leaves such an entry out rather
 /// than hold itself, which would start a `serve` per listing, each listing again.
+///
+/// Recognised in every client's shape: `command` (or Goose's `cmd`) with `args`,
+/// OpenCode's `command` array, and Zed's older `command: {path, args}`.
 pub fn runs_mcpx_serve(entry: &Map<String, Value>) -> bool {
-    let Some(Value::String(command)) = entry.get("command") else {
-        return false;
+    let strings = |v: Option<&Value>| -> Vec<String> {
+        let items = v.and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        items.iter().filter_map(|a| a.as_str().map(str::to_owned)).collect()
     };
-    let program = command.rsplit('/').next().unwrap_or(command);
-    let serve = |args: &Vec<Value>| args.iter().any(|a| a.as_str() == Some("serve"));
-    program == "mcpx" && matches!(entry.get("args"), Some(Value::Array(args)) if serve(args))
+    let (program, args) = match entry.get("command").or_else(|| entry.get("cmd")) {
+        Some(Value::String(command)) => (command.clone(), strings(entry.get("args"))),
+        Some(Value::Array(parts)) => {
+            let mut parts = strings(Some(&Value::Array(parts.clone())));
+            if parts.is_empty() {
+                return false;
+            }
+            let program = parts.remove(0);
+            (program, parts)
+        }
+        Some(Value::Object(command)) => match command.get("path") {
+            Some(Value::String(path)) => (path.clone(), strings(command.get("args"))),
+            _ => return false,
+        },
+        _ => return false,
+    };
+    program.rsplit('/').next() == Some("mcpx") && args.iter().any(|a| a == "serve")
 }
 
 /// Codex's keys (its `config.toml`, `[mcp_servers.NAME]`). Its values are literal (escaped
@@ -160,33 +190,9 @@ fn codex(entry: &mut Map<String, Value>, options: &mut Map<String, Value>) {
     }
 }
 
-/// A number of milliseconds as an mcpx duration (`"1500ms"`); `None` when not a number.
-fn millis(v: &Value) -> Option<Value> {
-    let ms = v.as_f64()?;
-    Some(Value::String(format!("{}ms", ms.round() as u64)))
-}
-
-/// Calls `f` on every string mcpx expands: `command`, each of `args`, `env` and `headers`
-/// values, `cwd` and `url`.
-fn for_each_template(entry: &mut Map<String, Value>, mut f: impl FnMut(&mut String)) {
-    for key in ["command", "cwd", "url"] {
-        if let Some(Value::String(s)) = entry.get_mut(key) {
-            f(s);
-        }
-    }
-    if let Some(Value::Array(args)) = entry.get_mut("args") {
-        args.iter_mut().filter_map(|a| if let Value::String(s) = a { Some(s) } else { None }).for_each(&mut f);
-    }
-    for key in ["env", "headers"] {
-        if let Some(Value::Object(map)) = entry.get_mut(key) {
-            map.values_mut().filter_map(|v| if let Value::String(s) = v { Some(s) } else { None }).for_each(&mut f);
-        }
-    }
-}
-
 /// Rewrites one template: VS Code's predefined variables, and Gemini CLI's `$VAR`.
 fn rewrite(kind: &FileKind, s: &mut String) {
-    if kind.client == Some(Client::Gemini) {
+    if matches!(kind.client, Some(Client::Gemini | Client::Crush | Client::CopilotCli)) {
         *s = bare_vars(s);
     }
     if !s.contains("${") {
@@ -200,34 +206,6 @@ fn rewrite(kind: &FileKind, s: &mut String) {
         out = out.replace("${workspaceFolderBasename}", &base).replace("${workspaceFolder}", &folder);
     }
     *s = out;
-}
-
-/// Gemini CLI's `$NAME` and `${NAME}` as `${NAME:-}` (unset is empty there); `${NAME:-x}`
-/// and a `$` not followed by a name stay.
-fn bare_vars(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
-    let mut rest = s;
-    while let Some(pos) = rest.find('$') {
-        out.push_str(&rest[..pos]);
-        let after = &rest[pos + 1..];
-        let braced = after.strip_prefix('{');
-        let body = braced.unwrap_or(after);
-        let len = body.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(body.len());
-        let name = &body[..len];
-        let is_name = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
-        let closed = braced.is_none() || body[len..].starts_with('}');
-        if is_name && closed {
-            out.push_str("${");
-            out.push_str(name);
-            out.push_str(":-}");
-            rest = &body[len + usize::from(braced.is_some())..];
-        } else {
-            out.push('$');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]
@@ -284,6 +262,10 @@ mod tests {
         assert!(!runs(json!({"command": "mcpx", "args": ["call", "x.y"]})));
         assert!(!runs(json!({"command": "mcpx-other", "args": ["serve"]})));
         assert!(!runs(json!({"url": "https://mcpx/serve"})));
+        assert!(runs(json!({"type": "local", "command": ["/bin/mcpx", "serve"]})), "OpenCode's array");
+        assert!(!runs(json!({"command": ["mcpx"]})));
+        assert!(runs(json!({"cmd": "mcpx", "args": ["serve"], "type": "stdio"})), "Goose's cmd");
+        assert!(runs(json!({"command": {"path": "mcpx", "args": ["serve"]}})), "Zed's older shape");
     }
 
     #[test]
@@ -322,5 +304,84 @@ mod tests {
         assert_eq!(norm(&desktop, json!({"args": ["${HOME}"]})), json!({"args": ["$${HOME}"]}));
         // mcpx's own files do not read `disabled` at the top of an entry.
         assert_eq!(norm(&kind(None, None), json!({"disabled": true})), json!({"disabled": true}));
+    }
+
+    /// The entry as the newer clients' files hold it, rewritten.
+    fn of(client: Client, v: Value) -> Value {
+        norm(&kind(Some(client), None), v)
+    }
+
+    #[test]
+    fn opencode_command_array_environment_and_its_variables() {
+        let out = of(
+            Client::Opencode,
+            json!({"type": "local", "command": ["npx", "-y", "s"], "environment": {"T": "{env:TOK}-${lit}"},
+                   "enabled": false, "oauth": false}),
+        );
+        assert_eq!(
+            out,
+            json!({"command": "npx", "args": ["-y", "s"], "env": {"T": "${TOK:-}-$${lit}"}, "enabled": false,
+                   "mcpx": {"disabled": true}})
+        );
+        let remote = of(Client::Opencode, json!({"type": "remote", "url": "https://h/{env:P}", "headers": {}}));
+        assert_eq!(remote, json!({"url": "https://h/${P:-}", "headers": {}}));
+    }
+
+    #[test]
+    fn goose_extensions() {
+        let out = of(
+            Client::Goose,
+            json!({"type": "stdio", "name": "g", "cmd": "x", "args": [], "envs": {"A": "${lit}"},
+                   "env_keys": ["K", "A"], "enabled": false, "timeout": 300, "available_tools": ["t"]}),
+        );
+        assert_eq!(
+            out,
+            json!({"name": "g", "command": "x", "args": [], "env": {"A": "$${lit}", "K": "${K}"},
+                   "env_keys": ["K", "A"], "enabled": false, "timeout": 300, "available_tools": ["t"],
+                   "mcpx": {"disabled": true, "callTimeout": 300, "includeTools": ["t"]}})
+        );
+        let remote = of(
+            Client::Goose,
+            json!({"type": "streamable_http", "uri": "https://h/mcp", "headers": {"A": "Bearer ${TOK}", "B": "$X"}}),
+        );
+        assert_eq!(
+            remote,
+            json!({"url": "https://h/mcp", "transport": "http", "headers": {"A": "Bearer ${TOK:-}", "B": "${X:-}"}})
+        );
+        let builtin = json!({"type": "builtin", "name": "developer"});
+        assert!(!others::is_server(Client::Goose, builtin.as_object().unwrap()));
+        assert!(others::is_server(Client::Cursor, builtin.as_object().unwrap()));
+    }
+
+    #[test]
+    fn continue_secrets_and_request_headers() {
+        let out = of(
+            Client::Continue,
+            json!({"name": "c", "type": "sse", "url": "https://h",
+                   "requestOptions": {"headers": {"A": "Bearer ${{ secrets.TOK }}", "B": "${{ inputs.x-y }}"}}}),
+        );
+        assert_eq!(out["headers"], json!({"A": "Bearer ${TOK}", "B": "$${{ inputs.x-y }}"}));
+        assert_eq!(out["type"], "sse", "the transport stays");
+        let stdio = of(Client::Continue, json!({"name": "c", "type": "stdio", "command": "x"}));
+        assert_eq!(stdio, json!({"command": "x"}));
+    }
+
+    #[test]
+    fn the_tool_lists_timeouts_and_flags_of_the_rest() {
+        let opts = |client, v| of(client, v)["mcpx"].clone();
+        assert_eq!(opts(Client::Zed, json!({"enabled": false})), json!({"disabled": true}));
+        assert_eq!(opts(Client::Crush, json!({"disabled_tools": ["t"]})), json!({"excludeTools": ["t"]}));
+        assert_eq!(
+            opts(Client::RooCode, json!({"timeout": 60, "disabledTools": ["t"], "disabled": true})),
+            json!({"callTimeout": 60, "excludeTools": ["t"], "disabled": true})
+        );
+        assert_eq!(opts(Client::Kiro, json!({"disabledTools": ["t"]})), json!({"excludeTools": ["t"]}));
+        assert_eq!(opts(Client::AmazonQ, json!({"timeout": 120000})), json!({"callTimeout": "120000ms"}));
+        assert_eq!(opts(Client::CopilotCli, json!({"tools": ["a"]})), json!({"includeTools": ["a"]}));
+        assert_eq!(of(Client::CopilotCli, json!({"type": "local", "tools": ["*"]})), json!({"tools": ["*"]}));
+        assert_eq!(of(Client::Crush, json!({"env": {"A": "$TOK"}}))["env"], json!({"A": "${TOK:-}"}));
+        assert_eq!(of(Client::LmStudio, json!({"env": {"A": "${TOK}"}}))["env"], json!({"A": "$${TOK}"}));
+        assert_eq!(of(Client::Cline, json!({"url": "https://h"}))["transport"], "sse", "Cline's default");
+        assert_eq!(of(Client::CopilotCli, json!({"env": {"A": "$TOK"}}))["env"], json!({"A": "${TOK:-}"}));
     }
 }

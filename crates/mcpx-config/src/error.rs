@@ -163,6 +163,8 @@ impl ConfigError {
 fn syntax_hint(file: &Path) -> &'static str {
     if file.extension().is_some_and(|e| e == "toml") {
         "fix the TOML"
+    } else if file.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+        "fix the YAML"
     } else {
         "fix the JSON; comments and trailing commas are allowed"
     }

@@ -69,7 +69,7 @@ mod import_tests;
 #[cfg(test)]
 mod tests;
 
-pub use clients::{Client, ConfigEnv};
+pub use clients::{Client, ConfigEnv, Layout};
 pub use command::{CommandNotFound, DEFAULT_PATH, ExeIdentity, SearchedIn, exe_identity, resolve_command};
 pub use dialect::runs_mcpx_serve;
 pub use entry::{EntryError, ExpandedSandbox, FileWarning, ResolvedConfig, ServerEntry, ServerOptions};

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::clients::{Client, FileKind};
+use super::clients::{Client, FileKind, Layout};
 use super::entry::{EntryError, ServerEntry};
 use super::error::ConfigError;
 use super::parse_entry::parse_entry;
@@ -37,6 +37,9 @@ struct TopLevel {
     /// Gemini CLI's `mcp` settings: `allowed` and `excluded` server names.
     #[serde(default)]
     mcp: Option<Value>,
+    /// Zed's servers.
+    #[serde(default)]
+    context_servers: Option<Entries>,
 }
 
 /// Claude Code's `projects`: for each directory, the entries of its `mcpServers` (none when
@@ -247,7 +250,8 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
         let (line, column) = line_column(text, offset);
         ConfigError::Syntax { file: file.to_owned(), line, column, message }
     };
-    if kind.client == Some(Client::Codex) {
+    let layout = kind.client.map(Client::layout);
+    if let Some(Layout::Toml(key)) = layout {
         let top: CodexTop =
             toml::from_str(text).map_err(|e| syntax(e.span().map_or(0, |s| s.start), e.message().to_owned()))?;
         let entries = top
@@ -255,9 +259,31 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
             .unwrap_or_default()
             .into_iter()
             .map(|(name, value)| (name, serde_json::to_value(value).unwrap_or(Value::Null)));
-        let main = vec![("mcp_servers", entries.collect())];
-        let (imports, pinning) = (None, None);
-        return Ok(RawFile { main, projects: Vec::new(), imports, inputs: BTreeMap::new(), trust_all: false, pinning });
+        return Ok(RawFile::only(vec![(key, entries.collect())]));
+    }
+    if let Some(Layout::YamlMap(key) | Layout::YamlList(key)) = layout {
+        // An empty file is an empty document, as the clients take it.
+        let top: Value = if text.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_norway::from_str(text).map_err(|e| {
+                let (line, column) = line_column(text, e.location().map_or(0, |l| l.index()));
+                ConfigError::Syntax { file: file.to_owned(), line, column, message: yaml_message(&e) }
+            })?
+        };
+        let entries = match top.get(key) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Object(map)) if matches!(layout, Some(Layout::YamlMap(_))) => map.clone().into_iter().collect(),
+            Some(Value::Array(items)) if matches!(layout, Some(Layout::YamlList(_))) => named_items(items),
+            Some(other) => {
+                let shape = if matches!(layout, Some(Layout::YamlMap(_))) { "a mapping" } else { "a list" };
+                let message = format!("`{key}` must be {shape} of servers, found {}", json_kind(other));
+                return Err(ConfigError::Syntax { file: file.to_owned(), line: 1, column: 1, message });
+            }
+        };
+        let client = kind.client.unwrap_or(Client::Goose);
+        let servers = entries.into_iter().filter(|(_, e)| e.as_object().is_none_or(|m| dialect::is_server(client, m)));
+        return Ok(RawFile::only(vec![(key, servers.collect())]));
     }
     let json = jsonc::to_json(text).map_err(|e| syntax(e.offset, e.message.to_owned()))?;
     let top: TopLevel = serde_json::from_str(&json).map_err(|e| ConfigError::Syntax {
@@ -266,10 +292,24 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
         column: e.column(),
         message: serde_message(&e),
     })?;
-    let mut main = vec![("servers", top.servers), ("mcpServers", top.mcp_servers)]
-        .into_iter()
-        .map(|(key, e)| (key, e.map(|e| e.0).unwrap_or_default()))
-        .collect::<Vec<_>>();
+    let mut main = match layout {
+        Some(Layout::Json("context_servers")) => vec![("context_servers", top.context_servers)],
+        Some(Layout::Json("mcp")) => {
+            let entries = match top.mcp.clone() {
+                Some(Value::Object(map)) => Some(Entries(map.into_iter().collect())),
+                None | Some(Value::Null) => None,
+                Some(other) => {
+                    let message = format!("`mcp` must be an object of servers, found {}", json_kind(&other));
+                    return Err(ConfigError::Syntax { file: file.to_owned(), line: 1, column: 1, message });
+                }
+            };
+            vec![("mcp", entries)]
+        }
+        _ => vec![("servers", top.servers), ("mcpServers", top.mcp_servers)],
+    }
+    .into_iter()
+    .map(|(key, e)| (key, e.map(|e| e.0).unwrap_or_default()))
+    .collect::<Vec<_>>();
     if let (Some(Client::Gemini), Some(mcp)) = (kind.client, &top.mcp) {
         for (_, entries) in &mut main {
             dialect::gemini_allowed(mcp, entries);
@@ -293,6 +333,30 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
         trust_all: top.trust_project_files.as_ref().and_then(Value::as_bool) == Some(true),
         pinning: top.pinning,
     })
+}
+
+impl RawFile {
+    /// A file that has only servers (no `imports`, projects, inputs or settings).
+    fn only(main: Vec<(&'static str, RawEntries)>) -> RawFile {
+        RawFile { main, projects: Vec::new(), imports: None, inputs: BTreeMap::new(), trust_all: false, pinning: None }
+    }
+}
+
+/// Continue's list of servers: each item named by its `name` (an item without one is
+/// named by its place, `#N`, and fails alone as an entry without `command` or `url`).
+fn named_items(items: &[Value]) -> RawEntries {
+    let name =
+        |i: usize, item: &Value| item.get("name").and_then(Value::as_str).map_or(format!("#{}", i + 1), str::to_owned);
+    items.iter().enumerate().map(|(i, item)| (name(i, item), item.clone())).collect()
+}
+
+/// serde_norway's message without its " at line L column C" suffix.
+fn yaml_message(e: &serde_norway::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(at) if e.location().is_some() => text[..at].to_owned(),
+        _ => text,
+    }
 }
 
 /// VS Code's `inputs` (`[{"id", "description", ...}]`): id → description, at most 200

@@ -171,16 +171,9 @@ enum Command {
         force: bool,
     },
     /// Put mcpx into MCP clients' files (`mcpx serve`, comments kept, a backup beside each); with no client, list them.
-    Connect {
-        /// Clients: claude-desktop, claude-code, cursor, vscode, codex, gemini, windsurf.
-        clients: Vec<String>,
-    },
-    /// Take mcpx out of MCP clients' files (every entry running `mcpx serve`), with a backup beside each.
-    Disconnect {
-        /// Clients, as `connect` names them.
-        #[arg(required = true)]
-        clients: Vec<String>,
-    },
+    Connect(crate::connect::ConnectArgs),
+    /// Take mcpx out of MCP clients' files (every entry running `mcpx serve`), with a backup beside each; --restore undoes `connect` from its backup.
+    Disconnect(crate::connect::DisconnectArgs),
     /// Install the daemon as a user service (systemd user unit or launchd agent) that keeps supervisors alive.
     Service {
         #[command(subcommand)]
@@ -391,10 +384,13 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
         return crate::import::run(crate::import::Import { names, copy, force, config, cwd }, cli.global.json).await;
     }
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+    let config_arg = |cli: &Cli| absolute(cli.global.config.clone(), std::env::current_dir().ok().as_deref());
     match &cli.command {
-        Command::Connect { clients } if clients.is_empty() => return crate::connect::list(&env, cli.global.json),
-        Command::Connect { clients } => return crate::connect::connect(&env, clients, cli.global.json),
-        Command::Disconnect { clients } => return crate::connect::disconnect(&env, clients, cli.global.json),
+        Command::Connect(args) if args.clients.is_empty() => {
+            return crate::connect::list(&env, args.project.as_deref(), cli.global.json);
+        }
+        Command::Connect(args) => return crate::connect::connect(&env, args, config_arg(&cli), cli.global.json),
+        Command::Disconnect(args) => return crate::connect::disconnect(&env, args, config_arg(&cli), cli.global.json),
         _ => {}
     }
     let dirs = Dirs::from_env(&env).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
@@ -579,8 +575,8 @@ async fn dispatch(client: &Client, command: Command, caller: &Caller, json: bool
         | Command::Run(_)
         | Command::Exec(_)
         | Command::Import { .. }
-        | Command::Connect { .. }
-        | Command::Disconnect { .. } => {
+        | Command::Connect(_)
+        | Command::Disconnect(_) => {
             unreachable!("handled before connecting")
         }
     }

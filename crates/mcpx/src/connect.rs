@@ -1,23 +1,51 @@
 //! `mcpx connect [CLIENT...]` and `mcpx disconnect CLIENT...`: mcpx put into, or taken
-//! out of, MCP clients' user-level files. With no client named, `connect` lists the
-//! clients whose files mcpx knows, whether each exists, and whether it already reaches
-//! mcpx (an entry that runs `mcpx serve`, recognised in each client's own shape). Edits
-//! keep the file's comments and layout (the JSONC syntax tree `import` edits), and a
-//! backup of the file is written beside it first. Local files only: no daemon is needed.
+//! out of, MCP clients' files (each user-level one, or a project's with `--project`).
+//! With no client named, `connect` lists the clients whose files mcpx knows, whether each
+//! exists, and whether it already reaches mcpx (an entry that runs `mcpx serve`,
+//! recognised in each client's own shape). `--move` moves the client's own servers into
+//! mcpx's config as well. Edits keep the file's comments and layout ([`file`]), a backup
+//! of the file is written beside it first, and what was done is recorded
+//! ([`restore`]) so `mcpx disconnect --restore` can undo it. Local files only: no daemon
+//! is needed.
 
 mod codex;
+mod common;
+mod file;
+mod restore;
+mod yaml;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use mcpx_api::{ApiError, ErrorKind};
-use mcpx_daemon::config::{Client, ConfigEnv, mcpx_entries, runs_mcpx_serve};
+use mcpx_api::ApiError;
+use mcpx_daemon::config::{Client, mcpx_entries, read_client_file};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::import::edit::{CopyError, Edited, add_entry, remove_entries};
+use crate::import::edit::{CopyError, Edited, add_servers};
 use crate::import::write_file;
-use crate::output::{say, say_json, table, warn};
+use crate::output::{say_json, table};
+use common::{Ctx, Moved, backup, each, read};
+use file::Refusal;
+pub use restore::{DisconnectArgs, disconnect};
+
+/// `mcpx connect`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct ConnectArgs {
+    /// Clients; none lists them all: claude-desktop, claude-code, cursor, vscode, codex,
+    /// gemini, windsurf, opencode, zed, goose, cline, roo-code, continue, lm-studio, kiro,
+    /// crush, amazon-q, copilot-cli.
+    pub clients: Vec<String>,
+    /// Edit each client's file for the project in DIR (such as DIR/.cursor/mcp.json)
+    /// rather than its user-level file.
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Also move the client's own servers into mcpx (its user config, or DIR/.mcpx.json
+    /// with --project, where they stay untrusted until `mcpx trust`), so the client sees
+    /// only mcpx.
+    #[arg(long = "move")]
+    pub move_servers: bool,
+}
 
 /// One client, as `mcpx connect` lists it.
 #[derive(Debug, Serialize)]
@@ -35,17 +63,20 @@ struct Row {
     error: Option<String>,
 }
 
-/// Lists every client's file and whether it reaches mcpx; exit 0. With `json`, one array
-/// of `{client, file, exists, mcpx, error?}`.
+/// Lists every client's file (user-level, or the project's with `--project`) and whether
+/// it reaches mcpx; exit 0. With `json`, one array of `{client, file, exists, mcpx,
+/// error?}`.
 ///
-/// Errors: none; a file that cannot be read is shown with why.
-pub fn list(vars: &HashMap<String, String>, json: bool) -> Result<i32, ApiError> {
-    let env = ConfigEnv::from_vars(vars);
+/// Errors: a `--project` that is no directory (`usage`); a file that cannot be read is
+/// shown with why.
+pub fn list(vars: &HashMap<String, String>, project: Option<&Path>, json: bool) -> Result<i32, ApiError> {
+    let ctx = Ctx::new(vars, project, None)?;
     let home = vars.get("HOME").map(PathBuf::from);
     let rows: Vec<Row> = Client::ALL
         .iter()
+        .filter(|c| ctx.file(**c).is_ok() || ctx.project.is_none())
         .map(|&client| {
-            let file = client.user_file(&env);
+            let file = ctx.file(client).ok();
             let exists = file.as_deref().is_some_and(Path::is_file);
             let (mut mcpx, mut error) = (Vec::new(), None);
             if let (true, Some(path)) = (exists, &file) {
@@ -81,181 +112,122 @@ pub fn list(vars: &HashMap<String, String>, json: bool) -> Result<i32, ApiError>
     Ok(0)
 }
 
-/// Where `client` keeps its servers and the entry that runs `mcpx` (the binary at
-/// `mcpx`) there: `servers` with `"type": "stdio"` for VS Code, `mcpServers` for the
-/// others. For Codex, whose file is TOML ([`codex`]), the lines a person would paste.
-fn shape(client: Client, mcpx: &str) -> Result<(&'static str, Map<String, Value>), String> {
-    let entry = |extra: Value| {
-        let mut entry = json!({ "command": mcpx, "args": ["serve"] });
-        if let (Some(e), Value::Object(more)) = (entry.as_object_mut(), extra) {
-            e.extend(more);
-        }
-        entry.as_object().cloned().unwrap_or_default()
-    };
-    match client {
-        Client::Vscode => Ok(("servers", entry(json!({ "type": "stdio" })))),
-        Client::Codex => Err(format!("[mcp_servers.mcpx]\ncommand = {}\nargs = [\"serve\"]", Value::from(mcpx))),
-        _ => Ok(("mcpServers", entry(Value::Null))),
-    }
-}
-
-/// The clients `names` name. Errors: an unknown name (`usage`), listing the known ones.
-fn clients(names: &[String]) -> Result<Vec<Client>, ApiError> {
-    names.iter().map(|n| n.parse::<Client>().map_err(|e| ApiError::new(ErrorKind::Usage, e))).collect()
-}
-
-/// Writes a backup of `file` (holding `text`) beside it, as `<file>.mcpx-backup-<secs>`;
-/// its path. Errors: it cannot be written.
-fn backup(file: &Path, text: &str) -> Result<PathBuf, String> {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let mut name = file.file_name().unwrap_or_default().to_owned();
-    name.push(format!(".mcpx-backup-{secs}"));
-    let path = file.with_file_name(name);
-    write_file(&path, text).map_err(|(what, e)| format!("cannot {what} the backup {}: {e}", path.display()))?;
-    Ok(path)
-}
-
-/// `mcpx connect CLIENT...`: adds an `mcpx` entry running this binary's `serve` to
-/// each client's user-level file, unless one reaching mcpx is there already; exit 0, or
-/// 2 when any client could not be edited (the others are).
+/// `mcpx connect CLIENT...`: adds an `mcpx` entry running this binary's `serve` to each
+/// client's file, unless one reaching mcpx is there already; with `--move`, moves the
+/// client's other servers into mcpx's file first. Exit 0, or 2 when any client could not
+/// be edited (the others are). `config` is the global `--config`.
 ///
-/// Errors: an unknown client name (`usage`), before anything is changed.
-pub fn connect(vars: &HashMap<String, String>, names: &[String], json: bool) -> Result<i32, ApiError> {
-    let env = ConfigEnv::from_vars(vars);
+/// Errors: an unknown client name or a `--project` that is no directory (`usage`), before
+/// anything is changed.
+pub fn connect(
+    vars: &HashMap<String, String>,
+    args: &ConnectArgs,
+    config: Option<PathBuf>,
+    json: bool,
+) -> Result<i32, ApiError> {
+    let ctx = Ctx::new(vars, args.project.as_deref(), config)?;
     let mcpx = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "mcpx".to_owned());
-    each(names, json, |client| connect_one(client, &env, &mcpx))
+    each(&args.clients, json, |client| match connect_one(client, &ctx, &mcpx, args.move_servers) {
+        Ok(done) => done,
+        Err(e) => json!({ "client": client.name(), "error": e }),
+    })
 }
 
-/// Connects one client; `{"client", "file", "said"}` or `{"client", "error"}`.
-fn connect_one(client: Client, env: &ConfigEnv, mcpx: &str) -> Value {
-    let fail = |e: String| json!({ "client": client.name(), "error": e });
-    let Some(file) = client.user_file(env) else { return fail("HOME is not set, so its file cannot be found".into()) };
-    let text = match std::fs::read_to_string(&file) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return fail(format!("cannot read {}: {e}", file.display())),
+/// Connects one client; `{"client", "file", "said", ...}`. Errors: what went wrong, with
+/// the file unchanged.
+fn connect_one(client: Client, ctx: &Ctx, mcpx: &str, move_servers: bool) -> Result<Value, String> {
+    let file = ctx.file(client)?;
+    let text = read(&file)?;
+    let present = match &text {
+        Some(_) => mcpx_entries(client, &file).map_err(|e| {
+            let paste = file::paste(client.layout(), "mcpx", &file::mcpx_entry(client, mcpx));
+            format!("{e}; it is unchanged: fix it, or add this to it by hand:\n{paste}")
+        })?,
+        None => Vec::new(),
     };
-    if text.is_some() {
-        match mcpx_entries(client, &file) {
-            Ok(found) if !found.is_empty() => {
-                let said = format!("{} already reaches mcpx ({}); left as it is", file.display(), found.join(", "));
-                return json!({ "client": client.name(), "file": file, "said": said, "already": true });
-            }
-            Ok(_) => {}
-            Err(e) => return fail(e.to_string()),
-        }
+    let moving = match (&text, move_servers) {
+        (Some(_), true) => read_client_file(client, &file, None).map_err(|e| format!("{e}; nothing was changed"))?,
+        _ => Vec::new(),
+    };
+    if !present.is_empty() && moving.is_empty() {
+        let said = format!("{} already reaches mcpx ({}); left as it is", file.display(), present.join(", "));
+        return Ok(json!({ "client": client.name(), "file": file, "said": said, "already": true }));
     }
-    let new = match shape(client, mcpx) {
-        Ok((key, entry)) => match add_entry(text.as_deref(), key, "mcpx", &entry) {
-            Ok(Edited { text: Some(new), .. }) => new,
-            Ok(Edited { text: None, .. }) => return fail("nothing to change".into()),
-            Err(CopyError::Clash(_)) => {
+    let layout = client.layout();
+    let mut new = text.clone().unwrap_or_default();
+    if !moving.is_empty() {
+        let names: Vec<&str> = moving.iter().map(|(n, _)| n.as_str()).collect();
+        new = file::remove(&new, layout, |name, _| names.contains(&name))
+            .map_err(|why| format!("{} is unchanged: {why}; nothing was moved", file.display()))?
+            .map_or(new, |(t, _)| t);
+    }
+    if present.is_empty() {
+        let entry = file::mcpx_entry(client, mcpx);
+        new = match file::add(Some(&new), layout, "mcpx", &entry) {
+            Ok(t) => t,
+            Err(Refusal::Clash) => {
                 let said = "has an entry named `mcpx` that does not run `mcpx serve`; rename it, then connect again";
-                return fail(format!("{} {said}", file.display()));
+                return Err(format!("{} {said}", file.display()));
             }
-            Err(CopyError::Refused(r)) => {
-                let (why, paste) = (r.reason, r.paste);
-                return fail(format!(
-                    "{} is unchanged: {why}; add this to its top-level object by hand:\n{paste}",
-                    file.display()
-                ));
+            Err(Refusal::Unsafe { why, paste }) => {
+                return Err(format!("{} is unchanged: {why}; add this to it by hand:\n{paste}", file.display()));
             }
-        },
-        Err(paste) => match codex::add(text.as_deref().unwrap_or_default(), "mcpx", mcpx, &["serve"]) {
-            Ok(new) => new,
-            Err(why) => {
-                return fail(format!("{} is unchanged: {why}; add this to it by hand:\n{paste}", file.display()));
-            }
-        },
-    };
+        };
+    }
+    let moved = if moving.is_empty() { None } else { Some(move_into_mcpx(ctx, &file, moving)?) };
     let saved = match &text {
-        Some(old) => match backup(&file, old) {
-            Ok(path) => Some(path),
-            Err(e) => return fail(e),
-        },
+        Some(old) => Some(backup(&file, old)?),
         None => None,
     };
-    if let Err((what, e)) = write_file(&file, &new) {
-        return fail(format!("cannot {what} {}: {e}; it is unchanged", file.display()));
+    write_file(&file, &new).map_err(|(what, e)| format!("cannot {what} {}: {e}; it is unchanged", file.display()))?;
+    restore::record(ctx, client, &file, saved.as_deref(), &new, moved.as_ref());
+    let mut said = match present.is_empty() {
+        true => format!("added `mcpx` to {} (runs {mcpx} serve)", file.display()),
+        false => format!("{} already reached mcpx", file.display()),
+    };
+    if present.is_empty() && client.is_desktop() {
+        said.push_str(", by its absolute path: a desktop app may not have its directory on PATH");
     }
-    let mut said = format!(
-        "added `mcpx` to {} (runs {mcpx} serve, by its absolute path: a desktop app may not have its directory on PATH)",
-        file.display()
-    );
+    if let Some(m) = &moved {
+        said.push_str(&format!("; moved {} into {}", m.names.join(", "), m.file.display()));
+        if ctx.project.is_some() {
+            said.push_str(" (untrusted until `mcpx trust`)");
+        }
+    }
     if let Some(saved) = &saved {
         said.push_str(&format!("; the file before is at {}", saved.display()));
     }
-    json!({ "client": client.name(), "file": file, "said": said, "backup": saved })
+    let moved_names = moved.as_ref().map(|m| m.names.clone()).unwrap_or_default();
+    Ok(json!({ "client": client.name(), "file": file, "said": said, "backup": saved, "moved": moved_names }))
 }
 
-/// `mcpx disconnect CLIENT...`: removes every top-level entry that runs `mcpx serve`
-/// from each client's user-level file; exit 0, or 2 when any client could not be edited.
-///
-/// Errors: an unknown client name (`usage`), before anything is changed.
-pub fn disconnect(vars: &HashMap<String, String>, names: &[String], json: bool) -> Result<i32, ApiError> {
-    let env = ConfigEnv::from_vars(vars);
-    each(names, json, |client| disconnect_one(client, &env))
-}
-
-/// Does `one` for each client `names` names, saying each outcome (`{"client", "said"}`
-/// or `{"client", "error"}`) as it comes, or all of them as one JSON array; exit 0, or 2
-/// when any failed. Errors: an unknown name (`usage`), before anything is done.
-fn each(names: &[String], json: bool, one: impl Fn(Client) -> Value) -> Result<i32, ApiError> {
-    let mut done = Vec::new();
-    let mut failed = false;
-    for client in clients(names)? {
-        let outcome = one(client);
-        failed |= outcome.get("error").is_some();
-        if !json {
-            match (&outcome["error"], &outcome["said"]) {
-                (Value::String(e), _) => warn(&format!("{}: {e}", client.name())),
-                (_, Value::String(said)) => say(&format!("{}: {said}", client.name())),
-                _ => {}
-            }
+/// Adds the client's `entries` (already in mcpx's shape) to mcpx's file, after a backup of
+/// it; what was added. Errors: a name mcpx's file already has (reported before anything
+/// is changed), or the file cannot be edited safely.
+fn move_into_mcpx(ctx: &Ctx, from: &Path, entries: Vec<(String, Map<String, Value>)>) -> Result<Moved, String> {
+    let target = ctx.mcpx_file.clone().ok_or("HOME is not set, so mcpx's user config cannot be found")?;
+    let text = read(&target)?;
+    let mut entries = entries;
+    for (_, entry) in &mut entries {
+        crate::import::anchor_cwd(entry, from.parent());
+    }
+    let new = match add_servers(text.as_deref(), &entries, false) {
+        Ok(Edited { text: Some(new), .. }) => new,
+        Ok(Edited { text: None, .. }) => return Err("nothing to move".into()),
+        Err(CopyError::Clash(names)) => {
+            return Err(format!(
+                "{} already defines {}; nothing was changed: rename them in one of the files, then connect again",
+                target.display(),
+                names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            ));
         }
-        done.push(outcome);
-    }
-    if json {
-        say_json(&Value::Array(done).to_string());
-    }
-    Ok(if failed { 2 } else { 0 })
-}
-
-/// Disconnects one client; `{"client", "file", "said"}` or `{"client", "error"}`.
-fn disconnect_one(client: Client, env: &ConfigEnv) -> Value {
-    let fail = |e: String| json!({ "client": client.name(), "error": e });
-    let Some(file) = client.user_file(env) else { return fail("HOME is not set, so its file cannot be found".into()) };
-    let text = match std::fs::read_to_string(&file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return json!({ "client": client.name(), "file": file, "said": "no file: nothing to take out" });
+        Err(CopyError::Refused(r)) => {
+            return Err(format!("{} cannot be edited safely: {}; nothing was changed", target.display(), r.reason));
         }
-        Err(e) => return fail(format!("cannot read {}: {e}", file.display())),
     };
-    let removed = match shape(client, "mcpx") {
-        Ok((key, _)) => match remove_entries(&text, key, runs_mcpx_serve) {
-            Ok(Edited { text: Some(new), present, .. }) => Some((new, present)),
-            Ok(Edited { text: None, .. }) => None,
-            Err(r) => return fail(format!("{} is unchanged: {}; {}", file.display(), r.reason, r.paste)),
-        },
-        Err(_) => match codex::remove(&text, runs_mcpx_serve) {
-            Ok(removed) => removed,
-            Err(why) => {
-                return fail(format!("{} is unchanged: {why}; remove its `mcpx serve` entry by hand", file.display()));
-            }
-        },
-    };
-    let Some((new, names)) = removed else {
-        return json!({ "client": client.name(), "file": file, "said": "it does not reach mcpx: nothing to take out" });
-    };
-    let saved = match backup(&file, &text) {
-        Ok(path) => path,
-        Err(e) => return fail(e),
-    };
-    if let Err((what, e)) = write_file(&file, &new) {
-        return fail(format!("cannot {what} {}: {e}; it is unchanged", file.display()));
+    if let Some(old) = &text {
+        backup(&target, old)?;
     }
-    let said =
-        format!("removed {} from {}; the file before is at {}", names.join(", "), file.display(), saved.display());
-    json!({ "client": client.name(), "file": file, "said": said, "removed": names, "backup": saved })
+    write_file(&target, &new).map_err(|(what, e)| format!("cannot {what} {}: {e}", target.display()))?;
+    Ok(Moved { file: target, names: entries.into_iter().map(|(n, _)| n).collect() })
 }

@@ -489,7 +489,7 @@ fn literal_values(entries: &[(String, Map<String, Value>)]) -> Vec<String> {
 
 /// Makes a relative `cwd` of an entry copied out of a file in `dir` absolute: it was relative
 /// to that file, and the copy lives in another. One with a `${...}` is left as written.
-fn anchor_cwd(entry: &mut Map<String, Value>, dir: Option<&Path>) {
+pub(crate) fn anchor_cwd(entry: &mut Map<String, Value>, dir: Option<&Path>) {
     let (Some(Value::String(cwd)), Some(dir)) = (entry.get_mut("cwd"), dir) else { return };
     if Path::new(cwd.as_str()).is_relative() && !cwd.contains("${") {
         // Through `components`, which leaves out `.` (so `"."` is the directory itself).

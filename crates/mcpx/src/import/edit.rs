@@ -202,7 +202,8 @@ pub(crate) fn add_entry(
     Ok(Edited { text: Some(text), added: vec![name.to_owned()], present: Vec::new() })
 }
 
-/// Removes the entries of the top-level object `key` of `text` that `which` picks,
+/// Removes the entries of the top-level object `key` of `text` that `which` picks (by
+/// name and entry),
 /// keeping the rest of the file as it was: how `mcpx disconnect` takes mcpx out of a
 /// client. The names removed are [`Edited::present`].
 ///
@@ -211,18 +212,18 @@ pub(crate) fn add_entry(
 pub(crate) fn remove_entries(
     text: &str,
     key: &str,
-    which: impl Fn(&Map<String, Value>) -> bool,
+    which: impl Fn(&str, &Map<String, Value>) -> bool,
 ) -> Result<Edited, Refused> {
-    let refuse = |reason: String| Refused {
-        reason,
-        paste: format!("remove the entries that run `mcpx serve` from `{key}` by hand"),
-    };
+    let refuse = |reason: String| Refused { reason, paste: format!("remove those entries from `{key}` by hand") };
     let doc = Document::parse(Some(text)).map_err(refuse)?;
     let Some(Value::Object(mut servers_before)) = doc.before.get(key).cloned() else {
         return Ok(Edited { text: None, added: Vec::new(), present: Vec::new() });
     };
-    let names: Vec<String> =
-        servers_before.iter().filter(|(_, v)| v.as_object().is_some_and(&which)).map(|(k, _)| k.clone()).collect();
+    let names: Vec<String> = servers_before
+        .iter()
+        .filter(|(k, v)| v.as_object().is_some_and(|m| which(k, m)))
+        .map(|(k, _)| k.clone())
+        .collect();
     let Some(servers) = doc.object.object_value(key) else {
         return Ok(Edited { text: None, added: Vec::new(), present: Vec::new() });
     };

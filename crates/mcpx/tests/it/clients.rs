@@ -39,7 +39,8 @@ impl Clients {
             std::fs::create_dir_all(dir).unwrap();
         }
         // Variables of the test's own environment that would move a client's file.
-        for var in ["MCPX_CONFIG", "CODEX_HOME", "CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME", "MCPX_T_UNSET"] {
+        for var in ["MCPX_CONFIG", "CODEX_HOME", "CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME", "COPILOT_HOME", "MCPX_T_UNSET"]
+        {
             w.unset.push(var.to_owned());
         }
         w.env.push(("HOME".to_owned(), home.display().to_string()));
@@ -156,7 +157,7 @@ impl Clients {
 
 /// The fixture of `client`'s user-level file and where, under `HOME`, the client
 /// keeps it on Linux.
-fn user_file(client: &str) -> (&'static str, &'static str) {
+pub(crate) fn user_file(client: &str) -> (&'static str, &'static str) {
     match client {
         "claude-desktop" => ("claude-desktop/claude_desktop_config.json", ".config/Claude/claude_desktop_config.json"),
         "claude-code" => ("claude-code/.claude.json", ".claude.json"),
@@ -165,6 +166,20 @@ fn user_file(client: &str) -> (&'static str, &'static str) {
         "codex" => ("codex/config.toml", ".codex/config.toml"),
         "gemini" => ("gemini/settings.json", ".gemini/settings.json"),
         "windsurf" => ("windsurf/mcp_config.json", ".codeium/windsurf/mcp_config.json"),
+        "opencode" => ("opencode/opencode.json", ".config/opencode/opencode.json"),
+        "zed" => ("zed/settings.json", ".config/zed/settings.json"),
+        "goose" => ("goose/config.yaml", ".config/goose/config.yaml"),
+        "cline" => ("cline/cline_mcp_settings.json", ".cline/data/settings/cline_mcp_settings.json"),
+        "roo-code" => (
+            "roo-code/mcp_settings.json",
+            ".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json",
+        ),
+        "continue" => ("continue/config.yaml", ".continue/config.yaml"),
+        "lm-studio" => ("lm-studio/mcp.json", ".lmstudio/mcp.json"),
+        "kiro" => ("kiro/mcp.json", ".kiro/settings/mcp.json"),
+        "crush" => ("crush/crush.json", ".config/crush/crush.json"),
+        "amazon-q" => ("amazon-q/mcp.json", ".aws/amazonq/mcp.json"),
+        "copilot-cli" => ("copilot-cli/mcp-config.json", ".copilot/mcp-config.json"),
         other => panic!("no fixture for {other}"),
     }
 }
@@ -393,6 +408,52 @@ fn windsurf_config_through_imports() {
     assert_eq!(off["state"], "disabled", "{off}");
 }
 
+/// The clients that `mcpx connect` added (OpenCode's JSONC `mcp`, Zed's
+/// `context_servers`, Goose's and Continue's YAML, and seven `mcpServers` dialects), all
+/// imported at once: each one's stdio server is listed with its client, called, and gets
+/// its token (through the client's own variable syntax where it has one); each remote
+/// server is called with its headers; a server switched off in the client is disabled;
+/// a tool the client filters out is not called; Goose's built-in extension is no server.
+#[test]
+fn the_newer_clients_files_through_imports() {
+    let c = Clients::new().with_http();
+    let clients = [
+        "opencode",
+        "zed",
+        "goose",
+        "cline",
+        "roo-code",
+        "continue",
+        "lm-studio",
+        "kiro",
+        "crush",
+        "amazon-q",
+        "copilot-cli",
+    ];
+    let files: Vec<PathBuf> = clients.iter().map(|client| c.place_user_file(client)).collect();
+    c.user_config(&clients, json!({}));
+    let dir = &c.work;
+    let names = c.names(dir);
+    assert!(!names.iter().any(|n| n == "developer"), "Goose's built-in extension is no server: {names:?}");
+    for (client, file) in clients.iter().zip(&files) {
+        c.assert_served(dir, client, file, client);
+        assert_eq!(c.env_of(dir, client, "TOKEN"), TOKEN, "{client}");
+        c.assert_served(dir, &format!("{client}-remote"), file, client);
+        let off = format!("{client}-off");
+        if names.contains(&off) {
+            assert_eq!(c.row(dir, &off)["state"], "disabled", "{client}");
+        }
+    }
+    let headers = c.http_headers();
+    assert!(headers.to_ascii_lowercase().contains("authorization"), "{headers}");
+    for client in ["roo-code", "kiro", "crush"] {
+        let counter = c.run_in(dir, &["call", &format!("{client}.counter"), "{}"]);
+        assert_ne!(counter.code, 0, "{client}: a tool it filters out was called: {counter:?}");
+    }
+    let off: Vec<&String> = names.iter().filter(|n| n.ends_with("-off")).collect();
+    assert_eq!(off.len(), 8, "{names:?}");
+}
+
 /// Every fixture imported at once: each server of each file is listed once, from its
 /// file, and mcpx's own user servers keep no `client`.
 #[test]
@@ -522,7 +583,26 @@ fn imports_in_a_project_file_are_ignored_with_a_warning() {
 #[test]
 fn mcpx_import_counts_each_fixture_and_its_copies_work_alone() {
     let c = Clients::new().with_http().with_sse();
-    let clients = ["claude-desktop", "claude-code", "cursor", "vscode", "codex", "gemini", "windsurf"];
+    let clients = [
+        "claude-desktop",
+        "claude-code",
+        "cursor",
+        "vscode",
+        "codex",
+        "gemini",
+        "windsurf",
+        "opencode",
+        "zed",
+        "goose",
+        "cline",
+        "roo-code",
+        "continue",
+        "lm-studio",
+        "kiro",
+        "crush",
+        "amazon-q",
+        "copilot-cli",
+    ];
     let files: Vec<PathBuf> = clients.iter().map(|client| c.place_user_file(client)).collect();
     c.user_config(&[], json!({}));
     let project = c.work.join("proj");
@@ -536,7 +616,7 @@ fn mcpx_import_counts_each_fixture_and_its_copies_work_alone() {
         .iter()
         .map(|e| (e["client"].as_str().unwrap().to_owned(), e["servers"].clone()))
         .collect();
-    let expected = [1, 4, 2, 2, 3, 3, 3].map(|n| json!(n));
+    let expected = [1, 4, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 3, 3, 3, 2].map(|n| json!(n));
     let expected: Vec<(String, Value)> = clients.iter().map(|c| (*c).to_owned()).zip(expected).collect();
     assert_eq!(counts, expected, "{listed}");
 
@@ -565,7 +645,9 @@ fn mcpx_import_counts_each_fixture_and_its_copies_work_alone() {
         "windsurf",
         "windsurf-remote",
     ];
-    for server in servers {
+    let newer = clients[7..].iter().flat_map(|c| [(*c).to_owned(), format!("{c}-remote")]);
+    let servers: Vec<String> = servers.iter().map(|s| (*s).to_owned()).chain(newer).collect();
+    for server in &servers {
         let row = c.row(&c.work, server);
         assert_source(&row, &user, None);
         let out = c.call(&c.work, &format!("{server}.echo"), json!({ "message": format!("copied {server}") }));
@@ -573,9 +655,12 @@ fn mcpx_import_counts_each_fixture_and_its_copies_work_alone() {
     }
     assert_eq!(c.env_of(&c.work, "cc-shared", "GREETING"), "local scope");
     assert_eq!(c.env_of(&c.work, "gemini", "TOKEN"), TOKEN);
+    for client in &clients[7..] {
+        assert_eq!(c.env_of(&c.work, client, "TOKEN"), TOKEN, "{client}");
+    }
     assert_eq!(c.env_of(&c.work, "vscode-user", "HOME_DIR"), c.home.display().to_string());
     assert_eq!(c.row(&c.work, "gemini")["tools"], 2);
-    for off in ["codex-off", "windsurf-off"] {
+    for off in ["codex-off", "windsurf-off", "opencode-off", "goose-off", "kiro-off"] {
         assert_eq!(c.row(&c.work, off)["state"], "disabled", "{off}");
     }
 }

@@ -15,7 +15,9 @@ fn world(servers: serde_json::Value) -> (World, PathBuf) {
     let home = w.path("home");
     std::fs::create_dir_all(&home).unwrap();
     w.env.push(("HOME".into(), home.display().to_string()));
-    w.unset.extend(["XDG_CONFIG_HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME"].map(String::from));
+    w.unset.extend(
+        ["XDG_CONFIG_HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME", "COPILOT_HOME"].map(String::from),
+    );
     (w, home)
 }
 
@@ -51,7 +53,7 @@ fn import_lists_the_client_files_in_home_with_their_server_counts() {
     let listed = listed.json();
     let client =
         |name: &str| listed["clients"].as_array().unwrap().iter().find(|c| c["client"] == name).unwrap().clone();
-    assert_eq!(listed["clients"].as_array().unwrap().len(), 7, "{listed}");
+    assert_eq!(listed["clients"].as_array().unwrap().len(), 18, "{listed}");
     assert_eq!((client("cursor")["servers"].clone(), client("cursor")["exists"].clone()), (json!(2), json!(true)));
     assert_eq!(client("cursor")["names"], json!(["cur-a", "cur-b"]));
     assert_eq!(client("gemini")["servers"], 1);
@@ -67,9 +69,9 @@ fn import_lists_the_client_files_in_home_with_their_server_counts() {
     insta::assert_snapshot!(w.redact(&table.stdout));
     assert!(table.stderr.contains("windsurf: "), "{}", table.stderr);
 
-    let unknown = w.run(&["import", "cursor", "zed"]);
+    let unknown = w.run(&["import", "cursor", "nope"]);
     assert_eq!(unknown.code, 2, "{unknown:?}");
-    assert!(unknown.stderr.contains("zed") && unknown.stderr.contains("claude-desktop"), "{}", unknown.stderr);
+    assert!(unknown.stderr.contains("nope") && unknown.stderr.contains("copilot-cli"), "{}", unknown.stderr);
 }
 
 /// A user config a person wrote, with comments of every kind.
@@ -259,7 +261,7 @@ fn connect_lists_which_clients_already_reach_mcpx() {
     put(&home, WINDSURF, "{ \"mcpServers\": { \"w\": } }");
     let listed = w.run(&["connect", "--json"]).json();
     let row = |name: &str| listed.as_array().unwrap().iter().find(|c| c["client"] == name).unwrap().clone();
-    assert_eq!(listed.as_array().unwrap().len(), 7, "{listed}");
+    assert_eq!(listed.as_array().unwrap().len(), 18, "{listed}");
     assert_eq!((row("cursor")["exists"].clone(), row("cursor")["mcpx"].clone()), (json!(true), json!(["mcpx"])));
     assert_eq!(row("gemini")["mcpx"], json!([]), "a file without mcpx");
     assert_eq!(row("claude-code")["mcpx"], json!(["all"]), "a project's entry counts");
@@ -331,7 +333,7 @@ fn connect_and_disconnect_edit_each_clients_file_keeping_its_comments() {
         commented,
         "disconnect leaves the file as it was before connect"
     );
-    let unknown = w.run(&["disconnect", "zed"]);
+    let unknown = w.run(&["disconnect", "nope"]);
     assert_eq!(unknown.code, 2, "{unknown:?}");
 }
 

@@ -21,6 +21,7 @@ mod code_types;
 mod compat;
 mod conformance;
 mod conformance_client;
+mod connect;
 mod doctor;
 mod era_cache;
 mod era_matrix;
