@@ -305,6 +305,32 @@ impl Client {
         })
     }
 
+    /// What this client's file cannot say that mcpx would need, or what mcpx cannot read
+    /// from it, in a sentence for `mcpx import` and `mcpx connect --move`; `None` when
+    /// nothing is lost (see each client's section of `tests/fixtures/clients/README.md`).
+    pub fn caveat(self) -> Option<&'static str> {
+        Some(match self {
+            Client::ClaudeDesktop | Client::LmStudio => {
+                "its file cannot name an environment variable: a token in it is written out literally"
+            }
+            Client::Zed => {
+                "its file cannot name an environment variable (a token in it is written out literally) or choose SSE"
+            }
+            Client::Goose => {
+                "an `env_keys` variable Goose keeps in its keyring is read from the daemon's environment instead, so set it there"
+            }
+            Client::Continue => {
+                "`${{ secrets.NAME }}` is read as the environment variable NAME (Continue's .env files and hub are not read); its file cannot turn a server off"
+            }
+            Client::Opencode => "`{file:PATH}` values are kept as written, not read from the file",
+            Client::CopilotCli => {
+                "servers switched off with /mcp disable are kept in its settings.json, which mcpx does not read"
+            }
+            Client::Crush => "`$(command)` in a value is kept as written, not run",
+            _ => return None,
+        })
+    }
+
     /// This client's file for the project in `dir`, for `mcpx connect --project`; `None`
     /// for a client with no project file:
     ///

@@ -161,7 +161,7 @@ enum Command {
     /// --config file), whose comments and formatting are kept; the daemon then reads those
     /// files live.
     Import {
-        /// Clients to import: claude-desktop, claude-code, cursor, vscode, codex, gemini, windsurf.
+        /// Clients to import, as `mcpx connect` lists them (claude-desktop, claude-code, cursor, vscode, codex, gemini, windsurf, opencode, zed, goose, cline, roo-code, continue, lm-studio, kiro, crush, amazon-q, copilot-cli).
         names: Vec<String>,
         /// Copy their entries into "mcpServers" instead (a name already defined there is refused).
         #[arg(long, requires = "names")]

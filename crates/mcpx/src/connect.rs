@@ -193,6 +193,9 @@ fn connect_one(client: Client, ctx: &Ctx, mcpx: &str, move_servers: bool) -> Res
         if ctx.project.is_some() {
             said.push_str(" (untrusted until `mcpx trust`)");
         }
+        if let Some(caveat) = client.caveat() {
+            said.push_str(&format!(" (note: {caveat})"));
+        }
     }
     if let Some(saved) = &saved {
         said.push_str(&format!("; the file before is at {}", saved.display()));

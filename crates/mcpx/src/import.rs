@@ -318,6 +318,11 @@ fn show(place: &Place, found: &[Found], json: bool) {
             output::warn(&format!("{}: {error}", f.client));
         }
     }
+    for f in found.iter().filter(|f| f.exists) {
+        if let Some(caveat) = f.client.parse::<Client>().ok().and_then(Client::caveat) {
+            output::say(&format!("note: {}: {caveat}", f.client));
+        }
+    }
     if let Err(e) = imports {
         output::warn(&format!("warning: cannot read `imports`: {e}"));
     }
@@ -365,6 +370,9 @@ fn add(place: &Place, clients: &[Client], json: bool) -> Result<i32, ApiError> {
             (None, None) => format!("no file at {file} yet; its servers appear once it exists"),
         };
         output::say(&format!("{state} {}: {what}", f.client));
+        if let Some(caveat) = f.client.parse::<Client>().ok().and_then(Client::caveat) {
+            output::say(&format!("  note: {caveat}"));
+        }
     }
     if edited.text.is_some() {
         output::say(&format!("\n{} now imports them; `mcpx ls` lists their servers", place.show()));
@@ -443,6 +451,9 @@ fn copy(place: &Place, clients: &[Client], force: bool, json: bool) -> Result<i3
     for (client, names) in &from {
         let list = if names.is_empty() { "no server".to_owned() } else { names.join(", ") };
         output::say(&format!("copied from {client}: {list}"));
+        if let Some(caveat) = client.parse::<Client>().ok().and_then(Client::caveat) {
+            output::say(&format!("  note: {caveat}"));
+        }
     }
     if !edited.present.is_empty() {
         output::say(&format!("replaced (--force): {}", edited.present.join(", ")));

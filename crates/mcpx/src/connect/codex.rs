@@ -23,10 +23,7 @@ pub fn add(text: &str, name: &str, entry: &Map<String, Json>) -> Result<String, 
         return Err(format!("it has a server named `{name}` already"));
     }
     let mut table = Table::new();
-    // `command` before `args`, as people write them; the rest in name order.
-    let first = ["command", "args"];
-    let keys = first.iter().copied().filter(|k| entry.contains_key(*k));
-    for key in keys.chain(entry.keys().map(String::as_str).filter(|k| !first.contains(k))) {
+    for key in crate::import::edit::ordered_keys(entry) {
         table.insert(key, Item::Value(value(&entry[key])?));
     }
     servers.insert(name, Item::Table(table));

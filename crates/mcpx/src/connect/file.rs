@@ -92,16 +92,6 @@ pub(super) fn paste(layout: Layout, name: &str, entry: &Map<String, Value>) -> S
             let body = codex::add("", name, entry).unwrap_or_default();
             body.trim_end().to_owned()
         }
-        Layout::YamlMap(_) => yaml_text(&json!({ key: { name: entry } })),
-        Layout::YamlList(_) => {
-            let mut item = Map::from_iter([("name".to_owned(), Value::from(name))]);
-            item.extend(entry.clone());
-            yaml_text(&json!({ key: [item] }))
-        }
+        Layout::YamlMap(_) | Layout::YamlList(_) => yaml::snippet(layout, name, entry),
     }
-}
-
-/// A value as YAML text, without the trailing newline.
-fn yaml_text(value: &Value) -> String {
-    serde_norway::to_string(value).unwrap_or_default().trim_end().to_owned()
 }

@@ -131,15 +131,62 @@ fn parse(text: &str) -> Result<(Map<String, Value>, Document), String> {
     Ok((before, doc))
 }
 
+/// The lines that add `entry` as `name` under the servers of `layout` by hand.
+pub fn snippet(layout: Layout, name: &str, entry: &Map<String, Value>) -> String {
+    let mut out = format!("{}:\n", layout.key());
+    let (item, first, rest) = match layout {
+        Layout::YamlList(_) => {
+            let mut item = Map::from_iter([("name".to_owned(), Value::from(name))]);
+            item.extend(entry.clone());
+            (Value::Object(item), "  - ", "    ")
+        }
+        _ => {
+            out.push_str(&format!("  {}:\n", yaml_text(&Value::from(name)).unwrap_or_default().trim_end()));
+            (Value::Object(entry.clone()), "    ", "    ")
+        }
+    };
+    for (i, line) in yaml_text(&item).unwrap_or_default().lines().enumerate() {
+        out.push_str(if i == 0 { first } else { rest });
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.trim_end().to_owned()
+}
+
 /// A value as a syntax node to insert: its YAML text, parsed.
 fn node(value: &Value) -> Result<yaml_edit::YamlNode, String> {
-    let text = serde_norway::to_string(value).map_err(|e| format!("cannot write the entry as YAML: {e}"))?;
+    let text = match value {
+        Value::Array(items) => {
+            let mut text = String::new();
+            for item in items {
+                for (i, line) in yaml_text(item)?.lines().enumerate() {
+                    text.push_str(if i == 0 { "- " } else { "  " });
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+            text
+        }
+        other => yaml_text(other)?,
+    };
     let doc = Document::from_str(&text).map_err(|e| format!("cannot write the entry as YAML: {e}"))?;
     match (doc.as_mapping(), doc.as_sequence()) {
         (Some(map), _) => Ok(yaml_edit::YamlNode::Mapping(map)),
         (_, Some(list)) => Ok(yaml_edit::YamlNode::Sequence(list)),
         _ => Err("cannot write the entry as YAML".into()),
     }
+}
+
+/// A value as YAML text; a mapping's keys in the order people write them
+/// ([`ordered_keys`](crate::import::edit::ordered_keys)), each value in block style.
+fn yaml_text(value: &Value) -> Result<String, String> {
+    let one = |v: &Value| serde_norway::to_string(v).map_err(|e| format!("cannot write the entry as YAML: {e}"));
+    let Value::Object(map) = value else { return one(value) };
+    let mut text = String::new();
+    for key in crate::import::edit::ordered_keys(map) {
+        text.push_str(&one(&Value::Object(Map::from_iter([(key.clone(), map[key].clone())])))?);
+    }
+    Ok(text)
 }
 
 /// The edited text, if it reads back as `expected`. Errors: it would not.
@@ -192,12 +239,25 @@ mod tests {
         assert!(added.starts_with("name: Local Agent # mine\n") && added.contains("# the first"), "{added}");
         let read: Value = serde_norway::from_str(&added).unwrap();
         assert_eq!(read["mcpServers"][1], json!({"name": "mcpx", "command": "/bin/mcpx", "args": ["serve"]}));
+        assert!(added.ends_with("  - name: mcpx\n    command: /bin/mcpx\n    args:\n    - serve\n"), "{added}");
         assert!(add(&added, layout, "mcpx", entry).unwrap_err().contains("already"));
         let (removed, names) = remove(&added, layout, runs_mcpx).unwrap().unwrap();
         assert_eq!((removed.as_str(), names), (CONTINUE, vec!["mcpx".to_owned()]), "back byte for byte");
         let fresh = add("", layout, "mcpx", entry).unwrap();
         let read: Value = serde_norway::from_str(&fresh).unwrap();
         assert_eq!(read["mcpServers"][0]["name"], "mcpx", "{fresh}");
+    }
+
+    #[test]
+    fn the_lines_to_paste_read_as_the_entry() {
+        let entry = json!({"args": ["serve"], "cmd": "/bin/mcpx"});
+        let entry = entry.as_object().unwrap();
+        let map = snippet(Layout::YamlMap("extensions"), "mcpx", entry);
+        assert_eq!(serde_norway::from_str::<Value>(&map).unwrap(), json!({"extensions": {"mcpx": entry}}), "{map}");
+        let list = snippet(Layout::YamlList("mcpServers"), "mcpx", entry);
+        let read: Value = serde_norway::from_str(&list).unwrap();
+        assert_eq!(read, json!({"mcpServers": [{"name": "mcpx", "cmd": "/bin/mcpx", "args": ["serve"]}]}), "{list}");
+        assert!(list.starts_with("mcpServers:\n  - name: mcpx\n    cmd: /bin/mcpx\n"), "{list}");
     }
 
     #[test]

@@ -328,7 +328,14 @@ fn input(value: &Value) -> CstInputValue {
 /// A server entry as the syntax tree takes it, its keys in the order people write them
 /// (what runs, then how, then mcpx's block), the others after them.
 fn entry_input(entry: &Map<String, Value>) -> CstInputValue {
-    const ORDER: [&str; 8] = ["command", "args", "env", "cwd", "url", "transport", "headers", "type"];
+    CstInputValue::Object(ordered_keys(entry).into_iter().map(|k| (k.clone(), input(&entry[k]))).collect())
+}
+
+/// The keys of an entry in the order people write them: the name (of a list item), what
+/// runs or where it is, then its settings, then the rest in name order, `mcpx` last.
+pub(crate) fn ordered_keys(entry: &Map<String, Value>) -> Vec<&String> {
+    const ORDER: [&str; 11] =
+        ["name", "command", "cmd", "args", "env", "envs", "cwd", "url", "transport", "headers", "type"];
     let rank = |key: &str| match ORDER.iter().position(|k| *k == key) {
         Some(n) => n,
         None if key == "mcpx" => ORDER.len() + 1,
@@ -337,7 +344,7 @@ fn entry_input(entry: &Map<String, Value>) -> CstInputValue {
     let mut keys: Vec<&String> = entry.keys().collect();
     // Stable: keys of one rank keep their (sorted) order.
     keys.sort_by_key(|k| rank(k));
-    CstInputValue::Object(keys.into_iter().map(|k| (k.clone(), input(&entry[k]))).collect())
+    keys
 }
 
 /// `names` without repeats, in their first order.
