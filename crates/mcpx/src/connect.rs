@@ -3,7 +3,7 @@
 //! With no client named, `connect` lists the clients whose files mcpx knows, whether each
 //! exists, and whether it already reaches mcpx (an entry that runs `mcpx serve`,
 //! recognised in each client's own shape). `--move` moves the client's own servers into
-//! mcpx's config as well. Edits keep the file's comments and layout ([`file`]), a backup
+//! mcpx's config as well. Edits keep the file's comments and layout ([`mod@file`]), a backup
 //! of the file is written beside it first, and what was done is recorded
 //! ([`restore`]) so `mcpx disconnect --restore` can undo it. Local files only: no daemon
 //! is needed.
