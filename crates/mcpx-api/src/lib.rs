@@ -36,6 +36,10 @@ pub struct Caller {
     /// The CLI's parent process (the agent's shell or script), for `pid` scopes.
     #[serde(default)]
     pub ppid: Option<u32>,
+    /// The profile the caller is on (`--profile`, `MCPX_PROFILE`, `/mcp/p/<name>`): only
+    /// its servers and tools are offered (`docs/configuration.md`, "Profiles").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     /// A client of MCP 2026-07-28 over HTTP that names no pool session: the revision
     /// has none (Basic, "Statelessness"), so a `session` scope degrades to `call`, and
     /// the note in the log says how to get one. Never sent; set by the daemon.

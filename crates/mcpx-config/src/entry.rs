@@ -132,6 +132,9 @@ pub struct ServerEntry {
     /// entry of a project file, never looser than the user config's, nor than its
     /// file's top-level `pinning` (the resolver sets it).
     pub pinning: Pinning,
+    /// What the caller's profile says of this server ([`ResolvedConfig::with_profile`]);
+    /// `None` for a caller on no profile. Only the daemon's policy point reads it.
+    pub profile: Option<std::sync::Arc<crate::profile::ProfileFilter>>,
 }
 
 impl ServerEntry {
@@ -357,6 +360,9 @@ pub struct ResolvedConfig {
     /// Warnings about whole files whose servers still work: `imports` in a project file
     /// (ignored), or an `imports` naming no known client.
     pub file_warnings: Vec<FileWarning>,
+    /// The profiles of the user config (or of the explicit file), by name
+    /// ([`ResolvedConfig::with_profile`]).
+    pub profiles: BTreeMap<String, crate::profile::Profile>,
 }
 
 /// A problem with a file that leaves its servers working.
@@ -392,5 +398,41 @@ impl ResolvedConfig {
     /// The servers that are not `disabled`, in name order.
     pub fn enabled(&self) -> impl Iterator<Item = &ServerEntry> {
         self.servers.values().filter(|s| !s.options.disabled)
+    }
+}
+
+impl ResolvedConfig {
+    /// This configuration as a caller on profile `name` sees it: every entry marked with
+    /// what the profile says of it ([`ProfileFilter`]), so the policy point offers only
+    /// the profile's servers and tools. Warnings name the servers the profile holds that
+    /// are not configured.
+    ///
+    /// Errors: no profile of that name; the message lists the profiles there are, or
+    /// says where to define one.
+    pub fn with_profile(&self, name: &str) -> Result<ResolvedConfig, String> {
+        let Some(profile) = self.profiles.get(name) else {
+            let known: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
+            return Err(match known.as_slice() {
+                [] => format!(
+                    "no profile `{name}`: no profile is defined; add one under \"profiles\" in the mcpx user config"
+                ),
+                _ => format!("no profile `{name}`: the profiles are {} (see `mcpx config`)", known.join(", ")),
+            });
+        };
+        let mut narrowed = self.clone();
+        for entry in narrowed.servers.values_mut() {
+            entry.profile = Some(Arc::new(crate::profile::ProfileFilter {
+                name: name.to_owned(),
+                source: profile.source.clone(),
+                tools: profile.servers.get(&entry.name).cloned(),
+            }));
+        }
+        for server in profile.servers.keys().filter(|s| !self.servers.contains_key(*s)) {
+            narrowed.warnings.entry(server.clone()).or_default().push(format!(
+                "{}: profile `{name}` names server `{server}`, which is not configured here",
+                profile.source.display()
+            ));
+        }
+        Ok(narrowed)
     }
 }

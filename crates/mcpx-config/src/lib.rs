@@ -54,6 +54,7 @@ mod jsonc;
 mod oauth;
 mod parse;
 mod parse_entry;
+mod profile;
 mod resolve;
 mod review;
 mod settings;
@@ -77,6 +78,7 @@ pub use error::ConfigError;
 pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport, Secrets, StoreIn, referenced_values};
 pub use oauth::{ExpandedOAuth, Grant, OAUTH_KEYS, OAuthSpec, TokenAuthMethod, is_secure};
 pub use parse::{NamedEntry, mcpx_entries, read_client_file};
+pub use profile::{Profile, ProfileFilter, Tools};
 pub use resolve::{
     ConfigCache, ExplicitFiles, FileContents, Inputs, MCPX_PROJECT_FILE, PROJECT_FILE, PROJECT_FILES, ResolveRequest,
     Role,

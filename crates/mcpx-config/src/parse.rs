@@ -40,6 +40,9 @@ struct TopLevel {
     /// Zed's servers.
     #[serde(default)]
     context_servers: Option<Entries>,
+    /// mcpx's profiles (`crate::profile`).
+    #[serde(default)]
+    profiles: Option<Value>,
 }
 
 /// Claude Code's `projects`: for each directory, the entries of its `mcpServers` (none when
@@ -210,6 +213,9 @@ pub(super) struct ParsedFile {
     pub(super) pinning: Option<Pinning>,
     /// Why a top-level `pinning` is ignored (not one of the four modes).
     pub(super) pinning_note: Option<String>,
+    /// The top-level `profiles`, `Some` whenever the key is present (honoured in the user
+    /// config and an explicit file only), and a note per profile left out.
+    pub(super) profiles: Option<(BTreeMap<String, crate::profile::Profile>, Vec<String>)>,
 }
 
 impl ParsedFile {
@@ -239,6 +245,8 @@ struct RawFile {
     trust_all: bool,
     /// The top-level `pinning` value, if any.
     pinning: Option<Value>,
+    /// The top-level `profiles` value, if any.
+    profiles: Option<Value>,
 }
 
 /// Reads the server entries of a file of `kind` as written. JSON(C): `servers` (VS Code) and
@@ -332,13 +340,15 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
         inputs,
         trust_all: top.trust_project_files.as_ref().and_then(Value::as_bool) == Some(true),
         pinning: top.pinning,
+        profiles: top.profiles,
     })
 }
 
 impl RawFile {
     /// A file that has only servers (no `imports`, projects, inputs or settings).
     fn only(main: Vec<(&'static str, RawEntries)>) -> RawFile {
-        RawFile { main, projects: Vec::new(), imports: None, inputs: BTreeMap::new(), trust_all: false, pinning: None }
+        let (imports, inputs, pinning, profiles) = (None, BTreeMap::new(), None, None);
+        RawFile { main, projects: Vec::new(), imports, inputs, trust_all: false, pinning, profiles }
     }
 }
 
@@ -395,6 +405,9 @@ pub(super) fn parse_file(file: &Path, kind: &FileKind, text: &str) -> Result<Par
         let (clients, notes) = parse_imports(file, &imports);
         parsed.imports = Some(clients);
         parsed.notes = notes;
+    }
+    if let Some(value) = &raw.profiles {
+        parsed.profiles = Some(crate::profile::parse_profiles(file, value));
     }
     if let Some(value) = &raw.pinning {
         match value.as_str().map(str::parse::<Pinning>) {

@@ -155,6 +155,7 @@ pub(super) fn parse_entry(
         trusted: true,
         // The resolver applies the user config's default and a project file's floor.
         pinning: pinning_written.unwrap_or_default(),
+        profile: None,
     })
 }
 

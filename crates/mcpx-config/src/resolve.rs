@@ -247,6 +247,24 @@ impl ConfigCache {
                 if let Some(note) = &parsed.pinning_note {
                     resolved.file_warnings.push(FileWarning { file: path.clone(), message: note.clone() });
                 }
+                match (&parsed.profiles, role) {
+                    // The nearest user-level file that has them: an explicit file, else the user config.
+                    (Some((profiles, notes)), Role::User | Role::Explicit) => {
+                        let warn = |message: &String| FileWarning { file: path.clone(), message: message.clone() };
+                        resolved.file_warnings.extend(notes.iter().map(warn));
+                        if resolved.profiles.is_empty() {
+                            resolved.profiles = profiles.clone();
+                        }
+                    }
+                    (Some(_), Role::Project) => resolved.file_warnings.push(FileWarning {
+                        file: path.clone(),
+                        message: format!(
+                            "{}: `profiles` is read only in the mcpx user config, and is ignored in a project file",
+                            path.display()
+                        ),
+                    }),
+                    _ => {}
+                }
                 match (parsed.pinning, role) {
                     (Some(mode), Role::User | Role::Explicit) => user_pinning = user_pinning.or(Some(mode)),
                     (Some(mode), _) => {

@@ -59,7 +59,8 @@ pub async fn ls(d: &Daemon, req: &CallerRequest) -> Result<Vec<ServerRow>, ApiEr
     let config = d.resolve_for(&req.caller)?;
     let live: Vec<_> = d.pool.instances().into_iter().filter(|i| i.is_alive()).collect();
     let mut rows = Vec::new();
-    for entry in config.servers.values() {
+    // A caller on a profile sees only the profile's servers.
+    for entry in config.servers.values().filter(|e| policy::in_profile(e)) {
         let warnings = config.warnings.get(&entry.name).cloned().unwrap_or_default();
         rows.push(ServerRow { warnings, ..server_row(d, entry, &req.caller, &live).await });
     }

@@ -97,7 +97,13 @@ pub struct Daemon {
     pub shell_calls: crate::shell_calls::ShellCalls,
     /// The last resolution of each request, reused while none of its files changed.
     resolutions: Mutex<HashMap<ResolveRequest, Arc<Resolution>>>,
+    /// The last resolution narrowed to each profile: the resolution it came from, and
+    /// the narrowed one, reused while that resolution is the current one.
+    profiled: Mutex<HashMap<(ResolveRequest, String), Narrowed>>,
 }
+
+/// A resolution narrowed to a profile: the resolution it came from, and the narrowed one.
+type Narrowed = (Arc<ResolvedConfig>, Arc<ResolvedConfig>);
 
 impl std::fmt::Debug for Daemon {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -156,6 +162,7 @@ impl Daemon {
             shell_calls: Default::default(),
             untrusted_logged: Mutex::new(HashSet::new()),
             resolutions: Mutex::new(HashMap::new()),
+            profiled: Mutex::new(HashMap::new()),
         });
         for w in &daemon.warnings {
             tracing::warn!("{w}");
@@ -182,8 +189,33 @@ impl Daemon {
     /// have the stamps they had then (a `stat` each, on this thread), gets that resolution
     /// again: an edit is still seen by the next request, and an unchanged configuration
     /// costs no merge. Anything else is resolved afresh, off the runtime's worker.
+    ///
+    /// A caller on a profile gets it narrowed to the profile
+    /// ([`ResolvedConfig::with_profile`]), reused while the resolution it came from is.
+    /// Errors: the configuration cannot be read (`config`); no such profile (`config`,
+    /// listing the profiles there are).
     pub fn resolve_for(&self, caller: &Caller) -> Result<Arc<ResolvedConfig>, ApiError> {
         let request = ResolveRequest { cwd: caller.cwd.clone(), explicit: caller.config.clone() };
+        let base = self.resolve_request(&request)?;
+        let Some(profile) = &caller.profile else { return Ok(base) };
+        let key = (request, profile.clone());
+        if let Some((from, narrowed)) = lock(&self.profiled).get(&key) {
+            if Arc::ptr_eq(from, &base) {
+                return Ok(narrowed.clone());
+            }
+        }
+        let narrowed = Arc::new(base.with_profile(profile).map_err(|e| ApiError::new(ErrorKind::Config, e))?);
+        let mut memo = lock(&self.profiled);
+        if memo.len() >= RESOLUTIONS {
+            memo.clear();
+        }
+        memo.insert(key, (base, narrowed.clone()));
+        Ok(narrowed)
+    }
+
+    /// [`resolve_for`](Self::resolve_for) on no profile.
+    fn resolve_request(&self, request: &ResolveRequest) -> Result<Arc<ResolvedConfig>, ApiError> {
+        let request = request.clone();
         let last = lock(&self.resolutions).get(&request).cloned();
         if let Some(last) = last.filter(|last| self.config.unchanged(&last.inputs)) {
             return Ok(last.config.clone());

@@ -3,7 +3,9 @@
 //! not offered at all, and of the others only the tools that
 //! `includeTools`/`excludeTools` allow (`docs/configuration.md`, "The `mcpx` block"),
 //! and neither a tool nor a prompt that pinning holds for the user's review
-//! ([`crate::pins`], as [`crate::daemon::Daemon::holds`] gives them).
+//! ([`crate::pins`], as [`crate::daemon::Daemon::holds`] gives them). A caller on a
+//! profile (`docs/configuration.md`, "Profiles") is offered only the profile's servers,
+//! and of those only the tools it names, as `includeTools` would narrow them.
 //!
 //! Every path that lists or reaches a server asks here, never its entry's options:
 //! the control API's handlers (the CLI), and the MCP endpoint's aggregate `/mcp`,
@@ -34,10 +36,36 @@ pub fn untrusted(config: &ResolvedConfig) -> impl Iterator<Item = &ServerEntry> 
     config.servers.values().filter(|e| !server_trusted(e))
 }
 
-/// Whether `entry` is offered: it is trusted and not `disabled`. [`check_server`] says
-/// why not.
+/// Whether `entry` is offered: it is trusted, not `disabled`, and in the caller's
+/// profile if it has one. [`check_server`] says why not.
 pub fn server_offered(entry: &ServerEntry) -> bool {
-    server_trusted(entry) && !entry.options.disabled
+    server_trusted(entry) && !entry.options.disabled && in_profile(entry)
+}
+
+/// Whether the caller's profile, if any, holds `entry`: what `mcpx ls` lists of a
+/// caller on a profile.
+pub fn in_profile(entry: &ServerEntry) -> bool {
+    entry.profile.as_ref().is_none_or(|p| p.tools.is_some())
+}
+
+/// Whether the caller's profile, if any, holds the tool `name` of `entry`.
+fn tool_in_profile(entry: &ServerEntry, name: &str) -> bool {
+    entry.profile.as_ref().is_none_or(|p| p.tools.as_ref().is_some_and(|t| t.allows(name)))
+}
+
+/// The refusal of what the caller's profile leaves out: `tool` of `entry`, or the whole
+/// server (`None`), naming the profile and its file.
+fn outside_profile(entry: &ServerEntry, tool: Option<&str>) -> Refusal {
+    let (name, file) =
+        entry.profile.as_ref().map(|p| (p.name.as_str(), p.source.display().to_string())).unwrap_or_default();
+    let what = match tool {
+        Some(tool) => format!("tool `{tool}` of server `{}`", entry.name),
+        None => format!("server `{}`", entry.name),
+    };
+    Refusal {
+        why: Why::ToolLeftOut,
+        message: format!("{what} is excluded by profile `{name}` in {file} (it offers only what the profile names)"),
+    }
 }
 
 /// Why the policy refused a server or a tool: its own type, which the control API
@@ -114,10 +142,13 @@ pub fn check_server(entry: &ServerEntry) -> Result<(), Refusal> {
         Some(_) => "remove `disabled` from the entry (or from its `mcpx` block)",
         None => "remove `disabled` from its `mcpx` block",
     };
-    Err(Refusal {
-        why: Why::Disabled,
-        message: format!("server `{}` is disabled in {}; {key} to use it", entry.name, entry.source.display()),
-    })
+    if entry.options.disabled {
+        return Err(Refusal {
+            why: Why::Disabled,
+            message: format!("server `{}` is disabled in {}; {key} to use it", entry.name, entry.source.display()),
+        });
+    }
+    Err(outside_profile(entry, None))
 }
 
 /// Whether the tool `tool` of `entry`, whose holds are `holds`, may be called or
@@ -127,7 +158,13 @@ pub fn check_server(entry: &ServerEntry) -> Result<(), Refusal> {
 /// `includeTools`/`excludeTools` leave the tool out, naming the file that says so;
 /// [`Why::Held`] when pinning holds it ([`held`]).
 pub fn check_tool(entry: &ServerEntry, holds: &Holds, tool: &str) -> Result<(), Refusal> {
+    if !in_profile(entry) {
+        return Err(outside_profile(entry, Some(tool)));
+    }
     check_server(entry)?;
+    if !tool_in_profile(entry, tool) {
+        return Err(outside_profile(entry, Some(tool)));
+    }
     if !entry.options.tool_allowed(tool) {
         return Err(Refusal {
             why: Why::ToolLeftOut,
@@ -175,7 +212,7 @@ pub fn held(entry: &ServerEntry, kind: Kind, name: &str) -> Refusal {
 /// (`holds`). Whether the server itself is offered is [`offered`]'s and
 /// [`check_server`]'s question.
 pub fn tool_offered(entry: &ServerEntry, holds: &Holds, name: &str) -> bool {
-    entry.options.tool_allowed(name) && !holds.holds(Kind::Tool, name)
+    entry.options.tool_allowed(name) && tool_in_profile(entry, name) && !holds.holds(Kind::Tool, name)
 }
 
 /// Whether a listing of a server's prompts shows the prompt `name`: it is not held.
@@ -188,7 +225,9 @@ pub fn prompt_offered(holds: &Holds, name: &str) -> bool {
 /// When nothing is left out, the response is returned as it came, byte for byte; so
 /// is an error response.
 pub fn filter_list_response(entry: &ServerEntry, holds: &Holds, kind: Kind, response: Message) -> Message {
-    let narrowed = entry.options.include_tools.is_some() || !entry.options.exclude_tools.is_empty();
+    let narrowed = entry.options.include_tools.is_some()
+        || !entry.options.exclude_tools.is_empty()
+        || entry.profile.as_ref().is_some_and(|p| !matches!(p.tools, Some(crate::config::Tools::All)));
     let (field, any) = match kind {
         Kind::Tool => ("tools", narrowed || !holds.tools.is_empty()),
         Kind::Prompt => ("prompts", !holds.prompts.is_empty()),

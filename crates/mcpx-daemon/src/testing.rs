@@ -350,5 +350,6 @@ pub fn entry(name: &str, transport: crate::config::TransportSpec) -> crate::conf
         trust_hash: String::new(),
         trusted: true,
         pinning: crate::config::Pinning::default(),
+        profile: None,
     }
 }

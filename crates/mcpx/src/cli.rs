@@ -32,6 +32,9 @@ struct Global {
     /// Print JSON instead of tables and text.
     #[arg(long, global = true)]
     json: bool,
+    /// Offer only this profile's servers and tools (`profiles` in the user config).
+    #[arg(long, global = true, env = "MCPX_PROFILE", value_name = "NAME")]
+    profile: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -132,20 +135,7 @@ enum Command {
     /// Run the daemon in the foreground.
     Daemon,
     /// Be an MCP server over stdio presenting every configured server (or one, with --server).
-    Serve {
-        /// Pass this one server through under its own names.
-        #[arg(long, conflicts_with = "discover")]
-        server: Option<String>,
-        /// Offer only two tools: `mcpx_types` (find tools, get their TypeScript declarations) and `mcpx_exec` (run code that calls them, in a sandbox).
-        #[arg(long, conflicts_with = "discover")]
-        code: bool,
-        /// Offer only four tools (list servers, search, describe, call), so the client pays no context for schemas it has not asked for.
-        #[arg(long)]
-        discover: bool,
-        /// With --code: run scripts without the kernel's confinement, with Deno's permission flags alone (says what stays open).
-        #[arg(long, requires = "code")]
-        unconfined: bool,
-    },
+    Serve(crate::serve::ServeArgs),
     /// Re-execute the running daemon in place (same pid), from its own binary or --binary;
     /// servers keep running and calls in flight finish first.
     Upgrade {
@@ -389,7 +379,10 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
         Command::Connect(args) if args.clients.is_empty() => {
             return crate::connect::list(&env, args.project.as_deref(), cli.global.json);
         }
-        Command::Connect(args) => return crate::connect::connect(&env, args, config_arg(&cli), cli.global.json),
+        Command::Connect(args) => {
+            let profile = cli.global.profile.as_deref().filter(|p| !p.is_empty());
+            return crate::connect::connect(&env, args, config_arg(&cli), profile, cli.global.json);
+        }
         Command::Disconnect(args) => return crate::connect::disconnect(&env, args, config_arg(&cli), cli.global.json),
         _ => {}
     }
@@ -415,6 +408,7 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
         parent_session: env.get("MCPX_PARENT_SESSION_ID").filter(|s| !s.is_empty()).cloned(),
         // The process that ran this command: the agent's shell or script (`pid` scope).
         ppid: u32::try_from(nix::unistd::getppid().as_raw()).ok(),
+        profile: cli.global.profile.clone().filter(|p| !p.is_empty()),
         ..Caller::default()
     };
     match cli.command {
@@ -459,7 +453,7 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
         Command::Config => {
             // The running daemon's state directory, where it reads the trust records.
             let state = daemons_dirs(&dirs, &env).await.state;
-            crate::show_config::run(&state, &env, caller.cwd.clone(), caller.config.clone(), json)
+            crate::show_config::run(&state, &env, &caller, json)
         }
         Command::Untrust { dir } => {
             let state = daemons_dirs(&dirs, &env).await.state;
@@ -467,14 +461,14 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             let dir = absolute(dir, caller.cwd.as_deref()).unwrap_or_else(here);
             crate::trust::run(&state, &env, crate::trust::Action::Untrust { dir }, json)
         }
-        Command::Serve { server, discover, code, unconfined } => {
+        Command::Serve(args) => {
             let exe = std::env::current_exe()
                 .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
             let client = connect_or_start(&dirs, &exe).await?;
-            if code {
-                return crate::serve_code::run(client, &opened, &env, caller, server, unconfined).await;
+            if args.code {
+                return crate::serve_code::run(client, &opened, &env, caller, args.server, args.unconfined).await;
             }
-            crate::serve::run(client, server, discover, caller.config.clone()).await
+            crate::serve::run(client, args.server, args.discover, &caller).await
         }
         Command::Run(_) | Command::Exec(_) => {
             let exe = std::env::current_exe()
@@ -537,7 +531,7 @@ async fn dispatch(client: &Client, command: Command, caller: &Caller, json: bool
             Ok(0)
         }
         Command::Upgrade { binary } => upgrade(client, binary, json).await,
-        Command::Serve { .. } => unreachable!("serve runs without dispatch"),
+        Command::Serve(_) => unreachable!("serve runs without dispatch"),
         Command::Auth { action: AuthAction::Login { server, no_browser, device } } => {
             let req = AuthRequest { caller: caller(), server: Some(server), device };
             crate::auth::login(client, req, no_browser, json).await

@@ -17,8 +17,8 @@ mod yaml;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use mcpx_api::ApiError;
-use mcpx_daemon::config::{Client, mcpx_entries, read_client_file};
+use mcpx_api::{ApiError, ErrorKind};
+use mcpx_daemon::config::{Client, ConfigCache, ConfigEnv, ResolveRequest, mcpx_entries, read_client_file};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -117,17 +117,28 @@ pub fn list(vars: &HashMap<String, String>, project: Option<&Path>, json: bool) 
 /// client's other servers into mcpx's file first. Exit 0, or 2 when any client could not
 /// be edited (the others are). `config` is the global `--config`.
 ///
-/// Errors: an unknown client name or a `--project` that is no directory (`usage`), before
-/// anything is changed.
+/// Errors: an unknown client name or a `--project` that is no directory (`usage`), or a
+/// `profile` (the global `--profile`: the entry runs `mcpx serve --profile NAME`) that the
+/// user config does not define (`config`), before anything is changed.
 pub fn connect(
     vars: &HashMap<String, String>,
     args: &ConnectArgs,
     config: Option<PathBuf>,
+    profile: Option<&str>,
     json: bool,
 ) -> Result<i32, ApiError> {
+    if let Some(name) = profile {
+        let cache = ConfigCache::new(ConfigEnv::from_vars(vars));
+        let resolved = cache
+            .resolve(&ResolveRequest { cwd: None, explicit: config.clone() })
+            .map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
+        resolved.with_profile(name).map_err(|e| ApiError::new(ErrorKind::Config, e))?;
+    }
     let ctx = Ctx::new(vars, args.project.as_deref(), config)?;
     let mcpx = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "mcpx".to_owned());
-    each(&args.clients, json, |client| match connect_one(client, &ctx, &mcpx, args.move_servers) {
+    let mut serve = vec!["serve".to_owned()];
+    serve.extend(profile.iter().flat_map(|p| ["--profile".to_owned(), (*p).to_owned()]));
+    each(&args.clients, json, |client| match connect_one(client, &ctx, &mcpx, &serve, args.move_servers) {
         Ok(done) => done,
         Err(e) => json!({ "client": client.name(), "error": e }),
     })
@@ -135,12 +146,12 @@ pub fn connect(
 
 /// Connects one client; `{"client", "file", "said", ...}`. Errors: what went wrong, with
 /// the file unchanged.
-fn connect_one(client: Client, ctx: &Ctx, mcpx: &str, move_servers: bool) -> Result<Value, String> {
+fn connect_one(client: Client, ctx: &Ctx, mcpx: &str, serve: &[String], move_servers: bool) -> Result<Value, String> {
     let file = ctx.file(client)?;
     let text = read(&file)?;
     let present = match &text {
         Some(_) => mcpx_entries(client, &file).map_err(|e| {
-            let paste = file::paste(client.layout(), "mcpx", &file::mcpx_entry(client, mcpx));
+            let paste = file::paste(client.layout(), "mcpx", &file::mcpx_entry(client, mcpx, serve));
             format!("{e}; it is unchanged: fix it, or add this to it by hand:\n{paste}")
         })?,
         None => Vec::new(),
@@ -162,7 +173,7 @@ fn connect_one(client: Client, ctx: &Ctx, mcpx: &str, move_servers: bool) -> Res
             .map_or(new, |(t, _)| t);
     }
     if present.is_empty() {
-        let entry = file::mcpx_entry(client, mcpx);
+        let entry = file::mcpx_entry(client, mcpx, serve);
         new = match file::add(Some(&new), layout, "mcpx", &entry) {
             Ok(t) => t,
             Err(Refusal::Clash) => {
@@ -182,7 +193,7 @@ fn connect_one(client: Client, ctx: &Ctx, mcpx: &str, move_servers: bool) -> Res
     write_file(&file, &new).map_err(|(what, e)| format!("cannot {what} {}: {e}; it is unchanged", file.display()))?;
     restore::record(ctx, client, &file, saved.as_deref(), &new, moved.as_ref());
     let mut said = match present.is_empty() {
-        true => format!("added `mcpx` to {} (runs {mcpx} serve)", file.display()),
+        true => format!("added `mcpx` to {} (runs {mcpx} {})", file.display(), serve.join(" ")),
         false => format!("{} already reached mcpx", file.display()),
     };
     if present.is_empty() && client.is_desktop() {

@@ -28,9 +28,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use axum::body::Bytes;
 use http_body_util::BodyExt;
 use mcpx_api::client::{Answer, Client, ClientError, Method};
-use mcpx_api::{ApiError, ErrorKind};
+use mcpx_api::{ApiError, Caller, ErrorKind};
 use mcpx_daemon::mcp::{
-    CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, MODE_HEADER, PPID_HEADER, SESSION_HEADER, era,
+    CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, MODE_HEADER, PPID_HEADER, PROFILE_HEADER, SESSION_HEADER, era,
 };
 use mcpx_proto::mcp::error_code;
 use mcpx_proto::{Message, MessageKind};
@@ -62,14 +62,28 @@ struct Bridge {
     relays: AtomicU64,
 }
 
+/// `mcpx serve`'s arguments (the global `--profile` narrows each of its modes).
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Pass this one server through under its own names.
+    #[arg(long, conflicts_with = "discover")]
+    pub server: Option<String>,
+    /// Offer only two tools: `mcpx_types` (find tools, get their TypeScript declarations) and `mcpx_exec` (run code that calls them, in a sandbox).
+    #[arg(long, conflicts_with = "discover")]
+    pub code: bool,
+    /// Offer only four tools (list servers, search, describe, call), so the client pays no context for schemas it has not asked for.
+    #[arg(long)]
+    pub discover: bool,
+    /// With --code: run scripts without the kernel's confinement, with Deno's permission flags alone (says what stays open).
+    #[arg(long, requires = "code")]
+    pub unconfined: bool,
+}
+
 /// Runs until stdin ends and the requests sent over the link are answered. `server`:
-/// pass one server through instead of the aggregate.
-pub async fn run(
-    client: Client,
-    server: Option<String>,
-    discover: bool,
-    config: Option<std::path::PathBuf>,
-) -> Result<i32, ApiError> {
+/// pass one server through instead of the aggregate. `caller` gives the config file and
+/// the profile.
+pub async fn run(client: Client, server: Option<String>, discover: bool, caller: &Caller) -> Result<i32, ApiError> {
+    let (config, profile) = (caller.config.clone(), caller.profile.clone());
     let mut caller = vec![
         (CALLER_SESSION_HEADER, format!("serve-{}-{}", std::process::id(), mcpx_daemon::schema::now())),
         (PPID_HEADER, nix::unistd::getppid().as_raw().to_string()),
@@ -82,6 +96,9 @@ pub async fn run(
     }
     if discover {
         caller.push((MODE_HEADER, "discover".to_owned()));
+    }
+    if let Some(profile) = &profile {
+        caller.push((PROFILE_HEADER, profile.clone()));
     }
     let out = Arc::new(Out::start().map_err(|e| {
         ApiError::new(

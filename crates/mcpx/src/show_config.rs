@@ -10,11 +10,12 @@
 //! `oauth` block's `clientSecret` and `privateKey` the `${...}` they come from.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use mcpx_api::{ApiError, ErrorKind};
 use mcpx_daemon::config::{
-    ConfigCache, ConfigEnv, OAUTH_KEYS, OAuthSpec, ResolveRequest, ServerEntry, TRUST_FILE, TransportSpec,
+    ConfigCache, ConfigEnv, OAUTH_KEYS, OAuthSpec, Profile, ResolveRequest, ServerEntry, TRUST_FILE, Tools,
+    TransportSpec,
 };
 use mcpx_daemon::policy;
 use serde_json::{Value, json};
@@ -22,23 +23,31 @@ use serde_json::{Value, json};
 use crate::output::tilde;
 
 /// Prints the resolved servers of the request (`cwd`, the explicit `config` file) as
-/// `--json` or text, with trust read from `state`'s trust records. Returns exit 0, or 2
-/// when an entry or a file has an error (a configuration error, as everywhere).
+/// `--json` or text, and the profiles (`--json`: `"profiles": {NAME: {"source",
+/// "servers": {SERVER: "*" | [PATTERN]}}}`), with trust read from `state`'s trust
+/// records. With `profile`, only that profile and the servers it holds. Returns exit 0,
+/// or 2 when an entry or a file has an error (a configuration error, as everywhere).
 ///
-/// Errors: a configuration that cannot be resolved, such as a missing `--config` file
-/// (exit 2).
+/// Errors: a configuration that cannot be resolved, such as a missing `--config` file,
+/// or an unknown `profile` (exit 2, listing the profiles there are).
 pub fn run(
     state: &Path,
     env: &HashMap<String, String>,
-    cwd: Option<PathBuf>,
-    config: Option<PathBuf>,
+    caller: &mcpx_api::Caller,
     json: bool,
 ) -> Result<i32, ApiError> {
     let config_env = ConfigEnv::from_vars(env);
     let cache = ConfigCache::new(config_env.clone()).with_trust_file(state.join(TRUST_FILE));
-    let resolved = cache
-        .resolve(&ResolveRequest { cwd, explicit: config })
+    let mut resolved = cache
+        .resolve(&ResolveRequest { cwd: caller.cwd.clone(), explicit: caller.config.clone() })
         .map_err(|e| ApiError::new(ErrorKind::Usage, e.to_string()))?;
+    if let Some(name) = &caller.profile {
+        resolved = resolved.with_profile(name).map_err(|e| ApiError::new(ErrorKind::Config, e))?;
+        resolved.servers.retain(|_, e| policy::in_profile(e));
+        resolved.profiles.retain(|n, _| n == name);
+    }
+    let profiles: serde_json::Map<String, Value> =
+        resolved.profiles.iter().map(|(name, p)| (name.clone(), profile_json(p))).collect();
     let servers: Vec<Value> = resolved.servers.values().map(entry_json).collect();
     let errors: Vec<Value> = resolved
         .errors
@@ -49,7 +58,7 @@ pub fn run(
         .collect();
     let code = if resolved.errors.is_empty() && resolved.file_errors.is_empty() { 0 } else { 2 };
     if json {
-        let body = json!({ "files": resolved.files, "servers": servers, "errors": errors });
+        let body = json!({ "files": resolved.files, "servers": servers, "profiles": profiles, "errors": errors });
         println!("{}", serde_json::to_string_pretty(&body).unwrap_or_default());
         return Ok(code);
     }
@@ -62,11 +71,41 @@ pub fn run(
     }
     let texts: Vec<String> = resolved.servers.values().map(|entry| entry_text(entry, home)).collect();
     print!("{}", texts.join("\n"));
+    for (name, profile) in &resolved.profiles {
+        println!(
+            "\nprofile {name} ({}): serve it with `mcpx serve --profile {name}` or at /mcp/p/{name}",
+            tilde(&profile.source, home)
+        );
+        for (server, tools) in &profile.servers {
+            let tools = match tools {
+                Tools::All => "every tool".to_owned(),
+                Tools::Matching(patterns) => patterns.join(", "),
+            };
+            let missing = if resolved.servers.contains_key(server) { "" } else { " (not configured here)" };
+            println!("  {server}: {tools}{missing}");
+        }
+    }
     for problem in errors {
         let text = problem.get("error").or_else(|| problem.get("warning")).and_then(Value::as_str).unwrap_or_default();
         println!("{}: {text}", if problem.get("error").is_some() { "error" } else { "warning" });
     }
     Ok(code)
+}
+
+/// One profile for `--json`: its file, and each server's `"*"` or patterns.
+fn profile_json(profile: &Profile) -> Value {
+    let servers: serde_json::Map<String, Value> = profile
+        .servers
+        .iter()
+        .map(|(server, tools)| {
+            let tools = match tools {
+                Tools::All => json!("*"),
+                Tools::Matching(patterns) => json!(patterns),
+            };
+            (server.clone(), tools)
+        })
+        .collect();
+    json!({ "source": profile.source, "servers": servers })
 }
 
 /// One server for `--json`: where it comes from, how it is reached as written (names only

@@ -53,7 +53,7 @@ mod tests;
 
 pub use modern::complete_result;
 pub use routes::{
-    CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, Endpoint, MODE_HEADER, PPID_HEADER, SESSION_HEADER,
-    STRANGER_IGNORES, TcpGuard, routes, tcp_routes,
+    CALLER_SESSION_HEADER, CONFIG_HEADER, CWD_HEADER, Endpoint, MODE_HEADER, PPID_HEADER, PROFILE_HEADER,
+    SESSION_HEADER, STRANGER_IGNORES, TcpGuard, routes, tcp_routes,
 };
 pub use sessions::{ClientSession, ClientSessions, Links, MAX_SESSIONS, SESSION_IDLE, TooManySessions, client_name};

@@ -43,6 +43,10 @@ pub const PPID_HEADER: &str = "x-mcpx-ppid";
 /// Sent on `initialize` (`mcpx serve --discover`): the session offers only mcpx's
 /// discovery tools.
 pub const MODE_HEADER: &str = "x-mcpx-mode";
+/// The profile the session is on (`mcpx serve --profile NAME`; `/mcp/p/<name>` sets
+/// it): only the profile's servers and tools are offered (`docs/configuration.md`,
+/// "Profiles"). It only narrows what the client sees, so a TCP client may send it.
+pub const PROFILE_HEADER: &str = "x-mcpx-profile";
 /// Set by the daemon on the messages of an `mcpx serve` link (`serve`), for the
 /// activity record's path; removed from HTTP requests, which cannot claim it.
 pub const VIA_HEADER: &str = "x-mcpx-via";
@@ -187,6 +191,7 @@ pub fn routes() -> Router<Arc<Endpoint>> {
     Router::new()
         .route("/mcp", post(post_aggregate).delete(delete).get(get_stream))
         .route("/mcp/{server}", post(post_server).delete(delete).get(get_stream))
+        .route("/mcp/p/{profile}", post(post_profile).delete(delete).get(get_stream))
         .route("/metrics", axum::routing::get(metrics))
 }
 
@@ -215,10 +220,33 @@ async fn post_server(
     handle_post(e, Some(server), tcp.map(|t| t.0), headers, body).await
 }
 
-/// The activity record's path of a session's requests: `serve` (or `serve <server>`)
-/// over an `mcpx serve` link, else `/mcp` (or `/mcp/<server>`).
+/// `POST /mcp/p/<profile>`: the aggregate of a profile's servers and tools.
+async fn post_profile(
+    State(e): S,
+    tcp: Tcp,
+    Path(profile): Path<String>,
+    mut headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    headers.remove(VIA_HEADER);
+    match HeaderValue::from_str(&profile) {
+        Ok(value) => {
+            headers.insert(PROFILE_HEADER, value);
+        }
+        Err(_) => return (StatusCode::NOT_FOUND, "no such profile").into_response(),
+    }
+    handle_post(e, None, tcp.map(|t| t.0), headers, body).await
+}
+
+/// The activity record's path of a session's requests: `serve` (or `serve <server>`,
+/// `serve --profile <name>`) over an `mcpx serve` link, else `/mcp` (or
+/// `/mcp/<server>`, `/mcp/p/<name>`).
 fn path_of(headers: &HeaderMap, server: Option<&str>) -> String {
-    match (header(headers, VIA_HEADER).as_deref() == Some("serve"), server) {
+    let serve = header(headers, VIA_HEADER).as_deref() == Some("serve");
+    if let Some(profile) = header(headers, PROFILE_HEADER) {
+        return if serve { format!("serve --profile {profile}") } else { format!("/mcp/p/{profile}") };
+    }
+    match (serve, server) {
         (true, None) => "serve".to_owned(),
         (true, Some(server)) => format!("serve {server}"),
         (false, None) => "/mcp".to_owned(),
@@ -380,6 +408,14 @@ async fn initialize(
         }
     };
     let caller = caller(d, tcp, headers, Some(session_id.clone()));
+    // A session on a profile that does not exist opens not at all: every request of it
+    // would fail the same way.
+    if caller.profile.is_some() {
+        if let Err(e) = d.resolve_for(&caller) {
+            let refusal = Message::error_response(&id, error_code::INVALID_PARAMS, &e.message);
+            return json_response(StatusCode::OK, refusal.into_string(), None);
+        }
+    }
     let discover = header(headers, MODE_HEADER).as_deref() == Some("discover");
     let path = path_of(headers, server.as_deref());
     let mut session = ClientSession::new(server, caller, version.clone(), &params["capabilities"], discover);
@@ -414,7 +450,12 @@ async fn initialize(
 /// `pool_session` always (design: Configuration, Pools).
 fn caller(d: &Daemon, tcp: Option<Stranger>, headers: &HeaderMap, pool_session: Option<String>) -> Caller {
     match tcp {
-        Some(stranger) => Caller { config: stranger.config, session: pool_session, ..Caller::default() },
+        Some(stranger) => Caller {
+            config: stranger.config,
+            session: pool_session,
+            profile: header(headers, PROFILE_HEADER),
+            ..Caller::default()
+        },
         None => Caller {
             cwd: header(headers, CWD_HEADER).map(Into::into),
             // Without a working directory, the daemon's own MCPX_CONFIG (design: Configuration).
@@ -423,6 +464,7 @@ fn caller(d: &Daemon, tcp: Option<Stranger>, headers: &HeaderMap, pool_session: 
             parent_session: None,
             ppid: header(headers, PPID_HEADER).and_then(|p| p.parse().ok()),
             sessionless: false,
+            profile: header(headers, PROFILE_HEADER),
         },
     }
 }

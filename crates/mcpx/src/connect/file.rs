@@ -18,18 +18,22 @@ pub(super) enum Refusal {
     Unsafe { why: String, paste: String },
 }
 
-/// The entry that runs `mcpx serve` (the binary at `mcpx`) in `client`'s own shape, as
-/// its documentation writes a stdio server (see `tests/fixtures/clients/README.md`).
-pub(super) fn mcpx_entry(client: Client, mcpx: &str) -> Map<String, Value> {
+/// The entry that runs `mcpx` (the binary at `mcpx`) with `args` (`serve`, and
+/// `--profile NAME`) in `client`'s own shape, as its documentation writes a stdio server
+/// (see `tests/fixtures/clients/README.md`).
+pub(super) fn mcpx_entry(client: Client, mcpx: &str, args: &[String]) -> Map<String, Value> {
     let entry = match client {
-        Client::Vscode | Client::Crush => json!({ "type": "stdio", "command": mcpx, "args": ["serve"] }),
-        Client::Opencode => json!({ "type": "local", "command": [mcpx, "serve"], "enabled": true }),
-        Client::CopilotCli => json!({ "type": "local", "command": mcpx, "args": ["serve"], "tools": ["*"] }),
+        Client::Vscode | Client::Crush => json!({ "type": "stdio", "command": mcpx, "args": args }),
+        Client::Opencode => {
+            let command: Vec<&str> = std::iter::once(mcpx).chain(args.iter().map(String::as_str)).collect();
+            json!({ "type": "local", "command": command, "enabled": true })
+        }
+        Client::CopilotCli => json!({ "type": "local", "command": mcpx, "args": args, "tools": ["*"] }),
         Client::Goose => json!({
-            "name": "mcpx", "type": "stdio", "cmd": mcpx, "args": ["serve"], "enabled": true,
+            "name": "mcpx", "type": "stdio", "cmd": mcpx, "args": args, "enabled": true,
             "envs": {}, "timeout": 300, "description": "every MCP server mcpx holds",
         }),
-        _ => json!({ "command": mcpx, "args": ["serve"] }),
+        _ => json!({ "command": mcpx, "args": args }),
     };
     entry.as_object().cloned().unwrap_or_default()
 }

@@ -109,6 +109,26 @@ fn conformance_server_scenarios_pass_through_mcpx() {
     suite_passes_through_mcpx(json!({ "command": fake_server() }));
 }
 
+/// A client on a profile (`/mcp/p/<name>`) that holds the fake server's tools by
+/// pattern (`test_*`, `json_schema_*`: the suite's fixtures): every scenario still
+/// passes, the profile narrowing nothing the suite asks for.
+#[test]
+fn conformance_server_scenarios_pass_through_a_profile() {
+    let w = World::new(json!({}));
+    let config = json!({
+        "mcpServers": { "fake": { "command": fake_server() } },
+        "profiles": { "suite": { "servers": { "fake": ["test_*", "json_schema_*"] } } },
+    });
+    w.write_config(&config.to_string());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    w.run_with(&["ls"], |c| {
+        c.env("MCPX_HTTP_ADDR", format!("127.0.0.1:{port}")).env("MCPX_HTTP_NO_AUTH", "1");
+    })
+    .ok();
+    let results = run_suite(&format!("http://127.0.0.1:{port}/mcp/p/suite"));
+    assert_suite_passed(&results, ALLOWED_FAILURES, "through the profile /mcp/p/suite");
+}
+
 /// The same with the fake server as a remote server: the suite's client → mcpx's
 /// `/mcp/fake` → mcpx's streamable HTTP client → the fake server's HTTP mode.
 #[test]

@@ -48,6 +48,7 @@ mod peer;
 mod pins;
 mod policy;
 mod pools;
+mod profiles;
 mod real_servers;
 mod remote;
 mod sandbox;
