@@ -260,7 +260,8 @@ impl Client {
     /// - Codex: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`.
     /// - Gemini CLI: `$GEMINI_CLI_HOME/.gemini/settings.json`, else `~/.gemini/settings.json`.
     /// - Windsurf: `~/.codeium/windsurf/mcp_config.json`.
-    /// - OpenCode: `<config dir>/opencode/opencode.json`.
+    /// - OpenCode: `<config dir>/opencode/opencode.json` (`opencode.jsonc` when only that
+    ///   exists).
     /// - Zed: `<config dir>/zed/settings.json`.
     /// - Goose: `<config dir>/goose/config.yaml`.
     /// - Cline: `~/.cline/data/settings/cline_mcp_settings.json` (shared by its VS Code
@@ -287,7 +288,7 @@ impl Client {
             },
             Client::Gemini => absolute(&env.gemini_cli_home).unwrap_or(home).join(".gemini").join("settings.json"),
             Client::Windsurf => home.join(".codeium").join("windsurf").join("mcp_config.json"),
-            Client::Opencode => config().join("opencode").join("opencode.json"),
+            Client::Opencode => either(&config().join("opencode"), "opencode.json", "opencode.jsonc"),
             Client::Zed => config().join("zed").join("settings.json"),
             Client::Goose => config().join("goose").join("config.yaml"),
             Client::Cline => home.join(".cline/data/settings/cline_mcp_settings.json"),
@@ -336,8 +337,10 @@ impl Client {
     ///
     /// - Claude Code: `.mcp.json`; Cursor: `.cursor/mcp.json`; VS Code: `.vscode/mcp.json`;
     /// - Codex: `.codex/config.toml`; Gemini CLI: `.gemini/settings.json`;
-    /// - OpenCode: `opencode.json`; Zed: `.zed/settings.json`; Roo Code: `.roo/mcp.json`;
-    /// - Kiro: `.kiro/settings/mcp.json`; Crush: `crush.json`; Amazon Q: `.amazonq/mcp.json`;
+    /// - OpenCode: `opencode.json` (`opencode.jsonc` when only that exists); Zed:
+    ///   `.zed/settings.json`; Roo Code: `.roo/mcp.json`;
+    /// - Kiro: `.kiro/settings/mcp.json`; Crush: `crush.json` (`.crush.json` when only
+    ///   that exists); Amazon Q: `.amazonq/mcp.json`;
     /// - GitHub Copilot CLI: `.github/mcp.json`.
     pub fn project_file(self, dir: &Path) -> Option<PathBuf> {
         let rel = match self {
@@ -346,17 +349,23 @@ impl Client {
             Client::Vscode => ".vscode/mcp.json",
             Client::Codex => ".codex/config.toml",
             Client::Gemini => ".gemini/settings.json",
-            Client::Opencode => "opencode.json",
+            Client::Opencode => return Some(either(dir, "opencode.json", "opencode.jsonc")),
             Client::Zed => ".zed/settings.json",
             Client::RooCode => ".roo/mcp.json",
             Client::Kiro => ".kiro/settings/mcp.json",
-            Client::Crush => "crush.json",
+            Client::Crush => return Some(either(dir, "crush.json", ".crush.json")),
             Client::AmazonQ => ".amazonq/mcp.json",
             Client::CopilotCli => ".github/mcp.json",
             _ => return None,
         };
         Some(dir.join(rel))
     }
+}
+
+/// `dir/name`, unless only `dir/other` exists (a client that reads either).
+fn either(dir: &Path, name: &str, other: &str) -> PathBuf {
+    let (first, second) = (dir.join(name), dir.join(other));
+    if !first.exists() && second.exists() { second } else { first }
 }
 
 /// The directory a variable names, when it is absolute (a relative one is ignored).

@@ -403,7 +403,7 @@ impl ResolvedConfig {
 
 impl ResolvedConfig {
     /// This configuration as a caller on profile `name` sees it: every entry marked with
-    /// what the profile says of it ([`ProfileFilter`]), so the policy point offers only
+    /// what the profile says of it ([`ProfileFilter`](crate::ProfileFilter)), so the policy point offers only
     /// the profile's servers and tools. Warnings name the servers the profile holds that
     /// are not configured.
     ///

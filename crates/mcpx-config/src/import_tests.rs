@@ -359,3 +359,25 @@ fn gemini_and_windsurf_remote_keys() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Goose's and Continue's YAML with merge keys (`<<: *anchor`) read as those clients read
+/// them: the anchor's keys are the entry's, and no literal `<<` key is left.
+#[test]
+fn yaml_merge_keys_are_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let goose = dir.path().join("config.yaml");
+    let text =
+        "base: &base\n  type: stdio\n  enabled: false\n  args: []\nextensions:\n  g:\n    <<: *base\n    cmd: gx\n";
+    write(&goose, text);
+    let read = read_client_file(Client::Goose, &goose, None).unwrap();
+    assert_eq!(read.len(), 1);
+    let (name, entry) = &read[0];
+    assert_eq!(name, "g");
+    assert_eq!(entry["command"], "gx");
+    assert_eq!(entry["mcpx"]["disabled"], true, "{entry:?}");
+    assert!(!entry.contains_key("<<"), "{entry:?}");
+    let cont = dir.path().join("c.yaml");
+    write(&cont, "x: &cmd\n  command: cx\nmcpServers:\n  - name: c\n    <<: *cmd\n");
+    let read = read_client_file(Client::Continue, &cont, None).unwrap();
+    assert_eq!(read[0].1["command"], "cx");
+}

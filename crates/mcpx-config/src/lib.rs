@@ -77,7 +77,7 @@ pub use entry::{EntryError, ExpandedSandbox, FileWarning, ResolvedConfig, Server
 pub use error::ConfigError;
 pub use expand::{ExpandedRemote, ExpandedStdio, ExpandedTransport, Secrets, StoreIn, referenced_values};
 pub use oauth::{ExpandedOAuth, Grant, OAUTH_KEYS, OAuthSpec, TokenAuthMethod, is_secure};
-pub use parse::{NamedEntry, mcpx_entries, read_client_file};
+pub use parse::{NamedEntry, mcpx_entries, read_client_file, yaml_value};
 pub use profile::{Profile, ProfileFilter, Tools};
 pub use resolve::{
     ConfigCache, ExplicitFiles, FileContents, Inputs, MCPX_PROJECT_FILE, PROJECT_FILE, PROJECT_FILES, ResolveRequest,

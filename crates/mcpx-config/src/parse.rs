@@ -274,7 +274,7 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
         let top: Value = if text.trim().is_empty() {
             Value::Null
         } else {
-            serde_norway::from_str(text).map_err(|e| {
+            yaml_value(text).map_err(|e| {
                 let (line, column) = line_column(text, e.location().map_or(0, |l| l.index()));
                 ConfigError::Syntax { file: file.to_owned(), line, column, message: yaml_message(&e) }
             })?
@@ -293,7 +293,11 @@ fn read_raw(file: &Path, kind: &FileKind, text: &str) -> Result<RawFile, ConfigE
         let servers = entries.into_iter().filter(|(_, e)| e.as_object().is_none_or(|m| dialect::is_server(client, m)));
         return Ok(RawFile::only(vec![(key, servers.collect())]));
     }
-    let json = jsonc::to_json(text).map_err(|e| syntax(e.offset, e.message.to_owned()))?;
+    let mut json = jsonc::to_json(text).map_err(|e| syntax(e.offset, e.message.to_owned()))?;
+    // A blank file (or one of comments only) has no servers yet, as the clients take it.
+    if json.trim().is_empty() {
+        json = "{}".to_owned();
+    }
     let top: TopLevel = serde_json::from_str(&json).map_err(|e| ConfigError::Syntax {
         file: file.to_owned(),
         line: e.line(),
@@ -358,6 +362,17 @@ fn named_items(items: &[Value]) -> RawEntries {
     let name =
         |i: usize, item: &Value| item.get("name").and_then(Value::as_str).map_or(format!("#{}", i + 1), str::to_owned);
     items.iter().enumerate().map(|(i, item)| (name(i, item), item.clone())).collect()
+}
+
+/// A YAML text as a JSON value, with its merge keys (`<<: *anchor`) applied as YAML 1.1
+/// says, as Goose and Continue read them.
+///
+/// Errors: it does not parse as YAML, or a merge key's value is not a mapping (or a list
+/// of them).
+pub fn yaml_value(text: &str) -> Result<Value, serde_norway::Error> {
+    let mut value: serde_norway::Value = serde_norway::from_str(text)?;
+    value.apply_merge()?;
+    serde_json::to_value(value).map_err(serde::de::Error::custom)
 }
 
 /// serde_norway's message without its " at line L column C" suffix.
@@ -450,14 +465,15 @@ pub fn read_client_file(client: Client, path: &Path, cwd: Option<&Path>) -> Resu
     Ok(objects.map(|(name, map)| (name, dialect::normalize(&kind, map))).collect())
 }
 
-/// The names of the entries of `client`'s file at `path` that run `mcpx serve` (how the
-/// client reaches mcpx), top-level and per project (Claude Code's), in name order: what
-/// [`read_client_file`] leaves out. Errors: as [`read_client_file`]'s.
+/// The names of the top-level entries of `client`'s file at `path` that run `mcpx serve`
+/// (how the client reaches mcpx everywhere), in name order: the ones `mcpx connect` adds
+/// and `mcpx disconnect` takes out. Claude Code's per-project entries are not among them:
+/// they reach mcpx in one project only. Errors: as [`read_client_file`]'s.
 pub fn mcpx_entries(client: Client, path: &Path) -> Result<Vec<String>, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io { file: path.to_owned(), error })?;
     let kind = FileKind { client: Some(client), workspace: None };
     let raw = read_raw(path, &kind, &text)?;
-    let entries = raw.main.into_iter().flat_map(|(_, e)| e).chain(raw.projects.into_iter().flat_map(|(_, e)| e));
+    let entries = raw.main.into_iter().flat_map(|(_, e)| e);
     let mut names: Vec<String> = entries
         .filter_map(|(name, v)| match v {
             Value::Object(map) if dialect::runs_mcpx_serve(&map) => Some(name),

@@ -70,7 +70,7 @@ struct Row {
 /// Errors: a `--project` that is no directory (`usage`); a file that cannot be read is
 /// shown with why.
 pub fn list(vars: &HashMap<String, String>, project: Option<&Path>, json: bool) -> Result<i32, ApiError> {
-    let ctx = Ctx::new(vars, project, None)?;
+    let ctx = Ctx::new(vars, project, None, false)?;
     let home = vars.get("HOME").map(PathBuf::from);
     let rows: Vec<Row> = Client::ALL
         .iter()
@@ -79,6 +79,9 @@ pub fn list(vars: &HashMap<String, String>, project: Option<&Path>, json: bool) 
             let file = ctx.file(client).ok();
             let exists = file.as_deref().is_some_and(Path::is_file);
             let (mut mcpx, mut error) = (Vec::new(), None);
+            if let Some(path) = file.as_deref().filter(|p| p.exists() && !p.is_file()) {
+                error = Some(format!("{} is not a file", path.display()));
+            }
             if let (true, Some(path)) = (exists, &file) {
                 match mcpx_entries(client, path) {
                     Ok(names) => mcpx = names,
@@ -134,14 +137,36 @@ pub fn connect(
             .map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
         resolved.with_profile(name).map_err(|e| ApiError::new(ErrorKind::Config, e))?;
     }
-    let ctx = Ctx::new(vars, args.project.as_deref(), config)?;
-    let mcpx = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "mcpx".to_owned());
+    let ctx = Ctx::new(vars, args.project.as_deref(), config, true)?;
+    let mcpx = invoked_path();
     let mut serve = vec!["serve".to_owned()];
     serve.extend(profile.iter().flat_map(|p| ["--profile".to_owned(), (*p).to_owned()]));
     each(&args.clients, json, |client| match connect_one(client, &ctx, &mcpx, &serve, args.move_servers) {
         Ok(done) => done,
         Err(e) => json!({ "client": client.name(), "error": e }),
     })
+}
+
+/// The path this `mcpx` was run by, absolute: the one on `PATH` (or given) when it is this
+/// binary, so a link a package manager keeps stable (`/usr/local/bin/mcpx`) is written
+/// rather than the versioned file it points to; else the running binary's own path.
+fn invoked_path() -> String {
+    let exe = std::env::current_exe().ok();
+    let real = exe.as_deref().and_then(|e| std::fs::canonicalize(e).ok());
+    let arg0 = std::env::args_os().next().map(PathBuf::from);
+    let candidate = arg0.and_then(|arg0| {
+        if arg0.components().count() > 1 {
+            return Some(std::env::current_dir().ok()?.join(arg0));
+        }
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path).map(|dir| dir.join(&arg0)).find(|p| p.is_file())
+    });
+    match (candidate, &real) {
+        (Some(c), Some(real)) if c.is_absolute() && std::fs::canonicalize(&c).ok().as_ref() == Some(real) => {
+            c.components().collect::<PathBuf>().display().to_string()
+        }
+        _ => exe.map_or_else(|| "mcpx".to_owned(), |e| e.display().to_string()),
+    }
 }
 
 /// Connects one client; `{"client", "file", "said", ...}`. Errors: what went wrong, with
@@ -165,7 +190,11 @@ fn connect_one(client: Client, ctx: &Ctx, mcpx: &str, serve: &[String], move_ser
         return Ok(json!({ "client": client.name(), "file": file, "said": said, "already": true }));
     }
     let layout = client.layout();
-    let mut new = text.clone().unwrap_or_default();
+    let mut new = match (&text, client) {
+        // Continue requires these of a config.yaml (its reference, "config.yaml").
+        (None, Client::Continue) => "name: Local Config\nversion: 1.0.0\nschema: v1\n".to_owned(),
+        _ => text.clone().unwrap_or_default(),
+    };
     if !moving.is_empty() {
         let names: Vec<&str> = moving.iter().map(|(n, _)| n.as_str()).collect();
         new = file::remove(&new, layout, |name, _| names.contains(&name))
@@ -211,8 +240,32 @@ fn connect_one(client: Client, ctx: &Ctx, mcpx: &str, serve: &[String], move_ser
     if let Some(saved) = &saved {
         said.push_str(&format!("; the file before is at {}", saved.display()));
     }
+    if let Some(warning) = blocked_by_client(client, &new) {
+        said.push_str(&format!("; warning: {warning}"));
+    }
     let moved_names = moved.as_ref().map(|m| m.names.clone()).unwrap_or_default();
     Ok(json!({ "client": client.name(), "file": file, "said": said, "backup": saved, "moved": moved_names }))
+}
+
+/// Why the client would still not run its `mcpx` entry: Gemini CLI's top-level
+/// `mcp.allowed` that leaves it out, or `mcp.excluded` that names it.
+fn blocked_by_client(client: Client, text: &str) -> Option<String> {
+    if client != Client::Gemini {
+        return None;
+    }
+    let value =
+        jsonc_parser::cst::CstRootNode::parse(text, &jsonc_parser::ParseOptions::default()).ok()?.to_serde_value()?;
+    let names = |key: &str| -> Option<Vec<String>> {
+        Some(value["mcp"].get(key)?.as_array()?.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect())
+    };
+    if names("allowed").is_some_and(|a| !a.iter().any(|n| n == "mcpx")) {
+        return Some(
+            "its `mcp.allowed` leaves `mcpx` out, so Gemini CLI will not run it: add \"mcpx\" to that list".into(),
+        );
+    }
+    names("excluded")
+        .filter(|e| e.iter().any(|n| n == "mcpx"))
+        .map(|_| "its `mcp.excluded` names `mcpx`, so Gemini CLI will not run it: take it out of that list".to_owned())
 }
 
 /// Adds the client's `entries` (already in mcpx's shape) to mcpx's file, after a backup of
@@ -243,5 +296,6 @@ fn move_into_mcpx(ctx: &Ctx, from: &Path, entries: Vec<(String, Map<String, Valu
         backup(&target, old)?;
     }
     write_file(&target, &new).map_err(|(what, e)| format!("cannot {what} {}: {e}", target.display()))?;
-    Ok(Moved { file: target, names: entries.into_iter().map(|(n, _)| n).collect() })
+    let digests = entries.iter().map(|(n, e)| (n.clone(), common::digest(&Value::Object(e.clone())))).collect();
+    Ok(Moved { file: target, names: entries.into_iter().map(|(n, _)| n).collect(), digests })
 }

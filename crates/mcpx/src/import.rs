@@ -57,16 +57,7 @@ pub async fn run(import: Import, json: bool) -> Result<i32, ApiError> {
             clients.push(client);
         }
     }
-    // Two imports at once would each read the file before the other wrote it, and one's
-    // change would be lost: they take turns, holding a lock in mcpx's runtime directory.
-    let dirs =
-        Dirs::from_env(&vars).and_then(|d| d.open()).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
-    let lock_file = dirs
-        .runtime
-        .open_file(IMPORT_LOCK, FileUse::Lock)
-        .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot open the import lock: {e}")))?;
-    let _turn = Flock::lock(lock_file, FlockArg::LockExclusive)
-        .map_err(|(_, e)| ApiError::new(ErrorKind::Daemon, format!("cannot take the import lock: {e}")))?;
+    let (dirs, _turn) = take_turn(&vars)?;
     if let Some(owner) = Client::of_file(&place.config, &place.env) {
         return Err(ApiError::new(
             ErrorKind::Usage,
@@ -122,6 +113,26 @@ async fn daemon_reads_elsewhere(dirs: &Dirs, place: &Place, explicit: bool, clie
         }
     }
     warnings
+}
+
+/// mcpx's directories, opened (made private when new, checked when not), and the turn of
+/// this process to edit config files: two `mcpx import` or `mcpx connect` runs at once
+/// would each read a file before the other wrote it, and one's change would be lost, so
+/// they take turns, holding a lock in the runtime directory until the guard drops.
+///
+/// Errors: a directory cannot be used, or the lock cannot be taken (`daemon`).
+pub(crate) fn take_turn(
+    vars: &HashMap<String, String>,
+) -> Result<(mcpx_api::paths::OpenDirs, Flock<std::fs::File>), ApiError> {
+    let dirs =
+        Dirs::from_env(vars).and_then(|d| d.open()).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
+    let lock_file = dirs
+        .runtime
+        .open_file(IMPORT_LOCK, FileUse::Lock)
+        .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot open the import lock: {e}")))?;
+    let turn = Flock::lock(lock_file, FlockArg::LockExclusive)
+        .map_err(|(_, e)| ApiError::new(ErrorKind::Daemon, format!("cannot take the import lock: {e}")))?;
+    Ok((dirs, turn))
 }
 
 /// The lock file in the runtime directory that makes concurrent `mcpx import` runs take turns.

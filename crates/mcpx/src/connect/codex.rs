@@ -18,15 +18,26 @@ pub fn add(text: &str, name: &str, entry: &Map<String, Json>) -> Result<String, 
         t.set_implicit(true);
         Item::Table(t)
     });
-    let servers = servers.as_table_mut().ok_or("its `mcp_servers` is not a table")?;
+    let inline = servers.is_inline_table();
+    let servers = servers.as_table_like_mut().ok_or("its `mcp_servers` is not a table")?;
     if servers.contains_key(name) {
         return Err(format!("it has a server named `{name}` already"));
     }
-    let mut table = Table::new();
-    for key in crate::import::edit::ordered_keys(entry) {
-        table.insert(key, Item::Value(value(&entry[key])?));
+    let keys = crate::import::edit::ordered_keys(entry);
+    if !inline {
+        let mut table = Table::new();
+        for key in keys {
+            table.insert(key, Item::Value(value(&entry[key])?));
+        }
+        servers.insert(name, Item::Table(table));
+    } else {
+        // `mcp_servers = { ... }`: an inline table takes inline tables.
+        let mut table = InlineTable::new();
+        for key in keys {
+            table.insert(key, value(&entry[key])?);
+        }
+        servers.insert(name, Item::Value(Value::InlineTable(table)));
     }
-    servers.insert(name, Item::Table(table));
     let new = doc.to_string();
     let mut expected = parsed(text)?;
     let servers = expected.entry("mcp_servers").or_insert_with(|| toml::Value::Table(Default::default()));
@@ -141,5 +152,10 @@ mod tests {
         assert_eq!(remove(&fresh, any).unwrap().unwrap().0, "", "an implied [mcp_servers] goes with its last server");
         assert!(add("model = [", "mcpx", &entry("mcpx")).unwrap_err().starts_with("it does not parse"));
         assert!(add("mcp_servers = 3", "mcpx", &entry("mcpx")).unwrap_err().contains("not a table"));
+        let inline = "mcp_servers = { a = { command = \"echo\" } }\n";
+        let added = add(inline, "mcpx", &entry("/bin/mcpx")).unwrap();
+        assert!(added.contains("mcpx = { command = \"/bin/mcpx\", args = [\"serve\"] } }"), "inline: {added}");
+        let (removed, _) = remove(&added, runs_mcpx).unwrap().unwrap();
+        assert_eq!(parsed(&removed).unwrap(), parsed(inline).unwrap(), "{removed}");
     }
 }

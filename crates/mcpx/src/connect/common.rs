@@ -20,29 +20,66 @@ pub(super) struct Ctx {
     /// mcpx's own file that `--move` writes: `--config`, DIR/.mcpx.json with `--project`,
     /// else the user config.
     pub(super) mcpx_file: Option<PathBuf>,
-    /// mcpx's state directory, where what `connect` did is recorded.
+    /// mcpx's state directory, where what `connect` did is recorded; `None` for a
+    /// listing, which records nothing.
     pub(super) state: Option<PathBuf>,
+    /// This process's turn to edit config files (`import::take_turn`), held while it
+    /// lives; `None` for a listing.
+    _turn: Option<nix::fcntl::Flock<std::fs::File>>,
 }
 
 impl Ctx {
+    /// Where files are for `vars` (the CLI's environment), `--project` and `--config`;
+    /// with `edit`, mcpx's directories opened (made private when new) and this process's
+    /// turn taken, so two runs at once do not lose each other's changes.
+    ///
+    /// Errors: `--project` is not a directory (`usage`); `--config` names another
+    /// client's file (`usage`); mcpx's directories cannot be used (`daemon`).
     pub(super) fn new(
         vars: &HashMap<String, String>,
         project: Option<&Path>,
         config: Option<PathBuf>,
+        edit: bool,
     ) -> Result<Ctx, ApiError> {
         let env = ConfigEnv::from_vars(vars);
         let project = match project {
             None => None,
-            Some(dir) => Some(std::fs::canonicalize(dir).map_err(|e| {
-                ApiError::new(ErrorKind::Usage, format!("--project {}: {e}; name an existing directory", dir.display()))
-            })?),
+            Some(dir) => {
+                let usage = |why: String| {
+                    ApiError::new(
+                        ErrorKind::Usage,
+                        format!("--project {}: {why}; name an existing directory", dir.display()),
+                    )
+                };
+                let dir = std::fs::canonicalize(dir).map_err(|e| usage(e.to_string()))?;
+                if !dir.is_dir() {
+                    return Err(usage("not a directory".into()));
+                }
+                Some(dir)
+            }
         };
+        if let Some(owner) = config.as_deref().and_then(|c| Client::of_file(c, &env)) {
+            return Err(ApiError::new(
+                ErrorKind::Usage,
+                format!(
+                    "--config {} is {}'s file, not an mcpx config: --move writes mcpx's own config (leave out --config, or name a .json file of mcpx's)",
+                    config.as_deref().map(Path::display).map(|d| d.to_string()).unwrap_or_default(),
+                    owner.label()
+                ),
+            ));
+        }
         let mcpx_file = config.or_else(|| match &project {
             Some(dir) => Some(dir.join(".mcpx.json")),
             None => env.user_file(),
         });
-        let state = mcpx_api::paths::Dirs::from_env(vars).ok().map(|d| d.state);
-        Ok(Ctx { env, project, mcpx_file, state })
+        let (state, turn) = match edit {
+            true => {
+                let (dirs, turn) = crate::import::take_turn(vars)?;
+                (Some(dirs.paths.state), Some(turn))
+            }
+            false => (None, None),
+        };
+        Ok(Ctx { env, project, mcpx_file, state, _turn: turn })
     }
 
     /// The file of `client` to edit. Errors: HOME is unset, or the client has no project
@@ -64,6 +101,15 @@ pub(super) struct Moved {
     pub(super) file: PathBuf,
     /// Their names.
     pub(super) names: Vec<String>,
+    /// Each one's digest as written ([`digest`]), so `--restore` notices one edited since.
+    #[serde(default)]
+    pub(super) digests: std::collections::BTreeMap<String, String>,
+}
+
+/// The SHA-256 (hex) of a value's JSON text (object keys in name order).
+pub(super) fn digest(value: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(value.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `path` read; `None` when there is no file. Errors: it cannot be read.
@@ -92,9 +138,17 @@ pub(super) fn backup(file: &Path, text: &str) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// The clients `names` name. Errors: an unknown name (`usage`), listing the known ones.
+/// The clients `names` name, each once. Errors: an unknown name (`usage`), listing the
+/// known ones.
 fn clients(names: &[String]) -> Result<Vec<Client>, ApiError> {
-    names.iter().map(|n| n.parse::<Client>().map_err(|e| ApiError::new(ErrorKind::Usage, e))).collect()
+    let mut clients: Vec<Client> = Vec::new();
+    for name in names {
+        let client = name.parse::<Client>().map_err(|e| ApiError::new(ErrorKind::Usage, e))?;
+        if !clients.contains(&client) {
+            clients.push(client);
+        }
+    }
+    Ok(clients)
 }
 
 /// Does `one` for each client `names` names, saying each outcome (`{"client", "said"}`

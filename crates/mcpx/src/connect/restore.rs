@@ -69,6 +69,16 @@ fn records(ctx: &Ctx) -> BTreeMap<PathBuf, Record> {
     }
 }
 
+/// Notes that `disconnect` wrote `text` to `file` (taking mcpx out), so `--restore`
+/// later does not take mcpx's own change for the user's.
+fn rewrote(ctx: &Ctx, file: &Path, text: &str) {
+    let mut all = records(ctx);
+    if let Some(record) = all.get_mut(file) {
+        record.wrote = sha256(text);
+        save(ctx, &all);
+    }
+}
+
 /// Writes the records; a failure is a warning (the edit itself is done).
 fn save(ctx: &Ctx, all: &BTreeMap<PathBuf, Record>) {
     let Some(path) = records_file(ctx) else { return };
@@ -87,12 +97,29 @@ fn sha256(text: &str) -> String {
 /// `backup` (`None`: there was no file), having moved `moved` into mcpx's file.
 pub(super) fn record(ctx: &Ctx, client: Client, file: &Path, backup: Option<&Path>, text: &str, moved: Option<&Moved>) {
     let mut all = records(ctx);
-    let record = Record {
+    let mut record = Record {
         client: client.name().to_owned(),
         backup: backup.map(Path::to_path_buf),
         wrote: sha256(text),
         moved: moved.cloned(),
     };
+    // Connected again: `--restore` still goes back to before the first `connect`, and
+    // takes out what every `--move` since put into mcpx.
+    if let Some(earlier) = all.remove(file) {
+        record.backup = earlier.backup;
+        record.moved = match (earlier.moved, record.moved) {
+            (Some(mut a), Some(b)) if a.file == b.file => {
+                for name in b.names {
+                    if !a.names.contains(&name) {
+                        a.names.push(name);
+                    }
+                }
+                a.digests.extend(b.digests);
+                Some(a)
+            }
+            (a, b) => b.or(a),
+        };
+    }
     all.insert(file.to_path_buf(), record);
     save(ctx, &all);
 }
@@ -109,7 +136,7 @@ pub fn disconnect(
     config: Option<PathBuf>,
     json: bool,
 ) -> Result<i32, ApiError> {
-    let ctx = Ctx::new(vars, args.project.as_deref(), config)?;
+    let ctx = Ctx::new(vars, args.project.as_deref(), config, true)?;
     each(&args.clients, json, |client| {
         let done = match args.restore {
             true => restore_one(client, &ctx, args.force),
@@ -134,6 +161,7 @@ fn disconnect_one(client: Client, ctx: &Ctx) -> Result<Value, String> {
     };
     let saved = backup(&file, &text)?;
     write_file(&file, &new).map_err(|(what, e)| format!("cannot {what} {}: {e}; it is unchanged", file.display()))?;
+    rewrote(ctx, &file, &new);
     let said =
         format!("removed {} from {}; the file before is at {}", names.join(", "), file.display(), saved.display());
     Ok(json!({ "client": client.name(), "file": file, "said": said, "removed": names, "backup": saved }))
@@ -158,6 +186,16 @@ fn restore_one(client: Client, ctx: &Ctx, force: bool) -> Result<Value, String> 
             "{} changed since `mcpx connect` wrote it; nothing was restored (--force restores it anyway, after a backup of the file as it is now)",
             file.display()
         ));
+    }
+    if let (Some(moved), false) = (&record.moved, force) {
+        let edited = edited_since(moved)?;
+        if !edited.is_empty() {
+            return Err(format!(
+                "{} changed {} since `mcpx connect --move` put them there; nothing was restored (--force restores anyway, taking them out of it after a backup)",
+                moved.file.display(),
+                edited.join(", ")
+            ));
+        }
     }
     let before = match &record.backup {
         Some(path) => {
@@ -191,6 +229,28 @@ fn restore_one(client: Client, ctx: &Ctx, force: bool) -> Result<Value, String> 
     Ok(json!({ "client": client.name(), "file": file, "said": said, "backup": saved }))
 }
 
+/// The servers `--move` put into mcpx's file that are there now but not as they were
+/// put. Errors: the file cannot be read or does not parse.
+fn edited_since(moved: &Moved) -> Result<Vec<String>, String> {
+    let Some(text) = read(&moved.file)? else { return Ok(Vec::new()) };
+    let value = jsonc_parser::cst::CstRootNode::parse(&text, &jsonc_parser::ParseOptions::default())
+        .map_err(|e| format!("{} does not parse ({e}); nothing was restored", moved.file.display()))?
+        .to_serde_value()
+        .unwrap_or_default();
+    Ok(moved
+        .names
+        .iter()
+        .filter(|name| {
+            let now = value.get("mcpServers").and_then(|s| s.get(name.as_str()));
+            match (now, moved.digests.get(name.as_str())) {
+                (Some(now), Some(then)) => super::common::digest(now) != *then,
+                _ => false,
+            }
+        })
+        .cloned()
+        .collect())
+}
+
 /// Takes the servers `--move` added out of mcpx's file (after a backup of it); what was
 /// done. Errors: the file cannot be edited safely.
 fn unmove(moved: &Moved) -> Result<String, String> {
@@ -205,7 +265,7 @@ fn unmove(moved: &Moved) -> Result<String, String> {
     let Some((new, gone)) = removed else {
         return Ok(format!("{} no longer has {}", moved.file.display(), names.join(", ")));
     };
-    backup(&moved.file, &text)?;
+    let saved = backup(&moved.file, &text)?;
     write_file(&moved.file, &new).map_err(|(what, e)| format!("cannot {what} {}: {e}", moved.file.display()))?;
-    Ok(format!("took {} out of {}", gone.join(", "), moved.file.display()))
+    Ok(format!("took {} out of {} (as it was is at {})", gone.join(", "), moved.file.display(), saved.display()))
 }

@@ -6,7 +6,7 @@
 
 use std::str::FromStr;
 
-use mcpx_daemon::config::Layout;
+use mcpx_daemon::config::{Layout, yaml_value};
 use serde_json::{Map, Value};
 use yaml_edit::Document;
 
@@ -122,7 +122,7 @@ fn parse(text: &str) -> Result<(Map<String, Value>, Document), String> {
     if text.trim().is_empty() {
         return Ok((Map::new(), Document::new_mapping()));
     }
-    let before = match serde_norway::from_str::<Value>(text).map_err(|e| format!("it does not parse: {e}"))? {
+    let before = match yaml_value(text).map_err(|e| format!("it does not parse: {e}"))? {
         Value::Object(map) => map,
         Value::Null => Map::new(),
         _ => return Err("its top level is not a mapping".into()),
@@ -195,7 +195,7 @@ fn finish(doc: &Document, expected: &Map<String, Value>) -> Result<String, Strin
     if !new.is_empty() && !new.ends_with('\n') {
         new.push('\n');
     }
-    match serde_norway::from_str::<Value>(&new) {
+    match yaml_value(&new) {
         Ok(Value::Object(got)) if &got == expected => Ok(new),
         _ => Err("the edited text would not read back as intended".into()),
     }

@@ -307,3 +307,90 @@ fn the_real_clis_see_mcpx_come_and_go() {
     let run = gemini();
     assert!(!format!("{}{}", run.stdout, run.stderr).contains("mcpx:"), "gemini still lists mcpx: {run:?}");
 }
+
+/// What a new user's first runs do: `connect` makes mcpx's state directory private (so
+/// `mcpx ls` and the client's `mcpx serve` still run), runs at once take turns and lose
+/// no server, `connect` writes the path the user ran (a link on PATH, not the file it
+/// points to), a new Continue file has the keys Continue requires, and Gemini CLI's
+/// `mcp.allowed` leaving mcpx out is said.
+#[test]
+fn connect_on_a_fresh_home_in_parallel_and_through_a_link() {
+    let (mut w, home) = world();
+    w.unset.extend(["MCPX_STATE_DIR", "XDG_STATE_HOME"].map(String::from));
+    let bin = home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(mcpx_bin(), bin.join("mcpx")).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let fake = fake_server();
+    let clients = ["cursor", "windsurf", "kiro", "amazon-q", "lm-studio", "cline"];
+    for (i, client) in clients.iter().enumerate() {
+        let (_, rel) = user_file(client);
+        let file = home.join(rel);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let servers: serde_json::Map<String, Value> =
+            (0..3).map(|n| (format!("s{i}{n}"), json!({ "command": fake }))).collect();
+        std::fs::write(&file, json!({ "mcpServers": servers }).to_string()).unwrap();
+    }
+    let runs: Vec<_> = clients
+        .iter()
+        .map(|client| {
+            // Run as `mcpx`, found on PATH through the link, as a user runs it.
+            let mut cmd = w.launcher().program("mcpx");
+            cmd.args(["connect", "--move", client]).env("PATH", &path);
+            cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap()
+        })
+        .collect();
+    for run in runs {
+        let out = run.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let state = home.join(".local/state/mcpx");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&state).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o700, "mcpx's state directory is private");
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join(".config/mcpx/config.json")).unwrap()).unwrap();
+    assert_eq!(config["mcpServers"].as_object().unwrap().len(), 18, "every moved server is kept: {config}");
+    let cursor = std::fs::read_to_string(home.join(".cursor/mcp.json")).unwrap();
+    let written = value_of(Path::new("x.json"), &cursor)["mcpServers"]["mcpx"]["command"].clone();
+    assert_eq!(written, bin.join("mcpx").display().to_string(), "the link on PATH, as run");
+    w.run(&["ls"]).ok();
+
+    w.run(&["connect", "continue"]).ok();
+    let cont = std::fs::read_to_string(home.join(".continue/config.yaml")).unwrap();
+    assert!(cont.starts_with("name: Local Config\nversion: 1.0.0\nschema: v1\n"), "{cont}");
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    let gemini = json!({ "mcp": { "allowed": ["g"] }, "mcpServers": { "g": { "command": fake } } });
+    std::fs::write(home.join(".gemini/settings.json"), gemini.to_string()).unwrap();
+    let said = w.run(&["connect", "gemini"]).ok();
+    assert!(said.contains("`mcp.allowed` leaves `mcpx` out"), "{said}");
+}
+
+/// `--restore` undoes every `connect` of a file since the first: after a second
+/// `--move`, and after a plain `disconnect` (mcpx's own change, not the user's), the
+/// file comes back as it was before the first; a moved server edited in mcpx's config
+/// since is not dropped without `--force`.
+#[test]
+fn restore_goes_back_to_before_the_first_connect() {
+    let (w, home) = world();
+    let fake = fake_server();
+    let file = home.join(".codeium/windsurf/mcp_config.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let before = format!("{{\n  \"mcpServers\": {{ \"a\": {{ \"command\": \"{fake}\" }} }}\n}}\n");
+    std::fs::write(&file, &before).unwrap();
+    w.run(&["connect", "--move", "windsurf"]).ok();
+    let now = std::fs::read_to_string(&file).unwrap();
+    let added = now.replace("\"mcpServers\": {", &format!("\"mcpServers\": {{ \"b\": {{ \"command\": \"{fake}\" }},"));
+    std::fs::write(&file, added).unwrap();
+    w.run(&["connect", "--move", "windsurf"]).ok();
+    w.run(&["disconnect", "windsurf"]).ok();
+    let config = home.join(".config/mcpx/config.json");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace(&format!("\"command\": \"{fake}\""), "\"command\": \"edited\"")).unwrap();
+    let refused = w.run(&["disconnect", "--restore", "windsurf"]);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(refused.stderr.contains("changed a") || refused.stderr.contains("changed b"), "{}", refused.stderr);
+    w.run(&["disconnect", "--restore", "--force", "windsurf"]).ok();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before, "back to before the first connect");
+    let left: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    assert_eq!(left["mcpServers"], json!({}), "both moves taken back out: {left}");
+}

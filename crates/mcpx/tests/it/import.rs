@@ -264,7 +264,7 @@ fn connect_lists_which_clients_already_reach_mcpx() {
     assert_eq!(listed.as_array().unwrap().len(), 18, "{listed}");
     assert_eq!((row("cursor")["exists"].clone(), row("cursor")["mcpx"].clone()), (json!(true), json!(["mcpx"])));
     assert_eq!(row("gemini")["mcpx"], json!([]), "a file without mcpx");
-    assert_eq!(row("claude-code")["mcpx"], json!(["all"]), "a project's entry counts");
+    assert_eq!(row("claude-code")["mcpx"], json!([]), "a project's entry reaches mcpx in that project only");
     assert_eq!(row("codex")["exists"], false);
     assert!(row("windsurf")["error"].as_str().unwrap().contains(":1:"), "{}", row("windsurf"));
     let table = w.run(&["connect"]).ok();
