@@ -49,6 +49,11 @@ pub struct ServerOptions {
     pub include_tools: Option<Vec<String>>,
     /// `excludeTools`: tools never offered (applied after `include_tools`).
     pub exclude_tools: Vec<String>,
+    /// `maxResultBytes`: a tool result larger than this, in bytes of its JSON, reaches an
+    /// MCP client cut to fit, the rest readable as a resource; `None` (the default): off.
+    pub max_result_bytes: Option<u64>,
+    /// `maxResultBytesPerTool`: the same, per tool name, winning over `max_result_bytes`.
+    pub max_result_bytes_per_tool: BTreeMap<String, u64>,
     /// `pinning` as the block writes it; `None` when it does not (the mode in effect is
     /// [`ServerEntry::pinning`]).
     pub pinning: Option<Pinning>,
@@ -74,6 +79,8 @@ impl Default for ServerOptions {
             disabled: false,
             include_tools: None,
             exclude_tools: Vec::new(),
+            max_result_bytes: None,
+            max_result_bytes_per_tool: BTreeMap::new(),
             pinning: None,
             sandbox: None,
         }
@@ -81,6 +88,15 @@ impl Default for ServerOptions {
 }
 
 impl ServerOptions {
+    /// The most bytes of a result of `tool` an MCP client gets ([`max_result_bytes_per_tool`]
+    /// first, then [`max_result_bytes`]); `None`: no limit.
+    ///
+    /// [`max_result_bytes_per_tool`]: Self::max_result_bytes_per_tool
+    /// [`max_result_bytes`]: Self::max_result_bytes
+    pub fn result_limit(&self, tool: &str) -> Option<u64> {
+        self.max_result_bytes_per_tool.get(tool).copied().or(self.max_result_bytes)
+    }
+
     /// Whether the tool `name` is offered: it must be in `include_tools` when that is set, and
     /// must not be in `exclude_tools`. Names match exactly.
     pub fn tool_allowed(&self, name: &str) -> bool {

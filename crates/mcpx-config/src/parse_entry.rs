@@ -255,6 +255,16 @@ fn parse_options(ctx: &Ctx<'_>, value: Option<&Value>) -> Result<ServerOptions, 
             }
             "includeTools" => options.include_tools = ctx.string_array(&k, Some(v))?,
             "excludeTools" => options.exclude_tools = ctx.string_array(&k, Some(v))?.unwrap_or_default(),
+            "maxResultBytes" => options.max_result_bytes = Some(result_size(v).map_err(bad)?),
+            "maxResultBytesPerTool" => {
+                let Value::Object(tools) = v else {
+                    return Err(bad(format!("expected an object of tool names and sizes, found {}", json_kind(v))));
+                };
+                for (tool, size) in tools {
+                    let size = result_size(size).map_err(|e| bad(format!("`{tool}`: {e}")))?;
+                    options.max_result_bytes_per_tool.insert(tool.clone(), size);
+                }
+            }
             "pinning" => options.pinning = Some(enum_value(v).and_then(|s| s.parse()).map_err(bad)?),
             "sandbox" => options.sandbox = Some(parse_sandbox(ctx, v)?),
             // MCPX_KEYS and this match list the same keys.
@@ -390,4 +400,14 @@ impl std::str::FromStr for Scope {
             format!("unknown scope `{s}` (use one of: {})", names.join(", "))
         })
     }
+}
+
+/// A `maxResultBytes` size: as every size (`"20kB"`, `"64KiB"`, a number of bytes), and at
+/// least 1 KiB, so the note about what was left out fits. Errors: what is wrong with it.
+fn result_size(v: &Value) -> Result<u64, String> {
+    let size = size(v)?;
+    if size < 1024 {
+        return Err(format!("{size} bytes is too small: use at least 1KiB (a result is cut to fit, with a note)"));
+    }
+    Ok(size)
 }

@@ -22,6 +22,8 @@ pub const MCPX_KEYS: &[&str] = &[
     "disabled",
     "includeTools",
     "excludeTools",
+    "maxResultBytes",
+    "maxResultBytesPerTool",
     "pinning",
     "sandbox",
 ];

@@ -190,7 +190,7 @@ fn unknown_mcpx_key_message() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{}: server `x`: unknown key `foo` in the `mcpx` block (known keys: sharing, scope, max, min, idleTimeout, callTimeout, startTimeout, supervised, bufferBytes, maxMessageBytes, orphanTimeout, description, disabled, includeTools, excludeTools, pinning, sandbox)",
+            "{}: server `x`: unknown key `foo` in the `mcpx` block (known keys: sharing, scope, max, min, idleTimeout, callTimeout, startTimeout, supervised, bufferBytes, maxMessageBytes, orphanTimeout, description, disabled, includeTools, excludeTools, maxResultBytes, maxResultBytesPerTool, pinning, sandbox)",
             file.display()
         )
     );

@@ -28,6 +28,8 @@ impl ServerOptions {
             "disabled": self.disabled,
             "includeTools": self.include_tools,
             "excludeTools": self.exclude_tools,
+            "maxResultBytes": self.max_result_bytes,
+            "maxResultBytesPerTool": self.max_result_bytes_per_tool,
             "pinning": self.pinning.map(|p| p.as_str()),
             "sandbox": self.sandbox.as_ref().map(|s| s.written()),
         })

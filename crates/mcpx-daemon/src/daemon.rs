@@ -95,6 +95,8 @@ pub struct Daemon {
     dropped_notifications: Arc<AtomicU64>,
     /// The shell calls in flight that answer server requests themselves.
     pub shell_calls: crate::shell_calls::ShellCalls,
+    /// Whole tool results cut to `maxResultBytes`, kept for their sessions to read back.
+    pub results: crate::results::Results,
     /// The last resolution of each request, reused while none of its files changed.
     resolutions: Mutex<HashMap<ResolveRequest, Arc<Resolution>>>,
     /// The last resolution narrowed to each profile: the resolution it came from, and
@@ -163,6 +165,7 @@ impl Daemon {
             untrusted_logged: Mutex::new(HashSet::new()),
             resolutions: Mutex::new(HashMap::new()),
             profiled: Mutex::new(HashMap::new()),
+            results: crate::results::Results::default(),
         });
         for w in &daemon.warnings {
             tracing::warn!("{w}");

@@ -28,6 +28,7 @@ pub mod policy;
 pub mod pool;
 pub mod process;
 pub mod repoll;
+pub mod results;
 pub mod ring;
 pub mod sandbox;
 pub mod schema;

@@ -184,6 +184,7 @@ mod escape;
 mod fake_daemon;
 mod hostile;
 mod http;
+mod large;
 mod modern;
 mod protect;
 mod protocol;

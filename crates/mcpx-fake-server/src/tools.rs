@@ -69,6 +69,7 @@ fn builtin_specs() -> Vec<(&'static str, &'static str, Value, &'static [&'static
             json!({ "line_bytes": { "type": "integer", "minimum": 0 } }),
             &["line_bytes"],
         ),
+        crate::large::spec(),
         ("junk", "Prints three non-JSON lines on stdout, then echoes `message`.", message.clone(), &["message"]),
         (
             "bad_reply",
@@ -250,6 +251,7 @@ pub fn call(server: &Server, id: &Value, params: &Value) -> Reply {
         "slow" | "late" => slow(&args),
         "split" => split(&args),
         "big" => big(id, &args),
+        "large" => crate::large::large(args.0).map(Reply::Result),
         "junk" => junk(server, &args),
         "bad_reply" => bad_reply(server, id, &args),
         "stderr" => stderr(&args),

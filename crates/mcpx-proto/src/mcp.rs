@@ -36,6 +36,10 @@ pub mod error_code {
     pub const MESSAGE_TOO_LARGE: i64 = -32001;
     /// mcpx: no single caller to route a server-to-client request to (none, or several, in flight).
     pub const NO_CALLER: i64 = -32002;
+    /// A resource that does not exist (MCP 2025-11-25, Server, Resources, "Error
+    /// Handling": "Resource not found: -32002"); the same number as [`NO_CALLER`], in
+    /// the answer to a `resources/read`.
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
     /// mcpx: the caller the request was routed to cannot answer it (a shell caller and sampling).
     pub const CALLER_CANNOT_ANSWER: i64 = -32003;
     /// A routing header that disagrees with the body (2026-07-28, Transports,

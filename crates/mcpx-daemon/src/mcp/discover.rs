@@ -89,7 +89,8 @@ pub(crate) async fn answer(
                         ..CallRequest::default()
                     };
                     match control::call(d, &r, None, None, None).await {
-                        Ok(raw) => serde_json::from_str(raw.get()).unwrap_or_default(),
+                        Ok(raw) => fitted(d, session, s("server"), s("tool"), raw.get())
+                            .unwrap_or_else(|| serde_json::from_str(raw.get()).unwrap_or_default()),
                         Err(e) => tool_error(&e.message),
                     }
                 }
@@ -105,6 +106,22 @@ pub(crate) async fn answer(
         _ => return None,
     };
     Some(Message::response(id, &result.to_string()))
+}
+
+/// The result of `mcpx_call` of `tool` of `server`, cut to that server's
+/// `maxResultBytes` when it is larger ([`crate::results::fit`]); `None` when it fits.
+fn fitted(
+    d: &Daemon,
+    session: &ClientSession,
+    server: Option<String>,
+    tool: Option<String>,
+    raw: &str,
+) -> Option<Value> {
+    let (server, tool) = (server?, tool?);
+    let config = config(d, session).ok()?;
+    let limit = usize::try_from(config.get(&server)?.options.result_limit(&tool)?).ok()?;
+    let what = format!("tool `{tool}` of server `{server}`");
+    crate::results::fit(&d.results, session.caller.session.as_deref(), raw, limit, &what)
 }
 
 /// The policy's refusal of `server`, or of its `tool` when one is named, with the

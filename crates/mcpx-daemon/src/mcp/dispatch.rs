@@ -90,6 +90,16 @@ async fn answer(
             return refusal;
         }
     }
+    // A cut result's whole, kept by mcpx (crate::results), read back by its session.
+    if method == "resources/read" && request.as_str().contains(crate::results::URI_PREFIX) {
+        let params = params(&request);
+        let owner = session.caller.session.as_deref();
+        match d.results.read(owner, params["uri"].as_str().unwrap_or_default()) {
+            Some(Ok(result)) => return Message::response(id, &result.to_string()),
+            Some(Err(message)) => return Message::error_response(id, error_code::RESOURCE_NOT_FOUND, &message),
+            None => {}
+        }
+    }
     // One server passed through: everything else but ping goes to it as it is, lists
     // included, and its params are not read (but a tool's name, for the policy).
     if session.server.is_some() && method != "ping" {
@@ -220,7 +230,7 @@ async fn forward(
         },
     };
     let result = d.ask(ask).await;
-    match result {
+    let answer = match result {
         // A passed-through listing, without what the policy leaves out.
         Ok(response) if method == "tools/list" => passed_list(d, &entry, Kind::Tool, response),
         Ok(response) if method == "prompts/list" && session.server.is_some() => {
@@ -230,6 +240,31 @@ async fn forward(
         // The server's answer, with the client's id, and URIs the aggregate reads back.
         Ok(response) => uris::rewrite(&method, &server, &asked, &original, response),
         Err(e) => failure(&id, &server, e),
+    };
+    match (&item, method.as_str()) {
+        (Some((_, tool)), "tools/call") => fitted(d, session, &entry, tool, answer),
+        _ => answer,
+    }
+}
+
+/// A `tools/call` answer of `tool` of `entry`, cut to the server's `maxResultBytes` when
+/// it is larger ([`crate::results::fit`]), the whole kept for `session` to read back.
+fn fitted(d: &Daemon, session: &ClientSession, entry: &ServerEntry, tool: &str, answer: Message) -> Message {
+    let Some(limit) = entry.options.result_limit(tool).and_then(|l| usize::try_from(l).ok()) else { return answer };
+    if answer.as_str().len() <= limit {
+        return answer;
+    }
+    let Ok(mut value) = serde_json::from_str::<Value>(answer.as_str()) else { return answer };
+    let Some(result) = value.get("result").map(Value::to_string) else { return answer };
+    let what = format!("tool `{tool}` of server `{}`", entry.name);
+    let owner = session.caller.session.as_deref();
+    match crate::results::fit(&d.results, owner, &result, limit, &what) {
+        Some(cut) => {
+            tracing::info!(server = %entry.name, tool, bytes = result.len(), limit, "a tool result was cut to maxResultBytes");
+            value["result"] = cut;
+            Message::response(answer.id().unwrap_or("null"), &value["result"].to_string())
+        }
+        None => answer,
     }
 }
 

@@ -51,6 +51,7 @@ mod pools;
 mod profiles;
 mod real_servers;
 mod remote;
+mod results;
 mod sandbox;
 mod secrets;
 mod security;
