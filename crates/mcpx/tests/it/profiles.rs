@@ -87,6 +87,13 @@ fn the_cli_and_http_on_a_profile_see_only_its_servers() {
     let refused = w.run(&["--profile", "review", "call", "fake.counter", "{}"]);
     assert_ne!(refused.code, 0);
     assert!(refused.stderr.contains("excluded by profile `review`"), "{}", refused.stderr);
+    // What code mode declares and calls goes through the same caller: its declarations
+    // hold only the profile's tools.
+    let types = w.run(&["--profile", "review", "types", "fake", "--json"]).json();
+    let mut declared: Vec<&str> =
+        types["names"].as_array().unwrap().iter().filter_map(|n| n["tool"].as_str()).collect();
+    declared.sort();
+    assert_eq!(declared, ["echo", "pid", "slow"], "{types}");
     let unknown = w.run(&["--profile", "nope", "ls"]);
     assert_ne!(unknown.code, 0);
     assert!(unknown.stderr.contains("no profile `nope`") && unknown.stderr.contains("review"), "{}", unknown.stderr);
