@@ -136,6 +136,14 @@ enum Command {
     Daemon,
     /// Be an MCP server over stdio presenting every configured server (or one, with --server).
     Serve(crate::serve::ServeArgs),
+    /// Add a server to the user config (or the project's .mcpx.json): `NAME -- COMMAND ARGS...`,
+    /// `NAME URL`, or a registry server by name (`io.github.user/server[@VERSION]`).
+    Add(crate::add::AddArgs),
+    /// Take a server out of the user config (or the project's .mcpx.json), keeping the rest as it was.
+    Remove(crate::add::RemoveArgs),
+    /// Search and show servers of the MCP registries (`registries` in the user config).
+    #[command(subcommand)]
+    Registry(crate::registry::RegistryAction),
     /// Re-execute the running daemon in place (same pid), from its own binary or --binary;
     /// servers keep running and calls in flight finish first.
     Upgrade {
@@ -145,11 +153,9 @@ enum Command {
     },
     /// Show the other MCP clients' config files and their servers, or add them to the mcpx user config.
     ///
-    /// With no NAME: which of Claude Desktop's, Claude Code's, Cursor's, VS Code's, Codex's,
-    /// Gemini CLI's and Windsurf's user-level files exist, how many servers each holds, and
-    /// which are imported. With names: adds them to `imports` in the user config (or the
-    /// --config file), whose comments and formatting are kept; the daemon then reads those
-    /// files live.
+    /// With no NAME: which clients' user-level files exist, how many servers each holds, and which
+    /// are imported. With names: adds them to `imports` in the user config (or --config), comments
+    /// kept; the daemon then reads those files live.
     Import {
         /// Clients to import, as `mcpx connect` lists them (claude-desktop, claude-code, cursor, vscode, codex, gemini, windsurf, opencode, zed, goose, cline, roo-code, continue, lm-studio, kiro, crush, amazon-q, copilot-cli).
         names: Vec<String>,
@@ -389,8 +395,7 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
     let dirs = Dirs::from_env(&env).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
     if let Command::Doctor = cli.command {
         // Before the directories are opened: a refused one is a finding, not the end.
-        let exe = std::env::current_exe()
-            .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
+        let exe = this_binary()?;
         let cwd = std::env::current_dir().ok();
         let caller = Caller { config: absolute(cli.global.config, cwd.as_deref()), cwd, ..Caller::default() };
         return Ok(crate::doctor::run(&dirs, &exe, &env, CallerRequest { caller }, cli.global.json).await);
@@ -461,9 +466,15 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             let dir = absolute(dir, caller.cwd.as_deref()).unwrap_or_else(here);
             crate::trust::run(&state, &env, crate::trust::Action::Untrust { dir }, json)
         }
+        Command::Add(args) => {
+            let listed = !(args.no_list || args.dry_run || json);
+            let client = if listed { Some(connect_or_start(&dirs, &this_binary()?).await?) } else { None };
+            crate::registry::add_command(&env, client, caller, args, json).await
+        }
+        Command::Remove(args) => crate::add::remove(&env, caller, args, json),
+        Command::Registry(action) => crate::registry::run(&env, &caller, action, json).await,
         Command::Serve(args) => {
-            let exe = std::env::current_exe()
-                .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
+            let exe = this_binary()?;
             let client = connect_or_start(&dirs, &exe).await?;
             if args.code {
                 return crate::serve_code::run(client, &opened, &env, caller, args.server, args.unconfined).await;
@@ -471,8 +482,7 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             crate::serve::run(client, args.server, args.discover, &caller).await
         }
         Command::Run(_) | Command::Exec(_) => {
-            let exe = std::env::current_exe()
-                .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
+            let exe = this_binary()?;
             let client = connect_or_start(&dirs, &exe).await?;
             let what = match cli.command {
                 Command::Run(a) => crate::code::command::What::Run(a),
@@ -482,8 +492,7 @@ async fn run(cli: Cli) -> Result<i32, ApiError> {
             crate::code::command::run(&client, &opened, &env, caller, what, json).await
         }
         command => {
-            let exe = std::env::current_exe()
-                .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
+            let exe = this_binary()?;
             // The daemon is started by the command's first request if none answers it.
             dispatch(&Client::starting(&dirs, &exe), command, &caller, json).await
         }
@@ -570,6 +579,9 @@ async fn dispatch(client: &Client, command: Command, caller: &Caller, json: bool
         | Command::Exec(_)
         | Command::Import { .. }
         | Command::Connect(_)
+        | Command::Add(_)
+        | Command::Remove(_)
+        | Command::Registry(_)
         | Command::Disconnect(_) => {
             unreachable!("handled before connecting")
         }
@@ -590,8 +602,7 @@ async fn stop(opened: &OpenDirs, all: bool, json: bool) -> Result<i32, ApiError>
             output::done(json, br#"{"stopped":false,"reason":"no daemon is running"}"#, "no daemon is running");
             return Ok(0);
         }
-        let exe = std::env::current_exe()
-            .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))?;
+        let exe = this_binary()?;
         client = connect_or_start(dirs, &exe).await?;
     }
     client.call(Method::POST, "/v1/stop", Some(&StopRequest { all })).await?;
@@ -680,4 +691,9 @@ fn absolute(config: Option<PathBuf>, cwd: Option<&std::path::Path>) -> Option<Pa
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body)
         .map_err(|e| ApiError::new(ErrorKind::Daemon, format!("unexpected answer from the daemon: {e}")))
+}
+
+/// The path of this mcpx binary. Errors: the OS cannot say (`daemon`).
+fn this_binary() -> Result<PathBuf, ApiError> {
+    std::env::current_exe().map_err(|e| ApiError::new(ErrorKind::Daemon, format!("cannot find the mcpx binary: {e}")))
 }

@@ -3,6 +3,7 @@
 //! daemon itself.
 
 mod activity;
+mod add;
 mod args;
 mod auth;
 mod browser;
@@ -19,6 +20,7 @@ mod logs;
 mod offers;
 mod output;
 mod pins;
+mod registry;
 mod secret;
 mod serve;
 mod serve_code;

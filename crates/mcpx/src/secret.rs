@@ -120,6 +120,28 @@ pub fn run(state: &Path, action: Action, json: bool) -> Result<i32, ApiError> {
     Ok(0)
 }
 
+/// Stores `value` (`None`: asked for on the terminal, else read as one line of stdin) as
+/// the user's secret `name` in the store recorded in the state directory `state` (the
+/// first secret chooses it); where it is kept, for messages. For `mcpx add`'s
+/// `--secret-env` and secret inputs.
+///
+/// Errors: an invalid name or an empty value (`usage`); the store cannot be written
+/// (`config`).
+pub(crate) fn store(state: &Path, name: &str, value: Option<&str>) -> Result<String, ApiError> {
+    user_name(name, "choose another name")?;
+    let dir = Dir::open_private(state, true)
+        .map_err(|e| ApiError::new(ErrorKind::Daemon, DirError::of(state, "MCPX_STATE_DIR", e).to_string()))?;
+    let wanted = std::env::var(STORE_VARIABLE).ok();
+    let wanted = Wanted::parse(wanted.as_deref()).map_err(|e| ApiError::new(ErrorKind::Usage, e.to_string()))?;
+    let value = match value {
+        Some(v) if !v.is_empty() => SecretValue::new(v.to_owned()),
+        _ => read_value(name)?,
+    };
+    let store = SecretStore::choose(&dir, wanted).map_err(store_error)?;
+    store.set(name, &value).map_err(store_error)?;
+    Ok(store.location())
+}
+
 /// Checks that `name` is a valid name for a user's secret: not an `oauth-…` name,
 /// which belong to the logins `mcpx auth login` keeps (`instead` says what to do).
 ///

@@ -50,6 +50,7 @@ mod policy;
 mod pools;
 mod profiles;
 mod real_servers;
+mod registry;
 mod remote;
 mod results;
 mod sandbox;
