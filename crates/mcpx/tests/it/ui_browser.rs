@@ -427,7 +427,8 @@ fn a_project_files_entries_are_trusted_from_the_page_and_an_edited_one_needs_tru
     std::fs::write(&file, entry(json!(["--edited"])).to_string()).unwrap();
     // Live: the page follows the file without a reload (no deadline but the wait's own:
     // these machines are shared, and a loaded one is slow).
-    let again = b.ask(json!({ "do": "wait", "in": "[data-state=untrusted]", "text": "untrusted", "timeout_ms": 15000 }));
+    let again =
+        b.ask(json!({ "do": "wait", "in": "[data-state=untrusted]", "text": "untrusted", "timeout_ms": 15000 }));
     assert!(again["ms"].is_u64(), "the edit showed: {again}");
     assert_ne!(call(&w).code, 0, "an edited entry runs nothing until trusted again");
 }
