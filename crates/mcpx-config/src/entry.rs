@@ -427,6 +427,14 @@ impl ResolvedConfig {
     /// says where to define one.
     pub fn with_profile(&self, name: &str) -> Result<ResolvedConfig, String> {
         let Some(profile) = self.profiles.get(name) else {
+            // A profile of that name that is malformed, or in a project file, says why.
+            let about = format!("`profiles.{name}`");
+            if let Some(w) = self.file_warnings.iter().find(|w| w.message.contains(&about)) {
+                return Err(format!("no profile `{name}`: {}", w.message));
+            }
+            if let Some(w) = self.file_warnings.iter().find(|w| w.message.contains("`profiles` is read only")) {
+                return Err(format!("no profile `{name}` in the mcpx user config ({})", w.message));
+            }
             let known: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
             return Err(match known.as_slice() {
                 [] => format!(

@@ -242,22 +242,36 @@ pub async fn search(d: &Daemon, req: &SearchRequest) -> Result<Vec<SearchHit>, A
     if req.words.iter().all(|w| w.trim().is_empty()) {
         return Err(ApiError::new(ErrorKind::Usage, "give at least one word: `mcpx search <words>...`"));
     }
-    let mut tools = Vec::new();
+    // What the index is built from, and its key: each offered server's cached listing
+    // (the same `Arc` while it is not listed again), its holds and its tool filters.
+    let mut sources = Vec::new();
+    let mut key = std::hash::DefaultHasher::new();
     for entry in policy::offered(&config) {
         let Some(cached) = d.schema_for(entry, &req.caller).await else {
             continue;
         };
         let holds = d.holds(entry, Some(&cached));
-        tools.extend(
-            cached
-                .tools
-                .iter()
-                .flatten()
-                .filter_map(|t| ToolText::from_tool(&entry.name, t))
-                .filter(|t| policy::tool_offered(entry, &holds, &t.name)),
-        );
+        std::hash::Hash::hash(&(&entry.name, Arc::as_ptr(&cached) as usize, &*holds.tools), &mut key);
+        std::hash::Hash::hash(&policy::tool_filters(entry), &mut key);
+        sources.push((entry, cached, holds));
     }
-    Ok(crate::search::rank(&tools, &req.words)
+    let index = d.search_indexes.get(std::hash::Hasher::finish(&key), || {
+        let mut tools = Vec::new();
+        for (entry, cached, holds) in &sources {
+            tools.extend(
+                cached
+                    .tools
+                    .iter()
+                    .flatten()
+                    .filter_map(|t| ToolText::from_tool(&entry.name, t))
+                    .filter(|t| policy::tool_offered(entry, holds, &t.name)),
+            );
+        }
+        crate::search::Index::new(tools)
+    });
+    let tools = index.tools();
+    Ok(index
+        .rank(&req.words)
         .into_iter()
         .take(SEARCH_HITS)
         .map(|(i, _)| {

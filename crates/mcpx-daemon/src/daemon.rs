@@ -97,6 +97,8 @@ pub struct Daemon {
     pub shell_calls: crate::shell_calls::ShellCalls,
     /// Whole tool results cut to `maxResultBytes`, kept for their sessions to read back.
     pub results: crate::results::Results,
+    /// The last search indexes, by what each was built from.
+    pub search_indexes: crate::search::Indexes,
     /// The last resolution of each request, reused while none of its files changed.
     resolutions: Mutex<HashMap<ResolveRequest, Arc<Resolution>>>,
     /// The last resolution narrowed to each profile: the resolution it came from, and
@@ -166,6 +168,7 @@ impl Daemon {
             resolutions: Mutex::new(HashMap::new()),
             profiled: Mutex::new(HashMap::new()),
             results: crate::results::Results::default(),
+            search_indexes: crate::search::Indexes::default(),
         });
         for w in &daemon.warnings {
             tracing::warn!("{w}");

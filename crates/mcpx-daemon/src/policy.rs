@@ -215,6 +215,13 @@ pub fn tool_offered(entry: &ServerEntry, holds: &Holds, name: &str) -> bool {
     entry.options.tool_allowed(name) && tool_in_profile(entry, name) && !holds.holds(Kind::Tool, name)
 }
 
+/// What decides which of `entry`'s tools [`tool_offered`] keeps, but for the holds: its
+/// `includeTools`, `excludeTools` and the caller's profile, as text. Equal for two entries
+/// whose tools are filtered alike (the search index's key).
+pub fn tool_filters(entry: &ServerEntry) -> String {
+    format!("{:?} {:?} {:?}", entry.options.include_tools, entry.options.exclude_tools, entry.profile)
+}
+
 /// Whether a listing of a server's prompts shows the prompt `name`: it is not held.
 pub fn prompt_offered(holds: &Holds, name: &str) -> bool {
     !holds.holds(Kind::Prompt, name)

@@ -105,7 +105,7 @@ impl Results {
                 Ok(json!({ "contents": [{ "uri": uri, "mimeType": "application/json", "text": kept.text }] }))
             }
             None => Err(format!(
-                "{uri} is not readable: a cut result stays readable for {} minutes, by the session that got it",
+                "{uri} is not readable: a cut result stays readable for {} minutes, by the session that got it, while the daemon runs (a restart forgets it)",
                 KEPT_FOR.as_secs() / 60
             )),
         })
@@ -161,7 +161,8 @@ pub fn fit(results: &Results, owner: Option<&str>, result: &str, limit: usize, w
     };
     let structured = whole.remove("structuredContent");
     // The other keys (`isError`, `_meta`) stay; they are small.
-    let mut used = Value::Object(whole.clone()).to_string().len();
+    let base = Value::Object(whole.clone()).to_string().len();
+    let mut used = base;
     // `structuredContent` first, whole or not at all: it is what a program reads.
     let structured_size = structured.as_ref().map_or(0, |s| s.to_string().len() + "\"structuredContent\":,".len());
     let structured_fits = structured.is_some() && used + structured_size <= budget;
@@ -191,7 +192,7 @@ pub fn fit(results: &Results, owner: Option<&str>, result: &str, limit: usize, w
     }
     let mut out = whole;
     let id = results.keep(owner.unwrap_or_default(), result.to_owned()).filter(|_| owner.is_some());
-    let shown = used - if structured_fits { structured_size } else { 0 };
+    let shown = used - base - if structured_fits { structured_size } else { 0 };
     let mut note = format!(
         "[mcpx: this result is {} bytes, over the {limit} bytes `maxResultBytes` allows for {what}; about {shown} bytes are shown",
         result.len()
@@ -231,7 +232,9 @@ fn prefix_fitting(text: &str, room: usize) -> Option<&str> {
         if size <= room {
             return Some(&text[..end]);
         }
-        end = end.saturating_sub((size - room).max(1));
+        // Shrink in proportion to the escaping (a text of quotes or newlines is twice its
+        // size in JSON, of control characters six times): never straight to nothing.
+        end = (end * room / size).min(end - 1);
     }
 }
 
@@ -265,6 +268,18 @@ mod tests {
         assert!(results.read(Some("other"), uri).unwrap().is_err(), "another session cannot read it");
         assert!(results.read(Some("s1"), "mcpx://results/notanid").is_none(), "not a kept result's URI");
         assert!(fit(&results, Some("s1"), &result(json!([]), None), 20_000, "t").is_none(), "fits: untouched");
+    }
+
+    #[test]
+    fn text_of_escapes_is_cut_not_dropped() {
+        let results = Results::default();
+        for unit in ["\n", "\"", "\u{1}", "a\""] {
+            let whole = result(json!([{ "type": "text", "text": unit.repeat(5000) }]), None);
+            let cut = fit(&results, Some("s"), &whole, 2048, "t").unwrap();
+            let shown = cut["content"][0]["text"].as_str().unwrap_or_default();
+            assert!(shown.len() > 100 && unit.repeat(5000).starts_with(shown), "{unit:?}: {cut}");
+            assert!(cut.to_string().len() <= 2048, "{unit:?}");
+        }
     }
 
     #[test]

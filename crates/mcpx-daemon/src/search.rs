@@ -2,8 +2,10 @@
 //! Probabilistic Relevance Framework: BM25 and Beyond", 2009, section 3.6) over each tool's
 //! name, title, server, description and parameter names.
 //!
-//! The index is built per request from the schema cache: a few hundred tools take well under
-//! a millisecond, so nothing is kept between requests and nothing goes stale. Names are split
+//! An [`Index`] holds the tools' words and the collection's statistics. The daemon keeps the
+//! last few ([`Indexes`]), keyed by what they were built from (each server's
+//! cached listing, its tool filters and its holds), so a query costs only the scoring
+//! while no listing changes, and a changed listing is read at the next query. Names are split
 //! into words at `_`, `-`, `.`, spaces and camelCase boundaries, every word is lowercased and
 //! lightly stemmed (plurals, `-ing`, `-ed`), and common English words are ignored in the query.
 
@@ -44,12 +46,76 @@ impl ToolText {
     }
 }
 
-/// Ranks `tools` against the words of `query` (any number of words per string).
-///
-/// Returns `(index into tools, score)` for every tool that matches at least one query word,
-/// best first; equal scores keep the order of `tools`. When every query word is a common
-/// word ("the", "a", ...), those words are searched for rather than nothing.
+/// Ranks `tools` against the words of `query`: [`Index::rank`] of an index built for
+/// this one query.
 pub fn rank(tools: &[ToolText], query: &[String]) -> Vec<(usize, f64)> {
+    Index::new(tools.to_vec()).rank(query)
+}
+
+/// The tools of a search, with their words counted and the collection's statistics, built
+/// once and ranked against any number of queries.
+pub struct Index {
+    tools: Vec<ToolText>,
+    docs: Vec<Doc>,
+    stats: Stats,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index").field("tools", &self.tools.len()).finish_non_exhaustive()
+    }
+}
+
+impl Index {
+    /// The index of `tools`, in their order.
+    pub fn new(tools: Vec<ToolText>) -> Index {
+        let docs: Vec<Doc> = tools.iter().map(Doc::new).collect();
+        let stats = Stats::new(&docs);
+        Index { tools, docs, stats }
+    }
+
+    /// The tools, in the order [`Index::rank`]'s indices refer to.
+    pub fn tools(&self) -> &[ToolText] {
+        &self.tools
+    }
+
+    /// Ranks the tools against the words of `query` (any number of words per string).
+    ///
+    /// Returns `(index into the tools, score)` for every tool that matches at least one
+    /// query word, best first; equal scores keep the tools' order. When every query word
+    /// is a common word ("the", "a", ...), those words are searched for rather than nothing.
+    pub fn rank(&self, query: &[String]) -> Vec<(usize, f64)> {
+        rank_docs(&self.docs, &self.stats, query)
+    }
+}
+
+/// How many indexes [`Indexes`] keeps: a few callers, profiles or projects at once.
+pub const KEPT_INDEXES: usize = 4;
+
+/// The last [`KEPT_INDEXES`] indexes the daemon built, each by a hash of what it was
+/// built from (each server's cached listing, holds and tool filters), so a query while
+/// nothing changed costs only the scoring.
+#[derive(Debug, Default)]
+pub struct Indexes(std::sync::Mutex<Vec<(u64, std::sync::Arc<Index>)>>);
+
+impl Indexes {
+    /// The index whose inputs hash to `key`, built by `build` when none is kept.
+    pub fn get(&self, key: u64, build: impl FnOnce() -> Index) -> std::sync::Arc<Index> {
+        if let Some((_, index)) = crate::sync::lock(&self.0).iter().find(|(k, _)| *k == key) {
+            return index.clone();
+        }
+        let index = std::sync::Arc::new(build());
+        let mut kept = crate::sync::lock(&self.0);
+        if kept.len() >= KEPT_INDEXES {
+            kept.remove(0);
+        }
+        kept.push((key, index.clone()));
+        index
+    }
+}
+
+/// [`Index::rank`] over `docs` and their `stats`.
+fn rank_docs(docs: &[Doc], stats: &Stats, query: &[String]) -> Vec<(usize, f64)> {
     let typed: Vec<String> = query.iter().flat_map(|q| words(q)).collect();
     let mut kept: Vec<&String> = typed.iter().filter(|w| !STOP_WORDS.contains(&w.as_str())).collect();
     if kept.is_empty() {
@@ -57,14 +123,12 @@ pub fn rank(tools: &[ToolText], query: &[String]) -> Vec<(usize, f64)> {
     }
     let mut seen = HashSet::new();
     kept.retain(|w| seen.insert(stem(w)));
-    if kept.is_empty() || tools.is_empty() {
+    if kept.is_empty() || docs.is_empty() {
         return Vec::new();
     }
     // Each word: its stem and synonyms (the best of them counts), and the word as typed.
     let terms: Vec<(Vec<(String, f64)>, String)> =
         kept.iter().map(|w| (expansions(&stem(w)), format!("={w}"))).collect();
-    let docs: Vec<Doc> = tools.iter().map(Doc::new).collect();
-    let stats = Stats::new(&docs);
     let mut scored: Vec<(usize, f64)> = docs
         .iter()
         .enumerate()

@@ -57,7 +57,7 @@ pub struct AddArgs {
     /// From the registry: the package type to prefer (npm, pypi, nuget, oci, mcpb, remote; repeatable, in order).
     #[arg(long, value_name = "TYPE")]
     pub package: Vec<String>,
-    /// From the registry: print the entry without writing it.
+    /// Print the entry without writing anything.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
     /// From the registry: use only what is cached.
@@ -88,6 +88,26 @@ pub(crate) struct Place {
 }
 
 impl Place {
+    /// Errors unless the file has no server named `name` (`usage`, saying what to do).
+    pub(crate) fn check_free(&self, name: &str) -> Result<(), ApiError> {
+        let Ok(text) = std::fs::read_to_string(&self.file) else { return Ok(()) };
+        let value = jsonc_parser::cst::CstRootNode::parse(&text, &jsonc_parser::ParseOptions::default())
+            .ok()
+            .and_then(|root| root.to_serde_value());
+        let taken =
+            ["mcpServers", "servers"].iter().any(|key| value.as_ref().and_then(|v| v.get(key)?.get(name)).is_some());
+        match taken {
+            true => Err(ApiError::new(
+                ErrorKind::Usage,
+                format!(
+                    "{} already has a server named `{name}`: choose another name, or `mcpx remove {name}` first",
+                    self.file.display()
+                ),
+            )),
+            false => Ok(()),
+        }
+    }
+
     /// Errors: HOME is not set and no file is named (`usage`); mcpx's directories
     /// cannot be used (`daemon`).
     pub(crate) fn new(vars: &HashMap<String, String>, caller: &Caller, project: bool) -> Result<Place, ApiError> {
@@ -137,7 +157,11 @@ pub async fn run(
     args: AddArgs,
     json: bool,
 ) -> Result<i32, ApiError> {
-    let remote = args.url.as_deref().filter(|u| u.starts_with("http://") || u.starts_with("https://"));
+    check(&args)?;
+    let remote = args.url.as_deref().filter(|u| {
+        let lower = u.to_ascii_lowercase();
+        lower.starts_with("http://") || lower.starts_with("https://")
+    });
     let entry = match (&args.command[..], remote, args.url.as_deref()) {
         ([], None, Some(other)) => {
             return Err(ApiError::new(
@@ -157,6 +181,12 @@ pub async fn run(
             return Err(ApiError::new(ErrorKind::Usage, "give a URL or a command after `--`, not both"));
         }
         ([command, rest @ ..], None, _) => {
+            if !args.header.is_empty() || args.transport.is_some() {
+                return Err(ApiError::new(
+                    ErrorKind::Usage,
+                    "--header and --transport are for a remote server: a stdio one takes --env",
+                ));
+            }
             let mut entry = json!({ "command": command, "args": rest });
             let env = env_of(&args)?;
             if !env.is_empty() {
@@ -169,30 +199,53 @@ pub async fn run(
             if let Some(t) = &args.transport {
                 entry["transport"] = json!(t);
             }
+            let parsed = url::Url::parse(url).ok().filter(|u| u.host_str().is_some_and(|h| !h.is_empty()));
+            if parsed.is_none() {
+                return Err(ApiError::new(
+                    ErrorKind::Usage,
+                    format!("{url} is not a URL with a host: write it as https://host/path"),
+                ));
+            }
             let mut headers = Map::new();
             for header in &args.header {
-                let Some((k, v)) = header.split_once(':').filter(|(k, _)| !k.trim().is_empty()) else {
-                    return Err(ApiError::new(
-                        ErrorKind::Usage,
-                        format!("--header {header}: write it as \"Name: value\""),
-                    ));
-                };
-                headers.insert(k.trim().to_owned(), Value::String(v.trim().to_owned()));
+                let (k, v) = header_of(header)?;
+                if headers.keys().any(|h: &String| h.eq_ignore_ascii_case(&k)) {
+                    return Err(ApiError::new(ErrorKind::Usage, format!("--header {k} is given twice: give it once")));
+                }
+                headers.insert(k, Value::String(v));
             }
             if !headers.is_empty() {
                 entry["headers"] = Value::Object(headers);
             }
             if !args.env.is_empty() || !args.secret_env.is_empty() {
+                let flag = if args.env.is_empty() { "--secret-env" } else { "--env" };
                 return Err(ApiError::new(
                     ErrorKind::Usage,
-                    "--env is for a stdio server: a remote one takes --header",
+                    format!("{flag} is for a stdio server: a remote one takes --header"),
                 ));
             }
             entry
         }
     };
-    let place = Place::new(vars, &caller, args.project)?;
     let Value::Object(mut entry) = entry else { unreachable!("built as an object") };
+    if args.dry_run {
+        let shown = json!({ args.name.clone(): entry });
+        match json {
+            true => say_json(&json!({ "name": args.name, "entry": entry }).to_string()),
+            false => say(&format!(
+                "--dry-run: nothing written; the entry would be:\n{}",
+                serde_json::to_string_pretty(&shown).unwrap_or_default()
+            )),
+        }
+        return Ok(0);
+    }
+    let place = Place::new(vars, &caller, args.project)?;
+    // Refused before anything is stored: a name in use would leave its secrets overwritten.
+    place.check_free(&args.name)?;
+    for key in &args.secret_env {
+        mcpx_platform::secrets::check_name(&format!("{}.{key}", args.name))
+            .map_err(|e| ApiError::new(ErrorKind::Usage, format!("--secret-env {key}: {e}")))?;
+    }
     for key in &args.secret_env {
         let name = format!("{}.{key}", args.name);
         let location = crate::secret::store(&place.state, &name, None)?;
@@ -204,6 +257,76 @@ pub async fn run(
     }
     write_entry(&place, &args.name, &entry, json)?;
     list_tools(client, caller, &args.name, args.no_list, json).await
+}
+
+/// Refuses what `add` by hand cannot use: a bad server name, the registry's options, and
+/// a variable given both with `--env` and `--secret-env`. Errors: `usage`, saying which.
+fn check(args: &AddArgs) -> Result<(), ApiError> {
+    let usage = |m: String| Err(ApiError::new(ErrorKind::Usage, m));
+    let registry = is_registry_name(&args.name) && args.url.is_none() && args.command.is_empty();
+    if !registry && !valid_name(&args.name) {
+        return usage(format!(
+            "`{}` cannot name a server: use letters, digits, `-`, `_` and `.` (no `/`, no spaces)",
+            args.name
+        ));
+    }
+    if !registry {
+        let given = [
+            ("--name", args.local_name.is_some()),
+            ("--input", !args.input.is_empty()),
+            ("--package", !args.package.is_empty()),
+            ("--offline", args.offline),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
+            return usage(format!("{flag} is for a server added from a registry by its name, not by hand"));
+        }
+    }
+    for key in &args.secret_env {
+        if args.env.iter().any(|kv| kv.split('=').next() == Some(key.as_str())) {
+            return usage(format!("{key} is given with both --env and --secret-env: give it once"));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `text` names a registry server: a reverse-DNS namespace, a `/`, a name
+/// (`io.github.user/server`), and `@VERSION` optional.
+pub fn is_registry_name(text: &str) -> bool {
+    let name = text.split('@').next().unwrap_or(text);
+    match name.split_once('/') {
+        Some((namespace, rest)) => {
+            namespace.contains('.')
+                && !rest.is_empty()
+                && !text.contains("://")
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b))
+        }
+        None => false,
+    }
+}
+
+/// Whether `name` can name a server: not empty, and letters, digits, `-`, `_` and `.`
+/// only (a `/` would make the aggregate's resource URIs ambiguous).
+pub(crate) fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 128 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+}
+
+/// A `--header "Name: value"`. Errors: no `:`, a name that is no HTTP token, or a value
+/// holding a line break or another control character (`usage`).
+fn header_of(text: &str) -> Result<(String, String), ApiError> {
+    let bad = |why: &str| {
+        Err(ApiError::new(ErrorKind::Usage, format!("--header {text:?}: {why}; write it as \"Name: value\"")))
+    };
+    let Some((k, v)) = text.split_once(':') else { return bad("it has no `:`") };
+    let (k, v) = (k.trim(), v.trim());
+    // RFC 9110, section 5.1 (field names are tokens) and 5.5 (values: no CR, LF or NUL).
+    let token = !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !token {
+        return bad("the name is not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~ only)");
+    }
+    if v.chars().any(|c| c.is_control() && c != '\t') {
+        return bad("the value holds a line break or another control character");
+    }
+    Ok((k.to_owned(), v.to_owned()))
 }
 
 /// The entry's `env` from `--env`. Errors: a bad `K=V` (`usage`).
@@ -267,7 +390,8 @@ pub(crate) fn write_entry(place: &Place, name: &str, entry: &Map<String, Value>,
     }
     let shown = described(file, name, entry, hash);
     if json {
-        say_json(&json!({ "added": name, "file": file, "entry": entry, "trusted": place.project }).to_string());
+        // A user config's entries are the user's own; a project file's are trusted above.
+        say_json(&json!({ "added": name, "file": file, "entry": entry, "trusted": true }).to_string());
         return Ok(());
     }
     let (head, lines) = shown.described();
@@ -329,10 +453,11 @@ pub fn remove(vars: &HashMap<String, String>, caller: Caller, args: RemoveArgs, 
     let place = Place::new(vars, &caller, args.project)?;
     let file = &place.file;
     let missing = || {
+        let hint = if args.project { "" } else { "; add --project for the working directory's .mcpx.json" };
         ApiError::new(
             ErrorKind::Usage,
             format!(
-                "{} has no server named `{}` (`mcpx ls -l` shows where each is defined)",
+                "{} has no server named `{}` (`mcpx ls -l` shows where each is defined{hint})",
                 file.display(),
                 args.name
             ),

@@ -137,9 +137,12 @@ pub fn connect(
             .map_err(|e| ApiError::new(ErrorKind::Config, e.to_string()))?;
         resolved.with_profile(name).map_err(|e| ApiError::new(ErrorKind::Config, e))?;
     }
+    // The entry serves what this command was told: the same config file and profile.
+    let explicit = config.as_ref().map(|c| c.display().to_string());
     let ctx = Ctx::new(vars, args.project.as_deref(), config, true)?;
     let mcpx = invoked_path();
     let mut serve = vec!["serve".to_owned()];
+    serve.extend(explicit.into_iter().flat_map(|c| ["--config".to_owned(), c]));
     serve.extend(profile.iter().flat_map(|p| ["--profile".to_owned(), (*p).to_owned()]));
     each(&args.clients, json, |client| match connect_one(client, &ctx, &mcpx, &serve, args.move_servers) {
         Ok(done) => done,
@@ -186,7 +189,12 @@ fn connect_one(client: Client, ctx: &Ctx, mcpx: &str, serve: &[String], move_ser
         _ => Vec::new(),
     };
     if !present.is_empty() && moving.is_empty() {
-        let said = format!("{} already reaches mcpx ({}); left as it is", file.display(), present.join(", "));
+        let said = format!(
+            "{} already reaches mcpx ({}); left as it is (to change how it runs, `mcpx disconnect {}` first)",
+            file.display(),
+            present.join(", "),
+            client.name()
+        );
         return Ok(json!({ "client": client.name(), "file": file, "said": said, "already": true }));
     }
     let layout = client.layout();

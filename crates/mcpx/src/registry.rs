@@ -55,21 +55,6 @@ pub enum RegistryAction {
     },
 }
 
-/// Whether `text` names a registry server: a reverse-DNS namespace, a `/`, a name
-/// (`io.github.user/server`), and `@VERSION` optional.
-pub fn is_registry_name(text: &str) -> bool {
-    let name = text.split('@').next().unwrap_or(text);
-    match name.split_once('/') {
-        Some((namespace, rest)) => {
-            namespace.contains('.')
-                && !rest.is_empty()
-                && !text.contains("://")
-                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b))
-        }
-        None => false,
-    }
-}
-
 /// The registries and the cache, for one command.
 pub(crate) struct Registries {
     /// Base URLs, in order.
@@ -231,7 +216,8 @@ async fn fetch(url: &str) -> Result<(u16, Value), String> {
         .user_agent(concat!("mcpx/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
-    let answer = client.get(url).send().await.map_err(|e| format!("the registry at {url} cannot be reached ({e})"))?;
+    let answer =
+        client.get(url).send().await.map_err(|e| format!("the registry at {url} cannot be reached: {}", cause(&e)))?;
     let status = answer.status().as_u16();
     if status == 404 {
         return Ok((404, Value::Null));
@@ -243,6 +229,18 @@ async fn fetch(url: &str) -> Result<(u16, Value), String> {
     serde_json::from_slice(&body)
         .map(|v| (status, v))
         .map_err(|e| format!("the registry at {url} answered no JSON ({e})"))
+}
+
+/// The innermost causes of `e`, joined: reqwest's own text names the URL again and hides
+/// why (a DNS failure, a refused connection).
+fn cause(e: &dyn std::error::Error) -> String {
+    let mut causes = Vec::new();
+    let mut next = e.source();
+    while let Some(inner) = next {
+        causes.push(inner.to_string());
+        next = inner.source();
+    }
+    if causes.is_empty() { e.to_string() } else { causes.join(": ") }
 }
 
 /// A duration as people say an age: `40 s`, `12 min`, `3 h`, `2 days`.
@@ -322,7 +320,7 @@ pub(crate) fn split_version(text: &str) -> (&str, Option<&str>) {
 }
 
 /// `mcpx add`: from the registry when the name is a registry server's
-/// ([`is_registry_name`]) with no URL and no command, else by hand ([`crate::add::run`]).
+/// ([`crate::add::is_registry_name`]) with no URL and no command, else by hand ([`crate::add::run`]).
 ///
 /// Errors: theirs.
 pub async fn add_command(
@@ -332,7 +330,7 @@ pub async fn add_command(
     args: AddArgs,
     json: bool,
 ) -> Result<i32, ApiError> {
-    match args.url.is_none() && args.command.is_empty() && is_registry_name(&args.name) {
+    match args.url.is_none() && args.command.is_empty() && crate::add::is_registry_name(&args.name) {
         true => add(vars, client, caller, args, json).await,
         false => crate::add::run(vars, client, caller, args, json).await,
     }
@@ -369,6 +367,12 @@ pub async fn add(
         _ => {}
     }
     let local = args.local_name.clone().unwrap_or_else(|| name.rsplit('/').next().unwrap_or(name).to_owned());
+    if !crate::add::valid_name(&local) {
+        return Err(ApiError::new(
+            ErrorKind::Usage,
+            format!("`{local}` cannot name a server: give another with --name"),
+        ));
+    }
     let mut inputs = HashMap::new();
     for kv in &args.input {
         let (k, v) = crate::add::pair("--input", kv)?;
@@ -381,6 +385,9 @@ pub async fn add(
             mcpx_api::paths::Dirs::from_env(vars).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?.state
         }
     };
+    if let Some(place) = &place {
+        place.check_free(&local)?;
+    }
     let made = package::entry(&found, &local, &args.package, &inputs, &state, args.dry_run).await?;
     if !json {
         say(&made.why);

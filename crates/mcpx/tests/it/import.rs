@@ -279,7 +279,9 @@ fn connect_lists_which_clients_already_reach_mcpx() {
 /// left as it is. `mcpx disconnect` takes it out again, the rest of the file as it was.
 #[test]
 fn connect_and_disconnect_edit_each_clients_file_keeping_its_comments() {
-    let (w, home) = world(json!({}));
+    let (mut w, home) = world(json!({}));
+    // No config file named: the entries run plain `mcpx serve`.
+    w.unset.push("MCPX_CONFIG".into());
     let commented =
         "// my cursor servers\n{\n  \"mcpServers\": {\n    \"mine\": { \"command\": \"x\" }, // keep me\n  },\n}\n";
     put(&home, CURSOR, commented);

@@ -388,6 +388,30 @@ fn add_and_remove_by_hand_change_only_the_entry() {
     let none = w.run(&["remove", "mine"]);
     assert_eq!(none.code, 2, "{none:?}");
 
+    // What mcpx could not run, or would misread, is refused before anything is written
+    // or stored: a bad name, a bad header, a URL without a host, a used name with secrets.
+    w.run(&["add", "kept2", "--no-list", "--", &fake]).ok();
+    let written = std::fs::read_to_string(w.path("config.json")).unwrap();
+    for (args, why) in [
+        (vec!["add", "a/b", "--", "x"], "cannot name a server"),
+        (vec!["add", "r", "https://x.invalid/mcp", "-H", "Bad Name: v"], "not an HTTP header name"),
+        (vec!["add", "r", "https://x.invalid/mcp", "-H", "K: v\r\nInjected: 1"], "line break"),
+        (vec!["add", "r", "https://"], "not a URL with a host"),
+        (vec!["add", "r", "--input", "K=V", "--", "x"], "--input is for a server added from a registry"),
+        (vec!["add", "r", "-H", "K: v", "--", "x"], "are for a remote server"),
+        (vec!["add", "kept2", "--secret-env", "T", "--", "x"], "already has a server named `kept2`"),
+    ] {
+        let run = w.run(&args);
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert!(run.stderr.contains(why), "{args:?}: {}", run.stderr);
+    }
+    assert_eq!(std::fs::read_to_string(w.path("config.json")).unwrap(), written, "nothing written");
+    let secrets = w.run(&["secret", "ls", "--json"]).json();
+    assert!(!secrets.to_string().contains("kept2.T"), "nothing stored: {secrets}");
+    let dry = w.run(&["add", "dry", "--dry-run", "--", "/bin/true"]).ok();
+    assert!(dry.contains("nothing written") && dry.contains("/bin/true"), "{dry}");
+    assert_eq!(std::fs::read_to_string(w.path("config.json")).unwrap(), written, "--dry-run writes nothing");
+
     let mut p = World::new(json!({}));
     p.unset.push("MCPX_CONFIG".into());
     p.env.push(("XDG_CONFIG_HOME".into(), p.path("xdg").display().to_string()));
