@@ -343,7 +343,7 @@ pub async fn add_command(
 /// Errors: an unknown or deleted server (`usage`); no package this machine can run
 /// (`usage`, saying what to install); a checksum that does not match (`config`, nothing
 /// written or run); the registry cannot be reached and nothing is cached (`daemon`).
-pub async fn add(
+async fn add(
     vars: &HashMap<String, String>,
     client: Option<Client>,
     caller: Caller,

@@ -155,6 +155,29 @@ impl Clients {
     }
 }
 
+/// Every client mcpx reads, as `imports` and `mcpx connect` name them: the first seven,
+/// then the eleven added with `mcpx connect`.
+pub(crate) const ALL: [&str; 18] = [
+    "claude-desktop",
+    "claude-code",
+    "cursor",
+    "vscode",
+    "codex",
+    "gemini",
+    "windsurf",
+    "opencode",
+    "zed",
+    "goose",
+    "cline",
+    "roo-code",
+    "continue",
+    "lm-studio",
+    "kiro",
+    "crush",
+    "amazon-q",
+    "copilot-cli",
+];
+
 /// The fixture of `client`'s user-level file and where, under `HOME`, the client
 /// keeps it on Linux.
 pub(crate) fn user_file(client: &str) -> (&'static str, &'static str) {
@@ -417,21 +440,9 @@ fn windsurf_config_through_imports() {
 #[test]
 fn the_newer_clients_files_through_imports() {
     let c = Clients::new().with_http();
-    let clients = [
-        "opencode",
-        "zed",
-        "goose",
-        "cline",
-        "roo-code",
-        "continue",
-        "lm-studio",
-        "kiro",
-        "crush",
-        "amazon-q",
-        "copilot-cli",
-    ];
+    let clients = &ALL[7..];
     let files: Vec<PathBuf> = clients.iter().map(|client| c.place_user_file(client)).collect();
-    c.user_config(&clients, json!({}));
+    c.user_config(clients, json!({}));
     let dir = &c.work;
     let names = c.names(dir);
     assert!(!names.iter().any(|n| n == "developer"), "Goose's built-in extension is no server: {names:?}");
@@ -583,26 +594,7 @@ fn imports_in_a_project_file_are_ignored_with_a_warning() {
 #[test]
 fn mcpx_import_counts_each_fixture_and_its_copies_work_alone() {
     let c = Clients::new().with_http().with_sse();
-    let clients = [
-        "claude-desktop",
-        "claude-code",
-        "cursor",
-        "vscode",
-        "codex",
-        "gemini",
-        "windsurf",
-        "opencode",
-        "zed",
-        "goose",
-        "cline",
-        "roo-code",
-        "continue",
-        "lm-studio",
-        "kiro",
-        "crush",
-        "amazon-q",
-        "copilot-cli",
-    ];
+    let clients = ALL;
     let files: Vec<PathBuf> = clients.iter().map(|client| c.place_user_file(client)).collect();
     c.user_config(&[], json!({}));
     let project = c.work.join("proj");

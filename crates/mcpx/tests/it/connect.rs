@@ -8,31 +8,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::clients::user_file;
+use crate::clients::{ALL, user_file};
 use crate::era_matrix::node;
 use crate::harness::{Run, World, e2e_dir, fake_server, mcpx_bin};
-
-/// Every client `mcpx connect` knows.
-const ALL: [&str; 18] = [
-    "claude-desktop",
-    "claude-code",
-    "cursor",
-    "vscode",
-    "codex",
-    "gemini",
-    "windsurf",
-    "opencode",
-    "zed",
-    "goose",
-    "cline",
-    "roo-code",
-    "continue",
-    "lm-studio",
-    "kiro",
-    "crush",
-    "amazon-q",
-    "copilot-cli",
-];
 
 /// A world whose HOME is its own `home/` (its `.config` is where XDG_CONFIG_HOME would
 /// point), reading mcpx's user config there: nothing from the test's environment moves a
