@@ -97,6 +97,12 @@ impl ServerOptions {
         self.max_result_bytes_per_tool.get(tool).copied().or(self.max_result_bytes)
     }
 
+    /// Which key gives [`result_limit`](Self::result_limit) for `tool`, for messages:
+    /// `maxResultBytesPerTool` or `maxResultBytes`.
+    pub fn result_limit_key(&self, tool: &str) -> &'static str {
+        if self.max_result_bytes_per_tool.contains_key(tool) { "maxResultBytesPerTool" } else { "maxResultBytes" }
+    }
+
     /// Whether the tool `name` is offered: it must be in `include_tools` when that is set, and
     /// must not be in `exclude_tools`. Names match exactly.
     pub fn tool_allowed(&self, name: &str) -> bool {

@@ -143,7 +143,8 @@ impl Inner {
 }
 
 /// `result` (the `result` object of a `tools/call` response, as JSON text) cut to `limit`
-/// bytes when it is larger, the whole kept in `results` for `owner` (the client's
+/// bytes when it is larger (`what` says whose limit, for the note: "`maxResultBytes`
+/// allows for tool `t` of server `s`"), the whole kept in `results` for `owner` (the client's
 /// session; `None`: nothing can be kept, and the note says so). `None` when it fits as it
 /// is, or is no tool result (no `content` and no `structuredContent`).
 pub fn fit(results: &Results, owner: Option<&str>, result: &str, limit: usize, what: &str) -> Option<Value> {
@@ -194,7 +195,7 @@ pub fn fit(results: &Results, owner: Option<&str>, result: &str, limit: usize, w
     let id = results.keep(owner.unwrap_or_default(), result.to_owned()).filter(|_| owner.is_some());
     let shown = used - base - if structured_fits { structured_size } else { 0 };
     let mut note = format!(
-        "[mcpx: this result is {} bytes, over the {limit} bytes `maxResultBytes` allows for {what}; about {shown} bytes are shown",
+        "[mcpx: this result is {} bytes, over the {limit} bytes {what}; about {shown} bytes are shown",
         result.len()
     );
     if structured.is_some() && !structured_fits {
@@ -255,7 +256,8 @@ mod tests {
         let results = Results::default();
         let text = "é✓😀x".repeat(200_000);
         let whole = result(json!([{ "type": "text", "text": text }]), None);
-        let cut = fit(&results, Some("s1"), &whole, 20_000, "tool `t` of server `s`").unwrap();
+        let cut =
+            fit(&results, Some("s1"), &whole, 20_000, "`maxResultBytes` allows for tool `t` of server `s`").unwrap();
         let size = cut.to_string().len();
         assert!(size <= 20_000, "{size}");
         let shown = cut["content"][0]["text"].as_str().unwrap();

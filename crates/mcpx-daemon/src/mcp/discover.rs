@@ -119,8 +119,9 @@ fn fitted(
 ) -> Option<Value> {
     let (server, tool) = (server?, tool?);
     let config = config(d, session).ok()?;
-    let limit = usize::try_from(config.get(&server)?.options.result_limit(&tool)?).ok()?;
-    let what = format!("tool `{tool}` of server `{server}`");
+    let options = &config.get(&server)?.options;
+    let limit = usize::try_from(options.result_limit(&tool)?).ok()?;
+    let what = format!("`{}` allows for tool `{tool}` of server `{server}`", options.result_limit_key(&tool));
     crate::results::fit(&d.results, session.caller.session.as_deref(), raw, limit, &what)
 }
 

@@ -256,7 +256,8 @@ fn fitted(d: &Daemon, session: &ClientSession, entry: &ServerEntry, tool: &str, 
     }
     let Ok(mut value) = serde_json::from_str::<Value>(answer.as_str()) else { return answer };
     let Some(result) = value.get("result").map(Value::to_string) else { return answer };
-    let what = format!("tool `{tool}` of server `{}`", entry.name);
+    let what =
+        format!("`{}` allows for tool `{tool}` of server `{}`", entry.options.result_limit_key(tool), entry.name);
     let owner = session.caller.session.as_deref();
     match crate::results::fit(&d.results, owner, &result, limit, &what) {
         Some(cut) => {
