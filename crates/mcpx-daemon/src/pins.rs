@@ -24,7 +24,7 @@
 //! (an upgrade from a build without pinning) pins that listing: nobody is asked to
 //! review what they already use.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
@@ -269,7 +269,9 @@ impl Pins {
         }
         let Listed { items, listing } = listed;
         let mut h = std::hash::DefaultHasher::new();
-        (mode, server, listing).hash(&mut h);
+        // Not the server's name: entries alike under two names share a key (their
+        // fingerprint), and their listings are one thing to compare.
+        (mode, listing).hash(&mut h);
         if listing == 0 {
             items.iter().for_each(|i| i.get().hash(&mut h));
         }
@@ -300,8 +302,9 @@ impl Pins {
             ..PinSet::default()
         });
         let before = set.held(kind);
-        let mut wrote = set.server != server;
+        // The name that last listed it, kept in memory; written with the next change.
         set.server = server.to_owned();
+        let mut wrote = false;
         // The server's first listing: this set's, or the listing that made it (its other
         // list). A list first seen in a later listing is new, and held.
         let first = set.of(kind).is_none() && (made || (listing != 0 && set.made_by == listing));
@@ -426,7 +429,7 @@ fn compare(
     definition: &Value,
     mode: Pinning,
     first: bool,
-    others: &[String],
+    others: &HashSet<String>,
     log: &Log<'_>,
 ) -> bool {
     let (server, kind) = (log.server, log.kind.as_str());
@@ -490,7 +493,7 @@ fn compare(
 /// The other servers' tools, as `server.tool` and `server__tool`, which a definition
 /// must not name (the scan's last pattern): those of every other pinned server (not
 /// `key`, nor another context of `server`).
-fn other_tools(sets: &HashMap<String, PinSet>, key: &str, server: &str) -> Vec<String> {
+fn other_tools(sets: &HashMap<String, PinSet>, key: &str, server: &str) -> HashSet<String> {
     let others = sets.values().filter(|s| s.key != key && s.server != server);
     others
         .flat_map(|s| {

@@ -14,6 +14,8 @@
 //! definition's first listing and on every change it holds, and keeps what it found.
 
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 /// What a [`Finding`] found, written in kebab case (`hidden-text`, `tag-block`,
@@ -94,7 +96,7 @@ const TAKE: [&str; 10] =
 /// Scans `definition` (a `tools/list` or `prompts/list` item) for the five patterns.
 /// `others` are the other configured servers' tools, as `server.tool` or
 /// `server__tool`, which the text must not name.
-pub fn scan(definition: &Value, others: &[String]) -> Vec<Finding> {
+pub fn scan(definition: &Value, others: &HashSet<String>) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut texts = Vec::new();
     strings(definition, String::new(), &mut texts);
@@ -127,7 +129,7 @@ fn strings(value: &Value, at: String, out: &mut Vec<(String, String)>) {
     }
 }
 
-fn scan_text(at: &str, text: &str, others: &[String], findings: &mut Vec<Finding>) {
+fn scan_text(at: &str, text: &str, others: &HashSet<String>, findings: &mut Vec<Finding>) {
     let mut found = |pattern, detail: String| findings.push(Finding { pattern, at: at.to_owned(), detail });
     let hidden_chars: Vec<String> =
         text.chars().filter(|c| hidden(*c)).map(|c| format!("U+{:04X}", c as u32)).collect();
@@ -153,7 +155,7 @@ fn scan_text(at: &str, text: &str, others: &[String], findings: &mut Vec<Finding
     if let (Some(path), Some(verb)) = (credential, TAKE.iter().find(|v| lower.contains(*v))) {
         found(Pattern::CredentialPath, format!("{path} with \"{}\"", verb.trim()));
     }
-    if let Some(named) = others.iter().find(|o| names(text, o)) {
+    if let Some(named) = named_tool(text, others) {
         found(Pattern::OtherServersTool, format!("names {named}"));
     }
 }
@@ -171,15 +173,35 @@ fn dot_env(lower: &str) -> Option<&'static str> {
     })
 }
 
-/// Whether `text` names `tool` (`server.tool` or `server__tool`) as a word of its own.
-fn names(text: &str, tool: &str) -> bool {
-    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+/// The first tool of `others` (`server.tool` or `server__tool`) that `text` names as a
+/// word of its own: not preceded by a word character or a dot, not followed by a word
+/// character. In one pass over `text`, whatever the number of others: such a name starts
+/// where a run of word characters and dots starts, and ends before one of its dots or at
+/// its end, so each of those prefixes is looked up.
+fn named_tool<'a>(text: &str, others: &'a HashSet<String>) -> Option<&'a str> {
+    if others.is_empty() {
+        return None;
+    }
+    let in_run = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.';
     let bytes = text.as_bytes();
-    text.match_indices(tool).any(|(i, _)| {
-        let before = i.checked_sub(1).map(|j| bytes[j]);
-        let after = bytes.get(i + tool.len()).copied();
-        before.is_none_or(|b| !word(b) && b != b'.') && after.is_none_or(|b| !word(b))
-    })
+    let mut i = 0;
+    while i < bytes.len() {
+        if !in_run(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && in_run(bytes[i]) {
+            i += 1;
+        }
+        // The run's bounds are ASCII bytes, so character boundaries.
+        let run = &text[start..i];
+        let ends = run.match_indices('.').map(|(j, _)| j).chain([run.len()]);
+        if let Some(found) = ends.filter_map(|end| others.get(&run[..end])).next() {
+            return Some(found);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -189,7 +211,11 @@ mod tests {
     use super::*;
 
     fn patterns(definition: &Value, others: &[String]) -> Vec<Pattern> {
-        scan(definition, others).into_iter().map(|f| f.pattern).collect()
+        scan(definition, &set(others)).into_iter().map(|f| f.pattern).collect()
+    }
+
+    fn set(others: &[String]) -> HashSet<String> {
+        others.iter().cloned().collect()
     }
 
     /// Each pattern, in a description, a title or a schema's text.
@@ -238,7 +264,7 @@ mod tests {
         }
         let deep = scan(
             &json!({ "name": "a", "inputSchema": { "properties": { "x": { "description": "<important>x</important>" } } } }),
-            &[],
+            &HashSet::new(),
         );
         assert_eq!(deep[0].at, "/inputSchema/properties/x/description", "{deep:?}");
     }
@@ -257,7 +283,7 @@ mod tests {
             json!({ "name": "a", "description": "Émojis 👍🏽 and accents stay readable." }),
         ];
         for definition in clean {
-            assert_eq!(scan(&definition, &others), [], "{definition}");
+            assert_eq!(scan(&definition, &set(&others)), [], "{definition}");
         }
     }
 
@@ -278,7 +304,7 @@ mod tests {
         let count: usize = servers.iter().map(|(_, t)| t.len()).sum();
         assert_eq!((servers.len(), count), (19, 227), "the corpus's servers and tools");
         for (name, tools) in &servers {
-            let others: Vec<String> = servers
+            let others: HashSet<String> = servers
                 .iter()
                 .filter(|(n, _)| n != name)
                 .flat_map(|(s, t)| {

@@ -158,3 +158,38 @@ fn a_numbered_listing_is_compared_once() {
     assert!(changed.changed && changed.held.contains("a"));
     assert!(pins.observe("k", "s", Pinning::Hold, Kind::Tool, numbered(&v1, 0)).held.is_empty(), "reverted");
 }
+
+/// Two entries alike under two names share a key (their fingerprint): listing one and
+/// then the other is compared once, and the pin file is not written again for it.
+#[test]
+fn two_names_of_one_entry_are_compared_once_and_not_written_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let pins = open(&dir);
+    let v1 = raw(&[tool("a", "A.")]);
+    let numbered = |items, listing| Listed { items, listing };
+    pins.observe("k", "one", Pinning::Hold, Kind::Tool, numbered(&v1, 7));
+    let files = || -> Vec<(std::path::PathBuf, std::time::SystemTime)> {
+        let mut found = Vec::new();
+        let mut dirs = vec![dir.path().to_path_buf()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(d).unwrap().flatten() {
+                let meta = e.metadata().unwrap();
+                if meta.is_dir() {
+                    dirs.push(e.path());
+                } else {
+                    found.push((e.path(), meta.modified().unwrap()));
+                }
+            }
+        }
+        found.sort();
+        found
+    };
+    let before = files();
+    assert!(!before.is_empty(), "the first listing is written");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    for name in ["two", "one", "two"] {
+        let seen = pins.observe("k", name, Pinning::Hold, Kind::Tool, numbered(&v1, 7));
+        assert!(!seen.changed && seen.held.is_empty(), "{name}");
+    }
+    assert_eq!(files(), before, "nothing written again");
+}
