@@ -171,28 +171,30 @@ pub fn fit(results: &Results, owner: Option<&str>, result: &str, limit: usize, w
         used += structured_size;
     }
     let mut kept = Vec::new();
-    let mut cut_at = None;
-    for (i, block) in blocks.iter().enumerate() {
+    // One text block is cut, the first that does not fit whole; the others go whole or not
+    // at all.
+    let mut cut = false;
+    for block in &blocks {
         let size = block.to_string().len() + 1;
         if used + size <= budget {
             used += size;
             kept.push(block.clone());
             continue;
         }
-        if let (None, Some(text)) = (cut_at, block.get("text").and_then(Value::as_str)) {
+        if let (false, Some(text)) = (cut, block.get("text").and_then(Value::as_str)) {
             let overhead = size - Value::String(text.to_owned()).to_string().len();
             if let Some(prefix) = prefix_fitting(text, budget.saturating_sub(used + overhead)) {
                 let mut block = block.clone();
                 block["text"] = Value::String(prefix.to_owned());
                 used += block.to_string().len() + 1;
                 kept.push(block);
-                cut_at = Some(i);
+                cut = true;
             }
         }
-        cut_at.get_or_insert(i);
     }
     let mut out = whole;
-    let id = results.keep(owner.unwrap_or_default(), result.to_owned()).filter(|_| owner.is_some());
+    // Kept only for a session that can read it back.
+    let id = owner.and_then(|owner| results.keep(owner, result.to_owned()));
     let shown = used - base - if structured_fits { structured_size } else { 0 };
     let mut note = format!(
         "[mcpx: this result is {} bytes, over the {limit} bytes {what}; about {shown} bytes are shown",
@@ -288,8 +290,7 @@ mod tests {
     fn structured_content_is_never_cut_and_other_blocks_go_whole() {
         let results = Results::default();
         let items: Vec<Value> = (0..5000).map(|i| json!({ "i": i, "name": "ünïcode" })).collect();
-        let image = json!({ "type": "image", "data": "A".repeat(30_000), "mimeType": "image/png" });
-        let whole = result(json!([{ "type": "text", "text": "head" }, image]), Some(json!({ "items": items })));
+        let whole = result(json!([{ "type": "text", "text": "head" }, image()]), Some(json!({ "items": items })));
         let cut = fit(&results, None, &whole, 10_000, "t").unwrap();
         assert!(cut.get("structuredContent").is_none(), "left out whole");
         let blocks = cut["content"].as_array().unwrap();
@@ -297,9 +298,19 @@ mod tests {
         assert_eq!(blocks.len(), 2, "the image is left out whole: {blocks:?}");
         let note = blocks[1]["text"].as_str().unwrap();
         assert!(note.contains("structuredContent is left out") && note.contains("could not be kept"), "{note}");
+        let after_image = result(json!([image(), { "type": "text", "text": "y".repeat(30_000) }]), None);
+        let cut = fit(&results, Some("s"), &after_image, 10_000, "t").unwrap();
+        assert!(
+            cut["content"][0]["text"].as_str().unwrap().starts_with("yyy"),
+            "the text after a left-out image is cut: {cut}"
+        );
         let small = result(json!([{ "type": "text", "text": "x".repeat(3000) }]), Some(json!({ "a": 1 })));
         let cut = fit(&results, Some("s"), &small, 2048, "t").unwrap();
         assert_eq!(cut["structuredContent"], json!({ "a": 1 }), "a small structuredContent stays");
+    }
+
+    fn image() -> Value {
+        json!({ "type": "image", "data": "A".repeat(30_000), "mimeType": "image/png" })
     }
 
     #[test]

@@ -228,35 +228,60 @@ pub async fn run(
         }
     };
     let Value::Object(mut entry) = entry else { unreachable!("built as an object") };
+    let mut secrets = BTreeMap::new();
+    for key in &args.secret_env {
+        let name = format!("{}.{key}", args.name);
+        mcpx_platform::secrets::check_name(&name)
+            .map_err(|e| ApiError::new(ErrorKind::Usage, format!("--secret-env {key}: {e}")))?;
+        let env = entry.entry("env").or_insert_with(|| Value::Object(Map::new()));
+        env[key.as_str()] = Value::String(format!("${{secret:{name}}}"));
+        secrets.insert(name, None);
+    }
     if args.dry_run {
-        let shown = json!({ args.name.clone(): entry });
-        match json {
-            true => say_json(&json!({ "name": args.name, "entry": entry }).to_string()),
-            false => say(&format!(
-                "--dry-run: nothing written; the entry would be:\n{}",
-                serde_json::to_string_pretty(&shown).unwrap_or_default()
-            )),
-        }
+        show_dry(&args.name, &entry, &secrets, json);
         return Ok(0);
     }
     let place = Place::new(vars, &caller, args.project)?;
-    // Refused before anything is stored: a name in use would leave its secrets overwritten.
     place.check_free(&args.name)?;
-    for key in &args.secret_env {
-        mcpx_platform::secrets::check_name(&format!("{}.{key}", args.name))
-            .map_err(|e| ApiError::new(ErrorKind::Usage, format!("--secret-env {key}: {e}")))?;
+    store_and_write(&place, &args.name, &entry, &secrets, json)?;
+    list_tools(client, caller, &args.name, args.no_list, json).await
+}
+
+/// `--dry-run`: the entry `name` and the secrets it would store, printed; nothing written.
+pub(crate) fn show_dry(name: &str, entry: &Map<String, Value>, secrets: &BTreeMap<String, Option<String>>, json: bool) {
+    if json {
+        say_json(&json!({ "name": name, "entry": entry, "secrets": secrets.keys().collect::<Vec<_>>() }).to_string());
+        return;
     }
-    for key in &args.secret_env {
-        let name = format!("{}.{key}", args.name);
-        let location = crate::secret::store(&place.state, &name, None)?;
-        let env = entry.entry("env").or_insert_with(|| Value::Object(Map::new()));
-        env[key.as_str()] = Value::String(format!("${{secret:{name}}}"));
+    let shown = json!({ name: entry });
+    say(&format!(
+        "--dry-run: nothing written; the entry would be:\n{}",
+        serde_json::to_string_pretty(&shown).unwrap_or_default()
+    ));
+    for secret in secrets.keys() {
+        say(&format!("  and the secret `{secret}` would be stored"));
+    }
+}
+
+/// Stores `secrets` (name → value; `None`: asked for, or read as a line of stdin), then
+/// writes `entry` as `name` ([`write_entry`]). The caller has checked the name is free
+/// ([`Place::check_free`]), so a refused name leaves no secret overwritten.
+///
+/// Errors: those of [`crate::secret::store`] and [`write_entry`].
+pub(crate) fn store_and_write(
+    place: &Place,
+    name: &str,
+    entry: &Map<String, Value>,
+    secrets: &BTreeMap<String, Option<String>>,
+    json: bool,
+) -> Result<(), ApiError> {
+    for (secret, value) in secrets {
+        let location = crate::secret::store(&place.state, secret, value.as_deref())?;
         if !json {
-            say(&format!("secret `{name}` set ({location})"));
+            say(&format!("secret `{secret}` set ({location})"));
         }
     }
-    write_entry(&place, &args.name, &entry, json)?;
-    list_tools(client, caller, &args.name, args.no_list, json).await
+    write_entry(place, name, entry, json)
 }
 
 /// Refuses what `add` by hand cannot use: a bad server name, the registry's options, and

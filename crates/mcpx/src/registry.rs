@@ -80,11 +80,14 @@ impl Registries {
             .and_then(|v| v.get("registries").and_then(Value::as_array).cloned())
             .map(|items| items.iter().filter_map(|u| u.as_str().map(|u| u.trim_end_matches('/').to_owned())).collect())
             .filter(|urls: &Vec<String>| !urls.is_empty());
-        let dirs =
-            mcpx_api::paths::Dirs::from_env(vars).map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
+        // Opened as every mcpx process opens them: a cache directory made here is private,
+        // so the next mcpx command does not refuse it as open to others.
+        let dirs = mcpx_api::paths::Dirs::from_env(vars)
+            .and_then(|d| d.open())
+            .map_err(|e| ApiError::new(ErrorKind::Daemon, e.to_string()))?;
         Ok(Registries {
             urls: listed.unwrap_or_else(|| vec![OFFICIAL.to_owned()]),
-            cache: dirs.cache.join("registry"),
+            cache: dirs.paths.cache.join("registry"),
             offline,
         })
     }
@@ -393,30 +396,10 @@ async fn add(
         say(&made.why);
     }
     let Some(place) = place else {
-        let entry = json!({ local.clone(): made.entry });
-        if json {
-            say_json(
-                &json!({ "name": local, "entry": made.entry, "secrets": made.secrets.keys().collect::<Vec<_>>() })
-                    .to_string(),
-            );
-        } else {
-            say(&format!(
-                "--dry-run: nothing written; the entry would be:\n{}",
-                serde_json::to_string_pretty(&entry).unwrap_or_default()
-            ));
-            for secret in made.secrets.keys() {
-                say(&format!("  and the secret `{secret}` would be stored"));
-            }
-        }
+        crate::add::show_dry(&local, &made.entry, &made.secrets, json);
         return Ok(0);
     };
-    for (secret, value) in &made.secrets {
-        let location = crate::secret::store(&place.state, secret, value.as_deref())?;
-        if !json {
-            say(&format!("secret `{secret}` set ({location})"));
-        }
-    }
-    crate::add::write_entry(&place, &local, &made.entry, json)?;
+    crate::add::store_and_write(&place, &local, &made.entry, &made.secrets, json)?;
     drop(place);
     crate::add::list_tools(client, caller, &local, args.no_list, json).await
 }

@@ -146,8 +146,8 @@ fn install_hint(kind: &str) -> &'static str {
 }
 
 /// The entry for `found` as `local`, from the package `prefer` names first (else the
-/// first this machine can run), with `inputs` (`--input K=V`, a key given more than once
-/// for a repeated argument). An MCPB bundle is downloaded and checked, and unpacked
+/// first this machine can run), with `inputs` (`--input K=V`; a repeated argument's
+/// values comma-separated). An MCPB bundle is downloaded and checked, and unpacked
 /// under `state` unless `dry_run`.
 ///
 /// Errors: nothing of it can run here, a non-stdio package, a required input missing,

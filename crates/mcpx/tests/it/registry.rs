@@ -367,7 +367,13 @@ fn add_and_remove_by_hand_change_only_the_entry() {
     let out = w.run(&["add", "mine", "-e", "K=V", "--", &fake, "--flag"]).ok();
     assert!(out.contains("mine: runs") && out.contains("with K=V") && out.contains("echo"), "shown and listed: {out}");
     let text = std::fs::read_to_string(w.path("config.json")).unwrap();
-    assert!(text.starts_with("// my servers\n{\n  /* mine */\n") && text.contains("// keep"), "{text}");
+    // Only the entry's lines are new: every line before is there, in order, unchanged.
+    let mut lines = text.lines();
+    for line in COMMENTED.lines() {
+        assert!(lines.any(|l| l == line), "{line:?} kept, in order:\n{text}");
+    }
+    let added: Vec<&str> = text.lines().filter(|l| !COMMENTED.lines().any(|c| c == *l)).collect();
+    assert!(added.iter().all(|l| !l.trim().is_empty()) && added.join("\n").contains("\"mine\""), "{added:?}");
     let clash = w.run(&["add", "mine", "--", "y"]);
     assert_eq!(clash.code, 2, "{clash:?}");
     assert!(clash.stderr.contains("already has a server named `mine`"), "{}", clash.stderr);
