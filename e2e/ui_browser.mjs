@@ -90,8 +90,18 @@ async function handle(cmd) {
       }
     }
     case "click": {
-      await page.click(cmd.selector);
-      return {};
+      // The live pages re-render their fragment while open: an element found a moment ago
+      // may be replaced before the click lands. Find it again then, as a person would.
+      for (let tries = 0; ; tries++) {
+        try {
+          await page.click(cmd.selector);
+          return {};
+        } catch (e) {
+          if (tries >= 20 || !String(e).includes("detached")) {
+            throw e;
+          }
+        }
+      }
     }
     case "attr": {
       return { value: await page.$eval(cmd.selector, (e, n) => e.getAttribute(n), cmd.name) };
