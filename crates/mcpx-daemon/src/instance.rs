@@ -585,6 +585,7 @@ struct InFlight<'a>(&'a Instance);
 impl<'a> InFlight<'a> {
     fn new(inst: &'a Instance) -> Self {
         inst.in_flight.fetch_add(1, Ordering::Relaxed);
+        inst.info.awaiting.fetch_add(1, Ordering::Relaxed);
         *lock(&inst.last_used) = Instant::now();
         InFlight(inst)
     }
@@ -593,6 +594,7 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.info.awaiting.fetch_sub(1, Ordering::Relaxed);
         *lock(&self.0.last_used) = Instant::now();
     }
 }

@@ -255,6 +255,64 @@ pub fn set_child_subreaper() -> io::Result<bool> {
     sys::set_child_subreaper()
 }
 
+/// Waits on descriptors and wakes when a child process exits, with no timer: `SIGCHLD`
+/// is blocked except inside `ppoll(2)` (see ppoll(2), signal(7)), so an exit between two
+/// waits is held pending and interrupts the next one. It covers every child, including
+/// orphaned descendants re-parented to a subreaper (see [`set_child_subreaper`]), which
+/// no pidfd watches.
+///
+/// Children started with `std::process::Command` get an empty signal mask and the
+/// default `SIGCHLD` disposition, as if this were not installed.
+#[derive(Debug)]
+pub struct ChildExitWake {
+    /// The mask `ppoll` waits with: the thread's own, `SIGCHLD` unblocked.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    mask: nix::sys::signal::SigSet,
+}
+
+impl ChildExitWake {
+    /// Installs an empty `SIGCHLD` handler (with `SA_NOCLDSTOP`) and blocks `SIGCHLD` in
+    /// the calling thread, for a single-threaded process. `Ok(None)` where `ppoll` does
+    /// not exist (macOS): the caller polls for exits on a timer instead.
+    ///
+    /// # Errors
+    ///
+    /// As reported by `sigaction(2)` or `pthread_sigmask(3)` (in practice none).
+    pub fn install() -> io::Result<Option<ChildExitWake>> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            Ok(Some(ChildExitWake { mask: signal::catch_sigchld()? }))
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            Ok(None)
+        }
+    }
+
+    /// `poll(2)` over `fds` for at most `timeout` (`None`: no limit). Returns whether a
+    /// child exited meanwhile (`SIGCHLD` interrupted the wait; `fds` report nothing then).
+    ///
+    /// # Errors
+    ///
+    /// As reported by `ppoll(2)`, other than `EINTR`.
+    pub fn poll(&self, fds: &mut [nix::poll::PollFd<'_>], timeout: Option<std::time::Duration>) -> io::Result<bool> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let timeout = timeout.map(nix::sys::time::TimeSpec::from_duration);
+            match nix::poll::ppoll(fds, timeout, Some(self.mask)) {
+                Ok(_) => Ok(false),
+                Err(nix::errno::Errno::EINTR) => Ok(true),
+                Err(e) => Err(e.into()),
+            }
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            let _ = (fds, timeout);
+            unreachable!("ChildExitWake::install returns None here")
+        }
+    }
+}
+
 /// An identifier of the current boot of the machine: it stays the same until the next
 /// reboot and differs after it. Process start times (see [`process_start_time`]) are only
 /// comparable within one boot.

@@ -36,7 +36,18 @@ pub struct Version {
 
 impl Version {
     /// The version this build speaks.
-    pub const CURRENT: Version = Version { major: 1, minor: 1 };
+    pub const CURRENT: Version = Version { major: 1, minor: 2 };
+
+    /// The first version whose peers send heartbeats only while they wait for the other
+    /// side (`docs/attach-protocol.md`, "Heartbeat"); older ones send one every second
+    /// and take 10 s without one as a hang.
+    pub const HEARTBEATS_ON_DEMAND: Version = Version { major: 1, minor: 2 };
+
+    /// Whether a peer speaking `self` sends a heartbeat every second and expects one
+    /// back just as often (versions before [`Version::HEARTBEATS_ON_DEMAND`]).
+    pub fn beats_every_second(self) -> bool {
+        self < Version::HEARTBEATS_ON_DEMAND
+    }
 
     /// Whether a daemon speaking `self` can adopt a supervisor speaking `supervisor`:
     /// the same major, or one older.

@@ -310,6 +310,11 @@ impl StopSequence {
         StopSequence { phase: StopPhase::Killed, deadline: now }
     }
 
+    /// When the next signal is due.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
     /// The signal due at `now`, if its deadline has passed: SIGTERM after the stdin
     /// grace, SIGKILL after that. Moves to the next phase and sets the next deadline
     /// [`TERM_GRACE`] after `now`.

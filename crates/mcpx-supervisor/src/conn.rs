@@ -21,7 +21,10 @@ use serde_json::value::RawValue;
 use crate::buffer::StdoutBuffer;
 use crate::log::log;
 
-/// A daemon silent for this long is gone (its connection closes: a detach).
+/// A daemon of attach protocol 1.0 or 1.1, which heartbeats every second, silent for
+/// this long is gone (its connection closes: a detach). A newer daemon sends
+/// heartbeats only while it waits for the supervisor, so its silence means nothing:
+/// its death closes the socket.
 pub const SILENCE: Duration = Duration::from_secs(10);
 /// A connection that has not attached within this long after the accept is closed.
 pub const HANDSHAKE: Duration = Duration::from_secs(10);
@@ -77,6 +80,9 @@ pub struct Peer {
     opened: Instant,
     /// When bytes last came: any bytes count as hearing from the daemon.
     last_heard: Instant,
+    /// Whether the daemon heartbeats every second (a 1.0 or 1.1 daemon, or one whose
+    /// preamble has not come yet), so its silence for [`SILENCE`] means it hung.
+    beats: bool,
     /// The stdin message arriving in parts.
     stdin: StdinAssembly,
     /// Whether this connection was sent the exit, which goes once per connection.
@@ -97,6 +103,7 @@ impl Peer {
             out: attach::encode_preamble(Version::ours()).to_vec(),
             opened: now,
             last_heard: now,
+            beats: true,
             stdin: StdinAssembly::new(max_message_bytes),
             exit_sent: false,
             closed: false,
@@ -118,6 +125,7 @@ impl Peer {
             match attach::decode_preamble(&preamble) {
                 Ok(v) => {
                     log!("daemon speaking attach protocol {v} connected");
+                    self.beats = v.beats_every_second();
                     self.state = State::Hello;
                 }
                 Err(e) => {
@@ -190,7 +198,14 @@ impl Peer {
                 }
             },
             Kind::AckExit => Some(Request::AckExit),
-            // Heartbeats only count as hearing from the daemon; the other kinds go
+            // A daemon that heartbeats is waiting for an answer, or checks every second
+            // (1.0, 1.1): it hears back at once. A daemon never answers a heartbeat, so
+            // this cannot ping-pong.
+            Kind::Heartbeat => {
+                self.send(Frame::new(Kind::Heartbeat, Vec::new()));
+                None
+            }
+            // The other kinds go
             // the other way and mean nothing here.
             _ => None,
         }
@@ -248,14 +263,25 @@ impl Peer {
         }
     }
 
-    /// Whether the connection should go at `now`: attached and silent for over
-    /// [`SILENCE`], not attached [`HANDSHAKE`] after the accept, or closing with all
-    /// its output written.
+    /// Whether the connection should go at `now`: attached, heartbeating every second
+    /// and silent for over [`SILENCE`], not attached [`HANDSHAKE`] after the accept, or
+    /// closing with all its output written.
     pub fn stale(&self, now: Instant) -> bool {
         match self.state {
-            State::Attached(_) => now.duration_since(self.last_heard) > SILENCE,
-            State::Preamble(_) | State::Hello => now.duration_since(self.opened) > HANDSHAKE,
             State::Closing => self.out.is_empty(),
+            _ => self.deadline().is_some_and(|at| now > at),
+        }
+    }
+
+    /// When this connection goes stale unless something happens first (see
+    /// [`Peer::stale`]); `None` when only an event can end it (an attached daemon of
+    /// 1.2 or later: end of file). The supervisor's poll sleeps until the earliest.
+    pub fn deadline(&self) -> Option<Instant> {
+        match self.state {
+            State::Attached(_) => self.beats.then(|| self.last_heard + SILENCE),
+            State::Preamble(_) | State::Hello => Some(self.opened + HANDSHAKE),
+            // Due at once: the sweep after this turn drops it.
+            State::Closing => self.out.is_empty().then_some(self.opened),
         }
     }
 }
@@ -446,6 +472,11 @@ impl<S: Read + Write> Conns<S> {
             peer.send(Frame::new(Kind::Stderr, chunk.to_vec()));
         }
         true
+    }
+
+    /// The earliest of the connections' deadlines (see [`Peer::deadline`]).
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.list.iter().filter_map(|c| c.peer.deadline()).min()
     }
 
     /// Drops closed and stale connections (see [`Peer::stale`]). Returns whether an

@@ -76,6 +76,12 @@ fn supervise(req: LaunchRequest) -> i32 {
     if let Err(e) = listener.set_nonblocking(true) {
         return report_error(&format!("cannot set up {}: {e}", socket_path.display()));
     }
+    // Before the spawn, so no exit goes unnoticed; the child starts with the default
+    // signal mask and disposition all the same (`std::process::Command` resets both).
+    let exits = match mcpx_platform::ChildExitWake::install() {
+        Ok(exits) => exits,
+        Err(e) => return report_error(&format!("cannot watch for exits (SIGCHLD): {e}")),
+    };
     let child = match Child::spawn(&req) {
         Ok(c) => c,
         Err(e) => {
@@ -89,7 +95,7 @@ fn supervise(req: LaunchRequest) -> i32 {
     let pid = std::process::id();
     let me = ProcessId { pid, start_time: mcpx_platform::process_start_time(pid).unwrap_or(0) };
     let boot_id = mcpx_platform::boot_id().unwrap_or_default();
-    let sup = Supervisor::new(req, listener, dir, me, boot_id, child);
+    let sup = Supervisor::new(req, listener, dir, me, boot_id, child, exits);
     let ready = serde_json::json!({ "pid": pid, "child": sup.child_id() });
     log!("ready: {ready}");
     let _ = writeln!(std::io::stdout(), "{ready}");

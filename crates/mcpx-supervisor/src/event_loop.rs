@@ -11,6 +11,7 @@ use std::os::fd::AsFd;
 use std::os::unix::net::UnixListener;
 use std::time::{Duration, Instant};
 
+use mcpx_platform::ChildExitWake;
 use mcpx_platform::fs::Dir;
 use mcpx_proto::attach::{
     ChildState, ExitStatus, Frame, Hello, Kind, LaunchRequest, ProcessId, Record, Restarted, Version,
@@ -23,17 +24,11 @@ use crate::child::{self, Child, Output, Reaped, SpawnError, StopSequence};
 use crate::conn::{self, Conn, Conns, Peer, Request};
 use crate::log::log;
 
-/// Heartbeats go out this often to the attached daemon.
-const HEARTBEAT: Duration = Duration::from_secs(1);
 /// How long an exit status waits for a daemon to acknowledge it.
 const EXIT_LINGER: Duration = Duration::from_secs(600);
-/// How often the loop wakes without any event: with a pidfd, for the timers; without
-/// one, exits are noticed by this periodic reap.
-const WAKE_WITH_PIDFD: u16 = 500;
-const WAKE_WITHOUT_PIDFD: u16 = 100;
-/// With a pidfd, the server's exit wakes the loop; orphaned descendants re-parented
-/// to the supervisor do not, so a busy loop still collects them this often.
-const REAP_EVERY: Duration = Duration::from_millis(WAKE_WITH_PIDFD as u64);
+/// Where nothing wakes the loop when a process exits (no `ppoll`, as on macOS), it
+/// checks for exits this often.
+const REAP_WITHOUT_WAKE: Duration = Duration::from_millis(100);
 /// The one buffer every read from a socket or pipe goes through, in bytes.
 const READ_BUF: usize = 64 * 1024;
 
@@ -108,11 +103,11 @@ pub struct Supervisor {
     last_epoch: u32,
     /// Since when no daemon is attached: the orphan timer.
     unattached_since: Option<Instant>,
-    last_heartbeat: Instant,
     /// When a stdout drop was last logged (at most one line a second).
     last_drop_log: Option<Instant>,
-    /// When exited processes were last collected, for [`REAP_EVERY`].
-    last_reap: Instant,
+    /// What wakes the loop when any child exits (`None` where it cannot: it then
+    /// collects exits every [`REAP_WITHOUT_WAKE`]).
+    exits: Option<ChildExitWake>,
     /// The buffer reads go through, allocated once: a message costs no 64 KiB of
     /// zeroing on the stack.
     buf: Box<[u8]>,
@@ -130,6 +125,7 @@ impl Supervisor {
         me: ProcessId,
         boot_id: String,
         child: Child,
+        exits: Option<ChildExitWake>,
     ) -> Supervisor {
         let (socket_name, record_name) = (format!("{}.sock", req.id), format!("{}.json", req.id));
         let capacity = usize::try_from(req.buffer_bytes).unwrap_or(usize::MAX);
@@ -154,9 +150,8 @@ impl Supervisor {
             era: None,
             last_epoch: 0,
             unattached_since: Some(now),
-            last_heartbeat: now,
             last_drop_log: None,
-            last_reap: now,
+            exits,
             buf: vec![0; READ_BUF].into_boxed_slice(),
             done: false,
             req,
@@ -180,8 +175,7 @@ impl Supervisor {
                 log!("poll failed: {e}");
                 std::thread::sleep(Duration::from_millis(100));
             }
-            let now = Instant::now();
-            if self.reap_due(&events, now) {
+            if self.exits.is_none() {
                 events.push(Event::Reap);
             }
             for ev in events.drain(..) {
@@ -200,24 +194,22 @@ impl Supervisor {
         0
     }
 
-    /// Whether this turn collects exited processes: when the pidfd says the server
-    /// exited (the event is listed already), when there is no pidfd to say so, and
-    /// every [`REAP_EVERY`] for the orphaned descendants no pidfd watches.
-    fn reap_due(&mut self, events: &[Event], now: Instant) -> bool {
-        if events.iter().any(|e| matches!(e, Event::Reap)) {
-            self.last_reap = now;
-            return false;
-        }
-        let watched = self.child.as_ref().is_some_and(|c| c.pidfd().is_some());
-        if watched && now.duration_since(self.last_reap) < REAP_EVERY {
-            return false;
-        }
-        self.last_reap = now;
-        true
+    /// When the loop must wake with nothing else happening: the earliest of the
+    /// connections' deadlines, the stop sequence's next signal, the orphan timeout and
+    /// the exit's linger. `None`: only an event can change anything, so the loop sleeps
+    /// until one comes (`docs/profile.md`, "Idle").
+    fn next_deadline(&self) -> Option<Instant> {
+        let orphan = match (self.req.orphan_timeout_ms, self.unattached_since, &self.stopping) {
+            (Some(ms), Some(since), None) => Some(since + Duration::from_millis(ms)),
+            _ => None,
+        };
+        let stop = self.stopping.as_ref().filter(|_| self.exit.is_none()).map(|s| s.sequence.deadline());
+        let linger = self.exited_at.map(|t| t + EXIT_LINGER);
+        [self.conns.next_deadline(), orphan, stop, linger].into_iter().flatten().min()
     }
 
     /// Polls every source and lists what is ready.
-    fn wait(&mut self, events: &mut Vec<Event>) -> nix::Result<()> {
+    fn wait(&mut self, events: &mut Vec<Event>) -> std::io::Result<()> {
         let mut fds: Vec<PollFd<'_>> = vec![PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
         let mut what: Vec<Event> = vec![Event::Accept];
         for (i, c) in self.conns.iter().enumerate() {
@@ -225,7 +217,6 @@ impl Supervisor {
             fds.push(PollFd::new(c.fd(), flags));
             what.push(Event::ConnReadable(i));
         }
-        let mut timeout = WAKE_WITHOUT_PIDFD;
         if let Some(child) = &self.child {
             let sources = [
                 (
@@ -243,11 +234,25 @@ impl Supervisor {
                     what.push(ev);
                 }
             }
-            if child.pidfd().is_some() {
-                timeout = WAKE_WITH_PIDFD;
+        }
+        // Rounded up to the millisecond, so a wake never comes just before its deadline.
+        let mut timeout = self.next_deadline().map(|at| {
+            let left = at.saturating_duration_since(Instant::now());
+            Duration::from_millis(u64::try_from(left.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX))
+        });
+        match &self.exits {
+            Some(exits) => {
+                if exits.poll(&mut fds, timeout)? {
+                    events.push(Event::Reap);
+                    return Ok(());
+                }
+            }
+            None => {
+                timeout = Some(timeout.map_or(REAP_WITHOUT_WAKE, |t| t.min(REAP_WITHOUT_WAKE)));
+                let ms = timeout.map_or(0, |t| u16::try_from(t.as_millis()).unwrap_or(u16::MAX));
+                poll(&mut fds, PollTimeout::from(ms))?;
             }
         }
-        poll(&mut fds, PollTimeout::from(timeout))?;
         for (fd, ev) in fds.iter().zip(what) {
             let Some(r) = fd.revents() else { continue };
             if r.is_empty() {
@@ -547,7 +552,7 @@ impl Supervisor {
         self.stopping = Some(Stopping { sequence: StopSequence::start(now), then });
     }
 
-    /// Timers: silent and stale connections, heartbeats, the stop sequence, the
+    /// Timers: silent and stale connections, the stop sequence, the
     /// orphan timeout and the exit's linger.
     fn tick(&mut self, now: Instant) {
         if self.conns.sweep(now) && self.conns.attached().is_none() {
@@ -556,12 +561,6 @@ impl Supervisor {
             if self.sent_mid_line {
                 self.stdout.resync();
                 self.sent_mid_line = false;
-            }
-        }
-        if now.duration_since(self.last_heartbeat) >= HEARTBEAT {
-            self.last_heartbeat = now;
-            if let Some(c) = self.conns.attached_mut() {
-                c.peer.send(Frame::new(Kind::Heartbeat, Vec::new()));
             }
         }
         if let (Some(stop), None) = (self.stopping.as_mut(), self.exit) {

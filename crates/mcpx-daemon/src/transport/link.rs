@@ -240,6 +240,9 @@ pub struct LinkInfo {
     pub dropped_bytes: AtomicU64,
     /// Stdout bytes a supervisor held for this daemon when it attached.
     pub buffered_at_attach: AtomicU64,
+    /// Callers' requests waiting on this link's far end; while any do, a supervised
+    /// link heartbeats its supervisor (`docs/attach-protocol.md`, "Heartbeat").
+    pub awaiting: AtomicU64,
     /// For a remote server: its URL as written.
     pub remote: Option<String>,
     /// For a remote server: what becomes of its MCP session when this daemon exits
@@ -265,6 +268,7 @@ impl LinkInfo {
             skipped_lines: AtomicU64::new(0),
             dropped_bytes: AtomicU64::new(0),
             buffered_at_attach: AtomicU64::new(0),
+            awaiting: AtomicU64::new(0),
             remote: None,
             handover: Mutex::new(None),
         }

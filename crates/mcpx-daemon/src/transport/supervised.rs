@@ -28,7 +28,10 @@ use super::sup_dir;
 use crate::paths::SUP;
 use crate::process::{self, Detach, SpawnSpec};
 
-/// Heartbeats go out this often; a supervisor silent for [`SILENCE`] is gone.
+/// While a request waits on a supervisor (or always, for a supervisor of attach
+/// protocol 1.0 or 1.1), heartbeats go out this often; a supervisor silent for
+/// [`SILENCE`] of that time is gone. With nothing waiting, no timer runs: the
+/// supervisor's death ends the connection.
 const HEARTBEAT: Duration = Duration::from_secs(1);
 const SILENCE: Duration = Duration::from_secs(10);
 /// How long a supervisor may take to report readiness when `startTimeout` is 0.
@@ -214,7 +217,8 @@ where
             lost(&record, dir.as_ref(), reason, &reader.server, &reader.tx).await;
         }
     });
-    tokio::spawn(write_frames(frames_out, out_rx, ctl_rx, heard, dead));
+    let watch = Watch { heard, dead, info: info.clone(), steady: shook.theirs.beats_every_second() };
+    tokio::spawn(write_frames(frames_out, out_rx, ctl_rx, watch));
     if let (Some(exit), ChildState::Exited) = (hello.exit, &hello.state) {
         tracing::info!(
             server,
@@ -363,18 +367,41 @@ async fn lost(rec: &Record, dir: Option<&Dir>, reason: String, server: &str, tx:
     let _ = tx.send(Inbound::Lost(reason)).await;
 }
 
+/// What the writer needs to watch the supervisor's liveness.
+struct Watch {
+    heard: Arc<Heard>,
+    /// Notified when the supervisor has been silent too long.
+    dead: Arc<Notify>,
+    /// Its `awaiting` counts the requests waiting on the supervisor.
+    info: Arc<LinkInfo>,
+    /// A 1.0 or 1.1 supervisor, which takes 10 s without a heartbeat as a hang: it
+    /// gets one every second, waiting or not.
+    steady: bool,
+}
+
+impl Watch {
+    fn busy(&self) -> bool {
+        self.steady || self.info.awaiting.load(Ordering::Relaxed) > 0
+    }
+}
+
 /// Writes messages (split into message-atomic stdin frames), control frames and
-/// heartbeats; declares the supervisor dead after [`SILENCE`]. Whatever waits in the
-/// channel when it wakes goes out with one write (up to [`COALESCE_BYTES`]), so a
-/// burst of calls costs one syscall, not one per message.
+/// heartbeats; declares the supervisor dead after [`SILENCE`]. Heartbeats only run
+/// while requests wait on the supervisor (see [`HEARTBEAT`]); the supervisor answers
+/// each. Whatever waits in the channel when it wakes goes out with one write (up to
+/// [`COALESCE_BYTES`]), so a burst of calls costs one syscall, not one per message.
 async fn write_frames<W: AsyncWrite + Unpin>(
     mut out: FrameWriter<W>,
     mut rx: mpsc::Receiver<Outbound>,
     mut ctl: mpsc::Receiver<Frame>,
-    heard: Arc<Heard>,
-    dead: Arc<Notify>,
+    watch: Watch,
 ) {
-    let mut beat = tokio::time::interval(HEARTBEAT);
+    // One timer, armed while busy: reset per beat, never made per message.
+    let beat = tokio::time::sleep(HEARTBEAT);
+    tokio::pin!(beat);
+    let mut armed = false;
+    // Since when the watch has run: silence before it does not count.
+    let mut watching_since = Instant::now();
     // Test-only hook: stop for good after the first part of a multi-frame message,
     // touching this file, so a test can kill the daemon mid-message.
     #[cfg(feature = "test-hooks")]
@@ -382,6 +409,12 @@ async fn write_frames<W: AsyncWrite + Unpin>(
     #[cfg(not(feature = "test-hooks"))]
     let pause_mid_message: Option<PathBuf> = None;
     loop {
+        if !armed && watch.busy() {
+            let now = Instant::now();
+            beat.as_mut().reset((now + HEARTBEAT).into());
+            armed = true;
+            watching_since = now;
+        }
         tokio::select! {
             // Control frames (the exit's acknowledgement) go first, so one is never
             // lost to the instance going away at the same moment.
@@ -406,11 +439,16 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                     return;
                 }
             },
-            _ = beat.tick() => {
-                if heard.silent_for() > SILENCE {
-                    dead.notify_one();
+            () = &mut beat, if armed => {
+                if !watch.busy() {
+                    armed = false;
+                    continue;
+                }
+                if watch.heard.silent_for() > SILENCE && watching_since.elapsed() > SILENCE {
+                    watch.dead.notify_one();
                     return;
                 }
+                beat.as_mut().reset((Instant::now() + HEARTBEAT).into());
                 let _ = out.queue(&Frame::new(Kind::Heartbeat, Vec::new()));
             }
         }

@@ -252,7 +252,7 @@ fn incompatible_supervisors_are_left_alone_until_restart_and_older_ones_adopted(
     assert_eq!(inst["state"], "incompatible", "{inst}");
     assert_eq!(inst["supervisor_protocol"], "2.0");
     let error = inst["last_error"].as_str().unwrap();
-    assert!(error.contains("2.0") && error.contains("1.1") && error.contains("mcpx restart fake"), "{error}");
+    assert!(error.contains("2.0") && error.contains("1.2") && error.contains("mcpx restart fake"), "{error}");
     assert!(alive(child), "an incompatible supervisor's server is left running");
     w.run(&["restart", "fake"]).ok();
     wait_until("the old server is replaced", Duration::from_secs(10), || !alive(child));
@@ -439,4 +439,58 @@ fn stop_all_after_a_daemon_kill_stops_the_orphans() {
     w.run(&["stop", "--all"]).ok();
     wait_until("supervisor and server are gone", Duration::from_secs(10), || !alive(sup) && !alive(child));
     assert!(w.sup_files().is_empty(), "{:?}", w.sup_files());
+}
+
+/// The context switches of process `pid` so far: each is a wake-up.
+fn wakeups(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .filter(|l| l.starts_with("voluntary_ctxt_switches") || l.starts_with("nonvoluntary_ctxt_switches"))
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap())
+        .sum()
+}
+
+/// Idle costs nothing (attach protocol 1.2): the supervisor of an idle server is not
+/// woken at all, by no timer and no heartbeat, and stays attached past the 10 s of
+/// silence that ended a 1.1 daemon's link. A supervisor that hangs while a call waits
+/// on it is still found: the call's heartbeats go unanswered, and after 10 s the
+/// instance is lost and the call fails, naming the silence.
+#[test]
+fn an_idle_supervisor_sleeps_and_a_hung_one_is_found_while_a_call_waits() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    w.call("fake.echo", r#"{"message":"x"}"#).ok();
+    let inst = w.instance("fake").unwrap();
+    let sup = inst["supervisor_pid"].as_i64().unwrap() as i32;
+    let child = pid_of(&w, "fake");
+    std::thread::sleep(Duration::from_millis(500));
+    let before = wakeups(sup);
+    std::thread::sleep(Duration::from_secs(11));
+    assert_eq!(wakeups(sup), before, "the supervisor of an idle server woke");
+    let log = std::fs::read_to_string(w.path("state/supervisors.log")).unwrap();
+    assert!(!log.contains("daemon detached"), "{log}");
+    assert_eq!(w.call("fake.echo", r#"{"message":"still"}"#).ok(), "still\n");
+    assert_eq!(pid_of(&w, "fake"), child);
+
+    /// Lets the stopped supervisor go and ends it, even when the test fails.
+    struct Resume(i32, i32);
+    impl Drop for Resume {
+        fn drop(&mut self) {
+            for pid in [self.0, self.1] {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            let _ = kill(Pid::from_raw(self.0), Signal::SIGCONT);
+        }
+    }
+    kill(Pid::from_raw(sup), Signal::SIGSTOP).unwrap();
+    let _resume = Resume(sup, child);
+    let started = std::time::Instant::now();
+    let run = w.run(&["call", "fake.slow", r#"{"ms":120000}"#]);
+    let took = started.elapsed();
+    assert_ne!(run.code, 0, "{}", run.stdout);
+    assert!(run.stderr.contains("silent"), "{}", run.stderr);
+    assert!(took >= Duration::from_secs(10) && took < Duration::from_secs(60), "{took:?}");
+    assert_eq!(w.instance("fake").unwrap()["state"], "lost");
 }
