@@ -16,9 +16,12 @@ use mcpx_proto::Message;
 use mcpx_proto::attach::{Record, Version};
 use tokio::sync::{broadcast, mpsc, watch};
 
+mod own_endpoint;
+
+use self::own_endpoint::points_at;
 use crate::api::{ApiError, Caller, ConfigErrorStatus, ErrorKind};
 use crate::config::{
-    ConfigCache, ConfigEnv, ExplicitFiles, Inputs, Pinning, ResolveRequest, ResolvedConfig, ServerEntry, TransportSpec,
+    ConfigCache, ConfigEnv, ExplicitFiles, Inputs, Pinning, ResolveRequest, ResolvedConfig, ServerEntry,
 };
 use crate::instance::InstanceEvent;
 use crate::paths::{EXPLICIT_CONFIGS, KNOWN_CONFIGS, OpenDirs};
@@ -593,17 +596,32 @@ async fn handle_events(daemon: Weak<Daemon>, mut rx: mpsc::UnboundedReceiver<(St
     }
 }
 
-/// Every second, stops instances that are idle past their `idleTimeout` or whose
-/// `pid` caller exited, and those whose server left the configuration.
+/// Stops instances that are idle past their `idleTimeout` or whose `pid` caller
+/// exited, and those whose server left the configuration. It sleeps until the pool's
+/// next deadline ([`crate::pool::Pool::reap`]), a new instance, or at most
+/// [`CONFIG_CHECK`] (the configuration has no watcher): an idle daemon wakes rarely
+/// (`docs/profile.md`, "Idle").
 async fn reap_idle(daemon: Weak<Daemon>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let Some(placed) = daemon.upgrade().map(|d| d.pool.placed()) else { return };
     loop {
-        tick.tick().await;
-        let Some(daemon) = daemon.upgrade() else { return };
-        daemon.pool.reap().await;
-        daemon.retire_unconfigured().await;
+        let next = {
+            let Some(daemon) = daemon.upgrade() else { return };
+            let next = daemon.pool.reap().await;
+            daemon.retire_unconfigured().await;
+            next
+        };
+        let check = Instant::now() + CONFIG_CHECK;
+        let at = next.map_or(check, |n| n.min(check));
+        tokio::select! {
+            () = tokio::time::sleep_until(at.into()) => {}
+            () = placed.notified() => {}
+        }
     }
 }
+
+/// How long an instance whose server left the configuration may run on with nothing
+/// else waking the reaper.
+const CONFIG_CHECK: Duration = Duration::from_secs(10);
 
 /// Runs `f`, which reads files, so that a slow file (a network home directory, a huge
 /// `~/.claude.json` being rewritten) holds up only its own request: on a multi-threaded
@@ -614,29 +632,6 @@ pub(crate) fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
         _ => f(),
     }
-}
-
-/// Whether `entry` is a remote server at `own` (`http://<address>/mcp`), this daemon's
-/// endpoint: the same port, a loopback host or the same one, and a path of `/mcp` or
-/// below it. An entry whose URL has a `${...}` is not judged.
-fn points_at(entry: &ServerEntry, own: &str) -> bool {
-    let TransportSpec::Remote { url, .. } = &entry.transport else {
-        return false;
-    };
-    let (Ok(theirs), Ok(own)) = (reqwest::Url::parse(url), reqwest::Url::parse(own)) else {
-        return false;
-    };
-    let loopback = |u: &reqwest::Url| {
-        let host = u.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
-        host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
-    };
-    let same_host = theirs.host_str() == own.host_str() || (loopback(&theirs) && loopback(&own));
-    let path = theirs.path().trim_end_matches('/');
-    !url.contains("${")
-        && theirs.scheme() == "http"
-        && theirs.port_or_known_default() == own.port_or_known_default()
-        && same_host
-        && (path == "/mcp" || path.starts_with("/mcp/"))
 }
 
 /// The activity record in `state`, and the telemetry, with the settings of the user
@@ -668,32 +663,4 @@ fn open_activity(
         None => crate::telemetry::Telemetry::open(&Default::default(), env),
     };
     (activity, telemetry)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::RemoteKind;
-
-    fn remote(url: &str) -> ServerEntry {
-        let transport = TransportSpec::Remote { url: url.into(), headers: Default::default(), kind: RemoteKind::Http };
-        crate::testing::entry("self", transport)
-    }
-
-    #[test]
-    fn an_entry_for_this_daemons_own_mcp_endpoint_is_recognised() {
-        let own = "http://127.0.0.1:18765/mcp";
-        for url in ["http://127.0.0.1:18765/mcp", "http://localhost:18765/mcp/", "http://[::1]:18765/mcp/fake"] {
-            assert!(points_at(&remote(url), own), "{url}");
-        }
-        for url in [
-            "http://127.0.0.1:18766/mcp",
-            "https://127.0.0.1:18765/mcp",
-            "http://example.com:18765/mcp",
-            "http://127.0.0.1:18765/other",
-            "http://127.0.0.1:${PORT}/mcp",
-        ] {
-            assert!(!points_at(&remote(url), own), "{url}");
-        }
-    }
 }

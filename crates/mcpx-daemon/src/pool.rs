@@ -22,9 +22,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
 mod health;
+mod target;
 
 pub use self::health::Crashes;
 use self::health::Health;
+pub use self::target::{Target, Wait};
 use crate::config::{ServerEntry, Sharing, TransportSpec};
 use crate::instance::{CallError, Instance, InstanceEvent, InstanceSpec, LogBudget, Origin, State};
 use crate::schema::SchemaCache;
@@ -35,22 +37,8 @@ use crate::transport::{Launch, Launcher, Launchers};
 /// How long a `lost` remote instance that no call replaces keeps its `status` row,
 /// as an exited supervisor keeps its record: 10 minutes.
 pub const LOST_ROW_KEEP: Duration = Duration::from_secs(600);
-
-/// One server as a request resolved it: its entry, identity and how to start it.
-#[derive(Debug, Clone)]
-pub struct Target {
-    /// The entry from the caller's configuration.
-    pub entry: ServerEntry,
-    /// The fingerprint as written (no executable identity): the schema cache key.
-    pub cache_key: String,
-    /// The full fingerprint (with the resolved executable's identity): the instance key.
-    pub fingerprint: String,
-    /// How to start it, or why it cannot be started (command not found, ...).
-    pub launch: Result<Launch, String>,
-    /// The authorization context of its private listings (docs/api.md, "The schema
-    /// cache"): an HMAC of what the entry expands to; `None` without a context key.
-    pub context: Option<String>,
-}
+/// How often the reaper checks that the process of a `pid` pool key still runs.
+const OWNER_CHECK: Duration = Duration::from_secs(1);
 
 /// An instance lent to one request, the only way to one: the pool makes it for
 /// [`crate::daemon::Daemon::lease`], and its end releases what the pool key's scope
@@ -203,6 +191,9 @@ pub struct Pool {
     log_budgets: Mutex<HashMap<String, Arc<LogBudget>>>,
     /// Notified when an instance becomes idle or goes away (callers waiting at `max`).
     changed: Arc<Notify>,
+    /// Notified when an instance enters a slot: the reaper works out its next deadline
+    /// again ([`Pool::reap`]).
+    placed: Arc<Notify>,
     events: mpsc::UnboundedSender<(String, InstanceEvent)>,
 }
 
@@ -210,20 +201,6 @@ impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pool").finish_non_exhaustive()
     }
-}
-
-/// What a lease ([`crate::daemon::Daemon::lease`]) starts waiting on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wait {
-    /// The server is starting: this call starts it, or waits for a start under way.
-    Starting,
-    /// Every instance the server may run (its `max`, the number) is busy.
-    Full(usize),
-    /// The server is `exclusive` and its instance is busy with another call.
-    Exclusive,
-    /// The request is with the server, which has yet to answer (never reported by
-    /// the pool: [`crate::daemon::Daemon::ask`] says so).
-    Calling,
 }
 
 impl Pool {
@@ -242,8 +219,15 @@ impl Pool {
             crashes: Mutex::default(),
             log_budgets: Mutex::new(HashMap::new()),
             changed: Arc::new(Notify::new()),
+            placed: Arc::new(Notify::new()),
             events,
         }
+    }
+
+    /// What wakes the reaper when an instance enters a slot (a permit is kept when it is
+    /// not waiting yet).
+    pub fn placed(&self) -> Arc<Notify> {
+        self.placed.clone()
     }
 
     /// Puts an adopted instance (a supervisor a previous daemon started) in its slot
@@ -252,6 +236,7 @@ impl Pool {
         let slot = self.slot(&inst.identity.server, &inst.identity.fingerprint, key);
         *lock(&slot.settings) = Settings::new(options, key);
         *lock(&slot.current) = Some(inst);
+        self.placed.notify_one();
     }
 
     /// Records that the instance of (`server`, `fingerprint`, `key`) ended with
@@ -420,6 +405,7 @@ impl Pool {
                 if lock(&slot.current).replace(inst.clone()).is_some() {
                     lock(&self.crashes).entry(target.entry.name.clone()).or_default().restarts += 1;
                 }
+                self.placed.notify_one();
                 Ok(inst)
             }
             Err(e) => {
@@ -577,29 +563,41 @@ impl Pool {
     }
 
     /// Stops instances idle for their `idleTimeout` (not `global` ones kept warm by
-    /// `min`), and those of `pid` keys whose process exited. Returns how many stopped.
-    pub async fn reap(&self) -> usize {
+    /// `min`), and those of `pid` keys whose process exited. Returns when it must run
+    /// again: the earliest idle deadline, a lost row's removal, or [`OWNER_CHECK`] from
+    /// now while a `pid` key's process is watched; `None` when nothing is due.
+    pub async fn reap(&self) -> Option<Instant> {
         let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
-        let mut reaped = 0;
         let keep = lost_row_keep();
+        let now = Instant::now();
+        let mut next: Option<Instant> = None;
+        let mut due = |at: Instant| next = Some(next.map_or(at, |n| n.min(at)));
         for slot in slots {
-            forget_lost(&slot, keep);
+            if let Some(since) = forget_lost(&slot, keep) {
+                due(since + keep);
+            }
             let Some(inst) = live(&slot) else { continue };
             let settings = *lock(&slot.settings);
             let busy = inst.in_flight() > 0 || slot.exclusive.available_permits() == 0;
             let idle = settings.idle_timeout.is_some_and(|t| inst.idle_for() >= t) && !settings.keep_warm;
-            let owner_gone = slot
-                .key
-                .owner_pid()
-                .is_some_and(|pid| mcpx_platform::liveness(pid, None) != mcpx_platform::Liveness::Running);
+            let owner = slot.key.owner_pid();
+            let owner_gone =
+                owner.is_some_and(|pid| mcpx_platform::liveness(pid, None) != mcpx_platform::Liveness::Running);
             if (idle && !busy) || owner_gone {
                 let why = if owner_gone { "its caller process exited" } else { "idle for idleTimeout" };
                 tracing::info!(server = %inst.identity.server, key = %inst.identity.key, "stopping an instance: {why}");
                 self.release(&inst, &slot.key).await;
-                reaped += 1;
+                continue;
+            }
+            // A busy instance is used until at least now, so its idle time starts later.
+            if let (Some(t), false) = (settings.idle_timeout, settings.keep_warm) {
+                due(if busy { now + t } else { now + t.saturating_sub(inst.idle_for()) });
+            }
+            if owner.is_some() {
+                due(now + OWNER_CHECK);
             }
         }
-        reaped
+        next
     }
 
     /// Stops the daemon's own children and, when `all`, every supervised and remote
@@ -653,13 +651,13 @@ impl Pool {
 
 /// Takes a `lost` remote instance out of its slot once it has been lost for `keep`,
 /// so its `status` row goes (a next call starts a new instance either way).
-fn forget_lost(slot: &Slot, keep: Duration) {
+fn forget_lost(slot: &Slot, keep: Duration) -> Option<Instant> {
     let mut current = lock(&slot.current);
     let mut since = lock(&slot.lost_since);
     let lost = current.as_ref().is_some_and(|i| i.info.remote.is_some() && i.state() == State::Lost);
     if !lost {
         *since = None;
-        return;
+        return None;
     }
     if since.get_or_insert_with(Instant::now).elapsed() >= keep {
         if let Some(inst) = current.take() {
@@ -667,9 +665,9 @@ fn forget_lost(slot: &Slot, keep: Duration) {
         }
         *since = None;
     }
+    *since
 }
 
-/// [`LOST_ROW_KEEP`], or with the `test-hooks` feature `MCPX_TEST_LOST_KEEP_MS`.
 fn lost_row_keep() -> Duration {
     #[cfg(feature = "test-hooks")]
     if let Some(ms) = std::env::var("MCPX_TEST_LOST_KEEP_MS").ok().and_then(|v| v.parse().ok()) {
