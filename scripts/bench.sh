@@ -20,6 +20,8 @@
 #   bash scripts/bench.sh --only-code       # only the code mode section (needs deno and server-filesystem), printed
 #   bash scripts/bench.sh --only-hotpath    # only the hot path section (the targets, mcpx-load), printed
 #   bash scripts/bench.sh --only-ui         # only the dashboard's section (100 servers' overview), printed
+#   bash scripts/bench.sh --only-sharing    # only the sharing table (N SDK clients, 5 real servers), printed
+#   bash scripts/bench.sh --only-scale      # only the hot path and at-scale sections' targets, printed
 # The hot path section drives every path with the workspace's load generator (crates/mcpx-load) and
 # compares with the Rust `mcp-proxy` crate 0.6.0, which the full mode builds once (cargo install
 # --locked --no-default-features, a few minutes) into e2e/rust-mcp-proxy; --quick never builds it.
@@ -48,6 +50,18 @@ else
     profile=release
 fi
 bash scripts/setup-e2e.sh
+
+# wrk, the hot path section's second load generator, from Debian (pinned) when missing and this is
+# a root shell on Debian (as CI runs); else its rows are left out, saying so.
+wrk_version="4.1.0-3+b2"
+if ! command -v wrk >/dev/null && [[ "$(id -u)" -eq 0 ]] && command -v apt-get >/dev/null; then
+    echo "bench: installing wrk $wrk_version (Debian)..."
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "wrk=$wrk_version" >/dev/null ||
+        apt-get install -y -qq --no-install-recommends wrk >/dev/null ||
+        echo "bench: warning: wrk could not be installed; the hot path section leaves its wrk rows out" >&2
+fi
 
 # The Rust peer of the hot path section, pinned; built once (its own temporary target directory,
 # removed by cargo install afterwards), never in the quick mode.

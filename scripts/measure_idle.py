@@ -22,38 +22,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.procs import switches, woke
+
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "target" / "release" / "mcpx-fake-server"
 SIZES = (1, 10, 100)
 # Longer than tokio's 10 s keep-alive of idle blocking threads, so the threads the start-up
 # used have exited before the window opens.
 SETTLE_S = 15.0
-
-
-def switches(pid: int) -> dict[int, int]:
-    """Context switches so far of each thread of `pid`, by thread id (empty once it is gone)."""
-    counts = {}
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return {}
-    for task in tasks:
-        try:
-            text = (task / "status").read_text()
-        except OSError:
-            continue
-        counts[int(task.name)] = sum(
-            int(line.split()[1])
-            for line in text.splitlines()
-            if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:"))
-        )
-    return counts
-
-
-def woke(before: dict[int, int], after: dict[int, int]) -> int:
-    """Wake-ups between two readings: each thread's growth, a thread started since counted
-    from 0 (a thread that exited in between is not counted)."""
-    return sum(n - before.get(tid, 0) for tid, n in after.items())
 
 
 def supervisors(root: Path) -> list[int]:

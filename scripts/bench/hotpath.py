@@ -16,6 +16,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import wrk
 from .common import STEP_TIMEOUT, BenchError, log, median, plural
 from .http_client import HttpMcp, UnixHTTPConnection
 from .mcpx import fake_entry, private_mcpx
@@ -27,6 +28,7 @@ CPU_CALLERS = 64  # the CPU row's concurrent callers
 RECORD_ROUNDS = 7  # rounds of the record's and the export's sides (full mode), the others' rounds included
 BIG_BYTES = 16 * 1024 * 1024  # the relayed result of the memory row
 RUST_PEER_VERSION = "0.6.0"
+WRK_PATHS = ("direct", "mcp1", "rust")  # the paths wrk drives too
 TODAY_DATE = "2026-12-01"
 
 
@@ -37,8 +39,20 @@ class HotPath:
     target: list[str]  # mcpx-load's arguments after the options: `http URL` or `stdio -- CMD`
     tool: str
     env: dict | None = None
+    pids: list[str] = field(default_factory=list)  # mcpx-load `--pid name=PID`s of its throughput rounds
     tput: list[dict] = field(default_factory=list)  # mcpx-load reports, one per round
     lat: list[dict] = field(default_factory=list)
+    wrk: list[dict] = field(default_factory=list)  # wrk reports (scripts/bench/wrk.py), one per round
+    wrk_pids: dict[str, int] = field(default_factory=dict)  # the processes whose CPU wrk's rounds count
+
+    def wrk_rate(self) -> float:
+        return median(r["calls_per_s"] for r in self.wrk)
+
+    def cpu(self, key: str = "tput") -> float:
+        """Median over the rounds of the CPU µs per call of every named process together, under
+        mcpx-load (`tput`) or wrk (`wrk`)."""
+        reports = getattr(self, key)
+        return median(sum(v for k, v in r["cpu_us_per_call"].items() if k != "self") for r in reports)
 
     def rate(self) -> float:
         return median(r["calls_per_s"] for r in self.tput)
@@ -67,6 +81,7 @@ class HotResults:
     record: dict[str, list[dict]]  # "on"/"off"/"otel"/"dead": the side-by-side reports (see run)
     record_lost: int  # entries the record lost under that load (dropped or not written)
     spans: dict[str, dict]  # "otel"/"dead": that mcpx's daemon status after the rounds
+    wrk: str | None  # wrk's version, or None when it is not installed
 
 
 def timed(args, callers: int, tool: str, warm: str, *target: str) -> dict:
@@ -106,8 +121,8 @@ def start_fake_http(fake: Path, base: Path, spawned: list) -> str:
     return line
 
 
-def start_rust_peer(binary: Path, fake: Path, base: Path, spawned: list) -> str:
-    """The Rust mcp-proxy in front of the fake server (one stdio backend): its URL."""
+def start_rust_peer(binary: Path, fake: Path, base: Path, spawned: list) -> tuple[str, int]:
+    """The Rust mcp-proxy in front of the fake server (one stdio backend): its URL and pid."""
     port = free_port()
     config = base / "rust-peer.toml"
     config.write_text(
@@ -120,7 +135,7 @@ def start_rust_peer(binary: Path, fake: Path, base: Path, spawned: list) -> str:
     spawned.append(s)
     wait_port(port, s)
     # Its standalone MCP endpoint is `/` (the crate's README, "Quick Start").
-    return f"http://127.0.0.1:{port}/"
+    return f"http://127.0.0.1:{port}/", s.proc.pid
 
 
 def run(args, tmp: Path, registry: list) -> HotResults:
@@ -198,7 +213,7 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         for side, mx in exporting.items():
             record_urls[side] = (f"http://127.0.0.1:{mx.http_port(mx.status())}/mcp/fake", mx.instance("fake")[0])
         record: dict[str, list[dict]] = {side: [] for side in record_urls}
-        rust_peer = None
+        rust_peer, rust_pid = None, 0
         if args.quick:
             rust_why = "not built in the quick mode"
         elif args.rust_peer is None or not args.rust_peer.exists():
@@ -208,7 +223,7 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         else:
             rust_why = None
             try:
-                rust_peer = start_rust_peer(args.rust_peer, fake, base, spawned)
+                rust_peer, rust_pid = start_rust_peer(args.rust_peer, fake, base, spawned)
                 load(args, "-c", "1", "--calls", "1", "--warmup", "0", "--tool", "fake__echo", "http", rust_peer)
             except BenchError as e:
                 # Measure what exists: the section says why the peer is missing.
@@ -216,11 +231,27 @@ def run(args, tmp: Path, registry: list) -> HotResults:
                 log(f"hotpath: the Rust mcp-proxy {rust_why}")
         http = [
             HotPath("direct", "direct (the fake server's own HTTP, JSON answers)", ["http", direct_url], "echo"),
-            HotPath("mcp1", "mcpx `/mcp/fake`", ["http", f"http://127.0.0.1:{port}/mcp/fake"], "echo"),
+            HotPath(
+                "mcp1",
+                "mcpx `/mcp/fake`",
+                ["http", f"http://127.0.0.1:{port}/mcp/fake"],
+                "echo",
+                pids=["--pid", f"daemon={daemon}", "--pid", f"supervisor={sup}"],
+                wrk_pids={"daemon": daemon, "supervisor": sup},
+            ),
             HotPath("mcp", "mcpx `/mcp` (aggregate)", ["http", f"http://127.0.0.1:{port}/mcp"], "fake__echo"),
         ]
         if rust_peer is not None:
-            http.append(HotPath("rust", f"Rust `mcp-proxy` {RUST_PEER_VERSION}", ["http", rust_peer], "fake__echo"))
+            http.append(
+                HotPath(
+                    "rust",
+                    f"Rust `mcp-proxy` {RUST_PEER_VERSION}",
+                    ["http", rust_peer],
+                    "fake__echo",
+                    pids=["--pid", f"peer={rust_pid}"],
+                    wrk_pids={"peer": rust_pid},
+                )
+            )
         wait_port(sg_port, sg)
         wait_port(mp_port, mp)
         http.append(HotPath("sg", "supergateway `--stateful`", ["http", f"http://127.0.0.1:{sg_port}/mcp"], "echo"))
@@ -234,6 +265,7 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         pids = ["--pid", f"daemon={daemon}", "--pid", f"supervisor={sup}", "--pid", f"server={server}"]
         cpu: list[dict] = []
         cpu_tcp: list[dict] = []
+        wrk_bin = wrk.available()
         log(
             f"hotpath: {args.hotpath_rounds} round{plural(args.hotpath_rounds)} of {len(http)} HTTP paths "
             f"({CONNECTIONS} connections for {args.hotpath_seconds:g} s, then {args.hotpath_calls} calls on one), "
@@ -251,7 +283,7 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         for r in range(args.hotpath_rounds):
             for p in http:
                 common = ["--tool", p.tool, "--warmup", warm]
-                p.tput.append(timed(args, CONNECTIONS, p.tool, warm, *p.target))
+                p.tput.append(timed(args, CONNECTIONS, p.tool, warm, *p.pids, *p.target))
                 p.lat.append(load(args, "-c", "1", "--calls", str(args.hotpath_calls), *common, *p.target))
             for p in stdio:
                 p.lat.append(
@@ -272,6 +304,11 @@ def run(args, tmp: Path, registry: list) -> HotResults:
             cpu.append(timed(args, CPU_CALLERS, "fake__echo", warm, *pids, "http", "--unix", sock, "/mcp"))
             cpu_tcp.append(timed(args, CPU_CALLERS, "echo", warm, *pids, "http", f"http://127.0.0.1:{port}/mcp/fake"))
             record_round(r)
+            if wrk_bin is not None:
+                ordered = [p for p in http if p.key in WRK_PATHS]
+                for p in ordered if r % 2 == 0 else reversed(ordered):
+                    url = p.target[-1]
+                    p.wrk.append(wrk.run(wrk_bin, url, p.tool, args.hotpath_seconds, base, p.key, p.wrk_pids))
             log(f"hotpath: round {r + 1}: " + ", ".join(f"{p.key} {p.tput[-1]['calls_per_s']:.0f}/s" for p in http))
         # Ratios of a few percent want more rounds than the paths' rows.
         record_rounds = args.hotpath_rounds if args.quick else max(args.hotpath_rounds, RECORD_ROUNDS)
@@ -288,6 +325,7 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         stop_spawned(spawned, "hotpath")
     rss = [relay_rss(args, base / f"rss{i}", registry) for i in range(1 if args.quick else 3)]
     versions = {"rust_peer": RUST_PEER_VERSION if rust_peer else None}
+    wrk_version = wrk.version(wrk_bin) if wrk_bin else None
     return HotResults(
         http,
         stdio,
@@ -303,6 +341,7 @@ def run(args, tmp: Path, registry: list) -> HotResults:
         record,
         record_lost,
         spans,
+        wrk_version,
     )
 
 

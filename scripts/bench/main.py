@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import adopt, calls, code, hotpath, memory, proxies, remote, supervised, throughput, ui
+from . import adopt, calls, code, hotpath, memory, proxies, remote, scale, sharing, supervised, throughput, ui
 from .common import ROOT, BenchError, log
 from .mcpx import Mcpx, stop_private
 from .options import parse_args
@@ -52,7 +52,13 @@ def main() -> int:
             hot = hotpath.run(args, tmp, registry)
         elif args.only_ui:
             dash = ui.run(args, tmp, registry)
+        elif args.only_sharing:
+            share = sharing.run(args, tmp, registry)
+        elif args.only_scale:
+            hot = hotpath.run(args, tmp, registry)
+            big = scale.run(args, tmp, registry)
         else:
+            share = sharing.run(args, tmp, registry)
             rows, server_info = calls.run(args, tmp, registry)
             cases = adopt.run(args, tmp, registry)
             mem = memory.run(cases)
@@ -63,6 +69,7 @@ def main() -> int:
             cod = code.run(args, tmp, registry)
             hot = hotpath.run(args, tmp, registry)
             dash = ui.run(args, tmp, registry)
+            big = scale.run(args, tmp, registry)
     except KeyboardInterrupt as e:
         failed = True
         print(f"bench: interrupted ({e or 'SIGINT'}); stopping everything it started", file=sys.stderr)
@@ -108,11 +115,17 @@ def main() -> int:
     if args.only_ui:
         print("\n".join(ui.section(12, dash)))
         return 0
+    if args.only_sharing:
+        print("\n".join(sharing.section(share)))
+        return 0
+    if args.only_scale:
+        print("\n".join(scale.section(13, hot, big)))
+        return 0
     log(
         f"measured in {time.monotonic() - started:.0f}s (load average {load_before:.2f} before, {load_after:.2f} after)"
     )
 
-    results = Results(rows, server_info, cases, mem, latency, tput, prox, rem, cod, hot, dash)
+    results = Results(share, rows, server_info, cases, mem, latency, tput, prox, rem, cod, hot, dash, big)
     info = machine_info(args, results, load_before, load_after, started)
     text = report(args, results, info)
     if args.quick and args.output is None:

@@ -99,6 +99,14 @@ OPTIONS: list[tuple[str, dict]] = [
     ),
     ("--only-code", dict(action="store_true", help="run only the code mode section and print it (writes no report)")),
     ("--only-ui", dict(action="store_true", help="run only the dashboard's section and print it (writes no report)")),
+    (
+        "--only-scale",
+        dict(action="store_true", help="run only the hot path and at-scale sections and print their targets"),
+    ),
+    (
+        "--only-sharing",
+        dict(action="store_true", help="run only the sharing table (N clients, M real servers) and print it"),
+    ),
     ("--command", dict(default=None, help="how the benchmark was started, for the report's header")),
     ("--e2e", dict(type=Path, default=ROOT / "e2e", help="the directory scripts/setup-e2e.sh installed into")),
 ]

@@ -67,6 +67,32 @@ def memory_kib(pid: int) -> dict[str, int]:
         raise BenchError(f"/proc/{pid}/smaps_rollup has no {e} line") from e
 
 
+def switches(pid: int) -> dict[int, int]:
+    """Context switches so far of each thread of `pid`, by thread id (empty once it is gone)."""
+    counts = {}
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return {}
+    for task in tasks:
+        try:
+            text = (task / "status").read_text()
+        except OSError:
+            continue
+        counts[int(task.name)] = sum(
+            int(line.split()[1])
+            for line in text.splitlines()
+            if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:"))
+        )
+    return counts
+
+
+def woke(before: dict[int, int], after: dict[int, int]) -> int:
+    """Wake-ups between two readings: each thread's growth, a thread started since counted
+    from 0 (a thread that exited in between is not counted)."""
+    return sum(n - before.get(tid, 0) for tid, n in after.items())
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process (all its threads), from /proc/PID/stat."""
     fields = stat_fields(pid)

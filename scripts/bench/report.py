@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import adopt, calls, code, hotpath, memory, proxies, remote, supervised, throughput, ui
+from . import adopt, calls, code, hotpath, memory, proxies, remote, scale, sharing, supervised, throughput, ui
 from .common import PROTOCOL_VERSION, ROOT, WARMUP, Row
 from .paths import PROXY_CALLERS
 from .procs import sh
@@ -20,6 +20,7 @@ from .reproduce import reproduce_section
 
 @dataclass
 class Results:
+    share: sharing.ShareResults  # the first table, before the summary
     rows: list[Row]  # sections 1 to 3
     server_info: dict  # what server-everything says it is
     adopt: list  # section 4
@@ -31,6 +32,7 @@ class Results:
     code: code.CodeResults  # section 10
     hot: hotpath.HotResults  # section 11
     ui: ui.UiResults  # section 12
+    scale: scale.ScaleResults  # section 13
 
 
 def cpu_model() -> str:
@@ -188,11 +190,16 @@ def summary(r: Results, first: int) -> list[str]:
         "",
         *ui.summary(r.ui),
         "",
+        f"Speed at scale against its targets, side by side with the Rust peer under two load generators "
+        f"(section {first + 9}):",
+        "",
+        *scale.summary(r.hot, r.scale),
+        "",
     ]
 
 
 def later_sections(r: Results, info: dict, first: int) -> list[str]:
-    """Sections 4 to 12 (numbered from `first`)."""
+    """Sections 4 to 13 (numbered from `first`)."""
     return [
         *adopt.section(first, r.adopt),
         *memory.section(first + 1, r.adopt, r.memory),
@@ -203,6 +210,7 @@ def later_sections(r: Results, info: dict, first: int) -> list[str]:
         *code.section(first + 6, r.code),
         *hotpath.section(first + 7, r.hot, info),
         *ui.section(first + 8, r.ui),
+        *scale.section(first + 9, r.hot, r.scale),
     ]
 
 
@@ -227,6 +235,7 @@ def report(args, r: Results, info: dict) -> str:
     first = len(r.rows) + 1
     lines = [
         *header(args, first, info),
+        *sharing.section(r.share),
         *summary(r, first),
         *calls.sections(r.rows),
         *later_sections(r, info, first),
@@ -239,6 +248,7 @@ def report(args, r: Results, info: dict) -> str:
 def print_tables(args, r: Results, info: dict) -> None:
     """What a run prints: the summary's tables, then every section's tables and words."""
     first = len(r.rows) + 1
+    print("\n".join(sharing.table(r.share)) + "\n\n")
     tables = [calls.summary_table(r.rows), supervisor_summary(r), throughput.summary(r.tput), proxies.summary(r.prox)]
     for t in tables:
         print("\n".join(t) + "\n\n")
@@ -246,6 +256,7 @@ def print_tables(args, r: Results, info: dict) -> None:
     print("\n".join(code.summary(r.code)) + "\n")
     print("\n".join(hotpath.summary(r.hot)) + "\n")
     print("\n".join(ui.summary(r.ui)) + "\n")
+    print("\n".join(scale.summary(r.hot, r.scale)) + "\n")
     for n, row in enumerate(r.rows, 1):
         print(f"{n}. {row.title}")
         print("\n".join(calls.row_table(row)))

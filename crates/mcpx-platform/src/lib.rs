@@ -313,6 +313,13 @@ impl ChildExitWake {
     }
 }
 
+/// Gives the heap's free pages back to the kernel (Linux with glibc: `malloc_trim(0)`,
+/// see malloc_trim(3); elsewhere nothing). For a long-lived process after its start-up,
+/// whose freed start-up allocations would otherwise stay resident: the supervisor.
+pub fn release_free_heap() {
+    sys::release_free_heap();
+}
+
 /// An identifier of the current boot of the machine: it stays the same until the next
 /// reboot and differs after it. Process start times (see [`process_start_time`]) are only
 /// comparable within one boot.

@@ -2,6 +2,8 @@
 
 mod confine;
 #[allow(unsafe_code)]
+mod heap;
+#[allow(unsafe_code)]
 mod pidfd;
 
 use std::ffi::CString;
@@ -17,6 +19,7 @@ use nix::unistd::{SysconfVar, sysconf};
 use crate::pid::ProcStat;
 
 pub(crate) use confine::{Prepared, apply_in_child, confine_prepare, confine_runtime_base, confine_support};
+pub(crate) use heap::release_free_heap;
 pub(crate) use pidfd::{open as pidfd_open, send_signal as pidfd_send_signal};
 
 /// Reads `/proc/<pid>/stat`, see proc_pid_stat(5).

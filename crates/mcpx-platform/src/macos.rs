@@ -91,6 +91,9 @@ pub(crate) fn set_child_subreaper() -> io::Result<bool> {
     Ok(false)
 }
 
+/// The system allocator returns free pages itself.
+pub(crate) fn release_free_heap() {}
+
 /// sysctl `kern.boottime` as `"<sec>.<usec>"`.
 pub(crate) fn boot_id() -> io::Result<String> {
     let boot = libc_sys::boot_time()?;

@@ -5,6 +5,10 @@
 
 use std::collections::VecDeque;
 
+/// An empty buffer holding more memory than this gives it back (see [`StdoutBuffer::shed`]):
+/// a burst of large messages does not leave each supervisor at its high-water mark.
+pub const KEEP_BYTES: usize = 64 * 1024;
+
 /// Stdout bytes not yet handed to a daemon.
 #[derive(Debug)]
 pub struct StdoutBuffer {
@@ -26,6 +30,16 @@ impl StdoutBuffer {
     /// Bytes held.
     pub fn len(&self) -> usize {
         self.data.len()
+    }
+
+    /// Frees the memory of an empty buffer holding more than [`KEEP_BYTES`]; returns
+    /// whether it did.
+    pub fn shed(&mut self) -> bool {
+        let shed = self.data.is_empty() && self.data.capacity() > KEEP_BYTES;
+        if shed {
+            self.data = VecDeque::new();
+        }
+        shed
     }
 
     /// Capacity in bytes.
@@ -158,6 +172,19 @@ impl StderrRing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_drained_buffer_past_the_keep_gives_its_memory_back_and_a_small_one_keeps_it() {
+        let mut b = StdoutBuffer::new(1 << 20);
+        b.push(&vec![b'x'; 100 * 1024]);
+        assert!(!b.shed(), "a buffer holding bytes keeps them");
+        assert_eq!(b.take(usize::MAX).len(), 100 * 1024);
+        assert!(b.shed());
+        assert_eq!(b.data.capacity(), 0);
+        b.push(b"small\n");
+        b.take(usize::MAX);
+        assert!(!b.shed(), "under the keep: nothing to give back");
+    }
 
     #[test]
     fn takes_across_the_rings_wrap_keep_the_order() {

@@ -18,6 +18,7 @@ use nix::sys::signal::Signal;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+use crate::buffer::KEEP_BYTES;
 use crate::log::log;
 
 /// Why a server could not be started or watched.
@@ -170,6 +171,11 @@ impl Child {
         }
     }
 
+    /// Frees the memory of its empty stdin queue, if large (see [`StdinQueue::shed`]).
+    pub fn shed(&mut self) -> bool {
+        self.queue.shed()
+    }
+
     /// Closes stdin and discards queued input.
     pub fn close_stdin(&mut self) {
         self.stdin = None;
@@ -247,6 +253,16 @@ impl StdinQueue {
     /// Whether nothing waits.
     pub fn is_empty(&self) -> bool {
         self.written == self.bytes.len()
+    }
+
+    /// Frees the memory of an empty queue holding more than [`KEEP_BYTES`]; returns
+    /// whether it did.
+    pub fn shed(&mut self) -> bool {
+        let shed = self.is_empty() && self.bytes.capacity() > KEEP_BYTES;
+        if shed {
+            *self = StdinQueue::default();
+        }
+        shed
     }
 
     /// Drops everything queued.

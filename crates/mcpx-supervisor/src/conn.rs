@@ -18,7 +18,7 @@ use mcpx_proto::attach::{self, Attach, ExitStatus, Frame, FrameDecoder, Hello, K
 use nix::sys::signal::Signal;
 use serde_json::value::RawValue;
 
-use crate::buffer::StdoutBuffer;
+use crate::buffer::{KEEP_BYTES, StdoutBuffer};
 use crate::log::log;
 
 /// A daemon of attach protocol 1.0 or 1.1, which heartbeats every second, silent for
@@ -219,6 +219,16 @@ impl Peer {
     /// Whether this is the attached daemon, still connected.
     pub fn is_live(&self) -> bool {
         self.is_attached() && !self.closed
+    }
+
+    /// Frees the memory of its empty output buffer, if it holds more than
+    /// [`KEEP_BYTES`]; returns whether it did.
+    pub fn shed(&mut self) -> bool {
+        let shed = self.out.is_empty() && self.out.capacity() > KEEP_BYTES;
+        if shed {
+            self.out = Vec::new();
+        }
+        shed
     }
 
     /// Whether encoded frames wait to be written.
@@ -472,6 +482,12 @@ impl<S: Read + Write> Conns<S> {
             peer.send(Frame::new(Kind::Stderr, chunk.to_vec()));
         }
         true
+    }
+
+    /// Frees the memory of every empty, large output buffer (see [`Peer::shed`]); returns
+    /// whether any was.
+    pub fn shed(&mut self) -> bool {
+        self.list.iter_mut().fold(false, |shed, c| c.peer.shed() | shed)
     }
 
     /// The earliest of the connections' deadlines (see [`Peer::deadline`]).

@@ -102,6 +102,8 @@ fn supervise(req: LaunchRequest) -> i32 {
     let _ = std::io::stdout().flush();
     // The readiness pipe is done with: stdout goes to /dev/null like the rest.
     redirect_to_null(Std::Out);
+    // What the start-up allocated and freed (the request, the spawn) leaves the heap.
+    mcpx_platform::release_free_heap();
     sup.run()
 }
 

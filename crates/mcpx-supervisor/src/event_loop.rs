@@ -29,8 +29,10 @@ const EXIT_LINGER: Duration = Duration::from_secs(600);
 /// Where nothing wakes the loop when a process exits (no `ppoll`, as on macOS), it
 /// checks for exits this often.
 const REAP_WITHOUT_WAKE: Duration = Duration::from_millis(100);
-/// The one buffer every read from a socket or pipe goes through, in bytes.
-const READ_BUF: usize = 64 * 1024;
+/// The one buffer every read from a socket or pipe goes through, in bytes: all of it stays
+/// resident once a large message has passed, so it is small (`docs/profile.md`, "The
+/// supervisor's memory"); a 200 KiB `tools/list` answer takes 13 reads, not 4.
+const READ_BUF: usize = 16 * 1024;
 
 /// Everything that can happen to the supervisor.
 #[derive(Debug, Clone, Copy)]
@@ -189,6 +191,11 @@ impl Supervisor {
             self.tick(Instant::now());
             self.pump();
             self.conns.flush_all();
+            // After a burst of large messages, the buffers' memory goes back to the kernel.
+            let shed = self.conns.shed() | self.stdout.shed() | self.child.as_mut().is_some_and(Child::shed);
+            if shed {
+                mcpx_platform::release_free_heap();
+            }
         }
         self.cleanup();
         0

@@ -12,7 +12,10 @@ use mcpx_api::{
     ServerRow, Status, StopRequest, UpgradeRequest,
 };
 
+use self::actions::{AuthAction, PinsAction, SecretAction, ServiceAction};
 use crate::output;
+
+mod actions;
 
 /// Run every MCP server you have configured behind one daemon.
 #[derive(Debug, Parser)]
@@ -240,73 +243,18 @@ enum Command {
     },
 }
 
-#[derive(Debug, Subcommand)]
-enum SecretAction {
-    /// Set a secret: typed hidden on a terminal, else the first line of stdin.
-    Set {
-        /// The name: letters, digits, `_`, `-` and `.`.
-        name: String,
-    },
-    /// List the secrets' names (never their values) and where they are kept.
-    Ls,
-    /// Remove a secret.
-    Rm {
-        /// The name.
-        name: String,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum AuthAction {
-    /// Log in to a remote server: open its authorization page, keep the tokens in the secret store.
-    Login {
-        /// The server.
-        server: String,
-        /// Print the URL instead of opening a browser (for a browser on another machine).
-        #[arg(long)]
-        no_browser: bool,
-        /// Log in with a code entered on any device (RFC 8628 device flow; over SSH, in a container).
-        #[arg(long, conflicts_with = "no_browser")]
-        device: bool,
-    },
-    /// Show each remote server's login: logged in or not, expiry, scopes, and where the tokens are kept.
-    Status,
-    /// Revoke a server's login at its authorization server (where offered) and forget it.
-    Logout {
-        /// The server.
-        server: String,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum PinsAction {
-    /// Show each server's pinned, held and flagged tools and prompts.
-    Ls {
-        /// One server (default: every one offered here).
-        server: Option<String>,
-    },
-    /// Show each held change against what was approved, and approve or reject it (y/N).
-    Review {
-        /// One server (default: every one offered here).
-        server: Option<String>,
-        /// Approve every held change without asking (required when stdin is not a terminal).
-        #[arg(long, short)]
-        yes: bool,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum ServiceAction {
-    /// Write the unit (Linux: ~/.config/systemd/user/mcpx.service; macOS: ~/Library/LaunchAgents/dev.mcpx.daemon.plist).
-    Install {
-        /// Print the file instead of writing it.
-        #[arg(long)]
-        print: bool,
-    },
-}
-
 /// Parses the command line, runs the command, prints, and returns the exit status.
 pub fn main() -> i32 {
+    // `mcpx supervise`, as the daemon runs it, goes straight to the supervisor: before
+    // the parser builds its tree of every command, whose heap and stack pages each
+    // long-lived supervisor would otherwise keep (`docs/profile.md`, "The supervisor's
+    // memory"), and before any runtime or thread: the supervisor forks.
+    let mut args = std::env::args_os().skip(1);
+    if let (Some(first), None) = (args.next(), args.next()) {
+        if first == "supervise" {
+            return mcpx_supervisor::main();
+        }
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -330,7 +278,6 @@ pub fn main() -> i32 {
         _ => {}
     }
     if let Command::Supervise = cli.command {
-        // Before any runtime or thread: the supervisor forks.
         return mcpx_supervisor::main();
     }
     // A closed output pipe (`mcpx ls | head`) ends the command quietly with the status

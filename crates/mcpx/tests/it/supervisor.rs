@@ -494,3 +494,14 @@ fn an_idle_supervisor_sleeps_and_a_hung_one_is_found_while_a_call_waits() {
     assert!(took >= Duration::from_secs(10) && took < Duration::from_secs(60), "{took:?}");
     assert_eq!(w.instance("fake").unwrap()["state"], "lost");
 }
+
+/// The one binary, which every supervisor maps, stays position-independent, so the
+/// kernel places it at a random address in every process (docs/security.md, "The
+/// binary's address"): an ELF executable of type `ET_DYN` (3), not `ET_EXEC` (2).
+#[test]
+fn the_binary_stays_position_independent() {
+    let head = std::fs::read(crate::harness::mcpx_bin()).unwrap();
+    assert_eq!(&head[..4], b"\x7fELF");
+    let e_type = u16::from_le_bytes([head[16], head[17]]);
+    assert_eq!(e_type, 3, "e_type {e_type}: not a position-independent executable");
+}
