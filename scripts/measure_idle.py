@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.procs import switches, woke
+from bench.procs import supervisors, switches, woke
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "target" / "release" / "mcpx-fake-server"
@@ -30,22 +30,6 @@ SIZES = (1, 10, 100)
 # Longer than tokio's 10 s keep-alive of idle blocking threads, so the threads the start-up
 # used have exited before the window opens.
 SETTLE_S = 15.0
-
-
-def supervisors(root: Path) -> list[int]:
-    """The pids of the `mcpx supervise` processes whose environment names `root`."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmd = (proc / "cmdline").read_bytes().split(b"\0")
-            env = (proc / "environ").read_bytes()
-        except OSError:
-            continue
-        if len(cmd) > 1 and cmd[1] == b"supervise" and str(root).encode() in env:
-            found.append(int(proc.name))
-    return found
 
 
 def measure(binary: Path, servers: int, seconds: float) -> tuple[float, float]:

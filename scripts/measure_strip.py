@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.procs import supervisors
+
 ROOT = Path(__file__).resolve().parent.parent
 RELEASE = ROOT / "target" / "release"
 SERVERS = 5
@@ -31,22 +33,6 @@ def uss_kib(pid: int) -> int:
         if line.startswith(("Private_Clean:", "Private_Dirty:")):
             total += int(line.split()[1])
     return total
-
-
-def supervisors(root: Path) -> list[int]:
-    """The pids of the `mcpx supervise` processes whose environment names `root`."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmd = (proc / "cmdline").read_bytes().split(b"\0")
-            env = (proc / "environ").read_bytes()
-        except OSError:
-            continue
-        if len(cmd) > 1 and cmd[1] == b"supervise" and str(root).encode() in env:
-            found.append(int(proc.name))
-    return found
 
 
 def one_round(binary: Path, ls_runs: int) -> tuple[list[float], list[int]]:

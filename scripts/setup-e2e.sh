@@ -10,7 +10,7 @@
 #     and Node 22, server-filesystem, and Deno (the code-mode runtime and type checker: the npm
 #     package `deno`, whose postinstall copies the binary of the platform's `@deno/*` package)
 #     (npm install from e2e/package-lock.json; needs Node >= 20 and npm);
-#   - e2e/.venv: mcp-server-time and uv's uvx (pip install -r e2e/requirements.txt; needs Python >= 3.10 with
+#   - e2e/.venv: mcp-server-time, mcp-server-git and uv's uvx (pip install -r e2e/requirements.txt; needs Python >= 3.10 with
 #     the venv module);
 #   - e2e/mcp-proxy/.venv: the Python mcp-proxy, for scripts/bench.sh (pip install -r
 #     e2e/requirements-mcp-proxy.txt), in a venv of its own: it needs mcp < 2, e2e/.venv has mcp 2;
@@ -137,6 +137,7 @@ venv_install() {
 
 venv_install .venv requirements.txt mcp-server-time
 [[ -x "$e2e/.venv/bin/uvx" ]] || die "pip finished but e2e/.venv/bin/uvx (from uv) is missing"
+[[ -x "$e2e/.venv/bin/mcp-server-git" ]] || die "pip finished but e2e/.venv/bin/mcp-server-git is missing"
 # mcp-proxy needs mcp < 2 (e2e/.venv has mcp 2), so it gets a venv of its own.
 venv_install mcp-proxy/.venv requirements-mcp-proxy.txt mcp-proxy
 
@@ -186,4 +187,4 @@ else
 fi
 
 say "ready: e2e/node_modules/.bin/{mcp-server-everything,mcp-server-memory,mcp-server-filesystem,claude,deno}, e2e/node_modules/supergateway," \
-    "e2e/.venv/bin/mcp-server-time, e2e/mcp-proxy/.venv/bin/mcp-proxy, e2e/prometheus/usr/bin/promtool, e2e/compat/mcpx"
+    "e2e/.venv/bin/{mcp-server-time,mcp-server-git}, e2e/mcp-proxy/.venv/bin/mcp-proxy, e2e/prometheus/usr/bin/promtool, e2e/compat/mcpx"

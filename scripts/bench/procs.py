@@ -93,6 +93,22 @@ def woke(before: dict[int, int], after: dict[int, int]) -> int:
     return sum(n - before.get(tid, 0) for tid, n in after.items())
 
 
+def supervisors(root: Path) -> list[int]:
+    """The pids of the `mcpx supervise` processes whose environment names `root`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            env = (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if len(cmd) > 1 and cmd[1] == b"supervise" and str(root).encode() in env:
+            found.append(int(proc.name))
+    return found
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process (all its threads), from /proc/PID/stat."""
     fields = stat_fields(pid)

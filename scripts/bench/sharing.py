@@ -243,31 +243,42 @@ def later(side: Side, what: str) -> str:
     return ms(median(values)) if values else "-"
 
 
+def rows(r: ShareResults, cells) -> list[str]:
+    """One row per N: N, then `cells(own, through mcpx)`."""
+    return [f"| {n} | " + " | ".join(cells(r.own[n], r.mcpx[n])) + " |" for n in r.sizes]
+
+
 def table(r: ShareResults) -> list[str]:
-    lines = [
+    return [
         "| MCP clients | processes: own servers | through mcpx | total PSS: own servers | through mcpx | "
         "through mcpx, of own |",
         "| ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for n in r.sizes:
-        own, mc = r.own[n], r.mcpx[n]
-        lines.append(
-            f"| {n} | {own.processes} | {mc.processes} | {mib(own.pss_kib)} | {mib(mc.pss_kib)} | "
-            f"{mc.pss_kib / own.pss_kib:.2f}× |"
-        )
-    lines += [
+        *rows(
+            r,
+            lambda own, mc: [
+                str(own.processes),
+                str(mc.processes),
+                mib(own.pss_kib),
+                mib(mc.pss_kib),
+                f"{mc.pss_kib / own.pss_kib:.2f}×",
+            ],
+        ),
         "",
         "| MCP clients | first tools/list: own servers (median) | through mcpx, first client | later clients "
         "(median) | first call: own servers (median) | through mcpx, first client | later clients (median) |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *rows(
+            r,
+            lambda own, mc: [
+                ms(median(own.list_ms)),
+                ms(mc.list_ms[0]),
+                later(mc, "list_ms"),
+                ms(median(own.call_ms)),
+                ms(mc.call_ms[0]),
+                later(mc, "call_ms"),
+            ],
+        ),
     ]
-    for n in r.sizes:
-        own, mc = r.own[n], r.mcpx[n]
-        lines.append(
-            f"| {n} | {ms(median(own.list_ms))} | {ms(mc.list_ms[0])} | {later(mc, 'list_ms')} | "
-            f"{ms(median(own.call_ms))} | {ms(mc.call_ms[0])} | {later(mc, 'call_ms')} |"
-        )
-    return lines
 
 
 def section(r: ShareResults) -> list[str]:
