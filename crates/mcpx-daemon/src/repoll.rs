@@ -16,9 +16,10 @@
 //! future that keeps waking itself (tokio's cooperative budget spent, or a fairness
 //! yield) still goes back to the scheduler.
 //!
-//! The control socket's connections use it: each carries one request, so the wake is
-//! only waste there (64 callers: 6% more calls per second, 4 µs less of the daemon's
-//! CPU per call). The TCP `/mcp` connections do not: they are kept alive, and the
+//! The control socket's connections use it: most carry one request (the CLI opens a
+//! connection per request), so the wake is only waste there (measured when each
+//! carried one, 64 callers: 6% more calls per second, 4 µs less of the daemon's CPU
+//! per call). The TCP `/mcp` connections do not: they are kept alive, and the
 //! yield lets the next request arrive before the connection is polled again (16
 //! connections served 2–3% fewer calls per second with it).
 

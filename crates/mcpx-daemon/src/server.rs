@@ -154,10 +154,11 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
         .with_state(daemon)
 }
 
-/// Serves the control API and `mcp`'s routes on `listener` until `shutdown` completes
-/// or a `stop` or `upgrade` request arrives; then stops accepting, lets in-flight
-/// requests finish (up to [`DRAIN`]; the MCP sessions' open-ended streams end as the
-/// exit is requested), stops the daemon's own children and detaches
+/// Serves the control API and `mcp`'s routes on `listener`, over kept-alive
+/// connections, until `shutdown` completes or a `stop` or `upgrade` request arrives;
+/// then stops accepting, drains every connection ([`serve_control`]: what was read is
+/// answered, idle ones close; up to [`DRAIN`]; the MCP sessions' open-ended streams end
+/// as the exit is requested), stops the daemon's own children and detaches
 /// from the supervisors (which keep their servers for the next daemon). Returns how
 /// the daemon was asked to exit ([`Exit::Stop`] after `shutdown`).
 ///
@@ -169,10 +170,10 @@ pub async fn run(
     mcp: Arc<Endpoint>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<Exit> {
-    // Each connection carries one request (no keep-alive), so stopping is simply: stop
-    // accepting, then let every accepted connection finish. A graceful shutdown that
-    // closes idle connections would drop a request accepted but not yet read.
+    // Connections are kept alive; the drain (`serve_control`) answers what each has read
+    // with `Connection: close` and closes the idle ones, never one still to be read.
     let app = router(daemon.clone(), mcp.clone());
+    let (draining_tx, draining) = tokio::sync::watch::channel(false);
     let mut conns = tokio::task::JoinSet::new();
     let stop = async {
         tokio::select! {
@@ -184,14 +185,10 @@ pub async fn run(
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
+                // `Repoll`: the connection wakes itself when its handler reads the
+                // body, and that wake is only waste.
                 Ok((stream, _)) => {
-                    let service = hyper_util::service::TowerToHyperService::new(app.clone());
-                    // `Repoll`: the connection wakes itself when its handler reads the
-                    // body, and on a connection of one request that wake is only waste.
-                    conns.spawn(Repoll::new(async move {
-                        let io = hyper_util::rt::TokioIo::new(stream);
-                        let _ = hyper::server::conn::http1::Builder::new().keep_alive(false).serve_connection(io, service).with_upgrades().await;
-                    }));
+                    conns.spawn(Repoll::new(serve_control(stream, app.clone(), draining.clone())));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accepting a connection failed");
@@ -202,6 +199,7 @@ pub async fn run(
             () = &mut stop => break,
         }
     }
+    let _ = draining_tx.send(true);
     // Not accepting any more; clients that connect now wait in the backlog (an upgrade
     // keeps the socket open) or are refused (a stop closes it).
     drop(listener);
@@ -217,6 +215,47 @@ pub async fn run(
     }
     daemon.pool.stop_all(false).await;
     Ok(daemon.exit())
+}
+
+/// Serves one control connection, kept alive, until it closes; once `draining` turns
+/// true, drains it (`docs/api.md`, "Keep-alive and the drain"): a request it has read
+/// is answered, with `Connection: close`, and then it closes; an idle one closes at
+/// once, so a client that sent its next request on it finds it closed unread and sends
+/// it again on a new connection. A connection that has not had its first request yet
+/// was accepted before the stop: it is served that one first.
+async fn serve_control(stream: tokio::net::UnixStream, app: Router, mut draining: tokio::sync::watch::Receiver<bool>) {
+    // Whether a request has come on it (set at each, read once by the drain).
+    let (requested_tx, mut requested) = tokio::sync::watch::channel(false);
+    let inner = hyper_util::service::TowerToHyperService::new(app);
+    let closing = draining.clone();
+    let service = hyper::service::service_fn(move |req| {
+        requested_tx.send_if_modified(|r| !std::mem::replace(r, true));
+        let answer = hyper::service::Service::call(&inner, req);
+        let closing = closing.clone();
+        async move {
+            let mut res = answer.await?;
+            // An answer that goes out during the drain says the connection ends with it
+            // (an upgrade's 101 is left as it is: that connection leaves HTTP).
+            if *closing.borrow() && res.status() != axum::http::StatusCode::SWITCHING_PROTOCOLS {
+                let close = axum::http::HeaderValue::from_static("close");
+                res.headers_mut().insert(axum::http::header::CONNECTION, close);
+            }
+            Ok::<_, std::convert::Infallible>(res)
+        }
+    });
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, service).with_upgrades();
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = draining.wait_for(|d| *d) => {}
+    }
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = requested.wait_for(|r| *r) => {}
+    }
+    conn.as_mut().graceful_shutdown();
+    let _ = conn.await;
 }
 
 /// Serves `/mcp` on TCP on `listener` behind `guard` ([`tcp_routes`]), forever: at

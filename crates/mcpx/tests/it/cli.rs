@@ -356,3 +356,58 @@ fn relative_directories_mean_the_same_for_cli_and_daemon() {
         c.env("MCPX_STATE_DIR", "rel-state").env("MCPX_CACHE_DIR", "rel-cache").env("MCPX_RUNTIME_DIR", "rel-run");
     });
 }
+
+/// One HTTP/1.1 answer read off `stream`: its head (lower-cased) and body.
+fn read_answer(stream: &mut std::os::unix::net::UnixStream) -> Option<(String, Vec<u8>)> {
+    use std::io::Read;
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        got.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&got).to_lowercase();
+    let length: usize =
+        head.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap());
+    let mut body = vec![0; length];
+    stream.read_exact(&mut body).ok()?;
+    Some((head, body))
+}
+
+/// Keep-alive on the control socket, and its drain (docs/api.md, "Keep-alive and the
+/// drain"): one connection carries request after request; at `mcpx stop`, an idle
+/// kept-alive connection is closed at once, and a connection accepted before the stop
+/// whose request comes late is still answered, with `Connection: close`, then closed:
+/// no request is read and left unanswered.
+#[test]
+fn the_control_socket_keeps_connections_alive_and_its_drain_drops_no_request() {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    let w = World::new(json!({ "fake": { "command": fake_server() } }));
+    w.run(&["status"]).ok();
+    let socket = w.path("run/daemon.sock");
+    let request = b"GET /v1/health HTTP/1.1\r\nhost: localhost\r\n\r\n";
+    let mut kept = UnixStream::connect(&socket).unwrap();
+    for n in 0..3 {
+        kept.write_all(request).unwrap();
+        let (head, _) = read_answer(&mut kept).unwrap_or_else(|| panic!("answer {n} on one connection"));
+        assert!(head.starts_with("http/1.1 200") && !head.contains("connection: close"), "{head}");
+    }
+    let mut late = UnixStream::connect(&socket).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let mut stop = w.command();
+    let mut stop = stop.arg("stop").stdout(std::process::Stdio::null()).spawn().unwrap();
+    // The idle kept-alive connection closes without waiting for the drain's 10 s.
+    kept.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(kept.read(&mut [0u8; 1]).unwrap(), 0, "the idle kept-alive connection was not closed");
+    late.write_all(request).unwrap();
+    let (head, body) = read_answer(&mut late).expect("the late request was dropped unanswered");
+    assert!(head.starts_with("http/1.1 200") && head.contains("connection: close"), "{head}");
+    assert!(!body.is_empty());
+    assert_eq!(late.read(&mut [0u8; 1]).unwrap(), 0, "closed after its answer");
+    assert!(stop.wait().unwrap().success());
+    assert!(started.elapsed() < Duration::from_secs(8), "the stop waited out the drain: {:?}", started.elapsed());
+}
