@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Times mcpx against a client that runs the MCP server itself, its supervisors (kill -9 of the
+# Counts what N MCP clients (the TypeScript SDK's) cost with their own 5 real servers against
+# sharing them through mcpx (the sharing table, first), times mcpx against a client that runs
+# the MCP server itself, its supervisors (kill -9 of the
 # daemon and adoption, memory, supervised vs. unsupervised calls) and the throughput of one shared
 # instance with 1, 8 and 64 concurrent callers (through the daemon's MCP endpoint vs. straight to
 # the server), and ping and tools/call latency and throughput along eight paths to one fake server
 # (direct stdio, `mcpx serve`, the daemon's streamable HTTP on TCP, supergateway, mcp-proxy),
 # and tools/call latency to a remote (streamable HTTP) fake server directly and through mcpx,
-# with scripts/bench, and writes BENCHMARKS.md: builds mcpx and mcpx-fake-server
+# and the targets at scale (100 servers: supervisor memory, search, idle wake-ups; CPU per call
+# beside the Rust mcp-proxy under mcpx-load and wrk), with scripts/bench, and writes
+# BENCHMARKS.md: builds mcpx and mcpx-fake-server
 # (release), installs the servers into e2e/ (scripts/setup-e2e.sh), then runs scripts/bench
 # with the arguments given here:
 #   bash scripts/bench.sh                   # 30 runs per command, 10 kills per size, 5 throughput
