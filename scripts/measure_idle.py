@@ -15,13 +15,12 @@ cargo build --release -p mcpx -p mcpx-fake-server)
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from bench.mcpx import scratch_env
 from bench.procs import supervisors, switches, woke
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,18 +36,8 @@ def measure(binary: Path, servers: int, seconds: float) -> tuple[float, float]:
     idle fake servers running under `binary`."""
     with tempfile.TemporaryDirectory(prefix="mcpx-idle-") as tmp:
         root = Path(tmp)
-        for sub in ("state", "cache", "run"):
-            (root / sub).mkdir(mode=0o700)
-        config = {"mcpServers": {f"s{i}": {"command": str(FAKE), "env": {"SERVER_ID": str(i)}} for i in range(servers)}}
-        (root / "config.json").write_text(json.dumps(config))
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(root),
-            "MCPX_STATE_DIR": str(root / "state"),
-            "MCPX_CACHE_DIR": str(root / "cache"),
-            "MCPX_RUNTIME_DIR": str(root / "run"),
-            "MCPX_CONFIG": str(root / "config.json"),
-        }
+        servers_config = {f"s{i}": {"command": str(FAKE), "env": {"SERVER_ID": str(i)}} for i in range(servers)}
+        env = scratch_env(root, servers_config)
 
         def mcpx(*args: str) -> None:
             subprocess.run([str(binary), *args], env=env, check=True, capture_output=True, timeout=300)

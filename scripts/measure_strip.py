@@ -9,8 +9,6 @@ Usage: python3 scripts/measure_strip.py [ROUNDS]   (after cargo build --release 
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -19,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.mcpx import scratch_env
 from bench.procs import supervisors
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,19 +39,8 @@ def one_round(binary: Path, ls_runs: int) -> tuple[list[float], list[int]]:
     reads the supervisors' USS, stops everything."""
     with tempfile.TemporaryDirectory(prefix="mcpx-strip-") as tmp:
         root = Path(tmp)
-        for sub in ("state", "cache", "run"):
-            (root / sub).mkdir(mode=0o700)
         fake = str(RELEASE / "mcpx-fake-server")
-        config = {"mcpServers": {f"s{i}": {"command": fake} for i in range(SERVERS)}}
-        (root / "config.json").write_text(json.dumps(config))
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(root),
-            "MCPX_STATE_DIR": str(root / "state"),
-            "MCPX_CACHE_DIR": str(root / "cache"),
-            "MCPX_RUNTIME_DIR": str(root / "run"),
-            "MCPX_CONFIG": str(root / "config.json"),
-        }
+        env = scratch_env(root, {f"s{i}": {"command": fake} for i in range(SERVERS)})
 
         def mcpx(*args: str) -> None:
             subprocess.run([str(binary), *args], env=env, check=True, capture_output=True)

@@ -139,6 +139,23 @@ def private_mcpx(
     return m
 
 
+def scratch_env(root: Path, servers: dict) -> dict[str, str]:
+    """A bare mcpx in `root` for the one-off measuring scripts (scripts/measure_*.py): its
+    state, cache and runtime directories and a config of `servers`; the environment that
+    points mcpx at them, with nothing else of this one's but PATH."""
+    for sub in ("state", "cache", "run"):
+        (root / sub).mkdir(mode=0o700)
+    (root / "config.json").write_text(json.dumps({"mcpServers": servers}))
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(root),
+        "MCPX_STATE_DIR": str(root / "state"),
+        "MCPX_CACHE_DIR": str(root / "cache"),
+        "MCPX_RUNTIME_DIR": str(root / "run"),
+        "MCPX_CONFIG": str(root / "config.json"),
+    }
+
+
 def fake_entry(fake: Path, n: int | None = None, supervised: bool = True) -> dict:
     """The config entry of the fake server (the `n`th, with an environment of its own)."""
     entry: dict = {"command": str(fake), "mcpx": {"orphanTimeout": ORPHAN_TIMEOUT}}
