@@ -564,7 +564,7 @@ impl Pool {
 
     /// Stops instances idle for their `idleTimeout` (not `global` ones kept warm by
     /// `min`), and those of `pid` keys whose process exited. Returns when it must run
-    /// again: the earliest idle deadline, a lost row's removal, or [`OWNER_CHECK`] from
+    /// again: the earliest idle deadline, a lost row's removal, or a second (`OWNER_CHECK`) from
     /// now while a `pid` key's process is watched; `None` when nothing is due.
     pub async fn reap(&self) -> Option<Instant> {
         let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();

@@ -156,7 +156,7 @@ pub fn router(daemon: Arc<Daemon>, mcp: Arc<Endpoint>) -> Router {
 
 /// Serves the control API and `mcp`'s routes on `listener`, over kept-alive
 /// connections, until `shutdown` completes or a `stop` or `upgrade` request arrives;
-/// then stops accepting, drains every connection ([`serve_control`]: what was read is
+/// then stops accepting, drains every connection (`serve_control`: what was read is
 /// answered, idle ones close; up to [`DRAIN`]; the MCP sessions' open-ended streams end
 /// as the exit is requested), stops the daemon's own children and detaches
 /// from the supervisors (which keep their servers for the next daemon). Returns how

@@ -261,8 +261,9 @@ pub fn set_child_subreaper() -> io::Result<bool> {
 /// orphaned descendants re-parented to a subreaper (see [`set_child_subreaper`]), which
 /// no pidfd watches.
 ///
-/// Children started with `std::process::Command` get an empty signal mask and the
-/// default `SIGCHLD` disposition, as if this were not installed.
+/// Children started through [`process::command`] get an empty signal mask (it unblocks
+/// every signal between `fork` and `exec` when the caller blocks any), and `exec` gives
+/// them the default `SIGCHLD` disposition: they run as if this were not installed.
 #[derive(Debug)]
 pub struct ChildExitWake {
     /// The mask `ppoll` waits with: the thread's own, `SIGCHLD` unblocked.

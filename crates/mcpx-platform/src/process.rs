@@ -88,6 +88,16 @@ pub fn command(spec: &SpawnSpec) -> Command {
         }
         Detach::Inherit => {}
     }
+    // A signal mask is inherited across exec: a process that blocks signals (the
+    // supervisor blocks SIGCHLD but while it waits) starts its children with none blocked,
+    // or a server would never hear of its own children's exits.
+    if crate::signal::blocks_any() {
+        // Safety: the closure runs in the child between fork and exec and calls only
+        // pthread_sigmask(3), which is async-signal-safe and touches no shared state.
+        unsafe {
+            cmd.pre_exec(crate::signal::unblock_all);
+        }
+    }
     // A daemon that raised its own descriptor limit starts its processes with the one
     // it was given (`limits::raise_nofile_limit`).
     if let Some(original) = crate::limits::original_nofile() {

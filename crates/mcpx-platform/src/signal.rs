@@ -35,3 +35,15 @@ pub(crate) fn catch_sigchld() -> io::Result<SigSet> {
     old.remove(Signal::SIGCHLD);
     Ok(old)
 }
+
+/// Whether the calling thread blocks any signal (see [`crate::process::command`]).
+pub(crate) fn blocks_any() -> bool {
+    SigSet::thread_get_mask().is_ok_and(|mask| mask.iter().next().is_some())
+}
+
+/// Unblocks every signal of the calling thread (`pthread_sigmask(SIG_SETMASK, {})`, which
+/// is async-signal-safe: for a child between `fork` and `exec`).
+pub(crate) fn unblock_all() -> io::Result<()> {
+    nix::sys::signal::pthread_sigmask(nix::sys::signal::SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
+    Ok(())
+}

@@ -76,8 +76,8 @@ fn supervise(req: LaunchRequest) -> i32 {
     if let Err(e) = listener.set_nonblocking(true) {
         return report_error(&format!("cannot set up {}: {e}", socket_path.display()));
     }
-    // Before the spawn, so no exit goes unnoticed; the child starts with the default
-    // signal mask and disposition all the same (`std::process::Command` resets both).
+    // Before the spawn, so no exit goes unnoticed; the child starts with no signal
+    // blocked all the same (`mcpx_platform::process::command` unblocks them).
     let exits = match mcpx_platform::ChildExitWake::install() {
         Ok(exits) => exits,
         Err(e) => return report_error(&format!("cannot watch for exits (SIGCHLD): {e}")),

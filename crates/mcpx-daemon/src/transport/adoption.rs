@@ -88,9 +88,5 @@ pub async fn adopt(dir: &Dir, rec: &Record, boot_id: &str, max_message_bytes: us
 /// killed, each only if it still runs with its recorded start time, and its files
 /// are removed from `dir`.
 pub fn stop_incompatible(rec: &Record, dir: &Dir) {
-    let sup = rec.supervisor;
-    if mcpx_platform::liveness(sup.pid, Some(sup.start_time)) == Liveness::Running {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(sup.pid as i32), nix::sys::signal::Signal::SIGKILL);
-    }
-    sup_dir::reap_orphan(rec, dir);
+    sup_dir::stop_supervisor(rec, dir);
 }

@@ -33,6 +33,17 @@ pub(super) fn remove_files(rec: &Record, dir: &Dir) {
     let _ = dir.remove(&format!("{}.json", rec.id));
 }
 
+/// Kills a supervisor that is no use (hung, or of an incompatible version), if it still
+/// runs with the recorded start time, then its server, and removes its files from `dir`.
+pub(super) fn stop_supervisor(rec: &Record, dir: &Dir) {
+    let sup = rec.supervisor;
+    if mcpx_platform::liveness(sup.pid, Some(sup.start_time)) == Liveness::Running {
+        tracing::info!(server = %rec.identity.server, pid = sup.pid, "killing a supervisor that is no use");
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(sup.pid as i32), Signal::SIGKILL);
+    }
+    reap_orphan(rec, dir);
+}
+
 /// Kills the server of a dead supervisor, if it still runs with the recorded start
 /// time, and removes the supervisor's files from `dir`.
 pub(super) fn reap_orphan(rec: &Record, dir: &Dir) {

@@ -212,9 +212,14 @@ where
     };
     tokio::spawn(async move {
         let mut reader = reader;
-        if let End::Broken(reason) = reader.run().await {
+        let (reason, hung) = match reader.run().await {
+            End::Done => return,
+            End::Broken(reason) => (reason, false),
+            End::Hung(reason) => (reason, true),
+        };
+        {
             let record = crate::sync::lock(&reader.record).clone();
-            lost(&record, dir.as_ref(), reason, &reader.server, &reader.tx).await;
+            lost(&record, dir.as_ref(), reason, hung, &reader.server, &reader.tx).await;
         }
     });
     let watch = Watch { heard, dead, info: info.clone(), steady: shook.theirs.beats_every_second() };
@@ -261,6 +266,8 @@ enum End {
     Done,
     /// The connection ended without an exit: the supervisor may have died.
     Broken(String),
+    /// The supervisor was silent while a call waited on it: it hangs.
+    Hung(String),
 }
 
 /// The reading side of a supervised link.
@@ -287,7 +294,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             let read = tokio::select! {
                 read = self.frames.read_frame() => read,
                 () = self.dead.notified() => {
-                    return End::Broken(format!("the supervisor was silent for {}s", SILENCE.as_secs()));
+                    return End::Hung(format!("the supervisor was silent for {}s", SILENCE.as_secs()));
                 }
             };
             let frame = match read {
@@ -346,10 +353,21 @@ impl<R: AsyncRead + Unpin> Reader<R> {
 
 /// The connection to the supervisor of `rec` ended without an exit: find out whether
 /// the supervisor died, and if so kill its orphaned server (after checking its start
-/// time: pids are reused) and remove what it left in `dir`. Then the link of
-/// `server` reports the loss on `tx`.
-async fn lost(rec: &Record, dir: Option<&Dir>, reason: String, server: &str, tx: &mpsc::Sender<Inbound>) {
+/// time: pids are reused) and remove what it left in `dir`. A `hung` supervisor (silent
+/// while a call waited) is stopped with its server: left running, it would come back
+/// beside the instance that replaces it, and the next daemon would adopt both. Then the
+/// link of `server` reports the loss on `tx`.
+async fn lost(rec: &Record, dir: Option<&Dir>, reason: String, hung: bool, server: &str, tx: &mpsc::Sender<Inbound>) {
     let mut reason = reason;
+    if hung {
+        if let Some(dir) = dir {
+            sup_dir::stop_supervisor(rec, dir);
+            reason = format!("{reason}; it was stopped, with its server");
+        }
+        tracing::warn!(server, "instance lost: {reason}");
+        let _ = tx.send(Inbound::Lost(reason)).await;
+        return;
+    }
     // A connection that ends without an exit usually means the supervisor died; its
     // descriptors close while it is still exiting, so give it a moment.
     let sup = rec.supervisor;
@@ -655,7 +673,7 @@ mod tests {
         let (rd, _peer) = tokio::io::duplex(64);
         let (mut r, _rx) = reader(rd);
         r.dead.notify_one();
-        assert_eq!(r.run().await, End::Broken("the supervisor was silent for 10s".into()));
+        assert_eq!(r.run().await, End::Hung("the supervisor was silent for 10s".into()));
     }
 
     #[test]

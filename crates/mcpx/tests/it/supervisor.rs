@@ -455,7 +455,8 @@ fn wakeups(pid: i32) -> u64 {
 /// woken at all, by no timer and no heartbeat, and stays attached past the 10 s of
 /// silence that ended a 1.1 daemon's link. A supervisor that hangs while a call waits
 /// on it is still found: the call's heartbeats go unanswered, and after 10 s the
-/// instance is lost and the call fails, naming the silence.
+/// instance is lost and the call fails, naming the silence; the hung supervisor is
+/// stopped with its server.
 #[test]
 fn an_idle_supervisor_sleeps_and_a_hung_one_is_found_while_a_call_waits() {
     use nix::sys::signal::{Signal, kill};
@@ -493,6 +494,13 @@ fn an_idle_supervisor_sleeps_and_a_hung_one_is_found_while_a_call_waits() {
     assert!(run.stderr.contains("silent"), "{}", run.stderr);
     assert!(took >= Duration::from_secs(10) && took < Duration::from_secs(60), "{took:?}");
     assert_eq!(w.instance("fake").unwrap()["state"], "lost");
+    // Left running, it would come back beside the instance that replaces it, and the next
+    // daemon would adopt both.
+    wait_until("the hung supervisor and its server are stopped", Duration::from_secs(10), || {
+        !alive(sup) && !alive(child)
+    });
+    assert!(w.sup_files().is_empty(), "{:?}", w.sup_files());
+    assert_eq!(w.call("fake.echo", r#"{"message":"again"}"#).ok(), "again\n");
 }
 
 /// The one binary, which every supervisor maps, stays position-independent, so the
@@ -504,4 +512,19 @@ fn the_binary_stays_position_independent() {
     assert_eq!(&head[..4], b"\x7fELF");
     let e_type = u16::from_le_bytes([head[16], head[17]]);
     assert_eq!(e_type, 3, "e_type {e_type}: not a position-independent executable");
+}
+
+/// The supervisor blocks `SIGCHLD` but while it waits; its server must not inherit that
+/// mask, or a server that waits for a child of its own (here a shell, `sleep & wait`)
+/// never hears of its exit and never starts. No signal is blocked in the server.
+#[test]
+fn a_supervised_server_starts_with_no_signal_blocked() {
+    let script = format!("sleep 0.2 & wait; exec {}", fake_server());
+    let w = World::new(json!({
+        "fake": { "command": "sh", "args": ["-c", script], "mcpx": { "startTimeout": "10s" } }
+    }));
+    assert_eq!(w.call("fake.echo", r#"{"message":"up"}"#).ok(), "up\n");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid_of(&w, "fake"))).unwrap();
+    let blocked = status.lines().find_map(|l| l.strip_prefix("SigBlk:")).unwrap().trim();
+    assert_eq!(u64::from_str_radix(blocked, 16).unwrap(), 0, "the server starts with signals blocked: {blocked}");
 }
