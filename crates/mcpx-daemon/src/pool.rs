@@ -668,6 +668,7 @@ fn forget_lost(slot: &Slot, keep: Duration) -> Option<Instant> {
     *since
 }
 
+/// [`LOST_ROW_KEEP`], or with the `test-hooks` feature `MCPX_TEST_LOST_KEEP_MS`.
 fn lost_row_keep() -> Duration {
     #[cfg(feature = "test-hooks")]
     if let Some(ms) = std::env::var("MCPX_TEST_LOST_KEEP_MS").ok().and_then(|v| v.parse().ok()) {

@@ -205,8 +205,7 @@ impl Peer {
                 self.send(Frame::new(Kind::Heartbeat, Vec::new()));
                 None
             }
-            // The other kinds go
-            // the other way and mean nothing here.
+            // The other kinds go the other way and mean nothing here.
             _ => None,
         }
     }

@@ -110,8 +110,7 @@ pub struct Supervisor {
     /// What wakes the loop when any child exits (`None` where it cannot: it then
     /// collects exits every [`REAP_WITHOUT_WAKE`]).
     exits: Option<ChildExitWake>,
-    /// The buffer reads go through, allocated once: a message costs no 64 KiB of
-    /// zeroing on the stack.
+    /// The buffer reads go through ([`READ_BUF`]), allocated once, not per read.
     buf: Box<[u8]>,
     done: bool,
 }
@@ -243,7 +242,7 @@ impl Supervisor {
             }
         }
         // Rounded up to the millisecond, so a wake never comes just before its deadline.
-        let mut timeout = self.next_deadline().map(|at| {
+        let timeout = self.next_deadline().map(|at| {
             let left = at.saturating_duration_since(Instant::now());
             Duration::from_millis(u64::try_from(left.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX))
         });
@@ -255,9 +254,8 @@ impl Supervisor {
                 }
             }
             None => {
-                timeout = Some(timeout.map_or(REAP_WITHOUT_WAKE, |t| t.min(REAP_WITHOUT_WAKE)));
-                let ms = timeout.map_or(0, |t| u16::try_from(t.as_millis()).unwrap_or(u16::MAX));
-                poll(&mut fds, PollTimeout::from(ms))?;
+                let wait = timeout.map_or(REAP_WITHOUT_WAKE, |t| t.min(REAP_WITHOUT_WAKE));
+                poll(&mut fds, PollTimeout::from(u16::try_from(wait.as_millis()).unwrap_or(u16::MAX)))?;
             }
         }
         for (fd, ev) in fds.iter().zip(what) {

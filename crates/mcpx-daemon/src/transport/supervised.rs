@@ -217,10 +217,8 @@ where
             End::Broken(reason) => (reason, false),
             End::Hung(reason) => (reason, true),
         };
-        {
-            let record = crate::sync::lock(&reader.record).clone();
-            lost(&record, dir.as_ref(), reason, hung, &reader.server, &reader.tx).await;
-        }
+        let record = crate::sync::lock(&reader.record).clone();
+        lost(&record, dir.as_ref(), reason, hung, &reader.server, &reader.tx).await;
     });
     let watch = Watch { heard, dead, info: info.clone(), steady: shook.theirs.beats_every_second() };
     tokio::spawn(write_frames(frames_out, out_rx, ctl_rx, watch));
@@ -359,26 +357,24 @@ impl<R: AsyncRead + Unpin> Reader<R> {
 /// link of `server` reports the loss on `tx`.
 async fn lost(rec: &Record, dir: Option<&Dir>, reason: String, hung: bool, server: &str, tx: &mpsc::Sender<Inbound>) {
     let mut reason = reason;
+    let sup = rec.supervisor;
     if hung {
         if let Some(dir) = dir {
             sup_dir::stop_supervisor(rec, dir);
             reason = format!("{reason}; it was stopped, with its server");
         }
-        tracing::warn!(server, "instance lost: {reason}");
-        let _ = tx.send(Inbound::Lost(reason)).await;
-        return;
-    }
-    // A connection that ends without an exit usually means the supervisor died; its
-    // descriptors close while it is still exiting, so give it a moment.
-    let sup = rec.supervisor;
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while mcpx_platform::liveness(sup.pid, Some(sup.start_time)) == Liveness::Running && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    if mcpx_platform::liveness(sup.pid, Some(sup.start_time)) != Liveness::Running {
-        reason = format!("its supervisor (pid {}) died", sup.pid);
-        if let Some(dir) = dir {
-            sup_dir::reap_orphan(rec, dir);
+    } else {
+        // A connection that ends without an exit usually means the supervisor died; its
+        // descriptors close while it is still exiting, so give it a moment.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while mcpx_platform::liveness(sup.pid, Some(sup.start_time)) == Liveness::Running && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if mcpx_platform::liveness(sup.pid, Some(sup.start_time)) != Liveness::Running {
+            reason = format!("its supervisor (pid {}) died", sup.pid);
+            if let Some(dir) = dir {
+                sup_dir::reap_orphan(rec, dir);
+            }
         }
     }
     tracing::warn!(server, "instance lost: {reason}");
